@@ -1,0 +1,69 @@
+/* hyrt/abi.h - the versioned C ABI between a compiled hyc artifact and libhyrt.
+ *
+ * An artifact (model.so or a standalone executable) exports, by these stable
+ * names:
+ *   int32_t  hyc_abi_version;                 == HYRT_ABI_VERSION
+ *   int64_t  hyc_arena_bytes;                 activation arena needed at max shape
+ *   int32_t  hyc_extend_v0(const hyrt_step_v0*, hyrt_kv_cache_v0*,
+ *                          void *const *weights, void *arena);
+ *   int32_t  hyc_decode_v0(same);
+ * Entry points return 0 on success. `weights` is the table of weight base
+ * pointers in manifest order; `arena` is 64-byte aligned scratch of
+ * hyc_arena_bytes bytes owned by the caller.
+ *
+ * Plain C so that generated code (LLVM) and the runtime agree without headers.
+ * Every struct here is append-only within one ABI version.
+ */
+#ifndef HYRT_ABI_H
+#define HYRT_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HYRT_ABI_VERSION 1
+
+/* One forward step over a batch of sequences. Tokens of one sequence are
+ * contiguous and in position order. For decode every sequence has exactly one
+ * token (num_tokens == num_seqs). */
+typedef struct hyrt_step_v0 {
+  int64_t num_tokens;             /* T */
+  int64_t num_seqs;               /* S */
+  const int32_t *tokens;          /* [T] token ids */
+  const int32_t *positions;       /* [T] absolute position within its sequence */
+  const int32_t *token_seq;       /* [T] index of the sequence of each token */
+  const int32_t *seq_token_start; /* [S] first token index of the sequence */
+  const int32_t *seq_new_len;     /* [S] tokens of the sequence in this step */
+  const int32_t *seq_prefix_len;  /* [S] tokens already in the KV cache */
+  const int32_t *block_tables;    /* [S][max_pages_per_seq] page ids */
+  int64_t max_pages_per_seq;
+  float *logits;                  /* [T][vocab] output */
+} hyrt_step_v0;
+
+/* Paged KV cache. Page p of layer l holds positions
+ * [j*page_size, (j+1)*page_size) of a sequence whose block table has p at j.
+ * Layout of one layer: k[num_pages][page_size][num_kv_heads][k_head_dim],
+ * v[num_pages][page_size][num_kv_heads][v_head_dim] (fp32). MLA stores its
+ * latent (kv_lora_rank + rope dim) as k with num_kv_heads == 1 and no v. */
+typedef struct hyrt_kv_cache_v0 {
+  int64_t num_layers;
+  int64_t num_pages;
+  int64_t page_size;
+  int64_t num_kv_heads;
+  int64_t k_head_dim;
+  int64_t v_head_dim;
+  float **k_layers; /* [num_layers] */
+  float **v_layers; /* [num_layers], entries may be NULL when v_head_dim == 0 */
+} hyrt_kv_cache_v0;
+
+typedef int32_t (*hyrt_entry_fn_v0)(const hyrt_step_v0 *step,
+                                    hyrt_kv_cache_v0 *kv,
+                                    void *const *weights, void *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HYRT_ABI_H */

@@ -1,0 +1,127 @@
+/* hyrt/reference.h - fp32 reference kernels: the meaning of every hyc op.
+ *
+ * `--target=reference` lowers each hyc op to one call here; optimized kernels
+ * are tested against these. All tensors are dense, row-major fp32 unless noted;
+ * weights of linear layers are [N][K] (output rows, Hugging Face layout).
+ * Plain C ABI so that LLVM-generated code can call them by name.
+ */
+#ifndef HYRT_REFERENCE_H
+#define HYRT_REFERENCE_H
+
+#include "hyrt/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[t][:] = table[ids[t]][:]. Ids are validated by the runtime beforehand;
+ * an id outside [0, vocab) yields a zero row. */
+void hyrt_ref_embedding(const float *table, int64_t vocab, int64_t dim,
+                        const int32_t *ids, int64_t num_tokens, float *out);
+
+/* s = x (+ residual when residual != NULL); residual_out = s when given;
+ * out = s / sqrt(mean(s^2) + eps) * w. */
+void hyrt_ref_rms_norm(const float *x, const float *residual, const float *w,
+                       int64_t rows, int64_t dim, float eps, float *out,
+                       float *residual_out);
+
+/* Rotary embedding over x[T][heads][head_dim]; the first rotary_dim dims of
+ * each head rotate, the rest are copied. neox != 0 pairs (i, i + rotary_dim/2)
+ * (Hugging Face rotate_half); neox == 0 pairs (2i, 2i+1) (GGUF/llama2.c).
+ * angle = positions[t] * inv_freq[i]; cos and sin are multiplied by mscale
+ * (YaRN attention factor; 1 otherwise). */
+void hyrt_ref_rope(const float *x, const int32_t *positions, int64_t num_tokens,
+                   int64_t heads, int64_t head_dim, int64_t rotary_dim,
+                   int32_t neox, const float *inv_freq, float mscale,
+                   float *out);
+
+/* out[m][n] = sum_k x[m][k] * w[n][k] + (bias ? bias[n] : 0). */
+void hyrt_ref_matmul(const float *x, const float *w, const float *bias,
+                     int64_t M, int64_t N, int64_t K, float *out);
+
+/* Elementwise over n values. */
+void hyrt_ref_add(const float *a, const float *b, int64_t n, float *out);
+/* out = silu(gate) * up = gate / (1 + exp(-gate)) * up. */
+void hyrt_ref_silu_mul(const float *gate, const float *up, int64_t n,
+                       float *out);
+
+/* Writes k[t] (and v[t] when v != NULL) of every step token into the page of
+ * its sequence at its position: page = block_tables[s*max_pages_per_seq +
+ * pos / page_size], slot pos % page_size. k is [T][num_kv_heads][k_head_dim],
+ * v is [T][num_kv_heads][v_head_dim]. */
+void hyrt_ref_kv_cache_append(hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                              int64_t layer, const float *k, const float *v);
+
+/* Extend attention. For token t of sequence s at position p the keys are the
+ * cached positions [0, seq_prefix_len[s]) read from the cache, followed by the
+ * step tokens of s with position <= p read from k / v. q is [T][num_heads][Dk],
+ * k [T][Hkv][Dk], v [T][Hkv][Dv], out [T][num_heads][Dv]. Query head h uses
+ * KV head h / (num_heads / Hkv). softmax(q.k * scale) . v */
+void hyrt_ref_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                        int64_t layer, const float *q, const float *k,
+                        const float *v, int64_t num_heads, float scale,
+                        float *out);
+
+/* Attention that reads every key from the cache: token t at position p sees
+ * cached positions [0, p] of its sequence (its own KV must be appended first).
+ * Used for decode. Shapes as hyrt_ref_attention. */
+void hyrt_ref_paged_attention(const hyrt_kv_cache_v0 *kv,
+                              const hyrt_step_v0 *step, int64_t layer,
+                              const float *q, int64_t num_heads, float scale,
+                              float *out);
+
+/* DeepSeek MLA, plain (non-absorbed) form, keys from the latent cache. The
+ * cache's k rows are [kv_lora_rank + rope_dim]: normalized latent c, then the
+ * roped shared k_pe. For token t at position p, each cached position j <= p
+ * gives per head h: k = [W_k,h c_j ; k_pe_j], v = W_v,h c_j, where w_kv_b is
+ * [num_heads*(nope_dim+v_dim)][kv_lora_rank] with, per head, nope_dim k rows
+ * then v_dim v rows. q_nope [T][H][nope_dim], q_pe [T][H][rope_dim] (roped),
+ * out [T][H][v_dim]. */
+void hyrt_ref_mla_attention(const hyrt_kv_cache_v0 *kv,
+                            const hyrt_step_v0 *step, int64_t layer,
+                            const float *q_nope, const float *q_pe,
+                            const float *w_kv_b, int64_t num_heads,
+                            int64_t nope_dim, int64_t rope_dim, int64_t v_dim,
+                            int64_t kv_lora_rank, float scale, float *out);
+
+/* MoE routing over logits[T][E].
+ * scores = softmax(logits) (scoring 0) or sigmoid(logits) (scoring 1).
+ * sel = scores + correction_bias (when given; used for selection only).
+ * When n_group > 1: the E experts form n_group equal groups; a group's score
+ * is its max sel (group_score 0) or the sum of its two largest sel
+ * (group_score 1); the topk_group best groups are kept, others excluded.
+ * ids = top_k experts by sel (ties: lower index first), in descending order;
+ * weights = scores[ids]; renormalize != 0 divides by their sum; then weights
+ * *= routed_scaling_factor. */
+void hyrt_ref_moe_route(const float *logits, const float *correction_bias,
+                        int64_t num_tokens, int64_t num_experts, int64_t top_k,
+                        int32_t scoring, int64_t n_group, int64_t topk_group,
+                        int32_t group_score, int32_t renormalize,
+                        float routed_scaling_factor, float *weights,
+                        int32_t *ids);
+
+/* Groups the T*top_k (token, slot) pairs by expert, stable in token order:
+ * out_x[r] = x[rows[r] / top_k]; rows[r] = t*top_k + j; offsets[e] is the
+ * first permuted row of expert e, offsets[E] = T*top_k. */
+void hyrt_ref_moe_permute(const float *x, const int32_t *ids,
+                          int64_t num_tokens, int64_t dim, int64_t top_k,
+                          int64_t num_experts, float *out_x, int32_t *offsets,
+                          int32_t *rows);
+
+/* out[r][n] = sum_k x[r][k] * w[e][n][k] for rows r in [offsets[e],
+ * offsets[e+1]). w is [E][N][K]. */
+void hyrt_ref_moe_grouped_matmul(const float *x, const float *w,
+                                 const int32_t *offsets, int64_t num_rows,
+                                 int64_t num_experts, int64_t N, int64_t K,
+                                 float *out);
+
+/* out[t] = sum_j weights[t][j] * y[r] where rows[r] == t*top_k + j. */
+void hyrt_ref_moe_unpermute(const float *y, const int32_t *rows,
+                            const float *weights, int64_t num_tokens,
+                            int64_t top_k, int64_t dim, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HYRT_REFERENCE_H */

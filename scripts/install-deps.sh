@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hyc needs to build and test. Idempotent: when
+# every package is already present it only runs dpkg queries (well under 1 s).
+set -euo pipefail
+
+PACKAGES=(
+  g++ cmake ninja-build python3 ccache
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libxbyak-dev libdnnl-dev ocl-icd-opencl-dev libomp-22-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
