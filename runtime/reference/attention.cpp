@@ -1,0 +1,203 @@
+// Reference kernels for the paged KV cache: append, extend attention, paged
+// (decode) attention and DeepSeek MLA attention on the latent cache.
+#include "hyrt/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace {
+
+/// Address of the cache row (all KV heads) of `pos` in sequence `seq`.
+float *cache_row(float *base, const hyrt_kv_cache_v0 *kv,
+                 const hyrt_step_v0 *step, int64_t seq, int64_t pos,
+                 int64_t head_dim) {
+  const int64_t page =
+      step->block_tables[seq * step->max_pages_per_seq + pos / kv->page_size];
+  const int64_t slot = pos % kv->page_size;
+  return base + (page * kv->page_size + slot) * kv->num_kv_heads * head_dim;
+}
+
+double dot(const float *a, const float *b, int64_t n) {
+  double acc = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    acc += double(a[i]) * double(b[i]);
+  return acc;
+}
+
+/// In-place stable softmax over scores; returns nothing for an empty list.
+void softmax(std::vector<double> &scores) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (double s : scores)
+    mx = std::max(mx, s);
+  double sum = 0.0;
+  for (double &s : scores) {
+    s = std::exp(s - mx);
+    sum += s;
+  }
+  for (double &s : scores)
+    s /= sum;
+}
+
+/// out[0:dv] = sum_j p[j] * values[j][0:dv].
+void weighted_sum(const std::vector<double> &p,
+                  const std::vector<const float *> &values, int64_t dv,
+                  float *out) {
+  std::vector<double> acc(dv, 0.0);
+  for (size_t j = 0; j < p.size(); ++j)
+    for (int64_t d = 0; d < dv; ++d)
+      acc[d] += p[j] * double(values[j][d]);
+  for (int64_t d = 0; d < dv; ++d)
+    out[d] = float(acc[d]);
+}
+
+} // namespace
+
+extern "C" void hyrt_ref_kv_cache_append(hyrt_kv_cache_v0 *kv,
+                                         const hyrt_step_v0 *step,
+                                         int64_t layer, const float *k,
+                                         const float *v) {
+  const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
+                dv = kv->v_head_dim;
+  float *kbase = kv->k_layers[layer];
+  float *vbase = kv->v_layers ? kv->v_layers[layer] : nullptr;
+  for (int64_t t = 0; t < step->num_tokens; ++t) {
+    const int64_t s = step->token_seq[t], pos = step->positions[t];
+    std::memcpy(cache_row(kbase, kv, step, s, pos, dk), k + t * hkv * dk,
+                sizeof(float) * hkv * dk);
+    if (v && vbase && dv > 0)
+      std::memcpy(cache_row(vbase, kv, step, s, pos, dv), v + t * hkv * dv,
+                  sizeof(float) * hkv * dv);
+  }
+}
+
+extern "C" void hyrt_ref_attention(const hyrt_kv_cache_v0 *kv,
+                                   const hyrt_step_v0 *step, int64_t layer,
+                                   const float *q, const float *k,
+                                   const float *v, int64_t num_heads,
+                                   float scale, float *out) {
+  const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
+                dv = kv->v_head_dim;
+  const int64_t group = num_heads / hkv;
+  float *kbase = kv->k_layers[layer];
+  float *vbase = kv->v_layers[layer];
+  std::vector<const float *> keys, values;
+  std::vector<double> scores;
+  for (int64_t t = 0; t < step->num_tokens; ++t) {
+    const int64_t s = step->token_seq[t], p = step->positions[t];
+    const int64_t first = step->seq_token_start[s];
+    const int64_t count = step->seq_new_len[s];
+    for (int64_t h = 0; h < num_heads; ++h) {
+      const int64_t g = h / group;
+      keys.clear();
+      values.clear();
+      for (int64_t j = 0; j < step->seq_prefix_len[s]; ++j) {
+        keys.push_back(cache_row(kbase, kv, step, s, j, dk) + g * dk);
+        values.push_back(cache_row(vbase, kv, step, s, j, dv) + g * dv);
+      }
+      for (int64_t u = first; u < first + count; ++u) {
+        if (step->positions[u] > p)
+          continue;
+        keys.push_back(k + (u * hkv + g) * dk);
+        values.push_back(v + (u * hkv + g) * dv);
+      }
+      const float *qh = q + (t * num_heads + h) * dk;
+      scores.assign(keys.size(), 0.0);
+      for (size_t j = 0; j < keys.size(); ++j)
+        scores[j] = dot(qh, keys[j], dk) * double(scale);
+      softmax(scores);
+      weighted_sum(scores, values, dv, out + (t * num_heads + h) * dv);
+    }
+  }
+}
+
+extern "C" void hyrt_ref_paged_attention(const hyrt_kv_cache_v0 *kv,
+                                         const hyrt_step_v0 *step,
+                                         int64_t layer, const float *q,
+                                         int64_t num_heads, float scale,
+                                         float *out) {
+  const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
+                dv = kv->v_head_dim;
+  const int64_t group = num_heads / hkv;
+  float *kbase = kv->k_layers[layer];
+  float *vbase = kv->v_layers[layer];
+  std::vector<const float *> values;
+  std::vector<double> scores;
+  for (int64_t t = 0; t < step->num_tokens; ++t) {
+    const int64_t s = step->token_seq[t], p = step->positions[t];
+    for (int64_t h = 0; h < num_heads; ++h) {
+      const int64_t g = h / group;
+      const float *qh = q + (t * num_heads + h) * dk;
+      scores.assign(p + 1, 0.0);
+      values.assign(p + 1, nullptr);
+      for (int64_t j = 0; j <= p; ++j) {
+        scores[j] =
+            dot(qh, cache_row(kbase, kv, step, s, j, dk) + g * dk, dk) *
+            double(scale);
+        values[j] = cache_row(vbase, kv, step, s, j, dv) + g * dv;
+      }
+      softmax(scores);
+      weighted_sum(scores, values, dv, out + (t * num_heads + h) * dv);
+    }
+  }
+}
+
+extern "C" void hyrt_ref_mla_attention(
+    const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step, int64_t layer,
+    const float *q_nope, const float *q_pe, const float *w_kv_b,
+    int64_t num_heads, int64_t nope_dim, int64_t rope_dim, int64_t v_dim,
+    int64_t kv_lora_rank, float scale, float *out) {
+  const int64_t row_dim = kv->k_head_dim; // kv_lora_rank + rope_dim
+  const int64_t head_rows = nope_dim + v_dim;
+  float *base = kv->k_layers[layer];
+  // Per sequence, expand every cached latent the step can see into explicit
+  // per-head keys and values (the plain, non-absorbed form), then attend.
+  std::vector<float> k_nope, values;
+  std::vector<const float *> k_pe, value_rows;
+  std::vector<double> scores;
+  for (int64_t s = 0; s < step->num_seqs; ++s) {
+    const int64_t first = step->seq_token_start[s];
+    const int64_t count = step->seq_new_len[s];
+    int64_t max_pos = -1;
+    for (int64_t u = first; u < first + count; ++u)
+      max_pos = std::max<int64_t>(max_pos, step->positions[u]);
+    const int64_t n = max_pos + 1;
+    k_nope.assign(n * num_heads * nope_dim, 0.f);
+    values.assign(n * num_heads * v_dim, 0.f);
+    k_pe.assign(n, nullptr);
+    for (int64_t j = 0; j < n; ++j) {
+      const float *row = cache_row(base, kv, step, s, j, row_dim);
+      k_pe[j] = row + kv_lora_rank;
+      for (int64_t h = 0; h < num_heads; ++h) {
+        const float *wh = w_kv_b + h * head_rows * kv_lora_rank;
+        for (int64_t d = 0; d < nope_dim; ++d)
+          k_nope[(j * num_heads + h) * nope_dim + d] =
+              float(dot(wh + d * kv_lora_rank, row, kv_lora_rank));
+        for (int64_t d = 0; d < v_dim; ++d)
+          values[(j * num_heads + h) * v_dim + d] = float(
+              dot(wh + (nope_dim + d) * kv_lora_rank, row, kv_lora_rank));
+      }
+    }
+    for (int64_t t = first; t < first + count; ++t) {
+      const int64_t p = step->positions[t];
+      for (int64_t h = 0; h < num_heads; ++h) {
+        const float *qn = q_nope + (t * num_heads + h) * nope_dim;
+        const float *qp = q_pe + (t * num_heads + h) * rope_dim;
+        scores.assign(p + 1, 0.0);
+        value_rows.assign(p + 1, nullptr);
+        for (int64_t j = 0; j <= p; ++j) {
+          scores[j] = (dot(qn, &k_nope[(j * num_heads + h) * nope_dim],
+                           nope_dim) +
+                       dot(qp, k_pe[j], rope_dim)) *
+                      double(scale);
+          value_rows[j] = &values[(j * num_heads + h) * v_dim];
+        }
+        softmax(scores);
+        weighted_sum(scores, value_rows, v_dim,
+                     out + (t * num_heads + h) * v_dim);
+      }
+    }
+  }
+}
