@@ -1,0 +1,76 @@
+// MappedFile: open + fstat + mmap, with errors that name the path.
+#include "models/io/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hyc::io {
+
+namespace {
+Error sysError(const std::string &path, const char *what) {
+  return Error(path + ": " + what + " failed: " + std::strerror(errno));
+}
+} // namespace
+
+Expected<MappedFile> MappedFile::open(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return sysError(path, "open");
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Error err = sysError(path, "fstat");
+    ::close(fd);
+    return err;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error(path + ": not a regular file");
+  }
+  MappedFile file;
+  file.path_ = path;
+  file.size_ = static_cast<size_t>(st.st_size);
+  if (file.size_ > 0) {
+    void *p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      Error err = sysError(path, "mmap");
+      ::close(fd);
+      return err;
+    }
+    file.data_ = static_cast<const uint8_t *>(p);
+  }
+  ::close(fd);
+  return file;
+}
+
+MappedFile::MappedFile(MappedFile &&other) noexcept
+    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
+  if (this != &other) {
+    reset();
+    path_ = std::move(other.path_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { reset(); }
+
+void MappedFile::reset() {
+  if (data_)
+    ::munmap(const_cast<uint8_t *>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+} // namespace hyc::io

@@ -1,0 +1,4 @@
+//===- Passes.cpp - hyc pass registration ---------------------------------===//
+#include "passes/Passes.h"
+
+void hyc::registerHycPasses() {}

@@ -1,0 +1,117 @@
+// hyrt/kv_cache.h - paged KV cache manager (page pools, free list, per-sequence
+// block tables) and the builder of hyrt_step_v0 batches on top of it.
+#pragma once
+
+#include "hyrt/abi.h"
+#include "hyrt/status.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace hyrt {
+
+/// Shape of a paged KV cache (see hyrt_kv_cache_v0 for the layout).
+struct KvCacheConfig {
+  int64_t num_layers = 0;
+  int64_t num_pages = 0;
+  int64_t page_size = 0;
+  int64_t num_kv_heads = 0;
+  int64_t k_head_dim = 0;
+  int64_t v_head_dim = 0; ///< 0: no V pools (MLA latent cache)
+  int64_t max_pages_per_seq = 0;
+};
+
+/// Owns fp32 page pools for every layer, the free-page list and the block
+/// table of every live sequence. Pages are zeroed when handed out.
+class KvCacheManager {
+public:
+  /// Validates `config` and allocates the pools (64-byte aligned).
+  Status init(const KvCacheConfig &config);
+
+  const KvCacheConfig &config() const { return config_; }
+
+  /// Makes the block table of `seq_id` cover positions [0, num_tokens),
+  /// creating the sequence when new. Fails, changing nothing, when the
+  /// sequence would need more than max_pages_per_seq pages or the pool has
+  /// fewer free pages than requested.
+  Status allocate(int64_t seq_id, int64_t num_tokens);
+
+  /// Returns every page of `seq_id` to the pool and forgets the sequence.
+  Status free_sequence(int64_t seq_id);
+
+  /// Records `num_tokens` more tokens of `seq_id` as present in the cache
+  /// (after a step ran); they must fit in its allocated pages.
+  Status advance(int64_t seq_id, int64_t num_tokens);
+
+  bool has_sequence(int64_t seq_id) const;
+  /// Tokens of `seq_id` whose KV is in the cache (0 for an unknown id).
+  int64_t seq_length(int64_t seq_id) const;
+  /// Page ids of `seq_id` in position order (empty for an unknown id).
+  const std::vector<int32_t> &block_table(int64_t seq_id) const;
+  int64_t free_pages() const { return int64_t(free_list_.size()); }
+  int64_t num_sequences() const { return int64_t(seqs_.size()); }
+
+  /// The C view passed to artifacts; valid while this manager lives.
+  hyrt_kv_cache_v0 *view() { return &view_; }
+
+private:
+  struct FreeDeleter {
+    void operator()(float *p) const;
+  };
+  using Pool = std::unique_ptr<float[], FreeDeleter>;
+  struct Sequence {
+    std::vector<int32_t> pages;
+    int64_t length = 0;
+  };
+  void zero_page(int32_t page);
+
+  KvCacheConfig config_;
+  std::vector<Pool> k_pools_, v_pools_;
+  std::vector<float *> k_ptrs_, v_ptrs_;
+  std::vector<int32_t> free_list_; // back() is handed out next
+  std::map<int64_t, Sequence> seqs_;
+  hyrt_kv_cache_v0 view_{};
+};
+
+/// New tokens of one sequence in a step.
+struct SeqChunk {
+  int64_t seq_id = 0;
+  std::vector<int32_t> tokens;
+};
+
+/// Owns the arrays behind a hyrt_step_v0 for one batch step. Extend steps
+/// have any number of tokens per sequence; decode steps exactly one.
+class StepBatch {
+public:
+  /// Fills the step for `chunks` (distinct sequences, each with at least one
+  /// token), allocating cache pages for prefix + new tokens. Token ids must
+  /// lie in [0, vocab_size); logits get [T][vocab_size] floats.
+  Status build(KvCacheManager &cache, const std::vector<SeqChunk> &chunks,
+               int64_t vocab_size);
+  /// Marks this step's tokens as cached (call after the artifact ran).
+  Status commit(KvCacheManager &cache) const;
+
+  /// The C view; pointers refer to this object's arrays.
+  hyrt_step_v0 *abi();
+  /// True when every sequence has exactly one new token.
+  bool is_decode() const;
+  int64_t num_tokens() const { return int64_t(tokens_.size()); }
+  /// Logits row of token t.
+  const float *logits(int64_t t) const { return &logits_[t * vocab_size_]; }
+  /// Row of the last token of sequence s (the one to sample from).
+  const float *last_logits(int64_t s) const {
+    return logits(seq_token_start_[s] + seq_new_len_[s] - 1);
+  }
+
+private:
+  std::vector<int64_t> seq_ids_;
+  std::vector<int32_t> tokens_, positions_, token_seq_, seq_token_start_,
+      seq_new_len_, seq_prefix_len_, block_tables_;
+  std::vector<float> logits_;
+  int64_t vocab_size_ = 0, max_pages_per_seq_ = 0;
+  hyrt_step_v0 step_{};
+};
+
+} // namespace hyrt
