@@ -96,17 +96,17 @@ GgufValue readValue(ByteReader &r, GgufType type, int depth) {
   v.elem_type = checkedType(r.read<uint32_t>("array element type"),
                             "array element type");
   v.count = r.read<uint64_t>("array length");
-  const std::string countText = std::to_string(v.count);
+  const std::string left = ", only " + std::to_string(r.remaining()) + " left";
+  const std::string what = "truncated: array of " + std::to_string(v.count) +
+                           " " + gguf_type_name(v.elem_type);
   if (size_t size = scalarSize(v.elem_type)) {
     if (v.count > r.remaining() / size)
-      throw ParseError("array of " + countText + " " +
-                       gguf_type_name(v.elem_type) + " needs more than the " +
-                       std::to_string(r.remaining()) + " bytes left");
+      throw ParseError(what + " needs " + std::to_string(size) +
+                       " bytes each" + left);
     v.raw = r.take(v.count * size, "array data");
   } else if (v.elem_type == GgufType::STRING) {
     if (v.count > r.remaining() / 8)
-      throw ParseError("array of " + countText + " strings needs more than " +
-                       "the " + std::to_string(r.remaining()) + " bytes left");
+      throw ParseError(what + " needs at least 8 bytes each" + left);
     v.strings.reserve(static_cast<size_t>(v.count));
     for (uint64_t i = 0; i < v.count; ++i)
       v.strings.push_back(readGgufString(r, "array string"));
@@ -115,8 +115,7 @@ GgufValue readValue(ByteReader &r, GgufType type, int depth) {
       throw ParseError("arrays nested deeper than " +
                        std::to_string(kMaxArrayDepth));
     if (v.count > r.remaining() / 12)
-      throw ParseError("array of " + countText + " arrays needs more than " +
-                       "the " + std::to_string(r.remaining()) + " bytes left");
+      throw ParseError(what + " needs at least 12 bytes each" + left);
     v.arrays.reserve(static_cast<size_t>(v.count));
     for (uint64_t i = 0; i < v.count; ++i)
       v.arrays.push_back(readValue(r, GgufType::ARRAY, depth + 1));
@@ -196,11 +195,11 @@ public:
     if (nTensors > r.remaining() / 24)
       throw ParseError("header claims " + std::to_string(nTensors) +
                        " tensors, impossible in a file of " + sizeText +
-                       " bytes");
+                       " bytes (truncated or corrupt)");
     if (nKv > r.remaining() / 13)
       throw ParseError("header claims " + std::to_string(nKv) +
                        " metadata entries, impossible in a file of " +
-                       sizeText + " bytes");
+                       sizeText + " bytes (truncated or corrupt)");
     parseMetadata(g, r, nKv);
     parseTensorInfos(g, r, nTensors);
   }
