@@ -35,7 +35,7 @@ def Hyc_ParamOp : Hyc_Op<"param", [Pure]> {
   }];
   let arguments = (ins Hyc_ParamAttr:$ref);
   let results = (outs Hyc_Tensor:$result);
-  let assemblyFormat = "$ref attr-dict `->` type($result)";
+  let assemblyFormat = "qualified($ref) attr-dict `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -238,7 +238,7 @@ def Hyc_KVCacheAppendOp : Hyc_Op<"kv_cache.append", [Pure, AllTypesMatch<["cache
                        Optional<Hyc_FloatTensor>:$value, I64Attr:$layer);
   let results = (outs Hyc_KVCacheType:$result);
   let assemblyFormat = [{
-    $cache `,` $key (`,` $value^)? attr-dict `:` type($cache) `,` type($key) (`,` type($value)^)?
+    $cache `,` $key (`,` $value^)? attr-dict `:` qualified(type($cache)) `,` type($key) (`,` type($value)^)?
   }];
   let hasVerifier = 1;
 }
@@ -264,7 +264,7 @@ def Hyc_AttentionOp : Hyc_Op<"attention", [Pure]> {
   let results = (outs Hyc_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $cache attr-dict `:` type($query) `,`
-    type($key) `,` type($value) `,` type($cache) `->` type($result)
+    type($key) `,` type($value) `,` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -289,7 +289,7 @@ def Hyc_PagedAttentionOp : Hyc_Op<"paged_attention", [Pure]> {
                        DefaultValuedAttr<I64Attr, "1">:$kv_splits);
   let results = (outs Hyc_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $cache attr-dict `:` type($query) `,` type($cache) `->` type($result)
+    $query `,` $cache attr-dict `:` type($query) `,` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -316,7 +316,7 @@ def Hyc_MLAAttentionOp : Hyc_Op<"mla.attention", [Pure]> {
   let results = (outs Hyc_FloatTensor:$result);
   let assemblyFormat = [{
     $q_nope `,` $q_pe `,` $kv_b `,` $cache attr-dict `:` type($q_nope) `,`
-    type($q_pe) `,` type($kv_b) `,` type($cache) `->` type($result)
+    type($q_pe) `,` type($kv_b) `,` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -145,7 +145,7 @@ def HycKernel_PagedAttentionOp : HycKernel_Op<"paged_attention"> {
                        Arg<AnyMemRef, "output", [MemWrite]>:$out,
                        I64Attr:$layer, F32Attr:$scale);
   let assemblyFormat = [{
-    $handle `,` $query `,` $cache `,` $out attr-dict `:` type($query) `,` type($cache) `,` type($out)
+    $handle `,` $query `,` $cache `,` $out attr-dict `:` type($query) `,` qualified(type($cache)) `,` type($out)
   }];
   let hasVerifier = 1;
 }
