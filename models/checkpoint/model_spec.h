@@ -1,0 +1,156 @@
+// ModelSpec: the architecture-independent description of a checkpoint that
+// the model definitions (models/<family>) turn into hyc IR, plus the weight
+// and tokenizer sources the compiler packs into an artifact.
+//
+// Plain C++ (no MLIR): readers fill it, the IR builders and the artifact
+// writer consume it. Weight names are canonical Hugging Face names whatever
+// the input format (GGUF and llama2.c are renamed on load).
+#ifndef HYC_MODELS_CHECKPOINT_MODEL_SPEC_H
+#define HYC_MODELS_CHECKPOINT_MODEL_SPEC_H
+
+#include "models/io/expected.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hyc::models {
+
+using io::Error;
+using io::Expected;
+using io::Status;
+
+/// Rotary embedding configuration, Hugging Face semantics.
+struct RopeSpec {
+  double theta = 10000.0;
+  /// Rotated dims per head (partial rotary when < head_dim).
+  int64_t rotary_dim = 0;
+  /// true: pairs (i, i + d/2) (HF rotate_half); false: adjacent pairs
+  /// (GGUF / llama2.c layouts, whose q/k rows are stored permuted).
+  bool neox = true;
+  /// "none", "linear", "llama3" or "yarn".
+  std::string scaling = "none";
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position = 0;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double mscale = 1.0;
+  double mscale_all_dim = 0.0;
+};
+
+/// Mixture-of-experts configuration (Qwen3-MoE, DeepSeek, Hunyuan).
+struct MoeSpec {
+  int64_t num_experts = 0;          ///< routed experts; 0 = dense model
+  int64_t top_k = 0;
+  int64_t expert_intermediate_size = 0;
+  int64_t num_shared_experts = 0;
+  int64_t shared_intermediate_size = 0; ///< per shared expert block
+  std::string scoring = "softmax";      ///< "softmax" or "sigmoid"
+  bool renormalize = false;             ///< norm_topk_prob
+  double routed_scaling_factor = 1.0;
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  std::string group_score = "max";      ///< "max" or "top2_sum"
+  bool has_correction_bias = false;     ///< e_score_correction_bias
+  int64_t first_k_dense = 0;            ///< first_k_dense_replace
+  int64_t moe_layer_freq = 1;
+};
+
+/// DeepSeek multi-head latent attention.
+struct MlaSpec {
+  int64_t q_lora_rank = 0; ///< 0: plain q_proj
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+/// Everything the IR builder needs to know about a model.
+struct ModelSpec {
+  /// Family: "llama", "qwen2", "qwen3", "qwen3_moe", "deepseek_v3", ...
+  std::string arch;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  double rms_norm_eps = 1e-5;
+  int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false; ///< q/k/v biases (Qwen2)
+  bool qk_norm = false;        ///< per-head RMSNorm of q and k (Qwen3)
+  RopeSpec rope;
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+  int32_t bos_token_id = -1;
+  int32_t eos_token_id = -1;
+};
+
+/// Shape and source dtype of one weight.
+struct WeightInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string source_dtype; ///< "F32", "BF16", "Q8_0", "F8_E4M3", ...
+};
+
+/// Gives weights by canonical name, converted to fp32 (dequantized when the
+/// checkpoint stores them quantized). Implementations keep files mapped.
+class WeightSource {
+public:
+  virtual ~WeightSource() = default;
+  /// Every weight the checkpoint provides, canonical names.
+  virtual const std::vector<WeightInfo> &weights() const = 0;
+  /// nullptr when absent.
+  const WeightInfo *find(const std::string &name) const;
+  /// Writes the weight as fp32 into out (numel floats).
+  virtual Status read_f32(const std::string &name, float *out) const = 0;
+};
+
+/// Tokenizer vocabulary carried by a checkpoint (maps onto
+/// hyrt::TokenizerData; kept separate so models/ does not depend on runtime/).
+struct TokenizerSpec {
+  std::string kind; ///< "llama2c", "sentencepiece" or "gpt2"
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  std::vector<std::string> merges;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+};
+
+/// A checkpoint opened for compilation.
+struct Checkpoint {
+  std::string source;  ///< path given by the user
+  std::string format;  ///< "gguf", "llama2c", "hf"
+  ModelSpec spec;
+  std::unique_ptr<WeightSource> weights;
+  std::optional<TokenizerSpec> tokenizer;
+};
+
+struct LoadOptions {
+  /// Explicit tokenizer file (llama2.c tokenizer.bin); when empty, a
+  /// tokenizer.bin / tok<vocab>.bin beside the checkpoint is used if present.
+  std::string tokenizer_path;
+};
+
+/// Opens a GGUF file, a llama2.c .bin or a Hugging Face directory, detects
+/// the format, validates the architecture and every weight's shape against
+/// the spec, and returns it. Errors name the file, tensor and expected vs
+/// found values.
+Expected<Checkpoint> load_checkpoint(const std::string &path,
+                                     const LoadOptions &options = {});
+
+/// The canonical weight names a ModelSpec requires, with their shapes.
+std::vector<WeightInfo> required_weights(const ModelSpec &spec);
+
+} // namespace hyc::models
+
+#endif // HYC_MODELS_CHECKPOINT_MODEL_SPEC_H
