@@ -513,4 +513,14 @@ Expected<TensorView> GgufFile::tensor(const std::string &name) const {
   return view;
 }
 
+Expected<std::vector<float>> GgufFile::read_f32(const std::string &name) const {
+  Expected<TensorView> v = tensor(name);
+  if (!v)
+    return v.take_error();
+  Expected<std::vector<float>> out = to_f32(*v);
+  if (!out)
+    return Error(path() + ": " + out.error());
+  return out;
+}
+
 } // namespace hyc::io

@@ -133,6 +133,8 @@ public:
   /// Zero-copy view (row-major shape). Fails for absent tensors and for
   /// ggml types other than F32, F16, BF16, Q8_0, I8, I32.
   Expected<TensorView> tensor(const std::string &name) const;
+  /// fp32 copy of a tensor of any supported type (Q8_0 dequantized).
+  Expected<std::vector<float>> read_f32(const std::string &name) const;
 
 private:
   GgufFile() = default;

@@ -310,7 +310,10 @@ SafetensorsModel::read_f32(const std::string &name) const {
   Expected<TensorView> v = tensor(name);
   if (!v)
     return v.take_error();
-  return to_f32(*v);
+  Expected<std::vector<float>> out = to_f32(*v);
+  if (!out)
+    return Error(shards_[where_.at(name)].path() + ": " + out.error());
+  return out;
 }
 
 } // namespace hyc::io

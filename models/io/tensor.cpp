@@ -176,6 +176,8 @@ Status to_f32(const TensorView &view, float *out) {
                  " bytes, found " + std::to_string(view.nbytes));
   const uint8_t *p = view.data;
   const size_t n = static_cast<size_t>(*numel);
+  if (n == 0)
+    return Status();
   switch (view.dtype) {
   case DType::F32:
     std::memcpy(out, p, n * 4);

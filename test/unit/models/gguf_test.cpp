@@ -249,7 +249,7 @@ TEST(GgufTest, TensorTypesAndUnsupportedType) {
   EXPECT_EQ(*to_f32(*a), f32);
   EXPECT_EQ(*to_f32(*g->tensor("h")), (std::vector<float>{1, -2}));
   EXPECT_EQ(*to_f32(*g->tensor("b")), (std::vector<float>{1, 2}));
-  auto qv = to_f32(*g->tensor("q"));
+  auto qv = g->read_f32("q");
   ASSERT_TRUE(qv.ok()) << qv.error();
   EXPECT_EQ((*qv)[31], 62.0f);
   auto k4 = g->tensor("k4");
@@ -391,6 +391,41 @@ TEST(GgufTest, DuplicatesAndAbsurdCounts) {
     expectError(openBytes(dir, c.build()),
                 {"general.alignment", "has type string, expected uint32"});
   }
+}
+
+TEST(GgufTest, RandomByteFlipsNeverCrash) {
+  TempDir dir;
+  GgufBuilder b;
+  b.kv("general.architecture", GgufType::STRING).str64("llama");
+  b.kv("n", GgufType::UINT32).put<uint32_t>(5);
+  b.kv("toks", GgufType::ARRAY)
+      .put<uint32_t>(8).put<uint64_t>(3).str64("a").str64("bb").str64("c");
+  b.kv("f", GgufType::ARRAY).put<uint32_t>(6).put<uint64_t>(2).put<float>(1)
+      .put<float>(2);
+  b.tensor("w", {8, 2}, GGML_F32, std::vector<uint8_t>(64, 0x3F));
+  b.tensor("q", {32}, GGML_Q8_0, std::vector<uint8_t>(34, 1));
+  const std::vector<uint8_t> good = b.build();
+  std::mt19937 rng(1234);
+  std::string path = dir.file("flip.gguf");
+  int opened = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    std::vector<uint8_t> bytes = good;
+    for (int k = 0; k < 1 + iter % 3; ++k)
+      bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+    test::writeBytes(path, bytes);
+    auto g = GgufFile::open(path);
+    if (!g.ok()) {
+      ASSERT_NE(g.error().find(path), std::string::npos) << g.error();
+      continue;
+    }
+    ++opened;
+    for (const GgufTensorInfo &t : g->tensor_infos()) {
+      auto v = g->tensor(t.name);
+      if (v.ok())
+        (void)to_f32(*v); // must stay inside the mapping
+    }
+  }
+  EXPECT_GT(opened, 0);
 }
 
 TEST(GgufTest, MissingFileNamesPath) {

@@ -222,6 +222,31 @@ TEST(SafetensorsTest, TruncationAtEveryByteNeverCrashes) {
   }
 }
 
+TEST(SafetensorsTest, RandomByteFlipsNeverCrash) {
+  TempDir dir;
+  std::string path = dir.file("t.safetensors");
+  ASSERT_TRUE(write_safetensors(path, sampleEntries(), {{"format", "pt"}}).ok());
+  const std::vector<uint8_t> good = test::readBytes(path);
+  std::mt19937 rng(99);
+  for (int iter = 0; iter < 400; ++iter) {
+    std::vector<uint8_t> bytes = good;
+    // Mostly hit the 8-byte length and the JSON header.
+    size_t span = iter % 4 == 0 ? bytes.size() : std::min<size_t>(bytes.size(), 400);
+    bytes[rng() % span] = static_cast<uint8_t>(rng());
+    test::writeBytes(path, bytes);
+    auto f = SafetensorsFile::open(path);
+    if (!f.ok()) {
+      ASSERT_NE(f.error().find(path), std::string::npos) << f.error();
+      continue;
+    }
+    for (const SafetensorsTensorInfo &t : f->tensor_infos()) {
+      auto v = f->tensor(t.name);
+      if (v.ok())
+        (void)to_f32(*v);
+    }
+  }
+}
+
 TEST(SafetensorsTest, ShardedIndex) {
   TempDir dir;
   auto entries = sampleEntries();
