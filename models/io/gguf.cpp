@@ -33,16 +33,21 @@ size_t scalarSize(GgufType t) {
   switch (t) {
   case GgufType::UINT8:
   case GgufType::INT8:
-  case GgufType::BOOL: return 1;
+  case GgufType::BOOL:
+    return 1;
   case GgufType::UINT16:
-  case GgufType::INT16: return 2;
+  case GgufType::INT16:
+    return 2;
   case GgufType::UINT32:
   case GgufType::INT32:
-  case GgufType::FLOAT32: return 4;
+  case GgufType::FLOAT32:
+    return 4;
   case GgufType::UINT64:
   case GgufType::INT64:
-  case GgufType::FLOAT64: return 8;
-  default: return 0;
+  case GgufType::FLOAT64:
+    return 8;
+  default:
+    return 0;
   }
 }
 
@@ -54,18 +59,41 @@ void decodeScalar(GgufType t, const uint8_t *p, GgufValue &v) {
     return x;
   };
   switch (t) {
-  case GgufType::UINT8: v.u = load(uint8_t()); break;
-  case GgufType::BOOL: v.u = load(uint8_t()) != 0; break;
-  case GgufType::UINT16: v.u = load(uint16_t()); break;
-  case GgufType::UINT32: v.u = load(uint32_t()); break;
-  case GgufType::UINT64: v.u = load(uint64_t()); break;
-  case GgufType::INT8: v.i = load(int8_t()); break;
-  case GgufType::INT16: v.i = load(int16_t()); break;
-  case GgufType::INT32: v.i = load(int32_t()); break;
-  case GgufType::INT64: v.i = load(int64_t()); break;
-  case GgufType::FLOAT32: v.f = load(float()); break;
-  case GgufType::FLOAT64: v.f = load(double()); break;
-  default: break;
+  case GgufType::UINT8:
+    v.u = load(uint8_t());
+    break;
+  case GgufType::BOOL:
+    v.u = load(uint8_t()) != 0;
+    break;
+  case GgufType::UINT16:
+    v.u = load(uint16_t());
+    break;
+  case GgufType::UINT32:
+    v.u = load(uint32_t());
+    break;
+  case GgufType::UINT64:
+    v.u = load(uint64_t());
+    break;
+  case GgufType::INT8:
+    v.i = load(int8_t());
+    break;
+  case GgufType::INT16:
+    v.i = load(int16_t());
+    break;
+  case GgufType::INT32:
+    v.i = load(int32_t());
+    break;
+  case GgufType::INT64:
+    v.i = load(int64_t());
+    break;
+  case GgufType::FLOAT32:
+    v.f = load(float());
+    break;
+  case GgufType::FLOAT64:
+    v.f = load(double());
+    break;
+  default:
+    break;
   }
 }
 
@@ -93,16 +121,16 @@ GgufValue readValue(ByteReader &r, GgufType type, int depth) {
     return v;
   }
   // ARRAY
-  v.elem_type = checkedType(r.read<uint32_t>("array element type"),
-                            "array element type");
+  v.elem_type =
+      checkedType(r.read<uint32_t>("array element type"), "array element type");
   v.count = r.read<uint64_t>("array length");
   const std::string left = ", only " + std::to_string(r.remaining()) + " left";
   const std::string what = "truncated: array of " + std::to_string(v.count) +
                            " " + gguf_type_name(v.elem_type);
   if (size_t size = scalarSize(v.elem_type)) {
     if (v.count > r.remaining() / size)
-      throw ParseError(what + " needs " + std::to_string(size) +
-                       " bytes each" + left);
+      throw ParseError(what + " needs " + std::to_string(size) + " bytes each" +
+                       left);
     v.raw = r.take(v.count * size, "array data");
   } else if (v.elem_type == GgufType::STRING) {
     if (v.count > r.remaining() / 8)
@@ -125,13 +153,26 @@ GgufValue readValue(ByteReader &r, GgufType type, int depth) {
 
 bool dtypeForGgml(uint32_t ggmlType, DType &dtype) {
   switch (ggmlType) {
-  case GGML_F32: dtype = DType::F32; return true;
-  case GGML_F16: dtype = DType::F16; return true;
-  case GGML_BF16: dtype = DType::BF16; return true;
-  case GGML_Q8_0: dtype = DType::Q8_0; return true;
-  case GGML_I8: dtype = DType::I8; return true;
-  case GGML_I32: dtype = DType::I32; return true;
-  default: return false;
+  case GGML_F32:
+    dtype = DType::F32;
+    return true;
+  case GGML_F16:
+    dtype = DType::F16;
+    return true;
+  case GGML_BF16:
+    dtype = DType::BF16;
+    return true;
+  case GGML_Q8_0:
+    dtype = DType::Q8_0;
+    return true;
+  case GGML_I8:
+    dtype = DType::I8;
+    return true;
+  case GGML_I32:
+    dtype = DType::I32;
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -158,12 +199,13 @@ const char *gguf_type_name(GgufType type) {
 
 const char *ggml_type_name(uint32_t t) {
   static const char *const kNames[] = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",   "Q4_2",  "Q4_3",  "Q5_0",
-      "Q5_1",    "Q8_0",   "Q8_1",    "Q2_K",   "Q3_K",  "Q4_K",  "Q5_K",
-      "Q6_K",    "Q8_K",   "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
-      "IQ3_S",   "IQ2_S",  "IQ4_XS",  "I8",     "I16",   "I32",   "I64",
-      "F64",     "IQ1_M",  "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8",
-      "TQ1_0",   "TQ2_0",  "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
+      "F32",        "F16",        "Q4_0",       "Q4_1",     "Q4_2",    "Q4_3",
+      "Q5_0",       "Q5_1",       "Q8_0",       "Q8_1",     "Q2_K",    "Q3_K",
+      "Q4_K",       "Q5_K",       "Q6_K",       "Q8_K",     "IQ2_XXS", "IQ2_XS",
+      "IQ3_XXS",    "IQ1_S",      "IQ4_NL",     "IQ3_S",    "IQ2_S",   "IQ4_XS",
+      "I8",         "I16",        "I32",        "I64",      "F64",     "IQ1_M",
+      "BF16",       "Q4_0_4_4",   "Q4_0_4_8",   "Q4_0_8_8", "TQ1_0",   "TQ2_0",
+      "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   return t < sizeof(kNames) / sizeof(kNames[0]) ? kNames[t] : "unknown";
 }
 
@@ -172,7 +214,8 @@ std::string GgufValue::type_string() const {
     return gguf_type_name(type);
   if (elem_type != GgufType::ARRAY)
     return std::string("array[") + gguf_type_name(elem_type) + "]";
-  return "array[" + (arrays.empty() ? std::string("array") : arrays[0].type_string()) +
+  return "array[" +
+         (arrays.empty() ? std::string("array") : arrays[0].type_string()) +
          "]";
 }
 
@@ -291,7 +334,8 @@ private:
     uint64_t available = fileSize - g.data_offset_;
     if (t.offset > available)
       throw ParseError(where + ": data offset " + std::to_string(t.offset) +
-                       " (absolute " + std::to_string(g.data_offset_ + t.offset) +
+                       " (absolute " +
+                       std::to_string(g.data_offset_ + t.offset) +
                        ") is past the end of the file (" +
                        std::to_string(fileSize) + " bytes)");
     DType dtype;
@@ -299,8 +343,7 @@ private:
       return; // size unknown; tensor() reports the unsupported type
     if (dtype == DType::Q8_0 && !t.ne.empty() && t.ne[0] % 32 != 0)
       throw ParseError(where + " of type Q8_0 has ne[0]=" +
-                       std::to_string(t.ne[0]) +
-                       ", expected a multiple of 32");
+                       std::to_string(t.ne[0]) + ", expected a multiple of 32");
     Expected<size_t> bytes = dtype_data_bytes(dtype, *numel);
     if (!bytes)
       throw ParseError(where + ": " + bytes.error());
@@ -308,8 +351,8 @@ private:
     if (t.nbytes > available - t.offset)
       throw ParseError(
           where + ": data [" + std::to_string(g.data_offset_ + t.offset) +
-          ", " + std::to_string(g.data_offset_ + t.offset + t.nbytes) +
-          ") (" + std::to_string(t.nbytes) + " bytes of " +
+          ", " + std::to_string(g.data_offset_ + t.offset + t.nbytes) + ") (" +
+          std::to_string(t.nbytes) + " bytes of " +
           ggml_type_name(t.ggml_type) + " " + shape_to_string(t.shape) +
           ") extends past the end of the file (" + std::to_string(fileSize) +
           " bytes)");
@@ -352,8 +395,7 @@ Error GgufFile::typeError(const std::string &key, const GgufValue &v,
 namespace {
 
 // Converts an integer GgufValue to T; false if it does not fit.
-template <typename T>
-bool intFits(const GgufValue &v, T &out) {
+template <typename T> bool intFits(const GgufValue &v, T &out) {
   using L = std::numeric_limits<T>;
   if (isUnsignedInt(v.type)) {
     if (v.u > static_cast<uint64_t>(L::max()))
@@ -382,8 +424,8 @@ Expected<T> getInt(const GgufFile &g, const std::string &key,
   if (!v)
     return Error(g.path() + ": missing key '" + key + "'");
   if (!isUnsignedInt(v->type) && !isSignedInt(v->type))
-    return Error(g.path() + ": key '" + key + "' has type " +
-                 v->type_string() + ", expected " + typeName);
+    return Error(g.path() + ": key '" + key + "' has type " + v->type_string() +
+                 ", expected " + typeName);
   T out{};
   if (!intFits(*v, out))
     return Error(g.path() + ": key '" + key + "' is " + intText(*v) +
@@ -484,9 +526,8 @@ GgufFile::get_i32_array(const std::string &key) const {
   for (size_t i = 0; i < out.size(); ++i) {
     decodeScalar(a.elem_type, a.raw + i * size, elem);
     if (!intFits(elem, out[i]))
-      return Error(path() + ": key '" + key + "' element " +
-                   std::to_string(i) + " is " + intText(elem) +
-                   ", which does not fit in int32");
+      return Error(path() + ": key '" + key + "' element " + std::to_string(i) +
+                   " is " + intText(elem) + ", which does not fit in int32");
   }
   return out;
 }

@@ -46,9 +46,9 @@ Status checkConfig(const Llama2cConfig &c) {
     return Error("dim=" + std::to_string(c.dim) +
                  " is not a multiple of n_heads=" + std::to_string(c.n_heads));
   if (c.n_heads % c.n_kv_heads != 0)
-    return Error("n_heads=" + std::to_string(c.n_heads) +
-                 " is not a multiple of n_kv_heads=" +
-                 std::to_string(c.n_kv_heads));
+    return Error(
+        "n_heads=" + std::to_string(c.n_heads) +
+        " is not a multiple of n_kv_heads=" + std::to_string(c.n_kv_heads));
   if (c.version == 2 && (c.group_size <= 0 || c.group_size > (1 << 20)))
     return Error("group_size = " + std::to_string(c.group_size) +
                  ", expected 1.." + std::to_string(1 << 20));
@@ -79,8 +79,8 @@ public:
   explicit Llama2cLayout(Llama2cModel &m) : m_(m), c_(m.config_) {}
 
   Status build() {
-    const int64_t dim = c_.dim, hidden = c_.hidden_dim,
-                  kv = c_.kv_dim(), vocab = c_.vocab_size;
+    const int64_t dim = c_.dim, hidden = c_.hidden_dim, kv = c_.kv_dim(),
+                  vocab = c_.vocab_size;
     const bool quantized = c_.version == 2;
     auto matrices = [&] {
       add("model.embed_tokens.weight", {vocab, dim}, quantized);
@@ -160,11 +160,10 @@ private:
     } else {
       const uint64_t gs = static_cast<uint64_t>(c_.group_size);
       if (numel % gs != 0 && error_.empty())
-        error_ = "tensor '" + e.view.name + "' " +
-                 shape_to_string(e.view.shape) + " has " +
-                 std::to_string(numel) +
-                 " elements, not a multiple of group_size=" +
-                 std::to_string(gs);
+        error_ =
+            "tensor '" + e.view.name + "' " + shape_to_string(e.view.shape) +
+            " has " + std::to_string(numel) +
+            " elements, not a multiple of group_size=" + std::to_string(gs);
       e.view.dtype = DType::Q8_GROUPED;
       e.view.group_size = c_.group_size;
       e.view.nbytes = numel;
@@ -276,14 +275,13 @@ Expected<Llama2cTokenizer> read_llama2c_tokenizer(const std::string &path,
       tok.pieces.push_back(r.readString(static_cast<uint64_t>(len), "piece"));
     }
     if (r.remaining() != 0)
-      throw ParseError(std::to_string(r.remaining()) +
-                       " bytes left after the last of " +
-                       std::to_string(vocab_size) + " tokens (wrong vocab_size?)");
+      throw ParseError(
+          std::to_string(r.remaining()) + " bytes left after the last of " +
+          std::to_string(vocab_size) + " tokens (wrong vocab_size?)");
   } catch (const ParseError &e) {
-    std::string where =
-        i < vocab_size ? "token " + std::to_string(i) + " of " +
-                             std::to_string(vocab_size) + ": "
-                       : "";
+    std::string where = i < vocab_size ? "token " + std::to_string(i) + " of " +
+                                             std::to_string(vocab_size) + ": "
+                                       : "";
     return Error(path + ": " + where + e.what());
   }
   return tok;

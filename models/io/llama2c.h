@@ -19,8 +19,8 @@
 //   model.layers.{i}.mlp.down_proj.weight             [dim, hidden] (w2)
 //   model.layers.{i}.mlp.up_proj.weight               [hidden, dim] (w3)
 //   model.norm.weight                                 [dim]      (rms_final)
-//   lm_head.weight                                    [vocab, dim], only when
-//                                                     the classifier is unshared
+//   lm_head.weight                                    [vocab, dim] (wcls),
+//                                                     only if unshared
 // Unlike HF checkpoints, q/k rows keep llama2.c's order: RoPE rotates
 // adjacent pairs (2i, 2i+1) within each head (GGML "normal" rope); no
 // HF-style permutation has been applied.

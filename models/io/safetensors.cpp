@@ -158,12 +158,11 @@ private:
       uint64_t n = static_cast<uint64_t>(*numel);
       uint64_t span = t.end - t.begin;
       if (n > UINT64_MAX / elem || n * elem != span)
-        throw HeaderError(where + ": dtype " + t.dtype_name + " x shape " +
-                          shape_to_string(t.shape) + " needs " +
-                          std::to_string(n) + " x " + std::to_string(elem) +
-                          " bytes, but data_offsets " +
-                          rangeText(t.begin, t.end) + " span " +
-                          std::to_string(span));
+        throw HeaderError(
+            where + ": dtype " + t.dtype_name + " x shape " +
+            shape_to_string(t.shape) + " needs " + std::to_string(n) + " x " +
+            std::to_string(elem) + " bytes, but data_offsets " +
+            rangeText(t.begin, t.end) + " span " + std::to_string(span));
     }
     return t;
   }
@@ -269,8 +268,8 @@ SafetensorsModel::open_index(const std::string &indexPath) {
   for (const std::string &name : shardNames) {
     Expected<SafetensorsFile> f = SafetensorsFile::open((dir / name).string());
     if (!f)
-      return Error(indexPath + ": shard '" + name + "' named in weight_map: " +
-                   f.error());
+      return Error(indexPath + ": shard '" + name +
+                   "' named in weight_map: " + f.error());
     m.shards_.push_back(std::move(*f));
   }
   for (const auto &[tensor, shard] : mapping) {

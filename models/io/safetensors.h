@@ -105,10 +105,10 @@ struct SafetensorsEntry {
 /// given order). Fails on duplicate names, dtypes safetensors cannot
 /// represent (Q8_0, Q8_GROUPED), or bytes that do not match shape x dtype.
 /// Writes to `path`.tmp and renames, so readers never see a partial file.
-Status write_safetensors(const std::string &path,
-                         const std::vector<SafetensorsEntry> &tensors,
-                         const std::map<std::string, std::string> &metadata =
-                             {});
+Status
+write_safetensors(const std::string &path,
+                  const std::vector<SafetensorsEntry> &tensors,
+                  const std::map<std::string, std::string> &metadata = {});
 
 } // namespace hyc::io
 

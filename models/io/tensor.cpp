@@ -54,14 +54,22 @@ Expected<std::vector<float>> scalesToF32(const TensorView &scale) {
 
 const char *dtype_name(DType dtype) {
   switch (dtype) {
-  case DType::F32: return "F32";
-  case DType::F16: return "F16";
-  case DType::BF16: return "BF16";
-  case DType::Q8_0: return "Q8_0";
-  case DType::F8_E4M3: return "F8_E4M3";
-  case DType::I8: return "I8";
-  case DType::I32: return "I32";
-  case DType::Q8_GROUPED: return "Q8_GROUPED";
+  case DType::F32:
+    return "F32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::Q8_0:
+    return "Q8_0";
+  case DType::F8_E4M3:
+    return "F8_E4M3";
+  case DType::I8:
+    return "I8";
+  case DType::I32:
+    return "I32";
+  case DType::Q8_GROUPED:
+    return "Q8_GROUPED";
   }
   return "?";
 }
@@ -72,12 +80,15 @@ Expected<size_t> dtype_data_bytes(DType dtype, int64_t numel) {
   uint64_t n = static_cast<uint64_t>(numel);
   switch (dtype) {
   case DType::F32:
-  case DType::I32: return static_cast<size_t>(n * 4);
+  case DType::I32:
+    return static_cast<size_t>(n * 4);
   case DType::F16:
-  case DType::BF16: return static_cast<size_t>(n * 2);
+  case DType::BF16:
+    return static_cast<size_t>(n * 2);
   case DType::F8_E4M3:
   case DType::I8:
-  case DType::Q8_GROUPED: return static_cast<size_t>(n);
+  case DType::Q8_GROUPED:
+    return static_cast<size_t>(n);
   case DType::Q8_0:
     if (n % 32 != 0)
       return Error("Q8_0 needs a multiple of 32 elements, found " +
@@ -113,7 +124,8 @@ int64_t TensorView::numel() const {
 }
 
 float f16_to_f32(uint16_t bits) {
-  int sign = bits >> 15, exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
+  int sign = bits >> 15, exponent = (bits >> 10) & 0x1F,
+      mantissa = bits & 0x3FF;
   float magnitude;
   if (exponent == 0)
     magnitude = std::ldexp(static_cast<float>(mantissa), -24);
@@ -155,7 +167,8 @@ uint16_t f32_to_f16(float value) {
   if (abs < 0x38800000u) { // below 2^-14: f16 subnormal or zero
     float magnitude;
     std::memcpy(&magnitude, &abs, 4);
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
+    return sign |
+           static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
   }
   uint32_t half = ((abs >> 23) - 127 + 15) << 10 | ((abs & 0x7FFFFFu) >> 13);
   uint32_t rest = abs & 0x1FFFu;

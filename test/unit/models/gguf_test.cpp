@@ -25,9 +25,8 @@ public:
     kvs_.str64(key).put<uint32_t>(static_cast<uint32_t>(type));
     return kvs_;
   }
-  void tensor(const std::string &name, std::vector<uint64_t> ne,
-              uint32_t type, std::vector<uint8_t> data,
-              int64_t offsetOverride = -1) {
+  void tensor(const std::string &name, std::vector<uint64_t> ne, uint32_t type,
+              std::vector<uint8_t> data, int64_t offsetOverride = -1) {
     while (dataBytes_.size() % alignment)
       dataBytes_.push_back(0);
     uint64_t offset = offsetOverride >= 0 ? offsetOverride : dataBytes_.size();
@@ -162,13 +161,24 @@ TEST(GgufTest, EveryMetadataTypeAndTypedGetters) {
   b.kv("i64", GgufType::INT64).put<int64_t>(-(1ll << 40));
   b.kv("f64", GgufType::FLOAT64).put<double>(0.25);
   b.kv("f32s", GgufType::ARRAY)
-      .put<uint32_t>(6).put<uint64_t>(2).put<float>(1.f).put<float>(-2.f);
+      .put<uint32_t>(6)
+      .put<uint64_t>(2)
+      .put<float>(1.f)
+      .put<float>(-2.f);
   b.kv("i32s", GgufType::ARRAY)
-      .put<uint32_t>(5).put<uint64_t>(2).put<int32_t>(7).put<int32_t>(-9);
+      .put<uint32_t>(5)
+      .put<uint64_t>(2)
+      .put<int32_t>(7)
+      .put<int32_t>(-9);
   b.kv("u64s", GgufType::ARRAY)
-      .put<uint32_t>(10).put<uint64_t>(1).put<uint64_t>(1ull << 40);
+      .put<uint32_t>(10)
+      .put<uint64_t>(1)
+      .put<uint64_t>(1ull << 40);
   b.kv("strs", GgufType::ARRAY)
-      .put<uint32_t>(8).put<uint64_t>(2).str64("a").str64("");
+      .put<uint32_t>(8)
+      .put<uint64_t>(2)
+      .str64("a")
+      .str64("");
   Bytes &nested = b.kv("nested", GgufType::ARRAY);
   nested.put<uint32_t>(9).put<uint64_t>(2);
   nested.put<uint32_t>(8).put<uint64_t>(2).str64("x y").str64("z");
@@ -231,8 +241,10 @@ TEST(GgufTest, TensorTypesAndUnsupportedType) {
   b.alignment = 64;
   std::vector<float> f32 = {1, 2, 3, 4, 5, 6};
   b.tensor("a", {3, 2}, GGML_F32, test::asBytes(f32));
-  b.tensor("h", {2}, GGML_F16, test::asBytes(std::vector<uint16_t>{0x3C00, 0xC000}));
-  b.tensor("b", {2}, GGML_BF16, test::asBytes(std::vector<uint16_t>{0x3F80, 0x4000}));
+  b.tensor("h", {2}, GGML_F16,
+           test::asBytes(std::vector<uint16_t>{0x3C00, 0xC000}));
+  b.tensor("b", {2}, GGML_BF16,
+           test::asBytes(std::vector<uint16_t>{0x3F80, 0x4000}));
   Bytes q;
   q.put<uint16_t>(0x4000);
   for (int j = 0; j < 32; ++j)
@@ -254,8 +266,9 @@ TEST(GgufTest, TensorTypesAndUnsupportedType) {
   EXPECT_EQ((*qv)[31], 62.0f);
   auto k4 = g->tensor("k4");
   ASSERT_FALSE(k4.ok());
-  EXPECT_NE(k4.error().find("unsupported tensor type 12 (Q4_K) for tensor 'k4'"),
-            std::string::npos)
+  EXPECT_NE(
+      k4.error().find("unsupported tensor type 12 (Q4_K) for tensor 'k4'"),
+      std::string::npos)
       << k4.error();
   EXPECT_FALSE(g->tensor("absent").ok());
 }
@@ -384,8 +397,8 @@ TEST(GgufTest, DuplicatesAndAbsurdCounts) {
   {
     GgufBuilder b;
     b.kv("general.alignment", GgufType::UINT32).put<uint32_t>(24);
-    expectError(openBytes(dir, b.build()), {"general.alignment", "24",
-                                            "power of two"});
+    expectError(openBytes(dir, b.build()),
+                {"general.alignment", "24", "power of two"});
     GgufBuilder c;
     c.kv("general.alignment", GgufType::STRING).str64("32");
     expectError(openBytes(dir, c.build()),
@@ -399,8 +412,15 @@ TEST(GgufTest, RandomByteFlipsNeverCrash) {
   b.kv("general.architecture", GgufType::STRING).str64("llama");
   b.kv("n", GgufType::UINT32).put<uint32_t>(5);
   b.kv("toks", GgufType::ARRAY)
-      .put<uint32_t>(8).put<uint64_t>(3).str64("a").str64("bb").str64("c");
-  b.kv("f", GgufType::ARRAY).put<uint32_t>(6).put<uint64_t>(2).put<float>(1)
+      .put<uint32_t>(8)
+      .put<uint64_t>(3)
+      .str64("a")
+      .str64("bb")
+      .str64("c");
+  b.kv("f", GgufType::ARRAY)
+      .put<uint32_t>(6)
+      .put<uint64_t>(2)
+      .put<float>(1)
       .put<float>(2);
   b.tensor("w", {8, 2}, GGML_F32, std::vector<uint8_t>(64, 0x3F));
   b.tensor("q", {32}, GGML_Q8_0, std::vector<uint8_t>(34, 1));

@@ -62,12 +62,15 @@ TEST(Llama2cTest, MatchesGgufConversionBitForBit) {
       {"model.embed_tokens.weight", "token_embd.weight"},
       {"model.embed_tokens.weight", "output.weight"},
       {"model.norm.weight", "output_norm.weight"}};
-  const char *perLayer[][2] = {
-      {"input_layernorm", "attn_norm"},     {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},       {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"},  {"post_attention_layernorm", "ffn_norm"},
-      {"mlp.gate_proj", "ffn_gate"},        {"mlp.down_proj", "ffn_down"},
-      {"mlp.up_proj", "ffn_up"}};
+  const char *perLayer[][2] = {{"input_layernorm", "attn_norm"},
+                               {"self_attn.q_proj", "attn_q"},
+                               {"self_attn.k_proj", "attn_k"},
+                               {"self_attn.v_proj", "attn_v"},
+                               {"self_attn.o_proj", "attn_output"},
+                               {"post_attention_layernorm", "ffn_norm"},
+                               {"mlp.gate_proj", "ffn_gate"},
+                               {"mlp.down_proj", "ffn_down"},
+                               {"mlp.up_proj", "ffn_up"}};
   for (int i = 0; i < 5; ++i)
     for (auto &p : perLayer)
       pairs.emplace_back("model.layers." + std::to_string(i) + "." + p[0] +
@@ -252,16 +255,16 @@ TEST(Llama2cTest, BadHeaders) {
 // whose every value is its own flat index in the file's weight stream.
 TEST(Llama2cTest, Version1LayoutAndUnsharedClassifier) {
   TempDir dir;
-  const int dim = 8, hidden = 12, layers = 2, heads = 2, kvHeads = 1,
-            vocab = 5, seq = 4, kv = dim / heads * kvHeads;
+  const int dim = 8, hidden = 12, layers = 2, heads = 2, kvHeads = 1, vocab = 5,
+            seq = 4, kv = dim / heads * kvHeads;
   Bytes b;
   b.put<uint32_t>(0x616b3432).put<int32_t>(1);
   for (int32_t v : {dim, hidden, layers, heads, kvHeads, vocab, seq})
     b.put<int32_t>(v);
   b.put<uint8_t>(0).pad(256);
-  const int64_t numel = 2 * layers * dim + dim + vocab * dim +
-                        layers * (2 * dim * dim + 2 * kv * dim + 3 * hidden * dim) +
-                        vocab * dim;
+  const int64_t numel =
+      2 * layers * dim + dim + vocab * dim +
+      layers * (2 * dim * dim + 2 * kv * dim + 3 * hidden * dim) + vocab * dim;
   for (int64_t i = 0; i < numel; ++i)
     b.put<float>(static_cast<float>(i));
   test::writeBytes(dir.file("v1.bin"), b.data);
@@ -283,13 +286,13 @@ TEST(Llama2cTest, Version1LayoutAndUnsharedClassifier) {
 // A legacy file with a negative vocab size carries wcls after freq_cis.
 TEST(Llama2cTest, LegacyUnsharedClassifier) {
   TempDir dir;
-  const int dim = 4, hidden = 6, layers = 1, heads = 2, kvHeads = 2,
-            vocab = 3, seq = 2;
+  const int dim = 4, hidden = 6, layers = 1, heads = 2, kvHeads = 2, vocab = 3,
+            seq = 2;
   Bytes b;
   for (int32_t v : {dim, hidden, layers, heads, kvHeads, -vocab, seq})
     b.put<int32_t>(v);
-  const int64_t weights = vocab * dim + 2 * dim + 4 * dim * dim +
-                          3 * hidden * dim + dim;
+  const int64_t weights =
+      vocab * dim + 2 * dim + 4 * dim * dim + 3 * hidden * dim + dim;
   const int64_t freq = 2 * seq * (dim / heads / 2);
   for (int64_t i = 0; i < weights + freq + vocab * dim; ++i)
     b.put<float>(static_cast<float>(i));

@@ -47,8 +47,8 @@ TEST(SafetensorsTest, GoldenCheckpointsMatchTheirConfig) {
     if (cfg->has("q_lora_rank")) { // DeepSeek MLA
       const int64_t qLora = *cfg->get_int("q_lora_rank");
       const int64_t heads = *cfg->get_int("num_attention_heads");
-      const int64_t qkHead = *cfg->get_int("qk_nope_head_dim") +
-                             *cfg->get_int("qk_rope_head_dim");
+      const int64_t qkHead =
+          *cfg->get_int("qk_nope_head_dim") + *cfg->get_int("qk_rope_head_dim");
       EXPECT_EQ(shapeOf(*m, "model.layers.0.self_attn.q_a_proj.weight"),
                 (std::vector<int64_t>{qLora, hidden}));
       EXPECT_EQ(shapeOf(*m, "model.layers.0.self_attn.q_b_proj.weight"),
@@ -76,16 +76,20 @@ TEST(SafetensorsTest, GoldenCheckpointsMatchTheirConfig) {
 
 std::vector<SafetensorsEntry> sampleEntries() {
   std::vector<SafetensorsEntry> e;
-  e.push_back({"f32", DType::F32, {2, 2},
+  e.push_back({"f32",
+               DType::F32,
+               {2, 2},
                test::asBytes(std::vector<float>{1, 2, 3, 4})});
-  e.push_back({"f16", DType::F16, {1},
-               test::asBytes(std::vector<uint16_t>{0x3C00})});
-  e.push_back({"bf16", DType::BF16, {2},
+  e.push_back(
+      {"f16", DType::F16, {1}, test::asBytes(std::vector<uint16_t>{0x3C00})});
+  e.push_back({"bf16",
+               DType::BF16,
+               {2},
                test::asBytes(std::vector<uint16_t>{0x3F80, 0x4000})});
   e.push_back({"fp8", DType::F8_E4M3, {3}, {0x38, 0x40, 0x7E}});
   e.push_back({"i8", DType::I8, {1, 1, 1}, {0xFF}});
-  e.push_back({"i32", DType::I32, {1},
-               test::asBytes(std::vector<int32_t>{-5})});
+  e.push_back(
+      {"i32", DType::I32, {1}, test::asBytes(std::vector<int32_t>{-5})});
   e.push_back({"scalar", DType::F32, {}, test::asBytes(std::vector<float>{7})});
   e.push_back({"empty", DType::F32, {0, 4}, {}});
   return e;
@@ -125,8 +129,8 @@ TEST(SafetensorsTest, WriterRejectsBadEntries) {
   EXPECT_NE(size.error().find("tensor 'w': F32 [3] needs 12 bytes, found 8"),
             std::string::npos)
       << size.error();
-  Status dup = write_safetensors(path, {{"w", DType::I8, {1}, {1}},
-                                        {"w", DType::I8, {1}, {1}}});
+  Status dup = write_safetensors(
+      path, {{"w", DType::I8, {1}, {1}}, {"w", DType::I8, {1}, {1}}});
   EXPECT_FALSE(dup.ok());
   Status q8 = write_safetensors(
       path, {{"q", DType::Q8_0, {32}, std::vector<uint8_t>(34)}});
@@ -137,7 +141,8 @@ TEST(SafetensorsTest, WriterRejectsBadEntries) {
 
 // Writes a raw safetensors file with the given JSON header and data size.
 std::string writeRaw(const TempDir &dir, const std::string &header,
-                     size_t dataBytes, const std::string &name = "x.safetensors") {
+                     size_t dataBytes,
+                     const std::string &name = "x.safetensors") {
   Bytes b;
   b.put<uint64_t>(header.size()).raw(header.data(), header.size());
   b.data.resize(b.data.size() + dataBytes);
@@ -169,34 +174,48 @@ TEST(SafetensorsTest, MalformedHeaders) {
   expectOpenError(writeRaw(dir, "{\"a\": {", 0), {"invalid JSON header"});
   expectOpenError(writeRaw(dir, "[1, 2]", 0), {"expected an object"});
   expectOpenError(
-      writeRaw(dir, R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8),
-      {"tensor 'w'", "data_offsets [0, 16]", "past the data section (8 bytes)"});
+      writeRaw(
+          dir,
+          R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})",
+          8),
+      {"tensor 'w'", "data_offsets [0, 16]",
+       "past the data section (8 bytes)"});
   expectOpenError(
-      writeRaw(dir, R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 16]}})", 16),
-      {"tensor 'w'", "dtype F32 x shape [2, 3] needs 6 x 4 bytes",
-       "span 16"});
+      writeRaw(
+          dir,
+          R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 16]}})",
+          16),
+      {"tensor 'w'", "dtype F32 x shape [2, 3] needs 6 x 4 bytes", "span 16"});
   expectOpenError(
-      writeRaw(dir, R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
-                       "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", 16),
+      writeRaw(dir,
+               R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+                       "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})",
+               16),
       {"tensors 'a' [0, 16] and 'b' [8, 16] overlap"});
   expectOpenError(
       writeRaw(dir, R"({"w": {"shape": [4], "data_offsets": [0, 16]}})", 16),
       {"tensor 'w'", "'dtype'"});
   expectOpenError(
-      writeRaw(dir, R"({"w": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}})", 16),
+      writeRaw(
+          dir,
+          R"({"w": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}})",
+          16),
       {"tensor 'w' shape dim is -4"});
   expectOpenError(
-      writeRaw(dir, R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [16, 0]}})", 16),
+      writeRaw(
+          dir,
+          R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [16, 0]}})",
+          16),
       {"begin > end"});
 }
 
 TEST(SafetensorsTest, UnsupportedDtypesFailOnAccess) {
   TempDir dir;
-  std::string path = writeRaw(
-      dir,
-      R"({"d": {"dtype": "F64", "shape": [2], "data_offsets": [0, 16]},
+  std::string path =
+      writeRaw(dir,
+               R"({"d": {"dtype": "F64", "shape": [2], "data_offsets": [0, 16]},
           "z": {"dtype": "F4_WEIRD", "shape": [3], "data_offsets": [16, 20]}})",
-      20);
+               20);
   auto f = SafetensorsFile::open(path);
   ASSERT_TRUE(f.ok()) << f.error();
   auto d = f->tensor("d");
@@ -225,13 +244,15 @@ TEST(SafetensorsTest, TruncationAtEveryByteNeverCrashes) {
 TEST(SafetensorsTest, RandomByteFlipsNeverCrash) {
   TempDir dir;
   std::string path = dir.file("t.safetensors");
-  ASSERT_TRUE(write_safetensors(path, sampleEntries(), {{"format", "pt"}}).ok());
+  ASSERT_TRUE(
+      write_safetensors(path, sampleEntries(), {{"format", "pt"}}).ok());
   const std::vector<uint8_t> good = test::readBytes(path);
   std::mt19937 rng(99);
   for (int iter = 0; iter < 400; ++iter) {
     std::vector<uint8_t> bytes = good;
     // Mostly hit the 8-byte length and the JSON header.
-    size_t span = iter % 4 == 0 ? bytes.size() : std::min<size_t>(bytes.size(), 400);
+    size_t span =
+        iter % 4 == 0 ? bytes.size() : std::min<size_t>(bytes.size(), 400);
     bytes[rng() % span] = static_cast<uint8_t>(rng());
     test::writeBytes(path, bytes);
     auto f = SafetensorsFile::open(path);
@@ -252,8 +273,10 @@ TEST(SafetensorsTest, ShardedIndex) {
   auto entries = sampleEntries();
   std::vector<SafetensorsEntry> a(entries.begin(), entries.begin() + 3),
       b(entries.begin() + 3, entries.end());
-  ASSERT_TRUE(write_safetensors(dir.file("model-00001-of-00002.safetensors"), a).ok());
-  ASSERT_TRUE(write_safetensors(dir.file("model-00002-of-00002.safetensors"), b).ok());
+  ASSERT_TRUE(
+      write_safetensors(dir.file("model-00001-of-00002.safetensors"), a).ok());
+  ASSERT_TRUE(
+      write_safetensors(dir.file("model-00002-of-00002.safetensors"), b).ok());
   nlohmann::json index;
   index["metadata"] = {{"total_size", 100}};
   for (const auto &e : a)

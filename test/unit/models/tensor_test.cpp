@@ -67,7 +67,8 @@ TEST(TensorTest, F8E4M3DecodesEveryPattern) {
   EXPECT_EQ(f8_e4m3_to_f32(0x78), 256.0f); // S.1111.000 is finite
   EXPECT_TRUE(std::isnan(f8_e4m3_to_f32(0x7F)));
   EXPECT_TRUE(std::isnan(f8_e4m3_to_f32(0xFF)));
-  // Integer formulation: code = e:m; value = (e ? 8 + m : m) * 2^(max(e,1) - 10).
+  // Integer formulation: code = e:m; value = (e ? 8 + m : m) * 2^(max(e,1) -
+  // 10).
   int nans = 0;
   for (int bits = 0; bits < 256; ++bits) {
     float v = f8_e4m3_to_f32(static_cast<uint8_t>(bits));
@@ -76,8 +77,8 @@ TEST(TensorTest, F8E4M3DecodesEveryPattern) {
       continue;
     }
     int e = (bits >> 3) & 0xF, m = bits & 7;
-    float want = std::ldexp(static_cast<float>(e ? 8 + m : m),
-                            std::max(e, 1) - 10);
+    float want =
+        std::ldexp(static_cast<float>(e ? 8 + m : m), std::max(e, 1) - 10);
     ASSERT_EQ(v, bits & 0x80 ? -want : want) << bits;
     ASSERT_EQ(std::signbit(v), bits >= 0x80) << bits;
   }
@@ -146,7 +147,7 @@ TEST(TensorTest, ToF32RejectsSizeMismatch) {
 }
 
 TEST(TensorTest, Fp8BlockDequant) {
-  const int64_t n = 130, k = 260; // partial blocks in both dims
+  const int64_t n = 130, k = 260;      // partial blocks in both dims
   std::vector<uint8_t> w(n * k, 0x38); // all 1.0
   w[129 * k + 259] = 0xC0;             // -2.0 in the last block
   std::vector<float> s = {1, 2, 3, 4, 5, 6};
