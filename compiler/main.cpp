@@ -1,2 +1,81 @@
-// placeholder
-int main(){return 0;}
+//===- main.cpp - the hyc driver: subcommand dispatch ---------------------===//
+//
+//   hyc compile     checkpoint -> artifact (compiler/CompileCommand.cpp)
+//   hyc run         run an artifact on a prompt (libhyrt)
+//   hyc perplexity  score a text file (libhyrt)
+//   hyc synth       write a seeded Hugging Face checkpoint
+//   hyc bench       not implemented yet
+//   hyc serve       not implemented yet
+//   hyc version
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/CompileCommand.h"
+#include "compiler/SynthCommand.h"
+#include "hyrt/abi.h"
+#include "hyrt/cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const char *kUsage = R"(usage: hyc <command> [options]
+
+commands:
+  compile     compile a checkpoint (GGUF, llama2.c .bin, Hugging Face dir) to an artifact
+  run         generate text with an artifact
+  perplexity  mean NLL / perplexity of an artifact over a text file
+  synth       write a seeded synthetic Hugging Face checkpoint
+  bench       benchmark an artifact (not implemented yet)
+  serve       OpenAI-compatible HTTP server (not implemented yet)
+  version     print version information
+
+`hyc <command> --help` describes each command.
+)";
+
+int notImplemented(const char *name, int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0) {
+      std::printf("usage: hyc %s ARTIFACT [options]\n\n"
+                  "hyc %s is not implemented yet in this build.\n",
+                  name, name);
+      return 0;
+    }
+  std::fprintf(stderr, "hyc %s: not implemented yet\n", name);
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  int subArgc = argc - 1;
+  char **subArgv = argv + 1;
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "compile")
+    return hyc::compiler::runCompileCommand(subArgc, subArgv);
+  if (cmd == "run")
+    return hyrt_cli_run(subArgc, subArgv);
+  if (cmd == "perplexity")
+    return hyrt_cli_perplexity(subArgc, subArgv);
+  if (cmd == "synth")
+    return hyc::compiler::runSynthCommand(subArgc, subArgv);
+  if (cmd == "bench" || cmd == "serve")
+    return notImplemented(cmd.c_str(), subArgc, subArgv);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("hyc 0.1.0 (runtime ABI %d, targets: reference)\n",
+                HYRT_ABI_VERSION);
+    return 0;
+  }
+  std::fprintf(stderr, "hyc: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

@@ -1,0 +1,267 @@
+//===- CompileCommand.cpp - `hyc compile`: checkpoint -> artifact ---------===//
+//
+// Phases (each printable with --emit=mlir --compile-to=<phase>):
+//   import  checkpoint -> hyc IR (@extend, @decode) at the requested bounds
+//   lower   hyc IR -> LLVM dialect calling the reference kernels
+// then LLVM IR -> object -> model.so (+ weights.bin, manifest.json, tokenizer).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/CompileCommand.h"
+
+#include "compiler/Args.h"
+#include "compiler/ArtifactWriter.h"
+#include "compiler/Linker.h"
+#include "compiler/ObjectEmitter.h"
+#include "dialects/hyc/HycOps.h"
+#include "dialects/hyc_kernel/HycKernelDialect.h"
+#include "models/checkpoint/model_spec.h"
+#include "models/ir/GraphBuilder.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sys/stat.h>
+
+namespace hyc::compiler {
+
+const char *kCompileUsage = R"(usage: hyc compile INPUT -o OUT [options]
+
+INPUT is a GGUF file, a llama2.c .bin, a Hugging Face directory
+(config.json + model.safetensors) or a hyc IR .mlir file.
+
+options:
+  -o, --output PATH        artifact directory (or file for mlir/llvm/obj)
+  --target NAME            reference (fp32 reference kernels; default)
+  --emit KIND              lib (artifact directory, default) | exe (artifact
+                           plus a standalone executable OUT/model) | mlir |
+                           llvm | obj
+  --compile-to PHASE       with --emit=mlir: import (hyc IR, default) | lower
+  --max-seq-len N          longest sequence the artifact serves (default:
+                           min(2048, model context))
+  --max-batch-tokens N     most tokens in one extend step (default 64)
+  --max-seqs N             most sequences in one decode step (default 8)
+  --tokenizer PATH         llama2.c tokenizer.bin for a .bin checkpoint
+)";
+
+namespace {
+
+bool writeFile(const std::string &path, const std::string &data,
+               std::string &error) {
+  if (path == "-") {
+    std::fwrite(data.data(), 1, data.size(), stdout);
+    return true;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out.write(data.data(), data.size());
+  if (!out) {
+    error = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+std::string printModule(mlir::ModuleOp module) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  module.print(os);
+  return s;
+}
+
+void registerDialects(mlir::MLIRContext &ctx) {
+  mlir::DialectRegistry registry;
+  registry.insert<hyc::HycDialect, hyc::kernel::HycKernelDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::tensor::TensorDialect, mlir::LLVM::LLVMDialect>();
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+}
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "hyc compile: error: %s\n", message.c_str());
+  return 1;
+}
+
+} // namespace
+
+int runCompileCommand(int argc, char **argv) {
+  cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
+                  "max-batch-tokens", "max-seqs", "tokenizer"},
+                 {"help"});
+  // Accept -o as --o.
+  std::vector<char *> fixed(argv, argv + argc);
+  std::string dashO = "--o";
+  for (auto &a : fixed)
+    if (std::string(a) == "-o")
+      a = dashO.data();
+  std::string error;
+  if (!args.parse(argc, fixed.data(), 1, error)) {
+    std::fprintf(stderr, "hyc compile: %s\n%s", error.c_str(), kCompileUsage);
+    return 2;
+  }
+  if (args.has("help")) {
+    std::fputs(kCompileUsage, stdout);
+    return 0;
+  }
+  if (args.positionals().size() != 1) {
+    std::fprintf(stderr, "hyc compile: expected one INPUT, got %zu\n%s",
+                 args.positionals().size(), kCompileUsage);
+    return 2;
+  }
+  std::string input = args.positionals()[0];
+  std::string output = args.get("o", args.get("output"));
+  std::string emit = args.get("emit", "lib");
+  std::string phase = args.get("compile-to", "import");
+  std::string target = args.get("target", "reference");
+  if (output.empty()) {
+    std::fprintf(stderr, "hyc compile: missing -o OUT\n%s", kCompileUsage);
+    return 2;
+  }
+  if (emit != "lib" && emit != "exe" && emit != "mlir" && emit != "llvm" &&
+      emit != "obj") {
+    std::fprintf(stderr,
+                 "hyc compile: --emit expects lib|exe|mlir|llvm|obj, got '%s'\n",
+                 emit.c_str());
+    return 2;
+  }
+  if (phase != "import" && phase != "lower") {
+    std::fprintf(stderr,
+                 "hyc compile: --compile-to expects import|lower, got '%s'\n",
+                 phase.c_str());
+    return 2;
+  }
+  if (target != "reference")
+    return fail("unknown --target '" + target +
+                "' (this build supports: reference)");
+
+  int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
+  if (!args.getInt("max-seq-len", 0, maxSeqLen, error) ||
+      !args.getInt("max-batch-tokens", 64, maxBatchTokens, error) ||
+      !args.getInt("max-seqs", 8, maxSeqs, error)) {
+    std::fprintf(stderr, "hyc compile: %s\n", error.c_str());
+    return 2;
+  }
+  if (args.has("max-seq-len") && maxSeqLen <= 0)
+    return fail("--max-seq-len must be positive, got " + std::to_string(maxSeqLen));
+  if (maxBatchTokens <= 0)
+    return fail("--max-batch-tokens must be positive, got " +
+                std::to_string(maxBatchTokens));
+  if (maxSeqs <= 0)
+    return fail("--max-seqs must be positive, got " + std::to_string(maxSeqs));
+
+  mlir::MLIRContext ctx;
+  registerDialects(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::optional<models::Checkpoint> checkpoint;
+
+  bool isMlir = input.size() > 5 && input.substr(input.size() - 5) == ".mlir";
+  if (isMlir) {
+    if (emit == "lib" || emit == "exe")
+      return fail("a .mlir input has no weights; use --emit=mlir|llvm|obj");
+    llvm::SourceMgr sourceMgr;
+    std::string errorMessage;
+    auto file = mlir::openInputFile(input, &errorMessage);
+    if (!file)
+      return fail(errorMessage);
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
+    if (!module)
+      return fail("could not parse " + input);
+  } else {
+    models::LoadOptions loadOptions;
+    loadOptions.tokenizer_path = args.get("tokenizer");
+    auto loaded = models::load_checkpoint(input, loadOptions);
+    if (!loaded.ok())
+      return fail(loaded.error());
+    checkpoint.emplace(std::move(loaded.value()));
+    const models::ModelSpec &spec = checkpoint->spec;
+    int64_t context = spec.max_position_embeddings > 0
+                          ? spec.max_position_embeddings
+                          : 2048;
+    if (maxSeqLen == 0)
+      maxSeqLen = std::min<int64_t>(2048, context);
+    if (maxSeqLen > context)
+      return fail("--max-seq-len " + std::to_string(maxSeqLen) +
+                  " exceeds the model's context of " + std::to_string(context) +
+                  " positions (" + input + ")");
+    models::ShapeBounds bounds{maxSeqLen, maxBatchTokens, maxSeqs};
+    std::string weightFile = checkpoint->format == "hf" ? "model.safetensors"
+                                                         : input;
+    auto built = models::buildModelModule(ctx, spec, bounds, weightFile, error);
+    if (failed(built))
+      return fail(error);
+    module = std::move(*built);
+  }
+
+  if (emit == "mlir" && phase == "import")
+    return writeFile(output, printModule(*module), error) ? 0 : fail(error);
+
+  mlir::PassManager pm(&ctx);
+  pm.addPass(hyc::createHycCpuLowerToReference());
+  if (mlir::failed(pm.run(*module)))
+    return fail("lowering to the reference target failed (see the diagnostics above)");
+  if (emit == "mlir")
+    return writeFile(output, printModule(*module), error) ? 0 : fail(error);
+
+  CodegenTarget codegen;
+  std::string code;
+  if (!emitLLVM(*module, codegen, emit != "llvm", code, error))
+    return fail(error);
+  if (emit == "llvm" || emit == "obj")
+    return writeFile(output, code, error) ? 0 : fail(error);
+
+  // An artifact directory.
+  ::mkdir(output.c_str(), 0755);
+  struct stat st;
+  if (::stat(output.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail("cannot create artifact directory " + output);
+  std::string object = output + "/model.o";
+  if (!writeFile(object, code, error))
+    return fail(error);
+  if (!linkSharedLibrary(object, output + "/model.so", error))
+    return fail(error);
+  if (emit == "exe" && !linkExecutable(object, output + "/model", error))
+    return fail(error);
+  std::remove(object.c_str());
+
+  std::vector<PlannedWeight> weights;
+  auto names = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weights");
+  auto types = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weight_types");
+  for (auto [n, t] : llvm::zip(names, types)) {
+    auto type = llvm::cast<mlir::RankedTensorType>(
+        llvm::cast<mlir::TypeAttr>(t).getValue());
+    weights.push_back({llvm::cast<mlir::StringAttr>(n).str(),
+                       std::vector<int64_t>(type.getShape().begin(),
+                                            type.getShape().end())});
+  }
+  ArtifactInfo info;
+  info.target = target;
+  info.cpuFeatures = {"sse2"};
+  info.arenaBytes =
+      (*module)->getAttrOfType<mlir::IntegerAttr>("hyc.arena_bytes").getInt();
+  info.maxSeqLen = maxSeqLen;
+  info.maxBatchTokens = maxBatchTokens;
+  info.maxSeqs = maxSeqs;
+  info.source = input;
+  if (!writeArtifactFiles(output, *checkpoint, weights, info, error))
+    return fail(error);
+  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights, arena %lld bytes)\n",
+               output.c_str(), weights.size(),
+               static_cast<long long>(info.arenaBytes));
+  return 0;
+}
+
+} // namespace hyc::compiler

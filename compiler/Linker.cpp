@@ -1,0 +1,111 @@
+//===- Linker.cpp - link artifacts with the system C++ driver -------------===//
+
+#include "compiler/Linker.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace hyc::compiler {
+
+std::string runtimeLibDir() {
+  if (const char *env = std::getenv("HYC_RUNTIME_DIR"))
+    return env;
+  return HYC_RUNTIME_LIB_DIR;
+}
+
+bool runCxxDriver(const std::vector<std::string> &args, std::string &error) {
+  const char *cxx = std::getenv("CXX");
+  std::string driver = cxx && *cxx ? cxx : "c++";
+  std::vector<std::string> full = {driver};
+  full.insert(full.end(), args.begin(), args.end());
+  std::vector<char *> argv;
+  for (auto &a : full)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+
+  // Capture the driver's diagnostics in a temporary file for the error.
+  char logPath[] = "/tmp/hyc-link-XXXXXX";
+  int logFd = mkstemp(logPath);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (logFd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, logFd, 1);
+    posix_spawn_file_actions_adddup2(&actions, logFd, 2);
+  }
+  pid_t pid;
+  int rc = posix_spawnp(&pid, driver.c_str(), &actions, nullptr, argv.data(),
+                        environ);
+  posix_spawn_file_actions_destroy(&actions);
+  std::string command;
+  for (auto &a : full)
+    command += a + " ";
+  if (rc != 0) {
+    error = "could not start the linker '" + driver + "' (is g++ installed?)";
+    if (logFd >= 0) {
+      close(logFd);
+      unlink(logPath);
+    }
+    return false;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string log;
+  if (logFd >= 0) {
+    lseek(logFd, 0, SEEK_SET);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(logFd, buf, sizeof(buf))) > 0 && log.size() < 8192)
+      log.append(buf, n);
+    close(logFd);
+    unlink(logPath);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    error = "link failed: " + command + "\n" + log;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+bool requireFile(const std::string &path, std::string &error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0)
+    return true;
+  error = "runtime library " + path +
+          " not found (set HYC_RUNTIME_DIR to the directory holding the hyc "
+          "runtime archives)";
+  return false;
+}
+} // namespace
+
+bool linkSharedLibrary(const std::string &object, const std::string &output,
+                       std::string &error) {
+  std::string ref = runtimeLibDir() + "/libhyrt_reference.a";
+  if (!requireFile(ref, error))
+    return false;
+  return runCxxDriver({"-shared", "-o", output, object, ref, "-lm",
+                       "-Wl,-z,noexecstack", "-Wl,--no-undefined"},
+                      error);
+}
+
+bool linkExecutable(const std::string &object, const std::string &output,
+                    std::string &error) {
+  std::string dir = runtimeLibDir();
+  for (const char *lib : {"libhyrt_main.a", "libhyrt.a", "libhyrt_reference.a"})
+    if (!requireFile(dir + "/" + lib, error))
+      return false;
+  return runCxxDriver({"-o", output, object, dir + "/libhyrt_main.a",
+                       dir + "/libhyrt.a", dir + "/libhyrt_reference.a",
+                       "-rdynamic", "-ldl", "-lpthread", "-lm",
+                       "-Wl,-z,noexecstack"},
+                      error);
+}
+
+} // namespace hyc::compiler

@@ -1,0 +1,28 @@
+//===- Linker.h - link artifacts with the system C++ driver -----*- C++ -*-===//
+#ifndef HYC_COMPILER_LINKER_H
+#define HYC_COMPILER_LINKER_H
+
+#include <string>
+#include <vector>
+
+namespace hyc::compiler {
+
+/// Directory holding libhyrt_reference.a, libhyrt.a and libhyrt_main.a:
+/// $HYC_RUNTIME_DIR if set, else the build tree this hyc was built in.
+std::string runtimeLibDir();
+
+/// Runs `c++ args...` (or $CXX) and waits; false with `error` holding the
+/// command line and its exit status / output on failure.
+bool runCxxDriver(const std::vector<std::string> &args, std::string &error);
+
+/// Links `object` with the reference kernels into a shared library.
+bool linkSharedLibrary(const std::string &object, const std::string &output,
+                       std::string &error);
+
+/// Links `object` with libhyrt and its standalone main into an executable.
+bool linkExecutable(const std::string &object, const std::string &output,
+                    std::string &error);
+
+} // namespace hyc::compiler
+
+#endif // HYC_COMPILER_LINKER_H

@@ -1,0 +1,10 @@
+//===- SynthCommand.h - `hyc synth` -----------------------------*- C++ -*-===//
+#ifndef HYC_COMPILER_SYNTHCOMMAND_H
+#define HYC_COMPILER_SYNTHCOMMAND_H
+
+namespace hyc::compiler {
+/// `hyc synth --arch A --preset P --seed N -o DIR`; argv[0] is "synth".
+int runSynthCommand(int argc, char **argv);
+} // namespace hyc::compiler
+
+#endif // HYC_COMPILER_SYNTHCOMMAND_H

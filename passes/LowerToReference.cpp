@@ -1,0 +1,749 @@
+//===- LowerToReference.cpp - hyc entry functions -> reference kernel calls ===//
+//
+// --target=reference code generation. Each entry function becomes straight
+// line LLVM code: read the step header, plan every activation into one arena
+// at its maximum shape, and call one hyrt_ref_* kernel per hyc op with the
+// run-time sizes. The kernels' semantics are in runtime/include/hyrt/reference.h
+// and the entry ABI in runtime/include/hyrt/abi.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/RopeFrequencies.h"
+
+#include "dialects/hyc/HycOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+
+namespace hyc {
+#define GEN_PASS_DEF_HYCCPULOWERTOREFERENCE
+#include "passes/Passes.h.inc"
+} // namespace hyc
+
+using namespace mlir;
+using namespace hyc;
+
+namespace {
+
+/// Byte offsets of hyrt_step_v0 fields (abi.h, LP64).
+enum StepField : int64_t {
+  kNumTokens = 0,
+  kTokens = 16,
+  kPositions = 24,
+  kLogits = 80,
+};
+
+constexpr int64_t kAbiVersion = 1;
+
+//===----------------------------------------------------------------------===//
+// Static memory plan
+//===----------------------------------------------------------------------===//
+
+/// Where a tensor value lives at run time.
+struct Storage {
+  enum Kind { Arena, Weight, StepTokens, StepPositions, StepLogits } kind;
+  int64_t offset = 0; // Arena: byte offset; Weight: table index
+};
+
+/// Bytes of a tensor at its maximum shape.
+int64_t maxBytes(RankedTensorType t, ArrayRef<int64_t> bounds) {
+  int64_t n = t.getElementTypeBitWidth() / 8;
+  for (int64_t d : bounds)
+    n *= d;
+  return n;
+}
+
+/// First-fit allocator over [0, inf) with explicit frees; tracks the peak.
+class ArenaAllocator {
+public:
+  explicit ArenaAllocator(int64_t alignment) : alignment(alignment) {}
+
+  int64_t allocate(int64_t bytes) {
+    bytes = (bytes + alignment - 1) / alignment * alignment;
+    int64_t offset = 0;
+    for (auto &[start, size] : live) {
+      if (offset + bytes <= start)
+        break;
+      offset = std::max(offset, start + size);
+    }
+    live.push_back({offset, bytes});
+    llvm::sort(live);
+    peak = std::max(peak, offset + bytes);
+    return offset;
+  }
+
+  void release(int64_t offset) {
+    auto it = llvm::find_if(live, [&](auto &p) { return p.first == offset; });
+    if (it != live.end())
+      live.erase(it);
+  }
+
+  int64_t peakBytes() const { return peak; }
+
+private:
+  int64_t alignment;
+  int64_t peak = 0;
+  SmallVector<std::pair<int64_t, int64_t>> live;
+};
+
+//===----------------------------------------------------------------------===//
+// Lowering of one entry function
+//===----------------------------------------------------------------------===//
+
+/// One dim of a tensor at run time: its LLVM i64 value and compile-time bound.
+struct Dim {
+  Value value;
+  int64_t bound;
+};
+
+class EntryLowering {
+public:
+  EntryLowering(ModuleOp module, func::FuncOp fn,
+                llvm::MapVector<StringRef, RankedTensorType> &weightTable,
+                int64_t alignment)
+      : module(module), fn(fn), weightTable(weightTable),
+        allocator(alignment), b(module.getContext()) {}
+
+  /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
+  FailureOr<int64_t> run();
+
+private:
+  // Planning.
+  LogicalResult plan();
+  Value aliasRoot(Value v);
+  FailureOr<SmallVector<int64_t>> boundsOf(Value v);
+
+  // Emission.
+  LogicalResult emitOp(Operation *op);
+  FailureOr<SmallVector<Dim>> dimsOf(Value v);
+  Value ptrOf(Value v);
+  Value i64(int64_t v);
+  Value i32(int64_t v);
+  Value f32(double v);
+  Value null();
+  Value product(ArrayRef<Dim> dims, size_t begin, size_t end);
+  Value loadField(Value base, int64_t offset, Type type);
+  void call(StringRef callee, ArrayRef<Value> args);
+  Value ropeTable(RopeOp op, float &mscale);
+
+  ModuleOp module;
+  func::FuncOp fn;
+  llvm::MapVector<StringRef, RankedTensorType> &weightTable;
+  ArenaAllocator allocator;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(module.getContext());
+
+  DenseMap<Value, Value> aliasOf;           // alias -> source
+  DenseMap<Value, Storage> storage;         // root value -> storage
+  DenseMap<Value, SmallVector<int64_t>> bounds;
+  DenseMap<Value, SmallVector<Dim>> dims;
+  DenseMap<Value, Value> indexValues;       // index SSA -> llvm i64
+
+  Value stepArg, kvArg, weightsArg, arenaArg, numTokens;
+  DenseMap<Value, Value> loadedPtrs;        // root -> llvm.ptr
+};
+
+Value EntryLowering::aliasRoot(Value v) {
+  while (aliasOf.count(v))
+    v = aliasOf.lookup(v);
+  return v;
+}
+
+/// Bounds of every dim: static dims as they are, dynamic dims from
+/// hyc.assume_bounds, propagated along the producing op (token dims follow
+/// operand 0; MoE permuted rows are tokens * top_k).
+FailureOr<SmallVector<int64_t>> EntryLowering::boundsOf(Value v) {
+  auto it = bounds.find(v);
+  if (it != bounds.end())
+    return it->second;
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> result(type.getShape());
+  if (type.hasStaticShape()) {
+    bounds[v] = result;
+    return result;
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return fn.emitError() << "entry argument " << v
+                          << " has a dynamic dim without hyc.assume_bounds";
+  if (auto ab = dyn_cast<AssumeBoundsOp>(def)) {
+    ArrayRef<int64_t> ub = ab.getUpperBounds();
+    size_t j = 0;
+    for (int64_t &d : result)
+      if (ShapedType::isDynamic(d))
+        d = ub[j++];
+    bounds[v] = result;
+    return result;
+  }
+  int64_t tokenBound = -1;
+  if (auto permute = dyn_cast<MoePermuteOp>(def)) {
+    auto in = boundsOf(permute.getInput());
+    if (failed(in))
+      return failure();
+    int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
+    tokenBound = (*in)[0] * topK;
+  } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+    auto in = boundsOf(collapse.getSrc());
+    if (failed(in))
+      return failure();
+    for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices())) {
+      int64_t n = 1;
+      for (int64_t j : group)
+        n *= (*in)[j];
+      result[i] = n;
+    }
+    bounds[v] = result;
+    return result;
+  } else if (def->getNumOperands() > 0 &&
+             isa<RankedTensorType>(def->getOperand(0).getType())) {
+    Value src = def->getOperand(0);
+    if (isa<EmbeddingOp>(def))
+      src = cast<EmbeddingOp>(def).getIds();
+    if (isa<MoeUnpermuteOp>(def))
+      src = cast<MoeUnpermuteOp>(def).getWeights();
+    auto in = boundsOf(src);
+    if (failed(in))
+      return failure();
+    tokenBound = (*in)[0];
+  }
+  for (int64_t i = 0, e = result.size(); i < e; ++i) {
+    if (!ShapedType::isDynamic(result[i]))
+      continue;
+    if (i != 0 || tokenBound < 0)
+      return def->emitError() << "dim " << i << " of result type " << type
+                              << " is dynamic; only the leading token dim may be";
+    result[i] = tokenBound;
+  }
+  bounds[v] = result;
+  return result;
+}
+
+LogicalResult EntryLowering::plan() {
+  Block &body = fn.getBody().front();
+  // Liveness: index of the last op using each root buffer.
+  DenseMap<Operation *, int64_t> order;
+  int64_t idx = 0;
+  for (Operation &op : body)
+    order[&op] = idx++;
+
+  // Aliases and fixed storage first.
+  storage[body.getArgument(0)] = {Storage::StepTokens};
+  storage[body.getArgument(1)] = {Storage::StepPositions};
+  for (Operation &op : body) {
+    if (auto ab = dyn_cast<AssumeBoundsOp>(op)) {
+      aliasOf[ab.getResult()] = ab.getInput();
+      // Entry arguments take the bounds asserted on them.
+      if (isa<BlockArgument>(ab.getInput())) {
+        auto bnd = boundsOf(ab.getResult());
+        if (failed(bnd))
+          return failure();
+        bounds[ab.getInput()] = *bnd;
+      }
+    }
+    else if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
+      aliasOf[e.getResult()] = e.getSrc();
+    else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op))
+      aliasOf[c.getResult()] = c.getSrc();
+    else if (auto ar = dyn_cast<AllReduceOp>(op))
+      aliasOf[ar.getResult()] = ar.getInput();
+    else if (auto p = dyn_cast<ParamOp>(op)) {
+      StringRef name = p.getRef().getTensor();
+      auto type = cast<RankedTensorType>(p.getType());
+      auto it = weightTable.find(name);
+      if (it == weightTable.end())
+        weightTable.insert({name, type});
+      else if (it->second != type)
+        return p.emitError() << "weight '" << name << "' is used as " << type
+                             << " and as " << it->second;
+      storage[p.getResult()] = {Storage::Weight,
+                                static_cast<int64_t>(weightTable.find(name) -
+                                                     weightTable.begin())};
+    }
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value logitsRoot = aliasRoot(ret.getOperand(0));
+  if (storage.count(logitsRoot))
+    return ret.emitError() << "the returned logits must be computed in the step";
+  storage[logitsRoot] = {Storage::StepLogits};
+
+  DenseMap<Value, int64_t> lastUse;
+  for (Operation &op : body)
+    for (Value operand : op.getOperands())
+      if (isa<RankedTensorType>(operand.getType())) {
+        Value root = aliasRoot(operand);
+        lastUse[root] = std::max(lastUse.lookup(root), order[&op]);
+      }
+
+  // Walk in order: allocate results, then free buffers whose last use is here.
+  DenseMap<int64_t, SmallVector<int64_t>> freeAt;
+  for (Operation &op : body) {
+    for (Value r : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(r.getType());
+      if (!type || aliasOf.count(r) || storage.count(r))
+        continue;
+      auto bnd = boundsOf(r);
+      if (failed(bnd))
+        return failure();
+      int64_t offset = allocator.allocate(maxBytes(type, *bnd));
+      storage[r] = {Storage::Arena, offset};
+      // A result nobody reads (e.g. an unused residual) dies right away.
+      freeAt[std::max(lastUse.lookup(r), order[&op])].push_back(offset);
+    }
+    for (int64_t offset : freeAt.lookup(order[&op]))
+      allocator.release(offset);
+  }
+  // Bounds of aliases, for dims.
+  for (Operation &op : body)
+    for (Value r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()) && failed(boundsOf(r)))
+        return failure();
+  return success();
+}
+
+Value EntryLowering::i64(int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(v));
+}
+Value EntryLowering::i32(int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(v));
+}
+Value EntryLowering::f32(double v) {
+  return LLVM::ConstantOp::create(b, loc, b.getF32Type(),
+                                  b.getF32FloatAttr(static_cast<float>(v)));
+}
+Value EntryLowering::null() {
+  return LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()));
+}
+
+Value EntryLowering::loadField(Value base, int64_t offset, Type type) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  Value addr = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), base,
+                                   ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
+  return LLVM::LoadOp::create(b, loc, type, addr);
+}
+
+Value EntryLowering::product(ArrayRef<Dim> ds, size_t begin, size_t end) {
+  Value p = i64(1);
+  for (size_t i = begin; i < end; ++i)
+    p = LLVM::MulOp::create(b, loc, p, ds[i].value);
+  return p;
+}
+
+FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
+  auto it = dims.find(v);
+  if (it != dims.end())
+    return it->second;
+  auto type = cast<RankedTensorType>(v.getType());
+  auto bnd = boundsOf(v);
+  if (failed(bnd))
+    return failure();
+  SmallVector<Dim> result;
+  Operation *def = v.getDefiningOp();
+  // The value standing for a dynamic leading dim.
+  Value dynamicLeading;
+  if (!type.hasStaticShape()) {
+    if (!def) {
+      dynamicLeading = numTokens;
+    } else if (auto permute = dyn_cast<MoePermuteOp>(def)) {
+      auto in = dimsOf(permute.getInput());
+      if (failed(in))
+        return failure();
+      int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
+      dynamicLeading = LLVM::MulOp::create(b, loc, (*in)[0].value, i64(topK));
+    } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+      auto in = dimsOf(collapse.getSrc());
+      if (failed(in))
+        return failure();
+      for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices()))
+        result.push_back({product(*in, group.front(), group.back() + 1), (*bnd)[i]});
+      dims[v] = result;
+      return result;
+    } else {
+      Value src = def->getOperand(0);
+      if (auto e = dyn_cast<EmbeddingOp>(def))
+        src = e.getIds();
+      if (auto u = dyn_cast<MoeUnpermuteOp>(def))
+        src = u.getWeights();
+      auto in = dimsOf(src);
+      if (failed(in))
+        return failure();
+      dynamicLeading = (*in)[0].value;
+    }
+  }
+  for (int64_t i = 0, e = type.getRank(); i < e; ++i) {
+    int64_t d = type.getDimSize(i);
+    result.push_back({ShapedType::isDynamic(d) ? dynamicLeading : i64(d), (*bnd)[i]});
+  }
+  dims[v] = result;
+  return result;
+}
+
+Value EntryLowering::ptrOf(Value v) {
+  Value root = aliasRoot(v);
+  auto it = loadedPtrs.find(root);
+  if (it != loadedPtrs.end())
+    return it->second;
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  Storage s = storage.lookup(root);
+  Value p;
+  switch (s.kind) {
+  case Storage::Arena:
+    p = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), arenaArg,
+                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(s.offset)});
+    break;
+  case Storage::Weight:
+    p = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, weightsArg,
+                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(s.offset)});
+    p = LLVM::LoadOp::create(b, loc, ptrTy, p);
+    break;
+  case Storage::StepTokens:
+    p = loadField(stepArg, kTokens, ptrTy);
+    break;
+  case Storage::StepPositions:
+    p = loadField(stepArg, kPositions, ptrTy);
+    break;
+  case Storage::StepLogits:
+    p = loadField(stepArg, kLogits, ptrTy);
+    break;
+  }
+  loadedPtrs[root] = p;
+  return p;
+}
+
+void EntryLowering::call(StringRef callee, ArrayRef<Value> args) {
+  auto fnOp = module.lookupSymbol<LLVM::LLVMFuncOp>(callee);
+  if (!fnOp) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    SmallVector<Type> types;
+    for (Value a : args)
+      types.push_back(a.getType());
+    auto fnType = LLVM::LLVMFunctionType::get(
+        LLVM::LLVMVoidType::get(b.getContext()), types);
+    fnOp = LLVM::LLVMFuncOp::create(b, loc, callee, fnType);
+  }
+  LLVM::CallOp::create(b, loc, fnOp, ValueRange(args));
+}
+
+/// A constant global with the op's inverse frequencies (one per distinct
+/// configuration).
+Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
+  RopeScalingAttr s = op.getScaling();
+  RopeScalingParams params;
+  params.kind = stringifyRopeScalingKind(s.getKind()).str();
+  params.factor = s.getFactor().convertToDouble();
+  params.low_freq_factor = s.getLowFreqFactor().convertToDouble();
+  params.high_freq_factor = s.getHighFreqFactor().convertToDouble();
+  params.original_max_position = s.getOriginalMaxPosition();
+  params.beta_fast = s.getBetaFast().convertToDouble();
+  params.beta_slow = s.getBetaSlow().convertToDouble();
+  params.mscale = s.getMscale().convertToDouble();
+  params.mscale_all_dim = s.getMscaleAllDim().convertToDouble();
+  RopeTable table = computeRopeTable(op.getTheta().convertToDouble(),
+                                     op.getRotaryDim(), params);
+  mscale = table.mscale;
+
+  // Deduplicate by content.
+  std::string key = "hyc_rope_inv_freq";
+  llvm::hash_code h = llvm::hash_combine_range(
+      reinterpret_cast<const char *>(table.inv_freq.data()),
+      reinterpret_cast<const char *>(table.inv_freq.data() + table.inv_freq.size()));
+  key += "_" + std::to_string(static_cast<size_t>(h) & 0xffffffffu);
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(key);
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    int64_t n = table.inv_freq.size();
+    auto arrayTy = LLVM::LLVMArrayType::get(b.getF32Type(), n);
+    auto value = DenseElementsAttr::get(
+        RankedTensorType::get({n}, b.getF32Type()), ArrayRef<float>(table.inv_freq));
+    global = LLVM::GlobalOp::create(b, loc, arrayTy, /*isConstant=*/true,
+                                    LLVM::Linkage::Internal, key, value);
+  }
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+LogicalResult EntryLowering::emitOp(Operation *op) {
+  auto D = [&](Value v) { return *dimsOf(v); };
+  auto ok = [&](Value v) { return succeeded(dimsOf(v)); };
+  for (Value r : op->getResults())
+    if (isa<RankedTensorType>(r.getType()) && !ok(r))
+      return failure();
+  for (Value o : op->getOperands())
+    if (isa<RankedTensorType>(o.getType()) && !ok(o))
+      return failure();
+  MLIRContext *ctx = b.getContext();
+  (void)ctx;
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ParamOp, AssumeBoundsOp, tensor::ExpandShapeOp,
+            tensor::CollapseShapeOp>([&](auto) { return success(); })
+      .Case<tensor::DimOp>([&](tensor::DimOp d) {
+        auto idx = d.getConstantIndex();
+        if (!idx)
+          return d.emitError("tensor.dim needs a constant index"), failure();
+        indexValues[d.getResult()] = D(d.getSource())[*idx].value;
+        return success();
+      })
+      .Case<arith::ConstantIndexOp>([&](arith::ConstantIndexOp c) {
+        indexValues[c.getResult()] = i64(c.value());
+        return success();
+      })
+      .Case<EmbeddingOp>([&](EmbeddingOp e) {
+        auto t = D(e.getTable());
+        call("hyrt_ref_embedding", {ptrOf(e.getTable()), t[0].value, t[1].value,
+                                    ptrOf(e.getIds()), D(e.getIds())[0].value,
+                                    ptrOf(e.getResult())});
+        return success();
+      })
+      .Case<RMSNormOp>([&](RMSNormOp n) {
+        auto x = D(n.getInput());
+        size_t r = x.size();
+        call("hyrt_ref_rms_norm",
+             {ptrOf(n.getInput()), n.getResidual() ? ptrOf(n.getResidual()) : null(),
+              ptrOf(n.getWeight()), product(x, 0, r - 1), x[r - 1].value,
+              f32(n.getEpsilon().convertToFloat()), ptrOf(n.getResult()),
+              n.getResidualOut() ? ptrOf(n.getResidualOut()) : null()});
+        return success();
+      })
+      .Case<RopeOp>([&](RopeOp r) {
+        float mscale = 1.0f;
+        Value table = ropeTable(r, mscale);
+        auto x = D(r.getInput());
+        call("hyrt_ref_rope",
+             {ptrOf(r.getInput()), ptrOf(r.getPositions()), x[0].value, x[1].value,
+              x[2].value, i64(r.getRotaryDim()),
+              i32(r.getStyle() == RopeStyle::neox ? 1 : 0), table, f32(mscale),
+              ptrOf(r.getResult())});
+        return success();
+      })
+      .Case<QuantMatmulOp>([&](QuantMatmulOp m) -> LogicalResult {
+        if (m.getQuant().getScheme() != QuantScheme::f32)
+          return m.emitError() << "the reference target computes in f32; got "
+                               << m.getQuant();
+        if (m.getEpilogue() == Epilogue::silu_mul)
+          return m.emitError("the silu_mul epilogue has no reference lowering; "
+                             "lower the unfused form");
+        auto x = D(m.getInput());
+        auto w = D(m.getWeight());
+        call("hyrt_ref_matmul",
+             {ptrOf(m.getInput()), ptrOf(m.getWeight()),
+              m.getBias() ? ptrOf(m.getBias()) : null(), x[0].value, w[0].value,
+              w[1].value, ptrOf(m.getResult())});
+        if (m.getEpilogue() == Epilogue::residual_add) {
+          Value n = LLVM::MulOp::create(b, loc, x[0].value, w[0].value);
+          call("hyrt_ref_add", {ptrOf(m.getResult()), ptrOf(m.getResidual()), n,
+                                ptrOf(m.getResult())});
+        }
+        return success();
+      })
+      .Case<AddOp>([&](AddOp a) {
+        auto d = D(a.getResult());
+        call("hyrt_ref_add", {ptrOf(a.getLhs()), ptrOf(a.getRhs()),
+                              product(d, 0, d.size()), ptrOf(a.getResult())});
+        return success();
+      })
+      .Case<SiluMulOp>([&](SiluMulOp s) {
+        auto d = D(s.getResult());
+        call("hyrt_ref_silu_mul", {ptrOf(s.getGate()), ptrOf(s.getUp()),
+                                   product(d, 0, d.size()), ptrOf(s.getResult())});
+        return success();
+      })
+      .Case<KVCacheAppendOp>([&](KVCacheAppendOp a) {
+        call("hyrt_ref_kv_cache_append",
+             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getKey()),
+              a.getValue() ? ptrOf(a.getValue()) : null()});
+        return success();
+      })
+      .Case<AttentionOp>([&](AttentionOp a) {
+        auto q = D(a.getQuery());
+        call("hyrt_ref_attention",
+             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()),
+              ptrOf(a.getKey()), ptrOf(a.getValue()), q[1].value,
+              f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
+        return success();
+      })
+      .Case<PagedAttentionOp>([&](PagedAttentionOp a) {
+        auto q = D(a.getQuery());
+        call("hyrt_ref_paged_attention",
+             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
+              f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
+        return success();
+      })
+      .Case<MLAAttentionOp>([&](MLAAttentionOp a) {
+        auto qn = D(a.getQNope());
+        auto qp = D(a.getQPe());
+        auto kvb = D(a.getKvB());
+        call("hyrt_ref_mla_attention",
+             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQNope()),
+              ptrOf(a.getQPe()), ptrOf(a.getKvB()), qn[1].value, qn[2].value,
+              qp[2].value, i64(a.getVHeadDim()), kvb[1].value,
+              f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
+        return success();
+      })
+      .Case<MoeRouteOp>([&](MoeRouteOp r) {
+        auto l = D(r.getLogits());
+        MoeGatingAttr g = r.getGating();
+        call("hyrt_ref_moe_route",
+             {ptrOf(r.getLogits()),
+              r.getCorrectionBias() ? ptrOf(r.getCorrectionBias()) : null(),
+              l[0].value, l[1].value, i64(g.getTopK()),
+              i32(g.getScoring() == MoeScoring::sigmoid ? 1 : 0),
+              i64(g.getNGroup()), i64(g.getTopkGroup()),
+              i32(g.getGroupScore() == MoeGroupScore::top2_sum ? 1 : 0),
+              i32(g.getRenormalize() ? 1 : 0),
+              f32(g.getRoutedScalingFactor().convertToDouble()),
+              ptrOf(r.getWeights()), ptrOf(r.getIds())});
+        return success();
+      })
+      .Case<MoePermuteOp>([&](MoePermuteOp p) {
+        auto x = D(p.getInput());
+        auto ids = D(p.getIds());
+        call("hyrt_ref_moe_permute",
+             {ptrOf(p.getInput()), ptrOf(p.getIds()), x[0].value, x[1].value,
+              ids[1].value, i64(p.getNumExperts()), ptrOf(p.getResult()),
+              ptrOf(p.getOffsets()), ptrOf(p.getRows())});
+        return success();
+      })
+      .Case<MoeGroupedMatmulOp>([&](MoeGroupedMatmulOp m) -> LogicalResult {
+        if (m.getQuant().getScheme() != QuantScheme::f32 ||
+            m.getEpilogue() != Epilogue::none)
+          return m.emitError("the reference target lowers f32 expert GEMMs "
+                             "without epilogue only");
+        auto x = D(m.getInput());
+        auto w = D(m.getWeight());
+        call("hyrt_ref_moe_grouped_matmul",
+             {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getOffsets()),
+              x[0].value, w[0].value, w[1].value, w[2].value,
+              ptrOf(m.getResult())});
+        return success();
+      })
+      .Case<MoeUnpermuteOp>([&](MoeUnpermuteOp u) {
+        auto y = D(u.getInput());
+        auto w = D(u.getWeights());
+        call("hyrt_ref_moe_unpermute",
+             {ptrOf(u.getInput()), ptrOf(u.getRows()), ptrOf(u.getWeights()),
+              w[0].value, w[1].value, y[1].value, ptrOf(u.getResult())});
+        return success();
+      })
+      .Case<AllReduceOp>([&](AllReduceOp a) -> LogicalResult {
+        if (a.getGroupSize() != 1)
+          return a.emitError() << "the reference target runs one rank; "
+                                  "all_reduce over group_size "
+                               << a.getGroupSize() << " is not supported";
+        return success();
+      })
+      .Case<func::ReturnOp>([&](func::ReturnOp) {
+        LLVM::ReturnOp::create(b, loc, i32(0));
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitError() << "no reference lowering for '" << o->getName()
+                              << "'";
+      });
+}
+
+FailureOr<int64_t> EntryLowering::run() {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("entry functions must be a single block");
+  if (fn.getNumArguments() != 3)
+    return fn.emitError() << "entry function needs (tokens, positions, cache), got "
+                          << fn.getNumArguments() << " arguments";
+  if (failed(plan()))
+    return failure();
+
+  MLIRContext *ctx = module.getContext();
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  auto entry = fn->getAttrOfType<StringAttr>("hyc.entry");
+  std::string name = ("hyc_" + entry.getValue() + "_v0").str();
+  b.setInsertionPoint(fn);
+  loc = fn.getLoc();
+  auto fnType = LLVM::LLVMFunctionType::get(b.getI32Type(),
+                                            {ptrTy, ptrTy, ptrTy, ptrTy});
+  auto llvmFn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
+  Block *block = llvmFn.addEntryBlock(b);
+  b.setInsertionPointToStart(block);
+  stepArg = block->getArgument(0);
+  kvArg = block->getArgument(1);
+  weightsArg = block->getArgument(2);
+  arenaArg = block->getArgument(3);
+  numTokens = loadField(stepArg, kNumTokens, b.getI64Type());
+
+  for (Operation &op : fn.getBody().front()) {
+    loc = op.getLoc();
+    if (failed(emitOp(&op)))
+      return failure();
+  }
+  return allocator.peakBytes();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct HycCpuLowerToReferencePass
+    : public hyc::impl::HycCpuLowerToReferenceBase<HycCpuLowerToReferencePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> entries;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("hyc.entry"))
+        entries.push_back(fn);
+    if (entries.empty()) {
+      module.emitError("no function with a hyc.entry attribute to lower");
+      return signalPassFailure();
+    }
+    llvm::MapVector<StringRef, RankedTensorType> weightTable;
+    int64_t arenaBytes = 0;
+    for (func::FuncOp fn : entries) {
+      EntryLowering lowering(module, fn, weightTable, arenaAlignment);
+      FailureOr<int64_t> bytes = lowering.run();
+      if (failed(bytes))
+        return signalPassFailure();
+      arenaBytes = std::max(arenaBytes, *bytes);
+    }
+
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToStart(module.getBody());
+    Location loc = module.getLoc();
+    LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true,
+                           LLVM::Linkage::External, "hyc_abi_version",
+                           b.getI32IntegerAttr(kAbiVersion));
+    LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
+                           LLVM::Linkage::External, "hyc_arena_bytes",
+                           b.getI64IntegerAttr(arenaBytes));
+
+    // Record the weight table for the artifact writer: names and shapes in
+    // table order.
+    SmallVector<Attribute> names, types;
+    for (auto &[name, type] : weightTable) {
+      names.push_back(b.getStringAttr(name));
+      types.push_back(TypeAttr::get(type));
+    }
+    module->setAttr("hyc.weights", b.getArrayAttr(names));
+    module->setAttr("hyc.weight_types", b.getArrayAttr(types));
+    module->setAttr("hyc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+
+    // The hyc-level functions are now fully replaced; drop them and every op
+    // they used.
+    for (func::FuncOp fn : entries) {
+      fn.getBody().front().dropAllDefinedValueUses();
+      fn.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,4 +1,0 @@
-//===- Passes.cpp - hyc pass registration ---------------------------------===//
-#include "passes/Passes.h"
-
-void hyc::registerHycPasses() {}

@@ -1,0 +1,40 @@
+//===- Passes.td - hyc passes ------------------------------*- tablegen -*-===//
+//
+// Alphabetical. Names carry their phase: hyc-global-* (graph level),
+// hyc-cpu-* (CPU code generation).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HYC_PASSES_TD
+#define HYC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def HycCpuLowerToReference : Pass<"hyc-cpu-lower-to-reference", "::mlir::ModuleOp"> {
+  let summary = "Lower hyc entry functions to LLVM calls into the fp32 reference kernels";
+  let description = [{
+    For `--target=reference`. Every `func.func` carrying `hyc.entry` becomes
+    an `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
+    `runtime/include/hyrt/abi.h`:
+
+    * activation memory is planned statically at the maximum shape given by
+      `hyc.assume_bounds`: one arena, liveness-based first-fit reuse, 64-byte
+      aligned; the returned logits are written straight into `step->logits`;
+    * `hyc.param`s become loads from the weight table (index = order of first
+      use across the module, recorded in the module attribute `hyc.weights`);
+    * each hyc op becomes one call to its `hyrt_ref_*` kernel with the actual
+      token count read from the step at run time;
+    * RoPE frequency tables are computed here and emitted as constant globals.
+
+    The module also gets `hyc_abi_version` and `hyc_arena_bytes` globals.
+    Ops without a reference lowering (fused epilogues, collectives across more
+    than one rank) are rejected with an error naming the op.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"arenaAlignment", "arena-alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every planned buffer">
+  ];
+}
+
+#endif // HYC_PASSES_TD
