@@ -49,7 +49,10 @@ struct MoeSpec {
   int64_t top_k = 0;
   int64_t expert_intermediate_size = 0;
   int64_t num_shared_experts = 0;
-  int64_t shared_intermediate_size = 0; ///< per shared expert block
+  /// Intermediate size of one shared expert. The shared experts form one
+  /// SwiGLU block (`mlp.shared_experts.*`) whose intermediate dim is
+  /// shared_intermediate_size * num_shared_experts (DeepSeek's layout).
+  int64_t shared_intermediate_size = 0;
   std::string scoring = "softmax";      ///< "softmax" or "sigmoid"
   bool renormalize = false;             ///< norm_topk_prob
   double routed_scaling_factor = 1.0;
@@ -107,8 +110,9 @@ public:
   virtual ~WeightSource() = default;
   /// Every weight the checkpoint provides, canonical names.
   virtual const std::vector<WeightInfo> &weights() const = 0;
-  /// nullptr when absent.
-  const WeightInfo *find(const std::string &name) const;
+  /// nullptr when absent. The default scans weights(); the loaders'
+  /// sources override it with a hashed lookup.
+  virtual const WeightInfo *find(const std::string &name) const;
   /// Writes the weight as fp32 into out (numel floats).
   virtual Status read_f32(const std::string &name, float *out) const = 0;
 };
@@ -133,6 +137,10 @@ struct Checkpoint {
   ModelSpec spec;
   std::unique_ptr<WeightSource> weights;
   std::optional<TokenizerSpec> tokenizer;
+  /// Things the loader noticed but did not treat as errors (a tokenizer
+  /// candidate it skipped, a GGUF tokenizer model it cannot carry, extra eos
+  /// ids). The driver may print them.
+  std::vector<std::string> warnings;
 };
 
 struct LoadOptions {
@@ -148,8 +156,25 @@ struct LoadOptions {
 Expected<Checkpoint> load_checkpoint(const std::string &path,
                                      const LoadOptions &options = {});
 
-/// The canonical weight names a ModelSpec requires, with their shapes.
+/// The canonical weight names a ModelSpec requires, with their shapes
+/// (source_dtype left empty). Driven by the spec's features, in this order:
+/// embed_tokens; per layer input_layernorm, attention (q/k/v/o with
+/// optional q/k/v biases and q_norm/k_norm, or MLA), post_attention_layernorm,
+/// MLP (dense gate/up/down, or router + experts + shared experts); model.norm;
+/// lm_head unless tied.
 std::vector<WeightInfo> required_weights(const ModelSpec &spec);
+
+/// Whether `layer` uses the MoE block: spec.moe is set, layer >=
+/// first_k_dense and layer % moe_layer_freq == 0 (DeepSeek's rule).
+bool is_moe_layer(const ModelSpec &spec, int64_t layer);
+
+/// Every field of the spec as indented JSON text (doubles round-trip), for
+/// messages, manifests and tests that compare two specs.
+std::string to_string(const ModelSpec &spec);
+
+/// "LlamaForCausalLM (llama)", ...: what load_checkpoint accepts, for
+/// error messages and `--help`.
+std::vector<std::string> supported_architectures();
 
 } // namespace hyc::models
 

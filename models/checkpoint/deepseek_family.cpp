@@ -1,0 +1,141 @@
+// DeepSeek-V3 family from config.json: multi-head latent attention
+// (optional q LoRA), sigmoid-routed experts with e_score_correction_bias,
+// group-limited top-k and shared experts, dense first layers; and the
+// config.json synthesize() writes for it. Semantics follow transformers'
+// DeepseekV3 modeling code.
+#include "models/checkpoint/family.h"
+
+namespace hyc::models::detail {
+
+namespace {
+
+Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
+                                     std::vector<std::string> &warnings) {
+  ModelSpec spec;
+  spec.arch = "deepseek_v3";
+  HfDefaults d; // DeepseekV3Config: eps 1e-6, untied, 4096, bos 0, eos 1
+  d.max_position_embeddings = 4096;
+  d.bos_token_id = 0;
+  d.eos_token_id = 1;
+  HYC_CKPT_TRY(parse_hf_decoder(config, spec, d, warnings));
+  HYC_CKPT_TRY(require_hf_value(config, "attention_bias", false));
+  if (spec.rms_norm_eps != 1e-6)
+    warnings.push_back(config.path() + ": rms_norm_eps = " +
+                       std::to_string(spec.rms_norm_eps) +
+                       "; transformers applies 1e-6 in q_a_layernorm and "
+                       "kv_a_layernorm regardless, llama.cpp uses "
+                       "rms_norm_eps");
+
+  MlaSpec mla;
+  HYC_CKPT_ASSIGN(mla.q_lora_rank, config.get_int_or("q_lora_rank", 0));
+  HYC_CKPT_ASSIGN(mla.kv_lora_rank, config.get_int("kv_lora_rank"));
+  HYC_CKPT_ASSIGN(mla.qk_nope_head_dim, config.get_int("qk_nope_head_dim"));
+  HYC_CKPT_ASSIGN(mla.qk_rope_head_dim, config.get_int("qk_rope_head_dim"));
+  HYC_CKPT_ASSIGN(mla.v_head_dim, config.get_int("v_head_dim"));
+  if (mla.q_lora_rank < 0 || mla.kv_lora_rank <= 0 ||
+      mla.qk_nope_head_dim <= 0 || mla.qk_rope_head_dim <= 0 ||
+      mla.qk_rope_head_dim % 2 != 0 || mla.v_head_dim <= 0)
+    return Error(config.path() + ": MLA dims q_lora_rank=" +
+                 std::to_string(mla.q_lora_rank) +
+                 " kv_lora_rank=" + std::to_string(mla.kv_lora_rank) +
+                 " qk_nope_head_dim=" + std::to_string(mla.qk_nope_head_dim) +
+                 " qk_rope_head_dim=" + std::to_string(mla.qk_rope_head_dim) +
+                 " v_head_dim=" + std::to_string(mla.v_head_dim) +
+                 "; expected positive (rope dim even)");
+  spec.mla = mla;
+  // head_dim in DeepseekV3Config is the rope dim; the spec's head_dim is the
+  // q/k head size that sets the softmax scale.
+  spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  spec.rope.rotary_dim = mla.qk_rope_head_dim;
+  // rope_interleave: the rope part of q/k is interleaved, i.e. adjacent
+  // pairs rotate together.
+  bool interleave = true;
+  HYC_CKPT_ASSIGN(interleave, config.get_bool_or("rope_interleave", true));
+  spec.rope.neox = !interleave;
+
+  if (config.has("n_routed_experts")) {
+    MoeSpec moe;
+    HYC_CKPT_ASSIGN(moe.num_experts, config.get_int("n_routed_experts"));
+    HYC_CKPT_ASSIGN(moe.top_k, config.get_int("num_experts_per_tok"));
+    HYC_CKPT_ASSIGN(moe.expert_intermediate_size,
+                    config.get_int("moe_intermediate_size"));
+    HYC_CKPT_ASSIGN(moe.num_shared_experts,
+                    config.get_int_or("n_shared_experts", 0));
+    moe.shared_intermediate_size =
+        moe.num_shared_experts > 0 ? moe.expert_intermediate_size : 0;
+    HYC_CKPT_TRY(require_hf_value(config, "scoring_func", "sigmoid"));
+    HYC_CKPT_TRY(require_hf_value(config, "topk_method", "noaux_tc"));
+    moe.scoring = "sigmoid";
+    moe.group_score = "top2_sum";
+    moe.has_correction_bias = true;
+    HYC_CKPT_ASSIGN(moe.renormalize, config.get_bool_or("norm_topk_prob", true));
+    HYC_CKPT_ASSIGN(moe.routed_scaling_factor,
+                    config.get_float_or("routed_scaling_factor", 1.0));
+    HYC_CKPT_ASSIGN(moe.n_group, config.get_int_or("n_group", 1));
+    HYC_CKPT_ASSIGN(moe.topk_group, config.get_int_or("topk_group", 1));
+    HYC_CKPT_ASSIGN(moe.first_k_dense,
+                    config.get_int_or("first_k_dense_replace", 0));
+    HYC_CKPT_ASSIGN(moe.moe_layer_freq, config.get_int_or("moe_layer_freq", 1));
+    if (moe.num_experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.num_experts ||
+        moe.expert_intermediate_size <= 0 || moe.num_shared_experts < 0 ||
+        moe.n_group <= 0 || moe.num_experts % moe.n_group != 0 ||
+        moe.topk_group <= 0 || moe.topk_group > moe.n_group ||
+        moe.first_k_dense < 0 || moe.moe_layer_freq <= 0)
+      return Error(config.path() + ": inconsistent MoE config: n_routed_experts=" +
+                   std::to_string(moe.num_experts) +
+                   " num_experts_per_tok=" + std::to_string(moe.top_k) +
+                   " moe_intermediate_size=" +
+                   std::to_string(moe.expert_intermediate_size) +
+                   " n_shared_experts=" + std::to_string(moe.num_shared_experts) +
+                   " n_group=" + std::to_string(moe.n_group) +
+                   " topk_group=" + std::to_string(moe.topk_group) +
+                   " first_k_dense_replace=" + std::to_string(moe.first_k_dense) +
+                   " moe_layer_freq=" + std::to_string(moe.moe_layer_freq));
+    spec.moe = moe;
+  }
+  return spec;
+}
+
+nlohmann::ordered_json deepseekV3ToHf(const ModelSpec &spec) {
+  nlohmann::ordered_json j =
+      hf_decoder_config(spec, "DeepseekV3ForCausalLM", "deepseek_v3");
+  const MlaSpec &mla = *spec.mla;
+  j["head_dim"] = mla.qk_rope_head_dim; // transformers' meaning
+  j.erase("partial_rotary_factor");
+  j["q_lora_rank"] = mla.q_lora_rank > 0 ? nlohmann::ordered_json(mla.q_lora_rank)
+                                         : nlohmann::ordered_json(nullptr);
+  j["kv_lora_rank"] = mla.kv_lora_rank;
+  j["qk_nope_head_dim"] = mla.qk_nope_head_dim;
+  j["qk_rope_head_dim"] = mla.qk_rope_head_dim;
+  j["v_head_dim"] = mla.v_head_dim;
+  j["rope_interleave"] = !spec.rope.neox;
+  j["attention_bias"] = false;
+  if (spec.moe) {
+    const MoeSpec &m = *spec.moe;
+    j["n_routed_experts"] = m.num_experts;
+    j["num_experts_per_tok"] = m.top_k;
+    j["moe_intermediate_size"] = m.expert_intermediate_size;
+    j["n_shared_experts"] = m.num_shared_experts;
+    j["routed_scaling_factor"] = m.routed_scaling_factor;
+    j["scoring_func"] = "sigmoid";
+    j["topk_method"] = "noaux_tc";
+    j["n_group"] = m.n_group;
+    j["topk_group"] = m.topk_group;
+    j["norm_topk_prob"] = m.renormalize;
+    j["first_k_dense_replace"] = m.first_k_dense;
+    j["moe_layer_freq"] = m.moe_layer_freq;
+  }
+  return j;
+}
+
+} // namespace
+
+const Family &deepseek_v3_family() {
+  static const Family family{"deepseek_v3",     {"DeepseekV3ForCausalLM"},
+                             {"deepseek_v3"},   {},
+                             deepseekV3FromHf,  nullptr,
+                             deepseekV3ToHf};
+  return family;
+}
+
+} // namespace hyc::models::detail

@@ -1,0 +1,144 @@
+// Model families known to load_checkpoint: how each one's config (HF
+// config.json, GGUF metadata) becomes a ModelSpec and back, plus the helpers
+// the per-family files share. Internal to hyc_checkpoint.
+//
+// Adding a family: write <name>_family.cpp defining a Family, list it in
+// families() (family.cpp), and, when it needs weights required_weights() does
+// not yet produce, extend the spec features (model_spec.h) and
+// required_weights.cpp.
+#ifndef HYC_MODELS_CHECKPOINT_FAMILY_H
+#define HYC_MODELS_CHECKPOINT_FAMILY_H
+
+#include "models/checkpoint/model_spec.h"
+#include "models/io/gguf.h"
+#include "models/io/hf_config.h"
+#include "models/io/llama2c.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hyc::models::detail {
+
+/// One architecture family and the formats it can be read from.
+struct Family {
+  /// ModelSpec::arch ("llama", "qwen3", ...).
+  const char *arch;
+  /// config.json `architectures` entries that select this family.
+  std::vector<std::string> hf_architectures;
+  /// config.json `model_type` values (used when `architectures` is absent).
+  std::vector<std::string> hf_model_types;
+  /// GGUF `general.architecture` values; empty when GGUF is not supported.
+  std::vector<std::string> gguf_architectures;
+  /// Spec from a parsed config.json; may append to `warnings`.
+  Expected<ModelSpec> (*from_hf)(const io::HfConfig &config,
+                                 std::vector<std::string> &warnings);
+  /// Spec from GGUF metadata; nullptr when GGUF is not supported.
+  Expected<ModelSpec> (*from_gguf)(const io::GgufFile &file,
+                                   std::vector<std::string> &warnings);
+  /// config.json (transformers field names) describing `spec`; from_hf of
+  /// its result gives `spec` back. Used by synthesize().
+  nlohmann::ordered_json (*to_hf)(const ModelSpec &spec);
+};
+
+/// Every known family, in a fixed order.
+const std::vector<const Family *> &families();
+/// nullptr when no family has this ModelSpec::arch.
+const Family *family_by_arch(const std::string &arch);
+/// The family a config.json selects. On failure the error names the file,
+/// what it found and the supported list.
+Expected<const Family *> family_for_hf(const io::HfConfig &config);
+/// nullptr when no family reads this GGUF `general.architecture`.
+const Family *family_for_gguf(const std::string &gguf_arch);
+
+// The families (one file each).
+const Family &llama_family();
+const Family &qwen2_family();
+const Family &qwen3_family();
+const Family &qwen3_moe_family();
+const Family &deepseek_v3_family();
+
+/// Llama spec from a llama2.c header (adjacent-pair RoPE, theta 10000,
+/// eps 1e-5, BOS 1, EOS 2).
+ModelSpec llama_spec_from_llama2c(const io::Llama2cConfig &config);
+
+//===----------------------------------------------------------------------===//
+// config.json helpers shared by the families.
+//===----------------------------------------------------------------------===//
+
+/// transformers' defaults for fields a config.json may omit.
+struct HfDefaults {
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  int64_t max_position_embeddings = 2048;
+  int32_t bos_token_id = -1;
+  int32_t eos_token_id = -1;
+  /// 0: hidden_size / num_attention_heads (Qwen3Config alone defaults to 128).
+  int64_t head_dim = 0;
+};
+
+/// Reads the decoder fields every family has: vocab_size, hidden_size,
+/// intermediate_size, num_hidden_layers, num_attention_heads,
+/// num_key_value_heads (default: heads), head_dim (default hidden/heads),
+/// rms_norm_eps, max_position_embeddings, tie_word_embeddings,
+/// bos/eos_token_id (an eos list keeps its first id, with a warning), and
+/// RoPE (parse_hf_rope). Rejects hidden_act other than silu.
+Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
+                        const HfDefaults &defaults,
+                        std::vector<std::string> &warnings);
+
+/// rope_theta (or rope_parameters.rope_theta; default 10000),
+/// partial_rotary_factor, and rope_scaling / rope_parameters with
+/// rope_type/type none|default|linear|llama3|yarn, read the way transformers
+/// reads them (llama3's original_max_position_embeddings from inside
+/// rope_scaling). Sets rope.neox = true; callers override it.
+Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec);
+
+/// Fails with "<file>: <field> = <value> is not supported yet" when `field`
+/// is present and not equal to `supported` (JSON equality).
+Status require_hf_value(const io::HfConfig &config, const std::string &field,
+                        const nlohmann::json &supported);
+
+/// The common part of a config.json for `spec` (the inverse of
+/// parse_hf_decoder), starting with architectures and model_type.
+nlohmann::ordered_json hf_decoder_config(const ModelSpec &spec,
+                                         const std::string &architecture,
+                                         const std::string &model_type);
+
+//===----------------------------------------------------------------------===//
+// GGUF metadata helpers.
+//===----------------------------------------------------------------------===//
+
+/// Integer value of `key`, or `fallback` when absent.
+Expected<int64_t> gguf_int_or(const io::GgufFile &file, const std::string &key,
+                              int64_t fallback);
+/// Float value of `key` (float32 values via f32_decimal), or `fallback`.
+Expected<double> gguf_float_or(const io::GgufFile &file,
+                               const std::string &key, double fallback);
+
+/// Shortest decimal that rounds to `value`, as a double: 1e-5f -> 1e-5.
+/// GGUF stores hyper-parameters as float32 that were written from decimals.
+double f32_decimal(float value);
+
+/// `return`s the error of a failed Status / Expected expression.
+#define HYC_CKPT_TRY(expr)                                                     \
+  do {                                                                         \
+    auto hyc_ckpt_status_ = (expr);                                            \
+    if (!hyc_ckpt_status_)                                                     \
+      return hyc_ckpt_status_.take_error();                                    \
+  } while (0)
+
+/// Assigns the value of an Expected expression to `lhs`, or `return`s its
+/// error.
+#define HYC_CKPT_ASSIGN(lhs, expr)                                             \
+  do {                                                                         \
+    auto hyc_ckpt_result_ = (expr);                                            \
+    if (!hyc_ckpt_result_)                                                     \
+      return hyc_ckpt_result_.take_error();                                    \
+    lhs = std::move(*hyc_ckpt_result_);                                        \
+  } while (0)
+
+} // namespace hyc::models::detail
+
+#endif // HYC_MODELS_CHECKPOINT_FAMILY_H

@@ -1,0 +1,125 @@
+// Hugging Face directory loader: config.json -> family -> spec, weights from
+// model.safetensors or a sharded index (F32/F16/BF16/F8 converted to fp32,
+// DeepSeek-style FP8 with weight_scale_inv dequantized by block).
+//
+// hyc convention: a llama2.c-format `tokenizer.bin` beside config.json (as
+// `hyc synth` writes) is loaded as the checkpoint's tokenizer. tokenizer.json
+// is not read yet.
+#include "models/checkpoint/family.h"
+#include "models/checkpoint/weight_source.h"
+
+#include "models/io/safetensors.h"
+
+#include <cstring>
+#include <filesystem>
+
+namespace hyc::models::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class SafetensorsWeightSource : public ViewWeightSource {
+public:
+  SafetensorsWeightSource(io::SafetensorsModel model, std::string dir,
+                          int64_t block_n, int64_t block_k)
+      : model_(std::move(model)), dir_(std::move(dir)), block_n_(block_n),
+        block_k_(block_k) {
+    for (const std::string &name : model_.tensor_names()) {
+      const io::SafetensorsTensorInfo *t = model_.find_tensor(name);
+      add(WeightInfo{name, t->shape, t->dtype_name}, name);
+    }
+  }
+  const std::string &origin() const override { return dir_; }
+
+protected:
+  Expected<io::TensorView> view(const std::string &stored) const override {
+    return model_.tensor(stored);
+  }
+
+  Status convert(const std::string &stored, const io::TensorView &v,
+                 float *out) const override {
+    const std::string scale_name = stored + "_scale_inv";
+    if (v.dtype != io::DType::F8_E4M3 || !model_.has(scale_name))
+      return io::to_f32(v, out);
+    Expected<io::TensorView> scale = model_.tensor(scale_name);
+    if (!scale)
+      return scale.take_error();
+    Expected<std::vector<float>> w =
+        io::dequant_fp8_block(v, *scale, block_n_, block_k_);
+    if (!w)
+      return w.take_error();
+    std::memcpy(out, w->data(), w->size() * sizeof(float));
+    return Status();
+  }
+
+private:
+  io::SafetensorsModel model_;
+  std::string dir_;
+  int64_t block_n_;
+  int64_t block_k_;
+};
+
+/// FP8 block sizes from quantization_config; other quantization methods are
+/// rejected.
+Status readQuantization(const io::HfConfig &config, int64_t &block_n,
+                        int64_t &block_k) {
+  block_n = block_k = 128;
+  if (!config.has("quantization_config"))
+    return Status();
+  std::string method;
+  HYC_CKPT_ASSIGN(method, config.get_string_or(
+                              "quantization_config.quant_method", ""));
+  if (method != "fp8")
+    return Error(config.path() + ": quantization_config.quant_method '" +
+                 method + "' is not supported yet (supported: fp8)");
+  if (!config.has("quantization_config.weight_block_size"))
+    return Status();
+  std::vector<int64_t> block;
+  HYC_CKPT_ASSIGN(block, config.get_int_array(
+                             "quantization_config.weight_block_size"));
+  if (block.size() != 2 || block[0] <= 0 || block[1] <= 0)
+    return Error(config.path() +
+                 ": quantization_config.weight_block_size must be two "
+                 "positive integers");
+  block_n = block[0];
+  block_k = block[1];
+  return Status();
+}
+
+} // namespace
+
+Expected<Checkpoint> load_hf(const std::string &dir,
+                             const LoadOptions &options) {
+  Expected<io::HfConfig> config = io::HfConfig::load(dir);
+  if (!config)
+    return config.take_error();
+  const Family *family = nullptr;
+  HYC_CKPT_ASSIGN(family, family_for_hf(*config));
+
+  Checkpoint ckpt;
+  ckpt.source = dir;
+  ckpt.format = "hf";
+  HYC_CKPT_ASSIGN(ckpt.spec, family->from_hf(*config, ckpt.warnings));
+  int64_t block_n = 128, block_k = 128;
+  HYC_CKPT_TRY(readQuantization(*config, block_n, block_k));
+
+  Expected<io::SafetensorsModel> model = io::SafetensorsModel::open(dir);
+  if (!model)
+    return model.take_error();
+  auto source = std::make_unique<SafetensorsWeightSource>(
+      std::move(*model), dir, block_n, block_k);
+  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source));
+  ckpt.weights = std::move(source);
+
+  const fs::path tokenizer_bin = fs::path(dir) / "tokenizer.bin";
+  HYC_CKPT_TRY(attach_llama2c_tokenizer(ckpt, options,
+                                        {tokenizer_bin.string()}));
+  std::error_code ec;
+  if (!ckpt.tokenizer && fs::exists(fs::path(dir) / "tokenizer.json", ec))
+    ckpt.warnings.push_back(dir + ": tokenizer.json is not supported yet; "
+                                  "pass a llama2.c tokenizer.bin to run text");
+  return ckpt;
+}
+
+} // namespace hyc::models::detail

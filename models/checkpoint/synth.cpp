@@ -1,0 +1,318 @@
+// synthesize(): preset specs per family, a seeded per-tensor PRNG for the
+// weights, and the llama2.c tokenizer.bin written beside the checkpoint.
+#include "models/checkpoint/synth.h"
+
+#include "models/checkpoint/family.h"
+#include "models/io/safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace hyc::models {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string normalizeArch(std::string arch) {
+  std::replace(arch.begin(), arch.end(), '-', '_');
+  return arch;
+}
+
+/// Dimensions shared by every family's preset.
+void baseDims(ModelSpec &s, bool small) {
+  s.vocab_size = small ? 2048 : 512;
+  s.hidden_size = small ? 256 : 64;
+  s.intermediate_size = small ? 688 : 172;
+  s.num_layers = small ? 4 : 2;
+  s.num_heads = small ? 8 : 4;
+  s.num_kv_heads = small ? 4 : 2;
+  s.head_dim = s.hidden_size / s.num_heads;
+  s.max_position_embeddings = small ? 1024 : 256;
+  s.rms_norm_eps = 1e-5;
+  s.rope.theta = 10000.0;
+  s.rope.neox = true;
+  s.bos_token_id = 1;
+  s.eos_token_id = 2;
+}
+
+//===----------------------------------------------------------------------===//
+// Deterministic PRNG: splitmix64 seeded from (seed, FNV-1a of the name).
+//===----------------------------------------------------------------------===//
+
+class SplitMix64 {
+public:
+  explicit SplitMix64(uint64_t state) : state_(state) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [-1, 1).
+  float symmetric() {
+    return static_cast<float>(static_cast<double>(next() >> 40) * 0x1p-23 -
+                              1.0);
+  }
+
+private:
+  uint64_t state_;
+};
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+io::SafetensorsEntry randomTensor(const WeightInfo &w, uint64_t seed) {
+  SplitMix64 rng(SplitMix64(seed ^ 0x6879632d73796e74ULL).next() ^ fnv1a(w.name));
+  int64_t numel = 1;
+  for (int64_t d : w.shape)
+    numel *= d;
+  std::vector<float> values(static_cast<size_t>(numel));
+  const float uniform_std = std::sqrt(3.0f); // U(-1,1) * sqrt(3) has std 1
+  if (endsWith(w.name, "norm.weight")) {
+    for (float &v : values)
+      v = 1.0f + 0.05f * rng.symmetric();
+  } else if (endsWith(w.name, ".bias") ||
+             endsWith(w.name, "e_score_correction_bias")) {
+    for (float &v : values)
+      v = 0.02f * rng.symmetric();
+  } else {
+    for (float &v : values)
+      v = 0.02f * uniform_std * rng.symmetric();
+  }
+  io::SafetensorsEntry e;
+  e.name = w.name;
+  e.dtype = io::DType::F32;
+  e.shape = w.shape;
+  e.bytes.resize(values.size() * sizeof(float));
+  std::memcpy(e.bytes.data(), values.data(), e.bytes.size());
+  return e;
+}
+
+//===----------------------------------------------------------------------===//
+// Tokenizer.
+//===----------------------------------------------------------------------===//
+
+/// Pieces after the byte tokens: printable ASCII, " " + letter, then letter
+/// pairs, " " + letter pair, capitalized pairs, until `count` pieces.
+std::vector<std::string> tokenizerPieces(size_t count) {
+  std::vector<std::string> out;
+  auto push = [&](std::string s) {
+    if (out.size() < count)
+      out.push_back(std::move(s));
+  };
+  for (char c = 0x20; c < 0x7f; ++c)
+    push(std::string(1, c));
+  for (char a = 'a'; a <= 'z'; ++a)
+    push(std::string(" ") + a);
+  for (const char *prefix : {"", " "})
+    for (char a = 'a'; a <= 'z'; ++a)
+      for (char b = 'a'; b <= 'z'; ++b)
+        push(std::string(prefix) + a + b);
+  for (char a = 'A'; a <= 'Z'; ++a)
+    for (char b = 'a'; b <= 'z'; ++b)
+      push(std::string(" ") + a + b);
+  return out;
+}
+
+Status writeTokenizer(const std::string &path, int64_t vocab_size) {
+  constexpr int64_t kFixed = 3 + 256;
+  if (vocab_size < kFixed)
+    return Error(path + ": vocab_size " + std::to_string(vocab_size) +
+                 " is too small for the synthetic tokenizer (needs >= " +
+                 std::to_string(kFixed) + ")");
+  std::vector<std::string> pieces = {"<unk>", "<s>", "</s>"};
+  std::vector<float> scores(3, 0.0f);
+  char buf[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    pieces.push_back(buf);
+    scores.push_back(0.0f);
+  }
+  std::vector<std::string> extra =
+      tokenizerPieces(static_cast<size_t>(vocab_size - kFixed));
+  float rank = 0.0f;
+  for (std::string &p : extra) {
+    // llama2.c merges the pair whose joined piece scores highest; single
+    // characters are never the product of a merge.
+    scores.push_back(p.size() == 1 ? 0.0f : -(rank += 1.0f));
+    pieces.push_back(std::move(p));
+  }
+  // Pad with unreachable placeholder pieces when the vocab is larger than
+  // the piece generator.
+  for (int64_t i = static_cast<int64_t>(pieces.size()); i < vocab_size; ++i) {
+    pieces.push_back("<extra_" + std::to_string(i) + ">");
+    scores.push_back(-1e9f);
+  }
+  int32_t max_len = 0;
+  for (const std::string &p : pieces)
+    max_len = std::max<int32_t>(max_len, static_cast<int32_t>(p.size()));
+
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return Error(tmp + ": cannot open for writing");
+    out.write(reinterpret_cast<const char *>(&max_len), 4);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const int32_t len = static_cast<int32_t>(pieces[i].size());
+      out.write(reinterpret_cast<const char *>(&scores[i]), 4);
+      out.write(reinterpret_cast<const char *>(&len), 4);
+      out.write(pieces[i].data(), len);
+    }
+    if (!out)
+      return Error(tmp + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return Error(path + ": cannot rename " + tmp + " into place: " +
+                 ec.message());
+  return Status();
+}
+
+Status writeText(const std::string &path, const std::string &text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return Error(tmp + ": cannot open for writing");
+    out << text;
+    if (!out)
+      return Error(tmp + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return Error(path + ": cannot rename " + tmp + " into place: " +
+                 ec.message());
+  return Status();
+}
+
+} // namespace
+
+std::vector<std::string> synth_archs() {
+  return {"llama", "qwen2", "qwen3", "qwen3-moe", "deepseek-v3"};
+}
+
+Expected<ModelSpec> synth_spec(const std::string &arch_name,
+                               const std::string &preset) {
+  if (preset != "tiny" && preset != "small")
+    return Error("synth: unknown preset '" + preset +
+                 "' (supported: tiny, small)");
+  const bool small = preset == "small";
+  const std::string arch = normalizeArch(arch_name);
+  ModelSpec s;
+  s.arch = arch;
+  baseDims(s, small);
+  if (arch == "llama") {
+    // Llama 2 shape: GQA, untied.
+  } else if (arch == "qwen2") {
+    s.attention_bias = true;
+    s.rms_norm_eps = 1e-6;
+    s.rope.theta = 1000000.0;
+    s.tie_word_embeddings = true;
+  } else if (arch == "qwen3") {
+    // head_dim independent of hidden/heads, as in real Qwen3.
+    s.head_dim = small ? 64 : 32;
+    s.qk_norm = true;
+    s.rms_norm_eps = 1e-6;
+    s.rope.theta = 1000000.0;
+    s.tie_word_embeddings = true;
+  } else if (arch == "qwen3_moe") {
+    s.qk_norm = true;
+    s.rms_norm_eps = 1e-6;
+    s.rope.theta = 1000000.0;
+    MoeSpec m;
+    m.num_experts = small ? 16 : 8;
+    m.top_k = small ? 4 : 2;
+    m.expert_intermediate_size = small ? 128 : 32;
+    m.scoring = "softmax";
+    m.renormalize = true;
+    s.moe = m;
+  } else if (arch == "deepseek_v3") {
+    s.num_layers = small ? 4 : 3;
+    s.num_kv_heads = s.num_heads;
+    s.rms_norm_eps = 1e-6;
+    MlaSpec mla;
+    mla.q_lora_rank = small ? 64 : 32;
+    mla.kv_lora_rank = small ? 64 : 16;
+    mla.qk_nope_head_dim = small ? 32 : 16;
+    mla.qk_rope_head_dim = small ? 16 : 8;
+    mla.v_head_dim = small ? 32 : 16;
+    s.mla = mla;
+    s.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+    s.rope.neox = false; // rope_interleave
+    MoeSpec m;
+    m.num_experts = small ? 16 : 8;
+    m.top_k = small ? 4 : 2;
+    m.expert_intermediate_size = small ? 64 : 32;
+    m.num_shared_experts = 1;
+    m.shared_intermediate_size = m.expert_intermediate_size;
+    m.scoring = "sigmoid";
+    m.renormalize = true;
+    m.routed_scaling_factor = 2.5;
+    m.n_group = small ? 4 : 2;
+    m.topk_group = small ? 2 : 1;
+    m.group_score = "top2_sum";
+    m.has_correction_bias = true;
+    m.first_k_dense = 1;
+    s.moe = m;
+  } else {
+    std::string list;
+    for (const std::string &a : synth_archs())
+      list += (list.empty() ? "" : ", ") + a;
+    return Error("synth: unknown arch '" + arch_name + "' (supported: " +
+                 list + ")");
+  }
+  s.rope.rotary_dim = s.mla ? s.mla->qk_rope_head_dim : s.head_dim;
+  return s;
+}
+
+Status synthesize(const SynthOptions &options) {
+  if (options.output_dir.empty())
+    return Error("synth: no output directory given");
+  if (options.fp8)
+    return Error("synth: --fp8 is not supported yet");
+  Expected<ModelSpec> spec = synth_spec(options.arch, options.preset);
+  if (!spec)
+    return spec.take_error();
+  if (options.tie_word_embeddings)
+    spec->tie_word_embeddings = *options.tie_word_embeddings;
+  const detail::Family *family = detail::family_by_arch(spec->arch);
+  if (!family)
+    return Error("synth: no family registered for arch '" + spec->arch + "'");
+
+  std::error_code ec;
+  fs::create_directories(options.output_dir, ec);
+  if (ec)
+    return Error(options.output_dir + ": cannot create directory: " + ec.message());
+  const fs::path dir(options.output_dir);
+
+  std::vector<io::SafetensorsEntry> tensors;
+  for (const WeightInfo &w : required_weights(*spec))
+    tensors.push_back(randomTensor(w, options.seed));
+  HYC_CKPT_TRY(io::write_safetensors((dir / "model.safetensors").string(),
+                                     tensors, {{"format", "pt"}}));
+  HYC_CKPT_TRY(writeText((dir / "config.json").string(),
+                         family->to_hf(*spec).dump(2) + "\n"));
+  HYC_CKPT_TRY(writeTokenizer((dir / "tokenizer.bin").string(),
+                              spec->vocab_size));
+  return Status();
+}
+
+} // namespace hyc::models

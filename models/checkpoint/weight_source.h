@@ -1,0 +1,73 @@
+// WeightSource implementations over the models/io readers (GGUF, llama2.c,
+// safetensors), the weight validation every loader runs, and tokenizer
+// discovery. Internal to hyc_checkpoint.
+#ifndef HYC_MODELS_CHECKPOINT_WEIGHT_SOURCE_H
+#define HYC_MODELS_CHECKPOINT_WEIGHT_SOURCE_H
+
+#include "models/checkpoint/model_spec.h"
+#include "models/io/tensor.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace hyc::models::detail {
+
+/// A WeightSource whose tensors are zero-copy views of mapped files, each
+/// listed under its canonical name and the name it has in the file.
+class ViewWeightSource : public WeightSource {
+public:
+  const std::vector<WeightInfo> &weights() const override { return infos_; }
+  const WeightInfo *find(const std::string &name) const override;
+  Status read_f32(const std::string &name, float *out) const override;
+
+  /// The stored tensor behind canonical `name`, checked to be convertible
+  /// to fp32; errors name the file and tensor.
+  Status check_readable(const std::string &name) const;
+  /// The file (or directory) the weights come from, for messages.
+  virtual const std::string &origin() const = 0;
+
+protected:
+  /// Lists a tensor; later entries with the same canonical name are ignored.
+  void add(WeightInfo info, std::string stored_name);
+  /// View of a tensor by its stored name.
+  virtual Expected<io::TensorView> view(const std::string &stored) const = 0;
+  /// fp32 conversion of a view; sources with scaled formats override it.
+  virtual Status convert(const std::string &stored, const io::TensorView &v,
+                         float *out) const;
+
+private:
+  Expected<io::TensorView> viewOf(const std::string &name,
+                                  const std::string **stored) const;
+
+  std::vector<WeightInfo> infos_;
+  std::vector<std::string> stored_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+/// Checks that every weight of required_weights(spec) is present with the
+/// exact shape and a readable dtype. The error names the source, each
+/// offending tensor (up to 8), and expected versus found shape.
+Status validate_weights(const ModelSpec &spec, const ViewWeightSource &source);
+
+/// Sets checkpoint.tokenizer from a llama2.c tokenizer.bin:
+/// options.tokenizer_path when given (a failure is an error), else the
+/// first of `implicit` (paths) that exists and reads with
+/// spec.vocab_size entries (failures become warnings). Leaves the tokenizer
+/// unset when nothing is found.
+Status attach_llama2c_tokenizer(Checkpoint &checkpoint,
+                                const LoadOptions &options,
+                                const std::vector<std::string> &implicit);
+
+// The format loaders (one file each). They detect nothing: load_checkpoint
+// has picked the format already.
+Expected<Checkpoint> load_gguf(const std::string &path,
+                               const LoadOptions &options);
+Expected<Checkpoint> load_llama2c(const std::string &path,
+                                  const LoadOptions &options);
+Expected<Checkpoint> load_hf(const std::string &dir,
+                             const LoadOptions &options);
+
+} // namespace hyc::models::detail
+
+#endif // HYC_MODELS_CHECKPOINT_WEIGHT_SOURCE_H
