@@ -1,0 +1,137 @@
+// hyrt/artifact.h - loading a hyc artifact directory (docs/artifact.md):
+// manifest.json parsing and checks, the compiled library and its entry
+// points, weights.bin in memory with its pointer table, and the tokenizer.
+#pragma once
+
+#include "hyrt/abi.h"
+#include "hyrt/status.h"
+#include "hyrt/tokenizer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hyrt {
+
+/// One entry of manifest `weights.tensors`.
+struct TensorEntry {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t nbytes = 0;
+};
+
+/// manifest `limits`: the bounds the artifact's memory plan is sized for.
+struct ArtifactLimits {
+  int64_t max_seq_len = 0;
+  int64_t max_batch_tokens = 0;
+  int64_t max_seqs = 0;
+};
+
+/// manifest `model` (descriptive; only vocab_size is required).
+struct ModelInfo {
+  std::string arch, source;
+  int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0,
+          num_kv_heads = 0, head_dim = 0;
+  int32_t bos_token_id = -1, eos_token_id = -1; ///< -1: none
+};
+
+/// manifest `kv_cache`: shape of one KV cache entry (pages are the
+/// runtime's choice).
+struct KvCacheInfo {
+  int64_t num_layers = 0, num_kv_heads = 0, k_head_dim = 0, v_head_dim = 0;
+  std::string dtype = "f32";
+};
+
+/// The parsed manifest.json.
+struct Manifest {
+  std::string format, target, library;
+  int64_t abi_version = 0;
+  std::vector<std::string> cpu_features;
+  std::string extend_symbol, decode_symbol;
+  int64_t arena_bytes = 0;
+  ArtifactLimits limits;
+  ModelInfo model;
+  KvCacheInfo kv_cache;
+  std::string weights_file;
+  std::vector<TensorEntry> tensors;
+  std::string tokenizer; ///< empty: none
+};
+
+/// Parses and validates manifest text; `origin` (a path) prefixes errors.
+/// Checks format == "hyc-artifact" and abi_version == HYRT_ABI_VERSION, and
+/// that every required field is present with the right type and range.
+Status parse_manifest(const std::string &text, const std::string &origin,
+                      Manifest *out);
+
+/// Bytes one element of `dtype` takes (f32, f16, bf16, i8, u8, i32, i64,
+/// ...), or 0 for a dtype this runtime does not size (then nbytes is taken
+/// as given).
+int64_t dtype_size(const std::string &dtype);
+
+/// How to open an artifact.
+struct ArtifactOptions {
+  /// Map weights.bin (fast start, page-cache backed) instead of reading it
+  /// into anonymous huge-page memory.
+  bool mmap_weights = false;
+  /// Refuse to load when the host lacks a manifest cpu_features entry.
+  bool check_cpu_features = true;
+  /// Replaces manifest `library` when not empty. "self" resolves the entry
+  /// points and globals in the running executable (dlopen(NULL)); that is
+  /// how a standalone `--emit=exe` binary finds its linked-in model, which
+  /// must therefore export them (link with -rdynamic or
+  /// -Wl,--export-dynamic-symbol=hyc_*).
+  std::string library_override;
+};
+
+/// A loaded artifact: entry points, weights and tokenizer. Immutable after
+/// open(); it can back any number of Engines.
+class Artifact {
+public:
+  /// Loads the artifact in directory `dir`. Every failure (missing or
+  /// malformed manifest, wrong format or ABI version, missing CPU feature,
+  /// library that does not load or lacks a symbol, weights.bin too short or
+  /// misaligned, bad tokenizer) is an error naming the file and what was
+  /// expected and found.
+  static Status open(const std::string &dir, const ArtifactOptions &options,
+                     std::unique_ptr<Artifact> *out);
+  ~Artifact();
+  Artifact(const Artifact &) = delete;
+  Artifact &operator=(const Artifact &) = delete;
+
+  const std::string &dir() const { return dir_; }
+  const Manifest &manifest() const { return manifest_; }
+  hyrt_entry_fn_v0 extend_fn() const { return extend_; }
+  hyrt_entry_fn_v0 decode_fn() const { return decode_; }
+  /// Weight base pointers in manifest order (the entry points' table).
+  void *const *weights() const { return weight_ptrs_.data(); }
+  int64_t num_weights() const { return int64_t(weight_ptrs_.size()); }
+  /// Arena size to allocate: the larger of the library's hyc_arena_bytes
+  /// and the manifest's arena_bytes.
+  int64_t arena_bytes() const { return arena_bytes_; }
+  /// The tokenizer, or nullptr when the artifact has none.
+  const Tokenizer *tokenizer() const { return tokenizer_.get(); }
+  /// True when weights.bin is mapped rather than copied.
+  bool weights_mapped() const { return weights_mapped_; }
+
+private:
+  Artifact() = default;
+  Status load_library(const ArtifactOptions &options);
+  Status load_weights(const ArtifactOptions &options);
+  Status load_tokenizer();
+
+  std::string dir_;
+  Manifest manifest_;
+  void *library_ = nullptr; // dlopen handle
+  hyrt_entry_fn_v0 extend_ = nullptr, decode_ = nullptr;
+  int64_t arena_bytes_ = 0;
+  void *weights_base_ = nullptr;
+  size_t weights_alloc_bytes_ = 0;
+  bool weights_mapped_ = false;
+  std::vector<void *> weight_ptrs_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+} // namespace hyrt

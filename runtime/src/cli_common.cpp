@@ -1,0 +1,36 @@
+// Pieces shared by the hyrt commands (see cli_common.h).
+#include "cli_common.h"
+
+#include <ostream>
+
+namespace hyrt::cli {
+
+Status open_session(const std::string &dir, const ArtifactOptions &artifact,
+                    const EngineOptions &engine, Session *out) {
+  if (Status s = Artifact::open(dir, artifact, &out->artifact); !s.ok())
+    return s;
+  return Engine::create(out->artifact.get(), engine, &out->engine);
+}
+
+std::vector<std::string> args_after_command(int argc, char **argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i)
+    args.emplace_back(argv[i]);
+  return args;
+}
+
+int usage_error(std::ostream &err, const std::string &command,
+                const std::string &message, const std::string &usage) {
+  err << command << ": " << message << "\n" << usage;
+  err.flush();
+  return kExitUsage;
+}
+
+int runtime_error(std::ostream &err, const std::string &command,
+                  const std::string &message) {
+  err << command << ": " << message << "\n";
+  err.flush();
+  return kExitError;
+}
+
+} // namespace hyrt::cli

@@ -1,0 +1,40 @@
+// Pieces shared by the hyrt commands (private to libhyrt): loading an
+// artifact plus engine, and the exit-code convention.
+#pragma once
+
+#include "hyrt/artifact.h"
+#include "hyrt/engine.h"
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hyrt::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1; ///< runtime error, message on stderr
+constexpr int kExitUsage = 2; ///< bad flags or values, usage on stderr
+
+/// An opened artifact and an engine over it.
+struct Session {
+  std::unique_ptr<Artifact> artifact;
+  std::unique_ptr<Engine> engine;
+};
+
+/// Opens the artifact in `dir` and creates its engine.
+Status open_session(const std::string &dir, const ArtifactOptions &artifact,
+                    const EngineOptions &engine, Session *out);
+
+/// argv[1..argc) as strings (argv[0], the command name, is skipped).
+std::vector<std::string> args_after_command(int argc, char **argv);
+
+/// Prints "<command>: <message>" and the usage text; returns kExitUsage.
+int usage_error(std::ostream &err, const std::string &command,
+                const std::string &message, const std::string &usage);
+
+/// Prints "<command>: <message>"; returns kExitError.
+int runtime_error(std::ostream &err, const std::string &command,
+                  const std::string &message);
+
+} // namespace hyrt::cli

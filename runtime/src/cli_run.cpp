@@ -1,0 +1,202 @@
+// `hyc run`: one prompt through an artifact, streamed to stdout, with
+// optional per-position logits dump (see hyrt/cli.h).
+#include "hyrt/cli.h"
+
+#include "cli_args.h"
+#include "cli_common.h"
+#include "hyrt/npy.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace hyrt {
+
+namespace {
+
+const char kRunUsage[] =
+    "usage: hyc run ART [--prompt TEXT] [-n N] [--temperature T] [--top-k K]\n"
+    "               [--top-p P] [--seed S] [--prompt-ids 1,417,93]\n"
+    "               [--logits-out FILE.npy] [--mmap] [--ignore-eos]\n"
+    "               [--page-size N] [--no-stats]\n"
+    "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
+    "  -n N                 tokens to generate (default 256)\n"
+    "  --temperature T      0 = greedy (default 0)\n"
+    "  --top-k K, --top-p P sampling filters (default off)\n"
+    "  --seed S             sampling seed (default 0)\n"
+    "  --prompt-ids LIST    prompt as token ids, instead of --prompt\n"
+    "  --logits-out FILE    float32 .npy [positions][vocab] of every position "
+    "fed\n"
+    "  --mmap               map weights.bin instead of reading it\n"
+    "  --ignore-eos         do not stop at EOS / BOS\n"
+    "  --page-size N        KV cache page size (default 16)\n"
+    "  --no-stats           no timing line on stderr\n";
+
+struct RunFlags {
+  std::string prompt;
+  bool prompt_given = false;
+  std::vector<int32_t> prompt_ids;
+  bool ids_given = false;
+  int64_t n = 256;
+  double temperature = 0, top_p = 1;
+  int64_t top_k = 0, seed = 0, page_size = 16;
+  std::string logits_out;
+  bool mmap = false, ignore_eos = false, no_stats = false;
+};
+
+/// Text of token `id` after `prev` (-1 at the start): the tokenizer's piece,
+/// or the id itself when the artifact has no tokenizer.
+std::string piece(const Tokenizer *tok, int32_t prev, int32_t id) {
+  if (tok)
+    return tok->decode(prev, id);
+  return (prev < 0 ? "" : " ") + std::to_string(id);
+}
+
+std::string rate(int64_t tokens, double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f",
+                seconds > 0 ? double(tokens) / seconds : 0.0);
+  return buf;
+}
+
+int run_command(const std::string &command, const std::string *implied_dir,
+                const std::vector<std::string> &args, std::ostream &out,
+                std::ostream &err) {
+  RunFlags f;
+  cli::ArgParser parser;
+  parser.add_string("--prompt", &f.prompt, &f.prompt_given);
+  parser.add_int_list("--prompt-ids", &f.prompt_ids, &f.ids_given);
+  parser.add_int("-n", &f.n, 0);
+  parser.add_real("--temperature", &f.temperature, 0, 1e6);
+  parser.add_int("--top-k", &f.top_k, 0);
+  parser.add_real("--top-p", &f.top_p, 1e-9, 1);
+  parser.add_int("--seed", &f.seed, 0);
+  parser.add_int("--page-size", &f.page_size, 1, 1 << 20);
+  parser.add_string("--logits-out", &f.logits_out);
+  parser.add_switch("--mmap", &f.mmap);
+  parser.add_switch("--ignore-eos", &f.ignore_eos);
+  parser.add_switch("--no-stats", &f.no_stats);
+  std::vector<std::string> positional;
+  if (Status s = parser.parse(args, &positional); !s.ok())
+    return cli::usage_error(err, command, s.message(), kRunUsage);
+  const size_t want = implied_dir ? 0 : 1;
+  if (positional.size() != want)
+    return cli::usage_error(
+        err, command,
+        positional.size() < want
+            ? "missing the artifact directory ART"
+            : "unexpected argument '" + positional[want] + "'",
+        kRunUsage);
+  if (f.prompt_given && f.ids_given)
+    return cli::usage_error(err, command,
+                            "--prompt and --prompt-ids are exclusive",
+                            kRunUsage);
+
+  ArtifactOptions ao;
+  ao.mmap_weights = f.mmap;
+  if (implied_dir)
+    ao.library_override = "self";
+  EngineOptions eo;
+  eo.page_size = f.page_size;
+  cli::Session session;
+  if (Status s = cli::open_session(implied_dir ? *implied_dir : positional[0],
+                                   ao, eo, &session);
+      !s.ok())
+    return cli::runtime_error(err, command, s.message());
+  Engine &engine = *session.engine;
+  const Manifest &m = session.artifact->manifest();
+  const Tokenizer *tok = session.artifact->tokenizer();
+
+  std::vector<int32_t> prompt = f.prompt_ids;
+  const int32_t bos = tok ? tok->bos_id() : m.model.bos_token_id;
+  if (!f.ids_given) {
+    if (tok)
+      prompt = tok->encode(f.prompt, /*add_bos=*/bos >= 0);
+    else if (!f.prompt.empty())
+      return cli::runtime_error(
+          err, command,
+          "the artifact has no tokenizer; give the prompt with --prompt-ids");
+    if (prompt.empty() && bos >= 0)
+      prompt.push_back(bos);
+    if (prompt.empty())
+      return cli::runtime_error(err, command,
+                                "empty prompt and the model has no BOS token");
+  }
+  if (int64_t(prompt.size()) > m.limits.max_seq_len)
+    return cli::runtime_error(
+        err, command,
+        "prompt of " + std::to_string(prompt.size()) + " tokens + " +
+            std::to_string(f.n) + " new exceeds max_seq_len " +
+            std::to_string(m.limits.max_seq_len) + " of this artifact");
+
+  GenerateOptions go;
+  go.max_new_tokens = f.n;
+  go.sampler.temperature = float(f.temperature);
+  go.sampler.top_k = f.top_k;
+  go.sampler.top_p = float(f.top_p);
+  go.sampler.seed = uint64_t(f.seed);
+  go.record_logits = !f.logits_out.empty();
+  if (!f.ignore_eos) {
+    const int32_t eos = tok ? tok->eos_id() : m.model.eos_token_id;
+    for (int32_t id : {eos, bos}) // llama2.c also stops when BOS comes back
+      if (id >= 0)
+        go.stop_tokens.push_back(id);
+  }
+
+  int32_t prev = -1;
+  for (int32_t id : prompt) {
+    out << piece(tok, prev, id);
+    prev = id;
+  }
+  out.flush();
+  GenerateResult result;
+  Status s = engine.generate(
+      prompt, go,
+      [&](int32_t id) {
+        out << piece(tok, prev, id);
+        out.flush();
+        prev = id;
+        return true;
+      },
+      &result);
+  out << "\n";
+  out.flush();
+  if (!s.ok())
+    return cli::runtime_error(err, command, s.message());
+  if (result.stop_reason == "max_seq_len" &&
+      int64_t(result.tokens.size()) < f.n)
+    err << command << ": note: stopped after " << result.tokens.size()
+        << " tokens at max_seq_len " << m.limits.max_seq_len
+        << " of this artifact\n";
+  if (!f.logits_out.empty())
+    if (Status w = write_npy_f32(f.logits_out, result.logits.data(),
+                                 result.logits_rows, engine.vocab_size());
+        !w.ok())
+      return cli::runtime_error(err, command, w.message());
+  if (!f.no_stats)
+    err << result.tokens.size() << " tokens, "
+        << rate(result.prompt_tokens, result.prefill_seconds)
+        << " tok/s prefill, "
+        << rate(result.decode_steps, result.decode_seconds)
+        << " tok/s decode\n";
+  err.flush();
+  return cli::kExitOk;
+}
+
+} // namespace
+
+int cli_run(const std::vector<std::string> &args, std::ostream &out,
+            std::ostream &err) {
+  return run_command("hyc run", nullptr, args, out, err);
+}
+
+int cli_run_standalone(const std::string &artifact_dir,
+                       const std::vector<std::string> &args, std::ostream &out,
+                       std::ostream &err) {
+  return run_command("run", &artifact_dir, args, out, err);
+}
+
+} // namespace hyrt
+
+extern "C" int hyrt_cli_run(int argc, char **argv) {
+  return hyrt::cli_run(hyrt::cli::args_after_command(argc, argv), std::cout, std::cerr);
+}
