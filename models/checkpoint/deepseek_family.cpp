@@ -20,8 +20,8 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
   HYC_CKPT_TRY(parse_hf_decoder(config, spec, d, warnings));
   HYC_CKPT_TRY(require_hf_value(config, "attention_bias", false));
   if (spec.rms_norm_eps != 1e-6)
-    warnings.push_back(config.path() + ": rms_norm_eps = " +
-                       std::to_string(spec.rms_norm_eps) +
+    warnings.push_back(config.path() +
+                       ": rms_norm_eps = " + std::to_string(spec.rms_norm_eps) +
                        "; transformers applies 1e-6 in q_a_layernorm and "
                        "kv_a_layernorm regardless, llama.cpp uses "
                        "rms_norm_eps");
@@ -35,8 +35,8 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
   if (mla.q_lora_rank < 0 || mla.kv_lora_rank <= 0 ||
       mla.qk_nope_head_dim <= 0 || mla.qk_rope_head_dim <= 0 ||
       mla.qk_rope_head_dim % 2 != 0 || mla.v_head_dim <= 0)
-    return Error(config.path() + ": MLA dims q_lora_rank=" +
-                 std::to_string(mla.q_lora_rank) +
+    return Error(config.path() +
+                 ": MLA dims q_lora_rank=" + std::to_string(mla.q_lora_rank) +
                  " kv_lora_rank=" + std::to_string(mla.kv_lora_rank) +
                  " qk_nope_head_dim=" + std::to_string(mla.qk_nope_head_dim) +
                  " qk_rope_head_dim=" + std::to_string(mla.qk_rope_head_dim) +
@@ -68,7 +68,8 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
     moe.scoring = "sigmoid";
     moe.group_score = "top2_sum";
     moe.has_correction_bias = true;
-    HYC_CKPT_ASSIGN(moe.renormalize, config.get_bool_or("norm_topk_prob", true));
+    HYC_CKPT_ASSIGN(moe.renormalize,
+                    config.get_bool_or("norm_topk_prob", true));
     HYC_CKPT_ASSIGN(moe.routed_scaling_factor,
                     config.get_float_or("routed_scaling_factor", 1.0));
     HYC_CKPT_ASSIGN(moe.n_group, config.get_int_or("n_group", 1));
@@ -81,16 +82,16 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
         moe.n_group <= 0 || moe.num_experts % moe.n_group != 0 ||
         moe.topk_group <= 0 || moe.topk_group > moe.n_group ||
         moe.first_k_dense < 0 || moe.moe_layer_freq <= 0)
-      return Error(config.path() + ": inconsistent MoE config: n_routed_experts=" +
-                   std::to_string(moe.num_experts) +
-                   " num_experts_per_tok=" + std::to_string(moe.top_k) +
-                   " moe_intermediate_size=" +
-                   std::to_string(moe.expert_intermediate_size) +
-                   " n_shared_experts=" + std::to_string(moe.num_shared_experts) +
-                   " n_group=" + std::to_string(moe.n_group) +
-                   " topk_group=" + std::to_string(moe.topk_group) +
-                   " first_k_dense_replace=" + std::to_string(moe.first_k_dense) +
-                   " moe_layer_freq=" + std::to_string(moe.moe_layer_freq));
+      return Error(
+          config.path() + ": inconsistent MoE config: n_routed_experts=" +
+          std::to_string(moe.num_experts) + " num_experts_per_tok=" +
+          std::to_string(moe.top_k) + " moe_intermediate_size=" +
+          std::to_string(moe.expert_intermediate_size) +
+          " n_shared_experts=" + std::to_string(moe.num_shared_experts) +
+          " n_group=" + std::to_string(moe.n_group) +
+          " topk_group=" + std::to_string(moe.topk_group) +
+          " first_k_dense_replace=" + std::to_string(moe.first_k_dense) +
+          " moe_layer_freq=" + std::to_string(moe.moe_layer_freq));
     spec.moe = moe;
   }
   return spec;
@@ -102,8 +103,9 @@ nlohmann::ordered_json deepseekV3ToHf(const ModelSpec &spec) {
   const MlaSpec &mla = *spec.mla;
   j["head_dim"] = mla.qk_rope_head_dim; // transformers' meaning
   j.erase("partial_rotary_factor");
-  j["q_lora_rank"] = mla.q_lora_rank > 0 ? nlohmann::ordered_json(mla.q_lora_rank)
-                                         : nlohmann::ordered_json(nullptr);
+  j["q_lora_rank"] = mla.q_lora_rank > 0
+                         ? nlohmann::ordered_json(mla.q_lora_rank)
+                         : nlohmann::ordered_json(nullptr);
   j["kv_lora_rank"] = mla.kv_lora_rank;
   j["qk_nope_head_dim"] = mla.qk_nope_head_dim;
   j["qk_rope_head_dim"] = mla.qk_rope_head_dim;
@@ -131,9 +133,9 @@ nlohmann::ordered_json deepseekV3ToHf(const ModelSpec &spec) {
 } // namespace
 
 const Family &deepseek_v3_family() {
-  static const Family family{"deepseek_v3",     {"DeepseekV3ForCausalLM"},
-                             {"deepseek_v3"},   {},
-                             deepseekV3FromHf,  nullptr,
+  static const Family family{"deepseek_v3",    {"DeepseekV3ForCausalLM"},
+                             {"deepseek_v3"},  {},
+                             deepseekV3FromHf, nullptr,
                              deepseekV3ToHf};
   return family;
 }

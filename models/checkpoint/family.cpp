@@ -53,15 +53,17 @@ Expected<const Family *> family_for_hf(const io::HfConfig &config) {
     for (const Family *f : families())
       if (contains(f->hf_architectures, a))
         return f;
-  // A known model_type with an unknown head (e.g. LlamaForSequenceClassification)
-  // is still not a causal LM we can compile.
+  // A known model_type with an unknown head (e.g.
+  // LlamaForSequenceClassification) is still not a causal LM we can compile.
   if (architectures.empty())
     for (const Family *f : families())
       if (contains(f->hf_model_types, model_type))
         return f;
-  std::string found =
-      architectures.empty() ? "no 'architectures'" : "architectures [" + join(architectures, ", ") + "]";
-  found += model_type.empty() ? ", no model_type" : ", model_type '" + model_type + "'";
+  std::string found = architectures.empty()
+                          ? "no 'architectures'"
+                          : "architectures [" + join(architectures, ", ") + "]";
+  found += model_type.empty() ? ", no model_type"
+                              : ", model_type '" + model_type + "'";
   return Error(config.path() + ": unsupported architecture (" + found +
                "); supported: " + join(supported_architectures(), ", "));
 }
@@ -91,8 +93,8 @@ Expected<int64_t> gguf_int_or(const io::GgufFile &file, const std::string &key,
   return file.get_i64(key);
 }
 
-Expected<double> gguf_float_or(const io::GgufFile &file,
-                               const std::string &key, double fallback) {
+Expected<double> gguf_float_or(const io::GgufFile &file, const std::string &key,
+                               double fallback) {
   const io::GgufValue *v = file.find(key);
   if (!v)
     return fallback;
@@ -224,8 +226,8 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
       return Error(config.path() + ": " + p.field + " = " +
                    std::to_string(p.value) + ", expected > 0");
   if (spec.num_heads % spec.num_kv_heads != 0)
-    return Error(config.path() + ": num_attention_heads = " +
-                 std::to_string(spec.num_heads) +
+    return Error(config.path() +
+                 ": num_attention_heads = " + std::to_string(spec.num_heads) +
                  " is not a multiple of num_key_value_heads = " +
                  std::to_string(spec.num_kv_heads));
   if (config.has("head_dim")) {
@@ -248,9 +250,9 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
   HYC_CKPT_ASSIGN(spec.max_position_embeddings,
                   config.get_int_or("max_position_embeddings",
                                     defaults.max_position_embeddings));
-  HYC_CKPT_ASSIGN(spec.tie_word_embeddings,
-                  config.get_bool_or("tie_word_embeddings",
-                                     defaults.tie_word_embeddings));
+  HYC_CKPT_ASSIGN(
+      spec.tie_word_embeddings,
+      config.get_bool_or("tie_word_embeddings", defaults.tie_word_embeddings));
   std::string act;
   HYC_CKPT_ASSIGN(act, config.get_string_or("hidden_act", "silu"));
   if (act != "silu")
@@ -268,8 +270,8 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
       eos = ids[0];
     if (ids.size() > 1)
       warnings.push_back(config.path() + ": eos_token_id lists " +
-                         std::to_string(ids.size()) + " ids; using the first (" +
-                         std::to_string(eos) + ")");
+                         std::to_string(ids.size()) +
+                         " ids; using the first (" + std::to_string(eos) + ")");
   } else {
     HYC_CKPT_ASSIGN(eos, config.get_int_or("eos_token_id", eos));
   }

@@ -114,8 +114,8 @@ nlohmann::ordered_json hf_decoder_config(const ModelSpec &spec,
 Expected<int64_t> gguf_int_or(const io::GgufFile &file, const std::string &key,
                               int64_t fallback);
 /// Float value of `key` (float32 values via f32_decimal), or `fallback`.
-Expected<double> gguf_float_or(const io::GgufFile &file,
-                               const std::string &key, double fallback);
+Expected<double> gguf_float_or(const io::GgufFile &file, const std::string &key,
+                               double fallback);
 
 /// Shortest decimal that rounds to `value`, as a double: 1e-5f -> 1e-5.
 /// GGUF stores hyper-parameters as float32 that were written from decimals.

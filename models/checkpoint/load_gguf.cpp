@@ -46,7 +46,8 @@ std::string canonicalName(const std::string &gguf) {
   if (layer_end == std::string::npos || stem_end <= layer_end)
     return gguf;
   const std::string layer = gguf.substr(4, layer_end - 4);
-  if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos)
+  if (layer.empty() ||
+      layer.find_first_not_of("0123456789") != std::string::npos)
     return gguf;
   const std::string stem = gguf.substr(layer_end + 1, stem_end - layer_end - 1);
   const std::string suffix = gguf.substr(stem_end + 1);

@@ -68,16 +68,16 @@ Status readQuantization(const io::HfConfig &config, int64_t &block_n,
   if (!config.has("quantization_config"))
     return Status();
   std::string method;
-  HYC_CKPT_ASSIGN(method, config.get_string_or(
-                              "quantization_config.quant_method", ""));
+  HYC_CKPT_ASSIGN(method,
+                  config.get_string_or("quantization_config.quant_method", ""));
   if (method != "fp8")
     return Error(config.path() + ": quantization_config.quant_method '" +
                  method + "' is not supported yet (supported: fp8)");
   if (!config.has("quantization_config.weight_block_size"))
     return Status();
   std::vector<int64_t> block;
-  HYC_CKPT_ASSIGN(block, config.get_int_array(
-                             "quantization_config.weight_block_size"));
+  HYC_CKPT_ASSIGN(
+      block, config.get_int_array("quantization_config.weight_block_size"));
   if (block.size() != 2 || block[0] <= 0 || block[1] <= 0)
     return Error(config.path() +
                  ": quantization_config.weight_block_size must be two "
@@ -113,8 +113,8 @@ Expected<Checkpoint> load_hf(const std::string &dir,
   ckpt.weights = std::move(source);
 
   const fs::path tokenizer_bin = fs::path(dir) / "tokenizer.bin";
-  HYC_CKPT_TRY(attach_llama2c_tokenizer(ckpt, options,
-                                        {tokenizer_bin.string()}));
+  HYC_CKPT_TRY(
+      attach_llama2c_tokenizer(ckpt, options, {tokenizer_bin.string()}));
   std::error_code ec;
   if (!ckpt.tokenizer && fs::exists(fs::path(dir) / "tokenizer.json", ec))
     ckpt.warnings.push_back(dir + ": tokenizer.json is not supported yet; "

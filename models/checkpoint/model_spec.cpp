@@ -16,7 +16,8 @@ const WeightInfo *WeightSource::find(const std::string &name) const {
 bool is_moe_layer(const ModelSpec &spec, int64_t layer) {
   if (!spec.moe || spec.moe->num_experts <= 0)
     return false;
-  const int64_t freq = spec.moe->moe_layer_freq > 0 ? spec.moe->moe_layer_freq : 1;
+  const int64_t freq =
+      spec.moe->moe_layer_freq > 0 ? spec.moe->moe_layer_freq : 1;
   return layer >= spec.moe->first_k_dense && layer % freq == 0;
 }
 
@@ -42,7 +43,8 @@ void addAttention(const ModelSpec &s, const std::string &p, WeightList &w) {
   const int64_t h = s.hidden_size;
   if (s.mla) {
     const MlaSpec &m = *s.mla;
-    const int64_t q_dim = s.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+    const int64_t q_dim =
+        s.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
     if (m.q_lora_rank > 0) {
       w.add(p + "self_attn.q_a_proj.weight", {m.q_lora_rank, h});
       w.add(p + "self_attn.q_a_layernorm.weight", {m.q_lora_rank});

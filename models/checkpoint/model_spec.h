@@ -45,7 +45,7 @@ struct RopeSpec {
 
 /// Mixture-of-experts configuration (Qwen3-MoE, DeepSeek, Hunyuan).
 struct MoeSpec {
-  int64_t num_experts = 0;          ///< routed experts; 0 = dense model
+  int64_t num_experts = 0; ///< routed experts; 0 = dense model
   int64_t top_k = 0;
   int64_t expert_intermediate_size = 0;
   int64_t num_shared_experts = 0;
@@ -53,14 +53,14 @@ struct MoeSpec {
   /// SwiGLU block (`mlp.shared_experts.*`) whose intermediate dim is
   /// shared_intermediate_size * num_shared_experts (DeepSeek's layout).
   int64_t shared_intermediate_size = 0;
-  std::string scoring = "softmax";      ///< "softmax" or "sigmoid"
-  bool renormalize = false;             ///< norm_topk_prob
+  std::string scoring = "softmax"; ///< "softmax" or "sigmoid"
+  bool renormalize = false;        ///< norm_topk_prob
   double routed_scaling_factor = 1.0;
   int64_t n_group = 1;
   int64_t topk_group = 1;
-  std::string group_score = "max";      ///< "max" or "top2_sum"
-  bool has_correction_bias = false;     ///< e_score_correction_bias
-  int64_t first_k_dense = 0;            ///< first_k_dense_replace
+  std::string group_score = "max";  ///< "max" or "top2_sum"
+  bool has_correction_bias = false; ///< e_score_correction_bias
+  int64_t first_k_dense = 0;        ///< first_k_dense_replace
   int64_t moe_layer_freq = 1;
 };
 
@@ -132,8 +132,8 @@ struct TokenizerSpec {
 
 /// A checkpoint opened for compilation.
 struct Checkpoint {
-  std::string source;  ///< path given by the user
-  std::string format;  ///< "gguf", "llama2c", "hf"
+  std::string source; ///< path given by the user
+  std::string format; ///< "gguf", "llama2c", "hf"
   ModelSpec spec;
   std::unique_ptr<WeightSource> weights;
   std::optional<TokenizerSpec> tokenizer;

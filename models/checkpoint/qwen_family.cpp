@@ -47,8 +47,8 @@ Expected<ModelSpec> qwen3MoeFromHf(const io::HfConfig &config,
   // Sparse layers are (l + 1) % decoder_sparse_step == 0 and not in
   // mlp_only_layers; ModelSpec expresses only "every layer" here.
   HYC_CKPT_TRY(require_hf_value(config, "decoder_sparse_step", 1));
-  HYC_CKPT_TRY(require_hf_value(config, "mlp_only_layers",
-                                nlohmann::json::array()));
+  HYC_CKPT_TRY(
+      require_hf_value(config, "mlp_only_layers", nlohmann::json::array()));
   spec.qk_norm = true;
   MoeSpec moe;
   HYC_CKPT_ASSIGN(moe.num_experts, config.get_int_or("num_experts", 128));
@@ -59,9 +59,10 @@ Expected<ModelSpec> qwen3MoeFromHf(const io::HfConfig &config,
   moe.scoring = "softmax";
   if (moe.num_experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.num_experts ||
       moe.expert_intermediate_size <= 0)
-    return Error(config.path() + ": num_experts = " +
-                 std::to_string(moe.num_experts) + ", num_experts_per_tok = " +
-                 std::to_string(moe.top_k) + ", moe_intermediate_size = " +
+    return Error(config.path() +
+                 ": num_experts = " + std::to_string(moe.num_experts) +
+                 ", num_experts_per_tok = " + std::to_string(moe.top_k) +
+                 ", moe_intermediate_size = " +
                  std::to_string(moe.expert_intermediate_size) +
                  "; expected 0 < top-k <= experts and a positive size");
   spec.moe = moe;
@@ -69,13 +70,15 @@ Expected<ModelSpec> qwen3MoeFromHf(const io::HfConfig &config,
 }
 
 nlohmann::ordered_json qwen2ToHf(const ModelSpec &spec) {
-  nlohmann::ordered_json j = hf_decoder_config(spec, "Qwen2ForCausalLM", "qwen2");
+  nlohmann::ordered_json j =
+      hf_decoder_config(spec, "Qwen2ForCausalLM", "qwen2");
   j["use_sliding_window"] = false;
   return j;
 }
 
 nlohmann::ordered_json qwen3ToHf(const ModelSpec &spec) {
-  nlohmann::ordered_json j = hf_decoder_config(spec, "Qwen3ForCausalLM", "qwen3");
+  nlohmann::ordered_json j =
+      hf_decoder_config(spec, "Qwen3ForCausalLM", "qwen3");
   j["attention_bias"] = false;
   j["use_sliding_window"] = false;
   return j;
@@ -99,23 +102,23 @@ nlohmann::ordered_json qwen3MoeToHf(const ModelSpec &spec) {
 } // namespace
 
 const Family &qwen2_family() {
-  static const Family family{
-      "qwen2", {"Qwen2ForCausalLM"}, {"qwen2"}, {}, qwen2FromHf, nullptr,
-      qwen2ToHf};
+  static const Family family{"qwen2",  {"Qwen2ForCausalLM"}, {"qwen2"},
+                             {},       qwen2FromHf,          nullptr,
+                             qwen2ToHf};
   return family;
 }
 
 const Family &qwen3_family() {
-  static const Family family{
-      "qwen3", {"Qwen3ForCausalLM"}, {"qwen3"}, {}, qwen3FromHf, nullptr,
-      qwen3ToHf};
+  static const Family family{"qwen3",  {"Qwen3ForCausalLM"}, {"qwen3"},
+                             {},       qwen3FromHf,          nullptr,
+                             qwen3ToHf};
   return family;
 }
 
 const Family &qwen3_moe_family() {
-  static const Family family{"qwen3_moe",       {"Qwen3MoeForCausalLM"},
-                             {"qwen3_moe"},     {},
-                             qwen3MoeFromHf,    nullptr,
+  static const Family family{"qwen3_moe",    {"Qwen3MoeForCausalLM"},
+                             {"qwen3_moe"},  {},
+                             qwen3MoeFromHf, nullptr,
                              qwen3MoeToHf};
   return family;
 }

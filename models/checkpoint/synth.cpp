@@ -77,7 +77,8 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 }
 
 io::SafetensorsEntry randomTensor(const WeightInfo &w, uint64_t seed) {
-  SplitMix64 rng(SplitMix64(seed ^ 0x6879632d73796e74ULL).next() ^ fnv1a(w.name));
+  SplitMix64 rng(SplitMix64(seed ^ 0x6879632d73796e74ULL).next() ^
+                 fnv1a(w.name));
   int64_t numel = 1;
   for (int64_t d : w.shape)
     numel *= d;
@@ -180,8 +181,8 @@ Status writeTokenizer(const std::string &path, int64_t vocab_size) {
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec)
-    return Error(path + ": cannot rename " + tmp + " into place: " +
-                 ec.message());
+    return Error(path + ": cannot rename " + tmp +
+                 " into place: " + ec.message());
   return Status();
 }
 
@@ -198,8 +199,8 @@ Status writeText(const std::string &path, const std::string &text) {
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec)
-    return Error(path + ": cannot rename " + tmp + " into place: " +
-                 ec.message());
+    return Error(path + ": cannot rename " + tmp +
+                 " into place: " + ec.message());
   return Status();
 }
 
@@ -276,8 +277,8 @@ Expected<ModelSpec> synth_spec(const std::string &arch_name,
     std::string list;
     for (const std::string &a : synth_archs())
       list += (list.empty() ? "" : ", ") + a;
-    return Error("synth: unknown arch '" + arch_name + "' (supported: " +
-                 list + ")");
+    return Error("synth: unknown arch '" + arch_name + "' (supported: " + list +
+                 ")");
   }
   s.rope.rotary_dim = s.mla ? s.mla->qk_rope_head_dim : s.head_dim;
   return s;
@@ -300,7 +301,8 @@ Status synthesize(const SynthOptions &options) {
   std::error_code ec;
   fs::create_directories(options.output_dir, ec);
   if (ec)
-    return Error(options.output_dir + ": cannot create directory: " + ec.message());
+    return Error(options.output_dir +
+                 ": cannot create directory: " + ec.message());
   const fs::path dir(options.output_dir);
 
   std::vector<io::SafetensorsEntry> tensors;
@@ -310,8 +312,8 @@ Status synthesize(const SynthOptions &options) {
                                      tensors, {{"format", "pt"}}));
   HYC_CKPT_TRY(writeText((dir / "config.json").string(),
                          family->to_hf(*spec).dump(2) + "\n"));
-  HYC_CKPT_TRY(writeTokenizer((dir / "tokenizer.bin").string(),
-                              spec->vocab_size));
+  HYC_CKPT_TRY(
+      writeTokenizer((dir / "tokenizer.bin").string(), spec->vocab_size));
   return Status();
 }
 

@@ -41,10 +41,10 @@ Expected<ModelSpec> synth_spec(const std::string &arch,
 /// Writes `output_dir`/config.json (transformers field names, torch_dtype
 /// float32, bos 1, eos 2), `output_dir`/model.safetensors (every weight of
 /// required_weights(spec), F32: linear weights and embeddings uniform with
-/// std 0.02, norm weights 1 +- 0.05, biases +- 0.02) and `output_dir`/tokenizer.bin
-/// (llama2.c format: <unk>, <s>, </s>, byte tokens <0x00>..<0xFF> at ids
-/// 3..258, then printable ASCII characters and letter pairs). Each tensor's
-/// values depend only on the seed and the tensor's name.
+/// std 0.02, norm weights 1 +- 0.05, biases +- 0.02) and
+/// `output_dir`/tokenizer.bin (llama2.c format: <unk>, <s>, </s>, byte tokens
+/// <0x00>..<0xFF> at ids 3..258, then printable ASCII characters and letter
+/// pairs). Each tensor's values depend only on the seed and the tensor's name.
 /// load_checkpoint(output_dir) reads it back with the same spec.
 Status synthesize(const SynthOptions &options);
 

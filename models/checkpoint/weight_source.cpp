@@ -64,11 +64,10 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
   if (!bytes)
     return Error(origin() + ": weight '" + name + "': " + bytes.error());
   if (*bytes != v->nbytes)
-    return Error(origin() + ": weight '" + name + "': " +
-                 io::dtype_name(v->dtype) + " " +
-                 io::shape_to_string(v->shape) + " needs " +
-                 std::to_string(*bytes) + " bytes, found " +
-                 std::to_string(v->nbytes));
+    return Error(
+        origin() + ": weight '" + name + "': " + io::dtype_name(v->dtype) +
+        " " + io::shape_to_string(v->shape) + " needs " +
+        std::to_string(*bytes) + " bytes, found " + std::to_string(v->nbytes));
   return Status();
 }
 
@@ -140,7 +139,8 @@ Status attach_llama2c_tokenizer(Checkpoint &checkpoint,
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
       continue;
-    Expected<io::Llama2cTokenizer> tok = io::read_llama2c_tokenizer(path, vocab);
+    Expected<io::Llama2cTokenizer> tok =
+        io::read_llama2c_tokenizer(path, vocab);
     if (!tok) {
       checkpoint.warnings.push_back("skipped tokenizer candidate: " +
                                     tok.error());

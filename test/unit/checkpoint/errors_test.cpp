@@ -167,7 +167,7 @@ void expectContains(const std::string &message,
         << "expected '" << p << "' in: " << message;
 }
 
-TEST(LoadErrors, UnknownHfArchitecture) {
+TEST(CheckpointLoadErrors, UnknownHfArchitecture) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   c["architectures"] = {"FooForCausalLM"};
@@ -180,33 +180,35 @@ TEST(LoadErrors, UnknownHfArchitecture) {
                              "DeepseekV3ForCausalLM"});
 }
 
-TEST(LoadErrors, MissingWeight) {
+TEST(CheckpointLoadErrors, MissingWeight) {
   TempDir dir;
   writeText(dir.file("config.json"), tinyLlamaConfig().dump());
   std::vector<io::SafetensorsEntry> entries = entriesFor(tinyLlamaSpec());
   entries.erase(entries.begin() + 8); // model.layers.0.mlp.up_proj.weight
-  ASSERT_TRUE(io::write_safetensors(dir.file("model.safetensors"), entries).ok());
+  ASSERT_TRUE(
+      io::write_safetensors(dir.file("model.safetensors"), entries).ok());
   Expected<Checkpoint> r = load_checkpoint(dir.str());
   ASSERT_FALSE(r.ok());
   expectContains(r.error(), {dir.str(), "missing weight",
                              "'model.layers.0.mlp.up_proj.weight'", "[12, 8]"});
 }
 
-TEST(LoadErrors, WrongShape) {
+TEST(CheckpointLoadErrors, WrongShape) {
   TempDir dir;
   writeText(dir.file("config.json"), tinyLlamaConfig().dump());
   std::vector<io::SafetensorsEntry> entries = entriesFor(tinyLlamaSpec());
   for (io::SafetensorsEntry &e : entries)
     if (e.name == "model.layers.0.self_attn.k_proj.weight")
       e = f32Entry(e.name, {8, 8}); // as if num_key_value_heads were 2
-  ASSERT_TRUE(io::write_safetensors(dir.file("model.safetensors"), entries).ok());
+  ASSERT_TRUE(
+      io::write_safetensors(dir.file("model.safetensors"), entries).ok());
   Expected<Checkpoint> r = load_checkpoint(dir.str());
   ASSERT_FALSE(r.ok());
   expectContains(r.error(), {"'model.layers.0.self_attn.k_proj.weight'",
                              "has shape [8, 8]", "expected [4, 8]"});
 }
 
-TEST(LoadErrors, UnsupportedDtype) {
+TEST(CheckpointLoadErrors, UnsupportedDtype) {
   TempDir dir;
   writeText(dir.file("config.json"), tinyLlamaConfig().dump());
   // A hand-written safetensors file: every tensor F32 except model.norm
@@ -236,7 +238,7 @@ TEST(LoadErrors, UnsupportedDtype) {
   expectContains(r.error(), {"'model.norm.weight'", "F64"});
 }
 
-TEST(LoadErrors, BadPaths) {
+TEST(CheckpointLoadErrors, BadPaths) {
   TempDir dir;
   Expected<Checkpoint> r = load_checkpoint(dir.file("nope"));
   ASSERT_FALSE(r.ok());
@@ -257,7 +259,7 @@ TEST(LoadErrors, BadPaths) {
   expectContains(r.error(), {"model.safetensors"});
 }
 
-TEST(Gguf, TiedLlamaRenamedAndSpec) {
+TEST(CheckpointGguf, TiedLlamaRenamedAndSpec) {
   TempDir dir;
   tinyLlamaGguf().write(dir.file("m.gguf"));
   HYC_CKPT_LOAD(ckpt, dir.file("m.gguf"));
@@ -273,13 +275,14 @@ TEST(Gguf, TiedLlamaRenamedAndSpec) {
   EXPECT_FALSE(ckpt.tokenizer.has_value());
   ASSERT_EQ(ckpt.warnings.size(), 1u);
   expectContains(ckpt.warnings[0], {"no embedded tokenizer"});
-  std::vector<float> k = readWeight(ckpt, "model.layers.0.self_attn.k_proj.weight");
+  std::vector<float> k =
+      readWeight(ckpt, "model.layers.0.self_attn.k_proj.weight");
   ASSERT_EQ(k.size(), 32u);
   EXPECT_EQ(k[31], -0.75f);
   EXPECT_EQ(readWeight(ckpt, "model.embed_tokens.weight")[0], 0.5f);
 }
 
-TEST(Gguf, Gpt2TokenizerWithMerges) {
+TEST(CheckpointGguf, Gpt2TokenizerWithMerges) {
   TempDir dir;
   GgufBuilder g = tinyLlamaGguf();
   std::vector<std::string> tokens;
@@ -304,7 +307,7 @@ TEST(Gguf, Gpt2TokenizerWithMerges) {
   EXPECT_EQ(ckpt.spec.eos_token_id, 15);
 }
 
-TEST(Gguf, Errors) {
+TEST(CheckpointGguf, Errors) {
   TempDir dir;
   {
     GgufBuilder g;

@@ -42,14 +42,14 @@ ModelSpec tinyLlamaSpec() {
 Expected<Checkpoint> loadHf(const TempDir &dir, const Json &config,
                             const ModelSpec &weights) {
   writeText(dir.file("config.json"), config.dump());
-  Status s = io::write_safetensors(dir.file("model.safetensors"),
-                                   entriesFor(weights));
+  Status s =
+      io::write_safetensors(dir.file("model.safetensors"), entriesFor(weights));
   if (!s)
     return s.take_error();
   return load_checkpoint(dir.str());
 }
 
-TEST(HfFamilies, Qwen3MoeGolden) {
+TEST(CheckpointHfFamilies, Qwen3MoeGolden) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden/qwen3moe-tiny");
   HYC_CKPT_LOAD(ckpt, dir);
   const ModelSpec &s = ckpt.spec;
@@ -74,12 +74,13 @@ TEST(HfFamilies, Qwen3MoeGolden) {
   // embed, norm, lm_head + per layer: 2 norms, q/k/v/o, q/k norm, router,
   // 8 experts x 3.
   EXPECT_EQ(required_weights(s).size(), 3u + 2 * (2 + 4 + 2 + 1 + 24));
-  const WeightInfo *qn = ckpt.weights->find("model.layers.1.self_attn.q_norm.weight");
+  const WeightInfo *qn =
+      ckpt.weights->find("model.layers.1.self_attn.q_norm.weight");
   ASSERT_NE(qn, nullptr);
   EXPECT_EQ(qn->shape, (std::vector<int64_t>{32}));
 }
 
-TEST(HfFamilies, DeepseekV3Golden) {
+TEST(CheckpointHfFamilies, DeepseekV3Golden) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden/deepseekv3-tiny");
   HYC_CKPT_LOAD(ckpt, dir);
   const ModelSpec &s = ckpt.spec;
@@ -114,7 +115,7 @@ TEST(HfFamilies, DeepseekV3Golden) {
   EXPECT_EQ(ckpt.weights->weights().size(), 91u);
 }
 
-TEST(HfFamilies, DeepseekV3GroupedSharedExperts) {
+TEST(CheckpointHfFamilies, DeepseekV3GroupedSharedExperts) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden/deepseekv3-grouped-tiny");
   HYC_CKPT_LOAD(ckpt, dir);
   const ModelSpec &s = ckpt.spec;
@@ -131,7 +132,7 @@ TEST(HfFamilies, DeepseekV3GroupedSharedExperts) {
   EXPECT_EQ(g->shape, (std::vector<int64_t>{32, 128}));
 }
 
-TEST(HfRope, LinearAndYarn) {
+TEST(CheckpointHfRope, LinearAndYarn) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
@@ -179,16 +180,14 @@ TEST(HfRope, LinearAndYarn) {
   }
 }
 
-TEST(HfRope, RopeParametersAndRejections) {
+TEST(CheckpointHfRope, RopeParametersAndRejections) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   // transformers >= 4.56 style: theta and scaling under rope_parameters.
-  c["rope_parameters"] = {{"rope_type", "llama3"},
-                          {"rope_theta", 500000.0},
-                          {"factor", 32.0},
-                          {"low_freq_factor", 1.0},
-                          {"high_freq_factor", 4.0},
-                          {"original_max_position_embeddings", 8192}};
+  c["rope_parameters"] = {
+      {"rope_type", "llama3"},   {"rope_theta", 500000.0},
+      {"factor", 32.0},          {"low_freq_factor", 1.0},
+      {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
   {
     Expected<Checkpoint> r = loadHf(dir, c, tinyLlamaSpec());
     ASSERT_TRUE(r.ok()) << r.error();
@@ -198,8 +197,10 @@ TEST(HfRope, RopeParametersAndRejections) {
     EXPECT_EQ(r->spec.rope.original_max_position, 8192);
   }
   c.erase("rope_parameters");
-  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0},
-                       {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}};
+  c["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0}};
   {
     Expected<Checkpoint> r = loadHf(dir, c, tinyLlamaSpec());
     ASSERT_FALSE(r.ok());
@@ -224,7 +225,7 @@ TEST(HfRope, RopeParametersAndRejections) {
   }
 }
 
-TEST(HfConfigDefaults, LlamaDefaultsAndEosList) {
+TEST(CheckpointHfConfigDefaults, LlamaDefaultsAndEosList) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   c.erase("num_key_value_heads");
@@ -246,7 +247,7 @@ TEST(HfConfigDefaults, LlamaDefaultsAndEosList) {
   EXPECT_NE(r->warnings[0].find("eos_token_id"), std::string::npos);
 }
 
-TEST(HfConfigDefaults, LlamaAttentionBiasRejected) {
+TEST(CheckpointHfConfigDefaults, LlamaAttentionBiasRejected) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   c["attention_bias"] = true;
@@ -255,7 +256,7 @@ TEST(HfConfigDefaults, LlamaAttentionBiasRejected) {
   EXPECT_NE(r.error().find("attention_bias"), std::string::npos) << r.error();
 }
 
-TEST(HfFamilies, Qwen2RequiresQkvBiases) {
+TEST(CheckpointHfFamilies, Qwen2RequiresQkvBiases) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   c["architectures"] = {"Qwen2ForCausalLM"};
@@ -267,7 +268,8 @@ TEST(HfFamilies, Qwen2RequiresQkvBiases) {
     ASSERT_TRUE(r.ok()) << r.error();
     EXPECT_EQ(r->spec.arch, "qwen2");
     EXPECT_TRUE(r->spec.attention_bias);
-    EXPECT_NE(r->weights->find("model.layers.0.self_attn.k_proj.bias"), nullptr);
+    EXPECT_NE(r->weights->find("model.layers.0.self_attn.k_proj.bias"),
+              nullptr);
   }
   weights.attention_bias = false;
   Expected<Checkpoint> r = loadHf(dir, c, weights);
@@ -277,7 +279,7 @@ TEST(HfFamilies, Qwen2RequiresQkvBiases) {
       << r.error();
 }
 
-TEST(HfWeights, Bf16F16AndFp8BlockScales) {
+TEST(CheckpointHfWeights, Bf16F16AndFp8BlockScales) {
   TempDir dir;
   Json c = tinyLlamaConfig();
   c["quantization_config"] = {{"quant_method", "fp8"},
@@ -306,17 +308,19 @@ TEST(HfWeights, Bf16F16AndFp8BlockScales) {
     }
   }
   // 2 x 2 blocks of 4 x 4; block (i, j) scales by i * 2 + j + 1.
-  entries.push_back(f32Entry("model.layers.0.self_attn.q_proj.weight_scale_inv",
-                             {2, 2}));
+  entries.push_back(
+      f32Entry("model.layers.0.self_attn.q_proj.weight_scale_inv", {2, 2}));
   float scales[4] = {1, 2, 3, 4};
   std::memcpy(entries.back().bytes.data(), scales, sizeof(scales));
   Status w = io::write_safetensors(dir.file("model.safetensors"), entries);
   ASSERT_TRUE(w.ok()) << w.error();
 
   HYC_CKPT_LOAD(ckpt, dir.str());
-  EXPECT_EQ(ckpt.weights->find("model.layers.0.self_attn.q_proj.weight")->source_dtype,
+  EXPECT_EQ(ckpt.weights->find("model.layers.0.self_attn.q_proj.weight")
+                ->source_dtype,
             "F8_E4M3");
-  std::vector<float> q = readWeight(ckpt, "model.layers.0.self_attn.q_proj.weight");
+  std::vector<float> q =
+      readWeight(ckpt, "model.layers.0.self_attn.q_proj.weight");
   ASSERT_EQ(q.size(), 64u);
   EXPECT_EQ(q[0 * 8 + 0], 1.0f);
   EXPECT_EQ(q[0 * 8 + 7], 2.0f);
@@ -325,11 +329,12 @@ TEST(HfWeights, Bf16F16AndFp8BlockScales) {
   std::vector<float> up = readWeight(ckpt, "model.layers.0.mlp.up_proj.weight");
   EXPECT_EQ(up.front(), 0.25f);
   EXPECT_EQ(up.back(), 0.25f);
-  std::vector<float> down = readWeight(ckpt, "model.layers.0.mlp.down_proj.weight");
+  std::vector<float> down =
+      readWeight(ckpt, "model.layers.0.mlp.down_proj.weight");
   EXPECT_EQ(down.front(), -1.5f);
 }
 
-TEST(HfWeights, ShardedIndex) {
+TEST(CheckpointHfWeights, ShardedIndex) {
   TempDir dir;
   writeText(dir.file("config.json"), tinyLlamaConfig().dump());
   std::vector<io::SafetensorsEntry> all = entriesFor(tinyLlamaSpec());
@@ -340,8 +345,12 @@ TEST(HfWeights, ShardedIndex) {
     map[e.name] = "model-00001-of-00002.safetensors";
   for (const io::SafetensorsEntry &e : b)
     map[e.name] = "model-00002-of-00002.safetensors";
-  ASSERT_TRUE(io::write_safetensors(dir.file("model-00001-of-00002.safetensors"), a).ok());
-  ASSERT_TRUE(io::write_safetensors(dir.file("model-00002-of-00002.safetensors"), b).ok());
+  ASSERT_TRUE(
+      io::write_safetensors(dir.file("model-00001-of-00002.safetensors"), a)
+          .ok());
+  ASSERT_TRUE(
+      io::write_safetensors(dir.file("model-00002-of-00002.safetensors"), b)
+          .ok());
   writeText(dir.file("model.safetensors.index.json"),
             Json{{"metadata", Json::object()}, {"weight_map", map}}.dump());
   HYC_CKPT_LOAD(ckpt, dir.str());
@@ -349,7 +358,7 @@ TEST(HfWeights, ShardedIndex) {
   EXPECT_EQ(readWeight(ckpt, "lm_head.weight").front(), 0.5f);
 }
 
-TEST(RequiredWeights, OrderAndShapesForLlama) {
+TEST(CheckpointRequiredWeights, OrderAndShapesForLlama) {
   ModelSpec s = tinyLlamaSpec();
   std::vector<WeightInfo> w = required_weights(s);
   ASSERT_EQ(w.size(), 1u + 9 + 2);

@@ -13,8 +13,9 @@ namespace {
 
 constexpr const char *kStories = "models/stories260K";
 
-TEST(LlamaGguf, Stories260KSpecAndTokenizer) {
-  HYC_CKPT_REQUIRE_SHARED(path, std::string(kStories) + "/stories260K-f32.gguf");
+TEST(CheckpointLlamaGguf, Stories260KSpecAndTokenizer) {
+  HYC_CKPT_REQUIRE_SHARED(path,
+                          std::string(kStories) + "/stories260K-f32.gguf");
   HYC_CKPT_LOAD(ckpt, path);
   const ModelSpec &s = ckpt.spec;
   EXPECT_EQ(ckpt.format, "gguf");
@@ -38,7 +39,8 @@ TEST(LlamaGguf, Stories260KSpecAndTokenizer) {
   EXPECT_EQ(s.bos_token_id, 1);
   EXPECT_EQ(s.eos_token_id, 2);
 
-  const WeightInfo *q = ckpt.weights->find("model.layers.4.self_attn.q_proj.weight");
+  const WeightInfo *q =
+      ckpt.weights->find("model.layers.4.self_attn.q_proj.weight");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->shape, (std::vector<int64_t>{64, 64}));
   EXPECT_EQ(q->source_dtype, "F32");
@@ -58,7 +60,7 @@ TEST(LlamaGguf, Stories260KSpecAndTokenizer) {
   EXPECT_EQ(t.unk_id, 0);
 }
 
-TEST(LlamaLlama2c, Stories260KSpecAndTokenizerBeside) {
+TEST(CheckpointLlamaLlama2c, Stories260KSpecAndTokenizerBeside) {
   HYC_CKPT_REQUIRE_SHARED(path, std::string(kStories) + "/stories260K.bin");
   HYC_CKPT_LOAD(ckpt, path);
   const ModelSpec &s = ckpt.spec;
@@ -78,7 +80,7 @@ TEST(LlamaLlama2c, Stories260KSpecAndTokenizerBeside) {
   EXPECT_EQ(ckpt.tokenizer->eos_id, 2);
 }
 
-TEST(LlamaFormats, GgufAndLlama2cAgreeOnSpecAndWeights) {
+TEST(CheckpointLlamaFormats, GgufAndLlama2cAgreeOnSpecAndWeights) {
   HYC_CKPT_REQUIRE_SHARED(gguf_path,
                           std::string(kStories) + "/stories260K-f32.gguf");
   HYC_CKPT_REQUIRE_SHARED(bin_path, std::string(kStories) + "/stories260K.bin");
@@ -113,8 +115,9 @@ TEST(LlamaFormats, GgufAndLlama2cAgreeOnSpecAndWeights) {
   }
 }
 
-TEST(LlamaFormats, Q80WithinInt8RoundingOfFp32) {
-  HYC_CKPT_REQUIRE_SHARED(q8_path, std::string(kStories) + "/stories260K_q80.bin");
+TEST(CheckpointLlamaFormats, Q80WithinInt8RoundingOfFp32) {
+  HYC_CKPT_REQUIRE_SHARED(q8_path,
+                          std::string(kStories) + "/stories260K_q80.bin");
   HYC_CKPT_REQUIRE_SHARED(bin_path, std::string(kStories) + "/stories260K.bin");
   HYC_CKPT_LOAD(q8, q8_path);
   HYC_CKPT_LOAD(bin, bin_path);
@@ -141,14 +144,13 @@ TEST(LlamaFormats, Q80WithinInt8RoundingOfFp32) {
         amax = std::max(amax, std::fabs(f[i]));
       const float bound = amax / 127.0f * 0.5f * 1.001f + 1e-7f;
       for (size_t i = g; i < std::min(g + kGroup, f.size()); ++i)
-        ASSERT_LE(std::fabs(q[i] - f[i]), bound)
-            << w.name << " element " << i;
+        ASSERT_LE(std::fabs(q[i] - f[i]), bound) << w.name << " element " << i;
     }
   }
   EXPECT_EQ(quantized, 1 + 5 * 7); // embedding + 7 matrices per layer
 }
 
-TEST(LlamaLlama2c, TokenizerSearchOrderAndOverride) {
+TEST(CheckpointLlamaLlama2c, TokenizerSearchOrderAndOverride) {
   HYC_CKPT_REQUIRE_SHARED(bin_path, std::string(kStories) + "/stories260K.bin");
   HYC_CKPT_REQUIRE_SHARED(tok_path, std::string(kStories) + "/tok512.bin");
   TempDir dir;
@@ -185,8 +187,9 @@ TEST(LlamaLlama2c, TokenizerSearchOrderAndOverride) {
   }
 }
 
-TEST(LlamaGguf, ExplicitTokenizerOverridesEmbedded) {
-  HYC_CKPT_REQUIRE_SHARED(path, std::string(kStories) + "/stories260K-f32.gguf");
+TEST(CheckpointLlamaGguf, ExplicitTokenizerOverridesEmbedded) {
+  HYC_CKPT_REQUIRE_SHARED(path,
+                          std::string(kStories) + "/stories260K-f32.gguf");
   HYC_CKPT_REQUIRE_SHARED(tok_path, std::string(kStories) + "/tok512.bin");
   LoadOptions options;
   options.tokenizer_path = tok_path;
@@ -195,7 +198,7 @@ TEST(LlamaGguf, ExplicitTokenizerOverridesEmbedded) {
   EXPECT_EQ(ckpt.tokenizer->kind, "llama2c");
 }
 
-TEST(LlamaHf, LlamaTinyGolden) {
+TEST(CheckpointLlamaHf, LlamaTinyGolden) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden/llama-tiny");
   HYC_CKPT_LOAD(ckpt, dir);
   const ModelSpec &s = ckpt.spec;
@@ -228,12 +231,13 @@ TEST(LlamaHf, LlamaTinyGolden) {
     ASSERT_TRUE(want.ok()) << want.error();
     EXPECT_TRUE(readWeight(ckpt, name) == *want) << name;
   }
-  const WeightInfo *k = ckpt.weights->find("model.layers.1.self_attn.k_proj.weight");
+  const WeightInfo *k =
+      ckpt.weights->find("model.layers.1.self_attn.k_proj.weight");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->shape, (std::vector<int64_t>{64, 128}));
 }
 
-TEST(LlamaHf, Llama3TinyRopeScalingFromRopeScaling) {
+TEST(CheckpointLlamaHf, Llama3TinyRopeScalingFromRopeScaling) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden/llama3-tiny");
   HYC_CKPT_LOAD(ckpt, dir + "/config.json"); // a file inside works too
   const RopeSpec &r = ckpt.spec.rope;

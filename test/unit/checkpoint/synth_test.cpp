@@ -12,8 +12,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-Status synth(const std::string &arch, const std::string &preset,
-             uint64_t seed, const std::string &dir) {
+Status synth(const std::string &arch, const std::string &preset, uint64_t seed,
+             const std::string &dir) {
   SynthOptions o;
   o.arch = arch;
   o.preset = preset;
@@ -22,9 +22,10 @@ Status synth(const std::string &arch, const std::string &preset,
   return synthesize(o);
 }
 
-class SynthRoundTrip : public ::testing::TestWithParam<std::string> {};
+class CheckpointSynthRoundTrip : public ::testing::TestWithParam<std::string> {
+};
 
-TEST_P(SynthRoundTrip, SpecWeightsAndTokenizer) {
+TEST_P(CheckpointSynthRoundTrip, SpecWeightsAndTokenizer) {
   const std::string arch = GetParam();
   TempDir a, b, c;
   ASSERT_TRUE(synth(arch, "tiny", 7, a.str()).ok());
@@ -65,7 +66,7 @@ TEST_P(SynthRoundTrip, SpecWeightsAndTokenizer) {
   EXPECT_EQ(t.eos_id, ca.spec.eos_token_id);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, SynthRoundTrip,
+INSTANTIATE_TEST_SUITE_P(Archs, CheckpointSynthRoundTrip,
                          ::testing::Values("llama", "qwen2", "qwen3",
                                            "qwen3-moe", "deepseek-v3"),
                          [](const auto &info) {
@@ -76,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, SynthRoundTrip,
                            return n;
                          });
 
-TEST(Synth, LlamaTinyConfigUsesTransformersNames) {
+TEST(CheckpointSynth, LlamaTinyConfigUsesTransformersNames) {
   TempDir dir;
   ASSERT_TRUE(synth("llama", "tiny", 1, dir.str()).ok());
   std::ifstream in(dir.file("config.json"));
@@ -101,7 +102,7 @@ TEST(Synth, LlamaTinyConfigUsesTransformersNames) {
   EXPECT_TRUE(fs::exists(dir.file("tokenizer.bin")));
 }
 
-TEST(Synth, WeightStatistics) {
+TEST(CheckpointSynth, WeightStatistics) {
   TempDir dir;
   ASSERT_TRUE(synth("llama", "tiny", 3, dir.str()).ok());
   HYC_CKPT_LOAD(ckpt, dir.str());
@@ -121,7 +122,7 @@ TEST(Synth, WeightStatistics) {
   }
 }
 
-TEST(Synth, SmallPresetAndTieOverride) {
+TEST(CheckpointSynth, SmallPresetAndTieOverride) {
   Expected<ModelSpec> small = synth_spec("llama", "small");
   ASSERT_TRUE(small.ok());
   EXPECT_EQ(small->vocab_size, 2048);
@@ -145,7 +146,7 @@ TEST(Synth, SmallPresetAndTieOverride) {
   EXPECT_EQ(ckpt.tokenizer->tokens.size(), 2048u);
 }
 
-TEST(Synth, Errors) {
+TEST(CheckpointSynth, Errors) {
   TempDir dir;
   Status s = synth("gpt-neox", "tiny", 0, dir.str());
   ASSERT_FALSE(s.ok());
