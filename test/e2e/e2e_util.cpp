@@ -1,0 +1,99 @@
+// Helpers for end-to-end tests (see e2e_util.h).
+#include "test/e2e/e2e_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace hyc::e2e {
+
+namespace {
+std::string quote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
+  }
+  return q + "'";
+}
+
+std::string &tempRoot() {
+  static std::string root;
+  return root;
+}
+
+void removeTempRoot() {
+  if (!tempRoot().empty()) {
+    std::string cmd = "rm -rf " + quote(tempRoot());
+    if (std::system(cmd.c_str()) != 0)
+      std::fprintf(stderr, "could not remove %s\n", tempRoot().c_str());
+  }
+}
+} // namespace
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tempDir() {
+  if (tempRoot().empty()) {
+    char tmpl[] = "/tmp/hyc-e2e-XXXXXX";
+    const char *dir = mkdtemp(tmpl);
+    tempRoot() = dir ? dir : "/tmp";
+    std::atexit(removeTempRoot);
+  }
+  return tempRoot();
+}
+
+CommandResult runHyc(const std::vector<std::string> &args) {
+  std::string outPath = tempDir() + "/cmd.out", errPath = tempDir() + "/cmd.err";
+  std::string cmd = quote(HYC_BIN);
+  for (const auto &a : args)
+    cmd += " " + quote(a);
+  cmd += " >" + quote(outPath) + " 2>" + quote(errPath) + " </dev/null";
+  int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = readFile(outPath);
+  r.err = readFile(errPath);
+  return r;
+}
+
+std::string sharedDir() { return HYC_SHARED_DIR; }
+
+bool haveShared() {
+  struct stat st;
+  return stat((sharedDir() + "/models").c_str(), &st) == 0;
+}
+
+std::string compileOnce(const std::string &input,
+                        const std::vector<std::string> &flags) {
+  static std::map<std::string, std::string> cache;
+  std::string key = input;
+  for (const auto &f : flags)
+    key += "|" + f;
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  std::string out = tempDir() + "/artifact" + std::to_string(cache.size()) + ".hyc";
+  std::vector<std::string> args = {"compile", input, "-o", out};
+  args.insert(args.end(), flags.begin(), flags.end());
+  CommandResult r = runHyc(args);
+  EXPECT_EQ(r.exit_code, 0) << "hyc compile " << input << " failed:\n" << r.err;
+  cache[key] = out;
+  return out;
+}
+
+} // namespace hyc::e2e

@@ -1,0 +1,37 @@
+// Helpers for end-to-end tests: run the hyc binary, compile artifacts once
+// per test process, read golden data.
+#ifndef HYC_TEST_E2E_E2E_UTIL_H
+#define HYC_TEST_E2E_E2E_UTIL_H
+
+#include <string>
+#include <vector>
+
+namespace hyc::e2e {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out; ///< stdout
+  std::string err; ///< stderr
+};
+
+/// Runs `hyc args...` and captures its output.
+CommandResult runHyc(const std::vector<std::string> &args);
+
+/// `../shared` of this checkout, and whether it exists.
+std::string sharedDir();
+bool haveShared();
+
+/// A fresh temporary directory, removed at process exit.
+std::string tempDir();
+
+/// Compiles `input` into a directory under tempDir() (memoized on input and
+/// flags). Returns the artifact path; fails the current test on error.
+std::string compileOnce(const std::string &input,
+                        const std::vector<std::string> &flags = {});
+
+/// Reads a whole file.
+std::string readFile(const std::string &path);
+
+} // namespace hyc::e2e
+
+#endif // HYC_TEST_E2E_E2E_UTIL_H

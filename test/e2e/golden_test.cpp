@@ -1,0 +1,99 @@
+// Golden logits: tiny Hugging Face checkpoints of each target family with
+// logits from an independent implementation (../shared/golden, llama.cpp F32).
+// Each case compiles from its HF directory; whole-sequence logits, the
+// 20 + 13 incremental run and the greedy continuation must match.
+#include "test/e2e/e2e_util.h"
+#include "test/e2e/engine_util.h"
+
+#include "hyrt/npy.h"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+namespace hyc::e2e {
+namespace {
+
+constexpr float kTolerance = 1e-3f;
+
+class GoldenCase : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    dir = sharedDir() + "/golden/" + GetParam();
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0)
+      GTEST_SKIP() << dir << " is absent: golden test skipped";
+    inputs = nlohmann::json::parse(readFile(dir + "/inputs.json"));
+    model = loadModel(compileOnce(dir, {"--max-seq-len", "128",
+                                        "--max-batch-tokens", "64"}));
+    ASSERT_TRUE(model.engine);
+  }
+
+  std::vector<int32_t> sequence(const std::string &key) {
+    return inputs["sequences"][key].get<std::vector<int32_t>>();
+  }
+
+  hyrt::NpyArray npy(const std::string &name) {
+    hyrt::NpyArray a;
+    hyrt::Status st = hyrt::read_npy_f32(dir + "/" + name, &a);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return a;
+  }
+
+  void expectMatches(const std::vector<float> &got, const hyrt::NpyArray &want,
+                     const std::string &what) {
+    ASSERT_EQ(got.size(), want.data.size()) << what;
+    EXPECT_LE(maxAbsDiff(got, want.data), kTolerance) << what;
+    int64_t vocab = want.shape.back();
+    for (size_t r = 0; r < got.size() / vocab; ++r)
+      EXPECT_EQ(argmaxRow(got.data() + r * vocab, vocab),
+                argmaxRow(want.data.data() + r * vocab, vocab))
+          << what << ", row " << r;
+  }
+
+  std::string dir;
+  nlohmann::json inputs;
+  LoadedModel model;
+};
+
+TEST_P(GoldenCase, WholeSequenceLogits) {
+  for (const char *n : {"7", "33", "64"})
+    expectMatches(wholeSequenceLogits(*model.engine, sequence(n)),
+                  npy(std::string("logits_") + n + ".npy"),
+                  std::string("logits_") + n);
+}
+
+TEST_P(GoldenCase, IncrementalLogits) {
+  auto inc = inputs["incremental"];
+  std::vector<int32_t> tokens = sequence(inc["sequence"].get<std::string>());
+  size_t prefill = inc["prefill_tokens"].get<size_t>();
+  expectMatches(incrementalLogits(*model.engine, tokens, prefill),
+                npy("incremental_logits.npy"), "incremental_logits");
+}
+
+TEST_P(GoldenCase, GreedyContinuation) {
+  auto greedy = nlohmann::json::parse(readFile(dir + "/greedy16.json"));
+  hyrt::GenerateOptions opts;
+  opts.max_new_tokens = greedy["n_new"].get<int64_t>();
+  opts.sampler.temperature = 0;
+  hyrt::GenerateResult result;
+  hyrt::Status st = model.engine->generate(
+      greedy["prompt"].get<std::vector<int32_t>>(), opts, nullptr, &result);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(result.tokens, greedy["tokens"].get<std::vector<int32_t>>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Llama, GoldenCase,
+                         ::testing::Values("llama-tiny", "llama3-tiny"),
+                         [](const auto &info) {
+                           std::string n = info.param;
+                           for (char &c : n)
+                             if (c == '-')
+                               c = '_';
+                           return n;
+                         });
+
+} // namespace
+} // namespace hyc::e2e

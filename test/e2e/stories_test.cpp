@@ -1,0 +1,245 @@
+// End to end on the real stories260K model: published greedy sample, the
+// three checkpoint formats, perplexity, KV-cache consistency, shape bounds,
+// and clear errors for malformed inputs.
+#include "test/e2e/e2e_util.h"
+#include "test/e2e/engine_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+
+namespace hyc::e2e {
+namespace {
+
+#define REQUIRE_SHARED()                                                       \
+  if (!haveShared())                                                           \
+  GTEST_SKIP() << "../shared/models is absent: real-model e2e test skipped"
+
+std::string stories(const std::string &file) {
+  return sharedDir() + "/models/stories260K/" + file;
+}
+
+const std::vector<std::string> kBounds = {"--max-seq-len", "256",
+                                          "--max-batch-tokens", "64"};
+
+std::string greedy256(const std::string &artifact) {
+  CommandResult r = runHyc({"run", artifact, "--prompt", "", "-n", "256",
+                            "--temperature", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+TEST(Stories260K, LlamaCBinReproducesPublishedGreedySample) {
+  REQUIRE_SHARED();
+  std::string expected = readFile(stories("expected-greedy-256.txt"));
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(greedy256(compileOnce(stories("stories260K.bin"), kBounds)), expected);
+}
+
+TEST(Stories260K, GgufReproducesPublishedGreedySample) {
+  REQUIRE_SHARED();
+  std::string expected = readFile(stories("expected-greedy-256.txt"));
+  EXPECT_EQ(greedy256(compileOnce(stories("stories260K-f32.gguf"), kBounds)),
+            expected);
+}
+
+double perplexityOf(const std::string &artifact) {
+  static std::map<std::string, double> memo;
+  if (memo.count(artifact))
+    return memo[artifact];
+  CommandResult r = runHyc({"perplexity", artifact, "--text",
+                            sharedDir() + "/models/tinystories-valid-text/tinystories_val.txt",
+                            "--max-paragraphs", "200"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  std::regex re("mean NLL: ([0-9.]+)");
+  EXPECT_TRUE(std::regex_search(r.out, m, re)) << r.out;
+  std::printf("%s", r.out.c_str());
+  double nll = m.size() > 1 ? std::atof(m[1].str().c_str()) : 1e9;
+  memo[artifact] = nll;
+  return nll;
+}
+
+TEST(Stories260K, PerplexityFarBelowUniform) {
+  REQUIRE_SHARED();
+  double nll = perplexityOf(compileOnce(stories("stories260K.bin"), kBounds));
+  // Uniform over the 512-token vocabulary would be ln(512) = 6.24 nats.
+  EXPECT_LT(nll, 0.35 * std::log(512.0));
+  EXPECT_GT(nll, 0.5); // a broken scorer (e.g. scoring the input token) reads ~0
+}
+
+TEST(Stories260K, Q80IsFluentAndWithinPointOnePerplexityOfF32) {
+  REQUIRE_SHARED();
+  std::string q80 = compileOnce(stories("stories260K_q80.bin"), kBounds);
+  std::string text = greedy256(q80);
+  EXPECT_EQ(text.rfind("Once upon a time", 0), 0u) << text;
+  double nllF32 = perplexityOf(compileOnce(stories("stories260K.bin"), kBounds));
+  double nllQ80 = perplexityOf(q80);
+  EXPECT_LT(std::fabs(std::exp(nllQ80) - std::exp(nllF32)), 0.1);
+}
+
+/// Tokens of a real sentence, BOS first.
+std::vector<int32_t> sampleTokens(hyrt::Engine &engine, size_t n) {
+  const hyrt::Tokenizer *tok = engine.artifact().tokenizer();
+  EXPECT_NE(tok, nullptr);
+  std::vector<int32_t> ids = tok->encode(
+      "Once upon a time, there was a little dog named Max. Max liked to run "
+      "in the park with his friend Tom. One day they found a big red ball.",
+      /*add_bos=*/true);
+  EXPECT_GE(ids.size(), n);
+  ids.resize(n);
+  return ids;
+}
+
+TEST(Stories260K, ExtendThenDecodeEqualsWholeSequence) {
+  REQUIRE_SHARED();
+  std::string art = compileOnce(stories("stories260K.bin"), kBounds);
+  for (int64_t pageSize : {1, 4, 16}) {
+    LoadedModel m = loadModel(art, pageSize);
+    ASSERT_TRUE(m.engine);
+    std::vector<int32_t> tokens = sampleTokens(*m.engine, 40);
+    std::vector<float> whole = wholeSequenceLogits(*m.engine, tokens);
+    for (size_t split : {1, 5, 17, 39}) {
+      std::vector<float> inc = incrementalLogits(*m.engine, tokens, split);
+      EXPECT_LT(maxAbsDiff(whole, inc), 1e-4)
+          << "page size " << pageSize << ", split " << split;
+    }
+    // Chunked extend: prefix in one extend, the rest in a second one.
+    int64_t seq = m.engine->add_sequence();
+    std::vector<float> a, b;
+    std::vector<int32_t> head(tokens.begin(), tokens.begin() + 23),
+        tail(tokens.begin() + 23, tokens.end());
+    ASSERT_TRUE(m.engine->extend(seq, head, &a).ok());
+    ASSERT_TRUE(m.engine->extend(seq, tail, &b).ok());
+    a.insert(a.end(), b.begin(), b.end());
+    EXPECT_LT(maxAbsDiff(whole, a), 1e-4) << "page size " << pageSize;
+    ASSERT_TRUE(m.engine->release(seq).ok());
+  }
+}
+
+TEST(Stories260K, PositionsMatter) {
+  // Guards the test above: shifting the tokens by one position changes the
+  // logits, so equal logits there really mean equal positions.
+  REQUIRE_SHARED();
+  LoadedModel m = loadModel(compileOnce(stories("stories260K.bin"), kBounds));
+  ASSERT_TRUE(m.engine);
+  std::vector<int32_t> tokens = sampleTokens(*m.engine, 12);
+  std::vector<float> whole = wholeSequenceLogits(*m.engine, tokens);
+  std::vector<int32_t> shifted = {1};
+  shifted.insert(shifted.end(), tokens.begin(), tokens.end());
+  std::vector<float> longer = wholeSequenceLogits(*m.engine, shifted);
+  std::vector<float> tailRows(longer.begin() + 512, longer.end());
+  EXPECT_GT(maxAbsDiff(whole, tailRows), 1e-2);
+}
+
+TEST(Stories260K, OneArtifactServesEveryShapeUpToItsBounds) {
+  REQUIRE_SHARED();
+  std::string art = compileOnce(stories("stories260K.bin"), kBounds);
+  LoadedModel m = loadModel(art);
+  ASSERT_TRUE(m.engine);
+  std::vector<int32_t> base = sampleTokens(*m.engine, 40);
+  for (size_t len : {1, 2, 17, 63, 64}) {
+    std::vector<int32_t> prompt;
+    for (size_t i = 0; i < len; ++i)
+      prompt.push_back(i == 0 ? 1 : base[1 + (i % 39)]);
+    hyrt::GenerateOptions opts;
+    opts.max_new_tokens = int64_t(256 - len);
+    opts.sampler.temperature = 0;
+    hyrt::GenerateResult result;
+    hyrt::Status st = m.engine->generate(prompt, opts, nullptr, &result);
+    ASSERT_TRUE(st.ok()) << "prompt " << len << ": " << st.message();
+    EXPECT_EQ(int64_t(result.tokens.size()) + int64_t(len), 256)
+        << "prompt " << len << " stopped: " << result.stop_reason;
+  }
+  // Past the bounds: a clear error, not a crash or silent truncation.
+  std::vector<int32_t> tooLong(257, 5);
+  tooLong[0] = 1;
+  std::string ids;
+  for (size_t i = 0; i < tooLong.size(); ++i)
+    ids += (i ? "," : "") + std::to_string(tooLong[i]);
+  CommandResult r2 = runHyc({"run", art, "--prompt-ids", ids, "-n", "1"});
+  EXPECT_NE(r2.exit_code, 0);
+  EXPECT_NE(r2.err.find("256"), std::string::npos) << r2.err;
+  std::vector<int64_t> seqs;
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 9; ++i) {
+    int64_t s = m.engine->add_sequence();
+    std::vector<float> l;
+    ASSERT_TRUE(m.engine->extend(s, {1}, &l).ok());
+    seqs.push_back(s);
+    toks.push_back(5);
+  }
+  std::vector<float> l;
+  hyrt::Status st = m.engine->decode(seqs, toks, &l);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("8"), std::string::npos) << st.message();
+}
+
+TEST(Stories260K, StandaloneExecutableRunsWithoutHyc) {
+  REQUIRE_SHARED();
+  std::string out = tempDir() + "/exe.hyc";
+  CommandResult c = runHyc({"compile", stories("stories260K.bin"), "-o", out,
+                            "--emit", "exe", "--max-seq-len", "128"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::string cmd = out + "/model --prompt '' -n 24 --temperature 0 > " + out +
+                    "/exe.out 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string expected = readFile(stories("expected-greedy-256.txt"));
+  std::string got = readFile(out + "/exe.out");
+  ASSERT_GT(got.size(), 20u);
+  EXPECT_EQ(expected.compare(0, 20, got, 0, 20), 0) << got;
+}
+
+//===----------------------------------------------------------------------===//
+// Malformed inputs through the whole driver: clear message, exit 1, no crash.
+//===----------------------------------------------------------------------===//
+
+void expectCompileError(const std::string &input, const std::string &needle) {
+  CommandResult r = runHyc({"compile", input, "-o", tempDir() + "/bad.hyc"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos)
+      << "expected '" << needle << "' in:\n" << r.err;
+}
+
+TEST(CompileErrors, MissingFileIsNamed) {
+  expectCompileError(tempDir() + "/no-such-model.gguf", "no-such-model.gguf");
+}
+
+TEST(CompileErrors, TruncatedCheckpointsAreNamedWithSizes) {
+  REQUIRE_SHARED();
+  for (const char *name : {"stories260K.bin", "stories260K-f32.gguf"}) {
+    std::string data = readFile(stories(name));
+    for (size_t cut : {size_t(3), size_t(40), data.size() / 2, data.size() - 1}) {
+      std::string path = tempDir() + "/trunc-" + std::to_string(cut) + "-" + name;
+      std::ofstream(path, std::ios::binary).write(data.data(), cut);
+      CommandResult r = runHyc({"compile", path, "-o", tempDir() + "/t.hyc"});
+      EXPECT_EQ(r.exit_code, 1) << name << " cut at " << cut << ": " << r.err;
+      EXPECT_NE(r.err.find("trunc-"), std::string::npos) << r.err;
+    }
+  }
+}
+
+TEST(CompileErrors, UnknownArchitectureIsNamed) {
+  std::string dir = tempDir() + "/foo-model";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/config.json")
+      << R"({"architectures": ["FooForCausalLM"], "model_type": "foo",
+             "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 4})";
+  expectCompileError(dir, "FooForCausalLM");
+}
+
+TEST(CompileErrors, MaxSeqLenBeyondModelContext) {
+  REQUIRE_SHARED();
+  CommandResult r = runHyc({"compile", stories("stories260K.bin"), "-o",
+                            tempDir() + "/x.hyc", "--max-seq-len", "100000"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("100000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("512"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace hyc::e2e
