@@ -83,8 +83,11 @@ void ArgParser::add_real(const std::string &name, double *out, double min,
                       double x = 0;
                       if (!parse_real(v, &x) || x < min || x > max)
                         return Status::Error(
-                            name + " expects a number in [" + number(min) +
-                            ", " + number(max) + "], found '" + v + "'");
+                            name + " expects a number " +
+                            (std::isinf(max) ? ">= " + number(min)
+                                             : "in [" + number(min) + ", " +
+                                                   number(max) + "]") +
+                            ", found '" + v + "'");
                       *out = x;
                       return Status::Ok();
                     }});

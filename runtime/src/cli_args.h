@@ -23,7 +23,7 @@ public:
   /// An integer flag in [min, max].
   void add_int(const std::string &name, int64_t *out, int64_t min,
                int64_t max = INT64_MAX);
-  /// A real-valued flag in [min, max].
+  /// A real-valued flag in [min, max] (max may be infinity).
   void add_real(const std::string &name, double *out, double min, double max);
   /// A comma-separated list of integers >= 0 ("1,417,93").
   void add_int_list(const std::string &name, std::vector<int32_t> *out,

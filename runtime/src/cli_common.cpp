@@ -6,9 +6,14 @@
 namespace hyrt::cli {
 
 Status open_session(const std::string &dir, const ArtifactOptions &artifact,
-                    const EngineOptions &engine, Session *out) {
+                    EngineOptions engine, int64_t sequences, Session *out) {
   if (Status s = Artifact::open(dir, artifact, &out->artifact); !s.ok())
     return s;
+  if (sequences > 0 && engine.num_pages == 0 && engine.page_size > 0) {
+    const int64_t len = out->artifact->manifest().limits.max_seq_len;
+    engine.num_pages =
+        sequences * ((len + engine.page_size - 1) / engine.page_size);
+  }
   return Engine::create(out->artifact.get(), engine, &out->engine);
 }
 

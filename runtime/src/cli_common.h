@@ -22,9 +22,11 @@ struct Session {
   std::unique_ptr<Engine> engine;
 };
 
-/// Opens the artifact in `dir` and creates its engine.
+/// Opens the artifact in `dir` and creates its engine. With sequences > 0
+/// and engine.num_pages == 0 the KV pool is sized for that many sequences
+/// of max_seq_len (instead of max_seqs).
 Status open_session(const std::string &dir, const ArtifactOptions &artifact,
-                    const EngineOptions &engine, Session *out);
+                    EngineOptions engine, int64_t sequences, Session *out);
 
 /// argv[1..argc) as strings (argv[0], the command name, is skipped).
 std::vector<std::string> args_after_command(int argc, char **argv);

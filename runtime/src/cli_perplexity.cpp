@@ -165,7 +165,7 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
   EngineOptions eo;
   eo.page_size = page_size;
   cli::Session session;
-  if (Status s = cli::open_session(positional[0], ao, eo, &session); !s.ok())
+  if (Status s = cli::open_session(positional[0], ao, eo, /*sequences=*/0, &session); !s.ok())
     return cli::runtime_error(err, command, s.message());
   const Tokenizer *tok = session.artifact->tokenizer();
   if (!tok)

@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "hyrt/npy.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -66,9 +67,9 @@ int run_command(const std::string &command, const std::string *implied_dir,
   parser.add_string("--prompt", &f.prompt, &f.prompt_given);
   parser.add_int_list("--prompt-ids", &f.prompt_ids, &f.ids_given);
   parser.add_int("-n", &f.n, 0);
-  parser.add_real("--temperature", &f.temperature, 0, 1e6);
+  parser.add_real("--temperature", &f.temperature, 0, HUGE_VAL);
   parser.add_int("--top-k", &f.top_k, 0);
-  parser.add_real("--top-p", &f.top_p, 1e-9, 1);
+  parser.add_real("--top-p", &f.top_p, 0, 1);
   parser.add_int("--seed", &f.seed, 0);
   parser.add_int("--page-size", &f.page_size, 1, 1 << 20);
   parser.add_string("--logits-out", &f.logits_out);
@@ -86,6 +87,10 @@ int run_command(const std::string &command, const std::string *implied_dir,
             ? "missing the artifact directory ART"
             : "unexpected argument '" + positional[want] + "'",
         kRunUsage);
+  if (f.top_p <= 0)
+    return cli::usage_error(err, command,
+                            "--top-p expects a number in (0, 1], found 0",
+                            kRunUsage);
   if (f.prompt_given && f.ids_given)
     return cli::usage_error(err, command,
                             "--prompt and --prompt-ids are exclusive",
@@ -99,7 +104,7 @@ int run_command(const std::string &command, const std::string *implied_dir,
   eo.page_size = f.page_size;
   cli::Session session;
   if (Status s = cli::open_session(implied_dir ? *implied_dir : positional[0],
-                                   ao, eo, &session);
+                                   ao, eo, /*sequences=*/1, &session);
       !s.ok())
     return cli::runtime_error(err, command, s.message());
   Engine &engine = *session.engine;

@@ -78,11 +78,11 @@ struct ArtifactOptions {
   bool mmap_weights = false;
   /// Refuse to load when the host lacks a manifest cpu_features entry.
   bool check_cpu_features = true;
-  /// Replaces manifest `library` when not empty. "self" resolves the entry
-  /// points and globals in the running executable (dlopen(NULL)); that is
-  /// how a standalone `--emit=exe` binary finds its linked-in model, which
-  /// must therefore export them (link with -rdynamic or
-  /// -Wl,--export-dynamic-symbol=hyc_*).
+  /// Replaces manifest `library` when not empty. "self" (here or in the
+  /// manifest) resolves the entry points and globals in the running
+  /// executable (dlopen(NULL)): that is how a standalone `--emit=exe` binary
+  /// finds its linked-in model, which must therefore export them (link with
+  /// -rdynamic or -Wl,--export-dynamic-symbol=hyc_*).
   std::string library_override;
 };
 

@@ -147,10 +147,15 @@ TEST_F(CliTest, UsageErrorsExitWithTwo) {
   };
   const std::vector<Case> cases = {
       {{art(), "--temperature", "hot"},
-       "hyc run: --temperature expects a number in [0, 1e+06], found 'hot'"},
+       "hyc run: --temperature expects a number >= 0, found 'hot'"},
       {{art(), "--frobnicate"}, "hyc run: unknown flag --frobnicate"},
       {{art(), "-n", "-5"}, "hyc run: -n expects an integer >= 0, found '-5'"},
-      {{art(), "--top-p", "1.5"}, "hyc run: --top-p expects a number in"},
+      {{art(), "--top-p", "1.5"},
+       "hyc run: --top-p expects a number in [0, 1], found '1.5'"},
+      {{art(), "--top-p", "0"},
+       "hyc run: --top-p expects a number in (0, 1], found 0"},
+      {{art(), "--page-size", "0"},
+       "hyc run: --page-size expects an integer in [1, 1048576], found '0'"},
       {{art(), "--seed"}, "hyc run: --seed needs a value"},
       {{art(), "--prompt-ids", "1,x"}, "hyc run: --prompt-ids expects"},
       {{art(), "--prompt", "a", "--prompt-ids", "1"},
