@@ -91,7 +91,8 @@ bool linkSharedLibrary(const std::string &object, const std::string &output,
   if (!requireFile(ref, error))
     return false;
   return runCxxDriver({"-shared", "-o", output, object, ref, "-lm",
-                       "-Wl,-z,noexecstack", "-Wl,--no-undefined"},
+                       "-Wl,-z,noexecstack", "-Wl,--no-undefined",
+                       "-Wl,--exclude-libs,ALL"},
                       error);
 }
 

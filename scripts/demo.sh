@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The README's main job: compile the embedded default model with hyc and run
+# it. stories260K (a real trained model) when ../shared/models exists,
+# otherwise a seeded synthetic Llama written by `hyc synth`.
+set -euo pipefail
+BUILD=${1:-build}
+SHARED=${2:-../shared}
+HYC="$BUILD/compiler/hyc"
+OUT="$BUILD/demo"
+mkdir -p "$OUT"
+
+STORIES="$SHARED/models/stories260K/stories260K.bin"
+if [ -f "$STORIES" ]; then
+  echo "== hyc compile $STORIES (stories260K, llama2.c format)"
+  "$HYC" compile "$STORIES" -o "$OUT/stories260K.hyc" --max-seq-len 256
+  echo "== hyc run: greedy, 200 tokens from 'Once upon a time'"
+  "$HYC" run "$OUT/stories260K.hyc" --prompt "Once upon a time" -n 200 --temperature 0
+else
+  echo "== $STORIES not found: using a synthetic model"
+  "$HYC" synth --arch llama --preset tiny --seed 1 -o "$OUT/synth-llama"
+  "$HYC" compile "$OUT/synth-llama" -o "$OUT/synth-llama.hyc" --max-seq-len 256
+  echo "== hyc run: 64 sampled tokens (random weights: the text is noise)"
+  "$HYC" run "$OUT/synth-llama.hyc" --prompt "Hello" -n 64 --temperature 0.8 --seed 7
+fi
