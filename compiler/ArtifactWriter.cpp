@@ -16,6 +16,55 @@ namespace hyc::compiler {
 namespace {
 constexpr int64_t kAlign = 64;
 
+int64_t numelOf(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Reads one checkpoint tensor as fp32, checking its size.
+bool readTensor(const models::Checkpoint &ckpt, const std::string &name,
+                int64_t numel, float *out, std::string &error) {
+  const models::WeightInfo *info = ckpt.weights->find(name);
+  if (!info) {
+    error = "checkpoint " + ckpt.source + " has no tensor '" + name +
+            "' that the model definition uses";
+    return false;
+  }
+  if (numelOf(info->shape) != numel) {
+    error = "tensor '" + name + "' has " + std::to_string(numelOf(info->shape)) +
+            " elements in " + ckpt.source + ", the model uses " +
+            std::to_string(numel);
+    return false;
+  }
+  auto status = ckpt.weights->read_f32(name, out);
+  if (!status.ok()) {
+    error = status.error();
+    return false;
+  }
+  return true;
+}
+
+/// A weight of the table: a checkpoint tensor, or experts stacked into
+/// [E, N, K] when the name has the form `<prefix>experts.*.<proj>`.
+bool readWeight(const models::Checkpoint &ckpt, const PlannedWeight &w,
+                float *out, std::string &error) {
+  const std::string marker = "experts.*.";
+  size_t at = w.name.find(marker);
+  if (at == std::string::npos)
+    return readTensor(ckpt, w.name, numelOf(w.shape), out, error);
+  std::string prefix = w.name.substr(0, at) + "experts.";
+  std::string suffix = w.name.substr(at + marker.size());
+  int64_t experts = w.shape.front();
+  int64_t perExpert = numelOf(w.shape) / experts;
+  for (int64_t e = 0; e < experts; ++e)
+    if (!readTensor(ckpt, prefix + std::to_string(e) + "." + suffix, perExpert,
+                    out + e * perExpert, error))
+      return false;
+  return true;
+}
+
 bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
                   const std::vector<PlannedWeight> &weights,
                   nlohmann::json &tensors, std::string &error) {
@@ -29,30 +78,12 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
   std::vector<float> buffer;
   static const char zeros[kAlign] = {};
   for (const PlannedWeight &w : weights) {
-    const models::WeightInfo *info = ckpt.weights->find(w.name);
-    if (!info) {
-      error = "checkpoint " + ckpt.source + " has no tensor '" + w.name +
-              "' that the model definition uses";
-      return false;
-    }
     int64_t numel = 1;
     for (int64_t d : w.shape)
       numel *= d;
-    int64_t ckptNumel = 1;
-    for (int64_t d : info->shape)
-      ckptNumel *= d;
-    if (numel != ckptNumel) {
-      error = "tensor '" + w.name + "' has " + std::to_string(ckptNumel) +
-              " elements in " + ckpt.source + ", the model uses " +
-              std::to_string(numel);
-      return false;
-    }
     buffer.assign(numel, 0.0f);
-    auto status = ckpt.weights->read_f32(w.name, buffer.data());
-    if (!status.ok()) {
-      error = status.error();
+    if (!readWeight(ckpt, w, buffer.data(), error))
       return false;
-    }
     int64_t pad = (kAlign - offset % kAlign) % kAlign;
     if (pad && std::fwrite(zeros, 1, pad, f.get()) != size_t(pad)) {
       error = "short write to " + path;

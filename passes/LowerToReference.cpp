@@ -500,6 +500,48 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         indexValues[c.getResult()] = i64(c.value());
         return success();
       })
+      .Case<tensor::ExtractSliceOp>([&](tensor::ExtractSliceOp sl) -> LogicalResult {
+        // Only slices of the last dim: [.., offset : offset + size].
+        auto src = D(sl.getSource());
+        int64_t rank = src.size();
+        ArrayRef<int64_t> offsets = sl.getStaticOffsets();
+        ArrayRef<int64_t> strides = sl.getStaticStrides();
+        auto resultType = sl.getResultType();
+        auto srcType = sl.getSourceType();
+        for (int64_t i = 0; i < rank; ++i) {
+          bool last = i == rank - 1;
+          if (strides[i] != 1 || (!last && offsets[i] != 0) ||
+              (!last && resultType.getDimSize(i) != srcType.getDimSize(i)) ||
+              ShapedType::isDynamic(offsets[i]))
+            return sl.emitError("the reference target lowers unit-stride "
+                                "slices of the last dim only");
+        }
+        if (resultType.getRank() != rank)
+          return sl.emitError("rank-reducing slices are not supported");
+        int64_t cols = resultType.getDimSize(rank - 1);
+        call("hyrt_ref_copy_columns",
+             {ptrOf(sl.getSource()), src[rank - 1].value, i64(offsets[rank - 1]),
+              product(src, 0, rank - 1), i64(cols), ptrOf(sl.getResult()),
+              i64(cols), i64(0)});
+        return success();
+      })
+      .Case<tensor::ConcatOp>([&](tensor::ConcatOp c) -> LogicalResult {
+        auto out = D(c.getResult());
+        int64_t rank = out.size();
+        if (static_cast<int64_t>(c.getDim()) != rank - 1)
+          return c.emitError("the reference target concatenates along the "
+                             "last dim only");
+        int64_t offset = 0;
+        for (Value in : c.getInputs()) {
+          auto d = D(in);
+          int64_t cols = cast<RankedTensorType>(in.getType()).getDimSize(rank - 1);
+          call("hyrt_ref_copy_columns",
+               {ptrOf(in), i64(cols), i64(0), product(d, 0, rank - 1), i64(cols),
+                ptrOf(c.getResult()), out[rank - 1].value, i64(offset)});
+          offset += cols;
+        }
+        return success();
+      })
       .Case<EmbeddingOp>([&](EmbeddingOp e) {
         auto t = D(e.getTable());
         call("hyrt_ref_embedding", {ptrOf(e.getTable()), t[0].value, t[1].value,

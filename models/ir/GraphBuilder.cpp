@@ -90,4 +90,33 @@ Value GraphBuilder::rope(Value x, Value positions, const RopeSpec &r) {
                         b.getF64FloatAttr(r.theta), scaling);
 }
 
+Value GraphBuilder::sliceLastDim(Value x, int64_t offset, int64_t size) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
+  SmallVector<int64_t> shape(xt.getShape());
+  for (int64_t i = 0; i < rank; ++i) {
+    if (ShapedType::isDynamic(shape[i]))
+      sizes.push_back(tensor::DimOp::create(b, loc, x, i).getResult());
+    else
+      sizes.push_back(b.getIndexAttr(shape[i]));
+  }
+  offsets.back() = b.getIndexAttr(offset);
+  sizes.back() = b.getIndexAttr(size);
+  shape.back() = size;
+  auto type = RankedTensorType::get(shape, xt.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, type, x, offsets, sizes, strides);
+}
+
+Value GraphBuilder::concatLastDim(Value a, Value c) {
+  auto at = cast<RankedTensorType>(a.getType());
+  return tensor::ConcatOp::create(b, loc, at.getRank() - 1, ValueRange{a, c});
+}
+
+Value GraphBuilder::unitHeads(Value x) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  return splitHeads(x, 1, xt.getDimSize(xt.getRank() - 1));
+}
+
 } // namespace hyc::models

@@ -48,6 +48,12 @@ public:
   mlir::Value splitHeads(mlir::Value x, int64_t heads, int64_t headDim);
   mlir::Value mergeHeads(mlir::Value x);
   mlir::Value rope(mlir::Value x, mlir::Value positions, const RopeSpec &rope);
+  /// x[..., offset : offset + size] along the last dim.
+  mlir::Value sliceLastDim(mlir::Value x, int64_t offset, int64_t size);
+  /// Concatenation along the last dim.
+  mlir::Value concatLastDim(mlir::Value a, mlir::Value b);
+  /// [T, D] -> [T, 1, D] and similar: insert a unit dim before the last.
+  mlir::Value unitHeads(mlir::Value x);
 
 private:
   mlir::OpBuilder &b;

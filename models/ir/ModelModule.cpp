@@ -11,8 +11,13 @@ using namespace mlir;
 namespace hyc::models {
 
 namespace {
-bool isLlamaLike(const std::string &arch) {
-  return arch == "llama" || arch == "qwen2" || arch == "qwen3";
+const char *kSupported[] = {"llama", "qwen2", "qwen3", "qwen3_moe", "deepseek_v3"};
+
+bool isSupported(const std::string &arch) {
+  for (const char *a : kSupported)
+    if (arch == a)
+      return true;
+  return false;
 }
 
 /// Checks the spec fields every family relies on.
@@ -51,9 +56,11 @@ buildModelModule(MLIRContext &ctx, const ModelSpec &spec,
                  const ShapeBounds &bounds, const std::string &weightFile,
                  std::string &error) {
   ctx.loadDialect<HycDialect, func::FuncDialect, tensor::TensorDialect>();
-  if (!isLlamaLike(spec.arch)) {
-    error = "architecture '" + spec.arch +
-            "' has no model definition yet (supported: llama, qwen2, qwen3)";
+  if (!isSupported(spec.arch)) {
+    error = "architecture '" + spec.arch + "' has no model definition (supported:";
+    for (const char *a : kSupported)
+      error += std::string(" ") + a;
+    error += ")";
     return failure();
   }
   if (!validateSpec(spec, error))
@@ -67,8 +74,12 @@ buildModelModule(MLIRContext &ctx, const ModelSpec &spec,
                                   b.getI64IntegerAttr(bounds.maxSeqLen));
   b.setInsertionPointToEnd(module->getBody());
 
-  auto cacheType = KVCacheType::get(&ctx, spec.num_layers, spec.num_kv_heads,
-                                    spec.head_dim, spec.head_dim);
+  // MLA caches the latent: one "head" of kv_lora_rank + rope dims, no values.
+  auto cacheType =
+      spec.mla ? KVCacheType::get(&ctx, spec.num_layers, 1,
+                                  spec.mla->kv_lora_rank + spec.mla->qk_rope_head_dim, 0)
+               : KVCacheType::get(&ctx, spec.num_layers, spec.num_kv_heads,
+                                  spec.head_dim, spec.head_dim);
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
   auto logits = RankedTensorType::get({ShapedType::kDynamic, spec.vocab_size},
                                       b.getF32Type());
@@ -88,7 +99,7 @@ buildModelModule(MLIRContext &ctx, const ModelSpec &spec,
         b, loc, body->getArgument(1), b.getDenseI64ArrayAttr({maxTokens}));
     Value cache = body->getArgument(2);
     GraphBuilder g(b, loc, spec, weightFile);
-    Value out = emitLlamaForward(g, spec, tokens, positions, cache, entry);
+    Value out = emitDecoderForward(g, spec, tokens, positions, cache, entry);
     func::ReturnOp::create(b, loc, ValueRange{out, cache});
   }
   if (failed(mlir::verify(*module))) {

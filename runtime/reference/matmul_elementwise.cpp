@@ -36,3 +36,12 @@ extern "C" void hyrt_ref_silu_mul(const float *gate, const float *up,
   for (int64_t i = 0; i < n; ++i)
     out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
+
+extern "C" void hyrt_ref_copy_columns(const float *src, int64_t src_stride,
+                                      int64_t src_offset, int64_t rows,
+                                      int64_t cols, float *dst,
+                                      int64_t dst_stride, int64_t dst_offset) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dst[r * dst_stride + dst_offset + c] = src[r * src_stride + src_offset + c];
+}

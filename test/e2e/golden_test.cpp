@@ -45,7 +45,9 @@ protected:
   void expectMatches(const std::vector<float> &got, const hyrt::NpyArray &want,
                      const std::string &what) {
     ASSERT_EQ(got.size(), want.data.size()) << what;
-    EXPECT_LE(maxAbsDiff(got, want.data), kTolerance) << what;
+    float diff = maxAbsDiff(got, want.data);
+    std::printf("%s %s: max abs diff %.3g\n", GetParam().c_str(), what.c_str(), diff);
+    EXPECT_LE(diff, kTolerance) << what;
     int64_t vocab = want.shape.back();
     for (size_t r = 0; r < got.size() / vocab; ++r)
       EXPECT_EQ(argmaxRow(got.data() + r * vocab, vocab),
@@ -85,15 +87,22 @@ TEST_P(GoldenCase, GreedyContinuation) {
   EXPECT_EQ(result.tokens, greedy["tokens"].get<std::vector<int32_t>>());
 }
 
+std::string caseName(const ::testing::TestParamInfo<std::string> &info) {
+  std::string n = info.param;
+  for (char &c : n)
+    if (c == '-')
+      c = '_';
+  return n;
+}
+
 INSTANTIATE_TEST_SUITE_P(Llama, GoldenCase,
-                         ::testing::Values("llama-tiny", "llama3-tiny"),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (c == '-')
-                               c = '_';
-                           return n;
-                         });
+                         ::testing::Values("llama-tiny", "llama3-tiny"), caseName);
+INSTANTIATE_TEST_SUITE_P(Qwen3Moe, GoldenCase,
+                         ::testing::Values("qwen3moe-tiny"), caseName);
+INSTANTIATE_TEST_SUITE_P(DeepseekV3, GoldenCase,
+                         ::testing::Values("deepseekv3-tiny",
+                                           "deepseekv3-grouped-tiny"),
+                         caseName);
 
 } // namespace
 } // namespace hyc::e2e

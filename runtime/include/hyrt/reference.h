@@ -45,6 +45,13 @@ void hyrt_ref_add(const float *a, const float *b, int64_t n, float *out);
 void hyrt_ref_silu_mul(const float *gate, const float *up, int64_t n,
                        float *out);
 
+/* Copies a block of columns between row-major matrices (slices and
+ * concatenation along the last dim): for r < rows, c < cols
+ * dst[r*dst_stride + dst_offset + c] = src[r*src_stride + src_offset + c]. */
+void hyrt_ref_copy_columns(const float *src, int64_t src_stride,
+                           int64_t src_offset, int64_t rows, int64_t cols,
+                           float *dst, int64_t dst_stride, int64_t dst_offset);
+
 /* Writes k[t] (and v[t] when v != NULL) of every step token into the page of
  * its sequence at its position: page = block_tables[s*max_pages_per_seq +
  * pos / page_size], slot pos % page_size. k is [T][num_kv_heads][k_head_dim],
