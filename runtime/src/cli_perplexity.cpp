@@ -137,6 +137,11 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
   parser.add_int("--page-size", &page_size, 1, 1 << 20);
   parser.add_switch("--mmap", &mmap);
   std::vector<std::string> positional;
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h") {
+      out << kPerplexityUsage;
+      return 0;
+    }
   if (Status s = parser.parse(args, &positional); !s.ok())
     return cli::usage_error(err, command, s.message(), kPerplexityUsage);
   if (positional.size() != 1)

@@ -77,6 +77,11 @@ int run_command(const std::string &command, const std::string *implied_dir,
   parser.add_switch("--ignore-eos", &f.ignore_eos);
   parser.add_switch("--no-stats", &f.no_stats);
   std::vector<std::string> positional;
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h") {
+      out << kRunUsage;
+      return 0;
+    }
   if (Status s = parser.parse(args, &positional); !s.ok())
     return cli::usage_error(err, command, s.message(), kRunUsage);
   const size_t want = implied_dir ? 0 : 1;
