@@ -3,7 +3,10 @@
 #include "models/checkpoint/synth.h"
 
 #include "models/checkpoint/family.h"
+#include "models/checkpoint/fp8.h"
 #include "models/io/safetensors.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -102,6 +105,52 @@ io::SafetensorsEntry randomTensor(const WeightInfo &w, uint64_t seed) {
   e.bytes.resize(values.size() * sizeof(float));
   std::memcpy(e.bytes.data(), values.data(), e.bytes.size());
   return e;
+}
+
+//===----------------------------------------------------------------------===//
+// FP8.
+//===----------------------------------------------------------------------===//
+
+/// The linear layers DeepSeek's FP8 release stores as e4m3 + scale_inv:
+/// attention and MLP / expert / shared-expert projections. Embeddings, norms,
+/// biases, the router (mlp.gate) and lm_head stay F32.
+bool isFp8Linear(const std::string &name) {
+  static const char *const kModules[] = {
+      ".q_proj.weight",    ".k_proj.weight",
+      ".v_proj.weight",    ".o_proj.weight",
+      ".q_a_proj.weight",  ".q_b_proj.weight",
+      ".kv_b_proj.weight", ".kv_a_proj_with_mqa.weight",
+      ".gate_proj.weight", ".up_proj.weight",
+      ".down_proj.weight"};
+  for (const char *m : kModules)
+    if (endsWith(name, m))
+      return true;
+  return false;
+}
+
+/// Replaces an F32 [N, K] entry by its F8_E4M3 codes and appends the
+/// `<name>_scale_inv` F32 [ceil(N/128), ceil(K/128)] entry. Before
+/// quantizing, block (0, 0) gets a wide dynamic range (element (r, c) scaled
+/// by 2^-((r + c) % 16)) so that e4m3 subnormals and underflow to zero occur.
+void quantizeEntry(io::SafetensorsEntry &e,
+                   std::vector<io::SafetensorsEntry> &extra) {
+  const int64_t n = e.shape[0], k = e.shape[1];
+  std::vector<float> w(static_cast<size_t>(n * k));
+  std::memcpy(w.data(), e.bytes.data(), e.bytes.size());
+  for (int64_t r = 0; r < std::min<int64_t>(n, 128); ++r)
+    for (int64_t c = 0; c < std::min<int64_t>(k, 128); ++c)
+      w[static_cast<size_t>(r * k + c)] *=
+          std::ldexp(1.0f, -static_cast<int>((r + c) % 16));
+  Fp8BlockQuant q = quantize_fp8_block(w.data(), n, k, 128, 128);
+  e.dtype = io::DType::F8_E4M3;
+  e.bytes = std::move(q.codes);
+  io::SafetensorsEntry s;
+  s.name = e.name + "_scale_inv";
+  s.dtype = io::DType::F32;
+  s.shape = q.scale_shape;
+  s.bytes.resize(q.scale_inv.size() * sizeof(float));
+  std::memcpy(s.bytes.data(), q.scale_inv.data(), s.bytes.size());
+  extra.push_back(std::move(s));
 }
 
 //===----------------------------------------------------------------------===//
@@ -287,8 +336,9 @@ Expected<ModelSpec> synth_spec(const std::string &arch_name,
 Status synthesize(const SynthOptions &options) {
   if (options.output_dir.empty())
     return Error("synth: no output directory given");
-  if (options.fp8)
-    return Error("synth: --fp8 is not supported yet");
+  if (!options.dequantize_fp8_to.empty() && !options.fp8)
+    return Error("synth: dequantize_fp8_to ('" + options.dequantize_fp8_to +
+                 "') needs fp8");
   Expected<ModelSpec> spec = synth_spec(options.arch, options.preset);
   if (!spec)
     return spec.take_error();
@@ -305,15 +355,97 @@ Status synthesize(const SynthOptions &options) {
                  ": cannot create directory: " + ec.message());
   const fs::path dir(options.output_dir);
 
-  std::vector<io::SafetensorsEntry> tensors;
-  for (const WeightInfo &w : required_weights(*spec))
+  std::vector<io::SafetensorsEntry> tensors, scales;
+  for (const WeightInfo &w : required_weights(*spec)) {
     tensors.push_back(randomTensor(w, options.seed));
+    if (options.fp8 && w.shape.size() == 2 && isFp8Linear(w.name))
+      quantizeEntry(tensors.back(), scales);
+  }
+  for (io::SafetensorsEntry &s : scales)
+    tensors.push_back(std::move(s));
   HYC_CKPT_TRY(io::write_safetensors((dir / "model.safetensors").string(),
                                      tensors, {{"format", "pt"}}));
-  HYC_CKPT_TRY(writeText((dir / "config.json").string(),
-                         family->to_hf(*spec).dump(2) + "\n"));
+  nlohmann::ordered_json config = family->to_hf(*spec);
+  if (options.fp8)
+    config["quantization_config"] = {{"quant_method", "fp8"},
+                                     {"fmt", "e4m3"},
+                                     {"activation_scheme", "dynamic"},
+                                     {"weight_block_size", {128, 128}}};
+  HYC_CKPT_TRY(
+      writeText((dir / "config.json").string(), config.dump(2) + "\n"));
   HYC_CKPT_TRY(
       writeTokenizer((dir / "tokenizer.bin").string(), spec->vocab_size));
+  if (!options.dequantize_fp8_to.empty())
+    HYC_CKPT_TRY(
+        write_dequantized_copy(options.output_dir, options.dequantize_fp8_to));
+  return Status();
+}
+
+Status write_dequantized_copy(const std::string &fp8_dir,
+                              const std::string &out_dir) {
+  std::error_code ec;
+  if (out_dir.empty())
+    return Error("dequantized copy of " + fp8_dir + ": no output directory");
+  if (fs::exists(out_dir, ec) && fs::equivalent(fp8_dir, out_dir, ec))
+    return Error("dequantized copy of " + fp8_dir +
+                 ": the output directory is the input directory");
+  const fs::path in(fp8_dir), out(out_dir);
+  nlohmann::ordered_json config;
+  {
+    std::ifstream f(in / "config.json", std::ios::binary);
+    if (!f)
+      return Error((in / "config.json").string() + ": cannot open");
+    config = nlohmann::ordered_json::parse(f, nullptr, false);
+    if (config.is_discarded() || !config.is_object())
+      return Error((in / "config.json").string() + ": not a JSON object");
+  }
+  Expected<Checkpoint> ckpt = load_checkpoint(fp8_dir);
+  if (!ckpt)
+    return ckpt.take_error();
+  if (ckpt->format != "hf")
+    return Error(fp8_dir + ": expected a Hugging Face directory, found " +
+                 ckpt->format);
+  const WeightSource &source = *ckpt->weights;
+  std::vector<io::SafetensorsEntry> tensors;
+  for (const WeightInfo &w : source.weights()) {
+    if (endsWith(w.name, "_scale_inv")) {
+      const WeightInfo *base =
+          source.find(w.name.substr(0, w.name.size() - 10));
+      if (base && base->source_dtype == "F8_E4M3")
+        continue; // folded into its weight
+    }
+    io::SafetensorsEntry e;
+    e.name = w.name;
+    e.dtype = io::DType::F32;
+    e.shape = w.shape;
+    Expected<int64_t> numel = io::shape_numel(w.shape);
+    if (!numel)
+      return Error(fp8_dir + ": weight '" + w.name + "': " + numel.error());
+    e.bytes.resize(static_cast<size_t>(*numel) * sizeof(float));
+    std::vector<float> values(static_cast<size_t>(*numel));
+    HYC_CKPT_TRY(source.read_f32(w.name, values.data()));
+    std::memcpy(e.bytes.data(), values.data(), e.bytes.size());
+    tensors.push_back(std::move(e));
+  }
+  fs::create_directories(out, ec);
+  if (ec)
+    return Error(out_dir + ": cannot create directory: " + ec.message());
+  HYC_CKPT_TRY(io::write_safetensors((out / "model.safetensors").string(),
+                                     tensors, {{"format", "pt"}}));
+  config.erase("quantization_config");
+  config["torch_dtype"] = "float32";
+  HYC_CKPT_TRY(
+      writeText((out / "config.json").string(), config.dump(2) + "\n"));
+  for (const char *name : {"tokenizer.bin", "tokenizer.json",
+                           "tokenizer_config.json", "generation_config.json"}) {
+    if (!fs::is_regular_file(in / name, ec))
+      continue;
+    fs::copy_file(in / name, out / name, fs::copy_options::overwrite_existing,
+                  ec);
+    if (ec)
+      return Error((out / name).string() + ": cannot copy from " +
+                   (in / name).string() + ": " + ec.message());
+  }
   return Status();
 }
 

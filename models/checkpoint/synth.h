@@ -28,9 +28,22 @@ struct SynthOptions {
   std::optional<bool> tie_word_embeddings;
   /// Directory to write; created if needed, existing files replaced.
   std::string output_dir;
-  /// FP8 (e4m3 + weight_scale_inv) weights: not implemented yet; true is
-  /// an error.
+  /// DeepSeek-style FP8 weights (any arch): every attention / MLP / expert
+  /// projection weight (`*_proj.weight`, `kv_a_proj_with_mqa.weight`; not
+  /// embeddings, norms, biases, the router `mlp.gate` or lm_head) is stored
+  /// as F8_E4M3 with a `<name>_scale_inv` F32 tensor of shape
+  /// [ceil(N/128), ceil(K/128)] (dequantized = e4m3 value * scale_inv; see
+  /// fp8.h), and config.json gets `quantization_config` {quant_method fp8,
+  /// fmt e4m3, activation_scheme dynamic, weight_block_size [128, 128]}.
+  /// The values are the seeded ones of the fp32 model except that block
+  /// (0, 0) of every quantized weight has a wide dynamic range (element
+  /// (r, c) scaled by 2^-((r + c) % 16)) so that e4m3 subnormals occur; the
+  /// fp8 model is therefore not the fp32 synth model of the same seed: use
+  /// dequantize_fp8_to for its exact fp32 twin.
   bool fp8 = false;
+  /// With fp8: also write the exact dequantized fp32 checkpoint here (see
+  /// write_dequantized_copy). Empty: none. Set without fp8: an error.
+  std::string dequantize_fp8_to;
 };
 
 /// The spec synthesize() writes for `arch` / `preset`; errors list the
@@ -47,6 +60,19 @@ Expected<ModelSpec> synth_spec(const std::string &arch,
 /// pairs). Each tensor's values depend only on the seed and the tensor's name.
 /// load_checkpoint(output_dir) reads it back with the same spec.
 Status synthesize(const SynthOptions &options);
+
+/// Writes `out_dir` as the fp32 twin of the Hugging Face checkpoint in
+/// `fp8_dir`: model.safetensors holds every tensor of `fp8_dir` as F32 (FP8
+/// weights dequantized exactly as load_checkpoint does, i.e. the fp32
+/// product e4m3 value * scale_inv; the `*_scale_inv` tensors of FP8 weights
+/// dropped; other dtypes converted exactly), config.json is the original
+/// minus `quantization_config` with torch_dtype float32, and tokenizer.bin /
+/// tokenizer.json / tokenizer_config.json / generation_config.json are
+/// copied when present. load_checkpoint of both gives the same spec and
+/// bit-identical read_f32 weights. Holds all weights in memory (meant for
+/// test-size models).
+Status write_dequantized_copy(const std::string &fp8_dir,
+                              const std::string &out_dir);
 
 /// Arch names synthesize() accepts.
 std::vector<std::string> synth_archs();
