@@ -97,6 +97,139 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
   return spec;
 }
 
+/// llama.cpp's `deepseek2` (DeepSeek V2 / V2.5 / V3 / R1 GGUFs). Newer
+/// converters write the absorbed-MLA form (head_count_kv 1, key_length
+/// kv_lora + rope, value_length kv_lora, key_length_mla nope + rope,
+/// value_length_mla v, kv_b_proj split into attn_k_b / attn_v_b); older ones
+/// key_length nope + rope, value_length v and one attn_kv_b. Both are read.
+/// The rope part is unpermuted and llama.cpp rotates adjacent pairs
+/// (LLAMA_ROPE_TYPE_NORM), i.e. HF's rope_interleave = true: rope.neox =
+/// false. Routing follows llama.cpp: expert_gating_func 2 = sigmoid, 1 or
+/// absent (V2 files) = softmax; e_score_correction_bias when exp_probs_b
+/// tensors exist; group scores are top-2 sums (llama.cpp's group-limited
+/// routing); expert_weights_norm default false, expert_weights_scale
+/// default 1.
+Expected<ModelSpec> deepseek2FromGguf(const io::GgufFile &file,
+                                      std::vector<std::string> &) {
+  const std::string p = "deepseek2.";
+  ModelSpec spec;
+  spec.arch = "deepseek_v3";
+  if (!file.has(p + "rope.dimension_count"))
+    return Error(file.path() + ": missing GGUF key '" + p +
+                 "rope.dimension_count'");
+  if (!file.has(p + "attention.key_length"))
+    return Error(file.path() + ": missing GGUF key '" + p +
+                 "attention.key_length'");
+  HYC_CKPT_TRY(parse_gguf_decoder(file, spec));
+  MlaSpec mla;
+  HYC_CKPT_ASSIGN(mla.q_lora_rank,
+                  gguf_int_or(file, p + "attention.q_lora_rank", 0));
+  HYC_CKPT_ASSIGN(mla.kv_lora_rank,
+                  gguf_required_int(file, p + "attention.kv_lora_rank"));
+  mla.qk_rope_head_dim = spec.rope.rotary_dim;
+  const int64_t key_length = spec.head_dim;
+  int64_t value_length = 0;
+  HYC_CKPT_ASSIGN(value_length,
+                  gguf_int_or(file, p + "attention.value_length", key_length));
+  if (file.has(p + "attention.key_length_mla")) {
+    int64_t key_mla = 0;
+    HYC_CKPT_ASSIGN(key_mla,
+                    gguf_required_int(file, p + "attention.key_length_mla"));
+    HYC_CKPT_ASSIGN(mla.v_head_dim,
+                    gguf_required_int(file, p + "attention.value_length_mla"));
+    mla.qk_nope_head_dim = key_mla - mla.qk_rope_head_dim;
+    if (key_length != mla.kv_lora_rank + mla.qk_rope_head_dim ||
+        value_length != mla.kv_lora_rank)
+      return Error(file.path() + ": " + p +
+                   "attention.key_length = " + std::to_string(key_length) +
+                   " and value_length = " + std::to_string(value_length) +
+                   " do not match the absorbed MLA form (kv_lora_rank + "
+                   "rope dim = " +
+                   std::to_string(mla.kv_lora_rank + mla.qk_rope_head_dim) +
+                   ", kv_lora_rank = " + std::to_string(mla.kv_lora_rank) +
+                   ") that key_length_mla implies");
+  } else {
+    mla.qk_nope_head_dim = key_length - mla.qk_rope_head_dim;
+    mla.v_head_dim = value_length;
+  }
+  if (mla.q_lora_rank < 0 || mla.kv_lora_rank <= 0 ||
+      mla.qk_nope_head_dim <= 0 || mla.qk_rope_head_dim % 2 != 0 ||
+      mla.v_head_dim <= 0)
+    return Error(file.path() +
+                 ": MLA dims q_lora_rank=" + std::to_string(mla.q_lora_rank) +
+                 " kv_lora_rank=" + std::to_string(mla.kv_lora_rank) +
+                 " qk_nope_head_dim=" + std::to_string(mla.qk_nope_head_dim) +
+                 " qk_rope_head_dim=" + std::to_string(mla.qk_rope_head_dim) +
+                 " v_head_dim=" + std::to_string(mla.v_head_dim) +
+                 "; expected positive (rope dim even)");
+  spec.mla = mla;
+  spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  spec.num_kv_heads = spec.num_heads; // MLA: every head has its own k and v
+  spec.rope.neox = false;
+
+  int64_t experts = 0;
+  HYC_CKPT_ASSIGN(experts, gguf_int_or(file, p + "expert_count", 0));
+  if (experts > 0) {
+    MoeSpec moe;
+    moe.num_experts = experts;
+    HYC_CKPT_ASSIGN(moe.top_k,
+                    gguf_required_int(file, p + "expert_used_count"));
+    HYC_CKPT_ASSIGN(moe.expert_intermediate_size,
+                    gguf_required_int(file, p + "expert_feed_forward_length"));
+    HYC_CKPT_ASSIGN(moe.num_shared_experts,
+                    gguf_int_or(file, p + "expert_shared_count", 0));
+    moe.shared_intermediate_size =
+        moe.num_shared_experts > 0 ? moe.expert_intermediate_size : 0;
+    int64_t gating = 0;
+    HYC_CKPT_ASSIGN(gating, gguf_int_or(file, p + "expert_gating_func", 0));
+    if (gating == 0 || gating == 1)
+      moe.scoring = "softmax";
+    else if (gating == 2)
+      moe.scoring = "sigmoid";
+    else
+      return Error(file.path() + ": " + p +
+                   "expert_gating_func = " + std::to_string(gating) +
+                   " is not supported (1 softmax, 2 sigmoid)");
+    if (file.has(p + "expert_weights_norm"))
+      HYC_CKPT_ASSIGN(moe.renormalize,
+                      file.get_bool(p + "expert_weights_norm"));
+    HYC_CKPT_ASSIGN(moe.routed_scaling_factor,
+                    gguf_float_or(file, p + "expert_weights_scale", 1.0));
+    HYC_CKPT_ASSIGN(moe.n_group,
+                    gguf_int_or(file, p + "expert_group_count", 1));
+    if (moe.n_group == 0)
+      moe.n_group = 1;
+    HYC_CKPT_ASSIGN(
+        moe.topk_group,
+        gguf_int_or(file, p + "expert_group_used_count", moe.n_group));
+    if (moe.topk_group == 0)
+      moe.topk_group = moe.n_group;
+    moe.group_score = "top2_sum";
+    HYC_CKPT_ASSIGN(moe.first_k_dense,
+                    gguf_int_or(file, p + "leading_dense_block_count", 0));
+    moe.moe_layer_freq = 1;
+    for (const io::GgufTensorInfo &t : file.tensor_infos())
+      if (t.name.find(".exp_probs_b") != std::string::npos)
+        moe.has_correction_bias = true;
+    if (moe.top_k <= 0 || moe.top_k > moe.num_experts ||
+        moe.expert_intermediate_size <= 0 || moe.num_shared_experts < 0 ||
+        moe.n_group <= 0 || moe.num_experts % moe.n_group != 0 ||
+        moe.topk_group <= 0 || moe.topk_group > moe.n_group ||
+        moe.first_k_dense < 0)
+      return Error(
+          file.path() + ": inconsistent MoE metadata: expert_count=" +
+          std::to_string(moe.num_experts) + " expert_used_count=" +
+          std::to_string(moe.top_k) + " expert_feed_forward_length=" +
+          std::to_string(moe.expert_intermediate_size) +
+          " expert_shared_count=" + std::to_string(moe.num_shared_experts) +
+          " expert_group_count=" + std::to_string(moe.n_group) +
+          " expert_group_used_count=" + std::to_string(moe.topk_group) +
+          " leading_dense_block_count=" + std::to_string(moe.first_k_dense));
+    spec.moe = moe;
+  }
+  return spec;
+}
+
 nlohmann::ordered_json deepseekV3ToHf(const ModelSpec &spec) {
   nlohmann::ordered_json j =
       hf_decoder_config(spec, "DeepseekV3ForCausalLM", "deepseek_v3");
@@ -134,8 +267,8 @@ nlohmann::ordered_json deepseekV3ToHf(const ModelSpec &spec) {
 
 const Family &deepseek_v3_family() {
   static const Family family{"deepseek_v3",    {"DeepseekV3ForCausalLM"},
-                             {"deepseek_v3"},  {},
-                             deepseekV3FromHf, nullptr,
+                             {"deepseek_v3"},  {"deepseek2"},
+                             deepseekV3FromHf, deepseek2FromGguf,
                              deepseekV3ToHf};
   return family;
 }

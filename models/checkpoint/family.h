@@ -59,6 +59,12 @@ const Family &qwen3_family();
 const Family &qwen3_moe_family();
 const Family &deepseek_v3_family();
 
+/// llama.cpp's `rope_freqs.weight` for llama3 rope scaling: one divisor
+/// per rotary frequency (rope.rotary_dim / 2 values), computed like
+/// convert_hf_to_gguf.py (float32) from theta, factor, low/high_freq_factor
+/// and original_max_position.
+std::vector<float> llama3_rope_divisors(const RopeSpec &rope);
+
 /// Llama spec from a llama2.c header (adjacent-pair RoPE, theta 10000,
 /// eps 1e-5, BOS 1, EOS 2).
 ModelSpec llama_spec_from_llama2c(const io::Llama2cConfig &config);
@@ -116,6 +122,24 @@ Expected<int64_t> gguf_int_or(const io::GgufFile &file, const std::string &key,
 /// Float value of `key` (float32 values via f32_decimal), or `fallback`.
 Expected<double> gguf_float_or(const io::GgufFile &file, const std::string &key,
                                double fallback);
+
+/// Integer value of `key`; "missing GGUF key" error when absent.
+Expected<int64_t> gguf_required_int(const io::GgufFile &file,
+                                    const std::string &key);
+
+/// Reads the metadata every decoder architecture has, from the
+/// `<general.architecture>.` keys llama.cpp writes: embedding_length,
+/// feed_forward_length, block_count, attention.head_count, context_length,
+/// attention.layer_norm_rms_epsilon (all required),
+/// attention.head_count_kv (default head_count), attention.key_length ->
+/// head_dim (default hidden / heads), vocab_size (default token_embd rows),
+/// tie_word_embeddings (no output.weight), rope.freq_base (default 10000),
+/// rope.dimension_count -> rotary_dim (default head_dim), rope.scaling.*
+/// (none, linear, yarn incl. yarn_beta_fast/slow and DeepSeek's
+/// yarn_log_multiplier = 0.1 * mscale_all_dim; legacy rope.scale_linear),
+/// and bos/eos from tokenizer.ggml.*_token_id. Sets rope.neox = true;
+/// families override what their architecture implies.
+Status parse_gguf_decoder(const io::GgufFile &file, ModelSpec &spec);
 
 /// Shortest decimal that rounds to `value`, as a double: 1e-5f -> 1e-5.
 /// GGUF stores hyper-parameters as float32 that were written from decimals.

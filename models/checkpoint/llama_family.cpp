@@ -3,6 +3,9 @@
 // and the config.json synthesize() writes for it.
 #include "models/checkpoint/family.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace hyc::models::detail {
 
 namespace {
@@ -22,11 +25,50 @@ Expected<ModelSpec> llamaFromHf(const io::HfConfig &config,
   return spec;
 }
 
-Expected<int64_t> requiredInt(const io::GgufFile &file,
-                              const std::string &key) {
-  if (!file.has(key))
-    return Error(file.path() + ": missing GGUF key '" + key + "'");
-  return file.get_i64(key);
+/// Recognizes llama.cpp's `rope_freqs.weight` (per-frequency divisors the
+/// converter bakes from Llama 3 rope scaling) as llama3 scaling with
+/// low_freq_factor 1, high_freq_factor 4 (every Llama 3.x release), factor
+/// = the last (lowest-frequency) divisor, original context
+/// `rope.scaling.original_context_length` or the converter's default 8192.
+Status readRopeFreqs(const io::GgufFile &file, const std::string &p,
+                     ModelSpec &spec) {
+  const io::GgufTensorInfo *info = file.find_tensor("rope_freqs.weight");
+  if (!info)
+    return Status();
+  const std::string what = file.path() + ": GGUF llama3 rope_freqs.weight " +
+                           io::shape_to_string(info->shape);
+  if (spec.rope.scaling != "none")
+    return Error(what + " together with rope.scaling.type '" +
+                 spec.rope.scaling + "' is not supported");
+  std::vector<float> freqs;
+  HYC_CKPT_ASSIGN(freqs, file.read_f32("rope_freqs.weight"));
+  if (static_cast<int64_t>(freqs.size()) != spec.rope.rotary_dim / 2)
+    return Error(what + ": expected " +
+                 std::to_string(spec.rope.rotary_dim / 2) +
+                 " divisors (rope dim / 2)");
+  RopeSpec rope = spec.rope;
+  rope.scaling = "llama3";
+  rope.factor = f32_decimal(freqs.back());
+  rope.low_freq_factor = 1.0;
+  rope.high_freq_factor = 4.0;
+  HYC_CKPT_ASSIGN(
+      rope.original_max_position,
+      gguf_int_or(file, p + "rope.scaling.original_context_length", 8192));
+  const std::vector<float> want = llama3_rope_divisors(rope);
+  bool match = rope.factor >= 1.0;
+  for (size_t i = 0; match && i < freqs.size(); ++i)
+    match = std::fabs(freqs[i] - want[i]) <=
+            1e-5f * std::max(1.0f, std::fabs(want[i]));
+  if (!match)
+    return Error(what + " is not llama3 rope scaling with factor " +
+                 std::to_string(rope.factor) +
+                 ", low_freq_factor 1, high_freq_factor 4 and original "
+                 "context " +
+                 std::to_string(rope.original_max_position) +
+                 " (the only rope_freqs hyc reads); load the Hugging Face "
+                 "checkpoint instead");
+  spec.rope = rope;
+  return Status();
 }
 
 Expected<ModelSpec> llamaFromGguf(const io::GgufFile &file,
@@ -36,46 +78,12 @@ Expected<ModelSpec> llamaFromGguf(const io::GgufFile &file,
   const std::string p = arch + ".";
   ModelSpec spec;
   spec.arch = "llama";
-  HYC_CKPT_ASSIGN(spec.hidden_size, requiredInt(file, p + "embedding_length"));
-  HYC_CKPT_ASSIGN(spec.intermediate_size,
-                  requiredInt(file, p + "feed_forward_length"));
-  HYC_CKPT_ASSIGN(spec.num_layers, requiredInt(file, p + "block_count"));
-  HYC_CKPT_ASSIGN(spec.num_heads,
-                  requiredInt(file, p + "attention.head_count"));
-  HYC_CKPT_ASSIGN(
-      spec.num_kv_heads,
-      gguf_int_or(file, p + "attention.head_count_kv", spec.num_heads));
-  HYC_CKPT_ASSIGN(spec.max_position_embeddings,
-                  requiredInt(file, p + "context_length"));
-  if (!file.has(p + "attention.layer_norm_rms_epsilon"))
-    return Error(file.path() + ": missing GGUF key '" + p +
-                 "attention.layer_norm_rms_epsilon'");
-  HYC_CKPT_ASSIGN(
-      spec.rms_norm_eps,
-      gguf_float_or(file, p + "attention.layer_norm_rms_epsilon", 1e-5));
+  HYC_CKPT_TRY(parse_gguf_decoder(file, spec));
   int64_t experts = 0;
   HYC_CKPT_ASSIGN(experts, gguf_int_or(file, p + "expert_count", 0));
   if (experts > 0)
     return Error(file.path() + ": GGUF llama with " + std::to_string(experts) +
                  " experts (Mixtral-style MoE) is not supported yet");
-  for (const char *key :
-       {"embedding_length", "feed_forward_length", "block_count",
-        "attention.head_count", "attention.head_count_kv", "context_length"}) {
-    int64_t v = 0;
-    HYC_CKPT_ASSIGN(v, gguf_int_or(file, p + key, 1));
-    if (v <= 0)
-      return Error(file.path() + ": " + p + key + " = " + std::to_string(v) +
-                   ", expected > 0");
-  }
-  if (spec.num_heads % spec.num_kv_heads != 0)
-    return Error(file.path() + ": " + p +
-                 "attention.head_count = " + std::to_string(spec.num_heads) +
-                 " is not a multiple of head_count_kv = " +
-                 std::to_string(spec.num_kv_heads));
-
-  int64_t default_head_dim = spec.hidden_size / spec.num_heads;
-  HYC_CKPT_ASSIGN(spec.head_dim, gguf_int_or(file, p + "attention.key_length",
-                                             default_head_dim));
   int64_t value_dim = 0;
   HYC_CKPT_ASSIGN(value_dim, gguf_int_or(file, p + "attention.value_length",
                                          spec.head_dim));
@@ -84,72 +92,8 @@ Expected<ModelSpec> llamaFromGguf(const io::GgufFile &file,
                  "attention.value_length = " + std::to_string(value_dim) +
                  " differs from key_length = " + std::to_string(spec.head_dim) +
                  "; not supported");
-
-  const io::GgufTensorInfo *embed = file.find_tensor("token_embd.weight");
-  int64_t embed_rows = embed && embed->shape.size() == 2 ? embed->shape[0] : 0;
-  HYC_CKPT_ASSIGN(spec.vocab_size,
-                  gguf_int_or(file, p + "vocab_size", embed_rows));
-  if (spec.vocab_size <= 0)
-    return Error(file.path() + ": cannot tell the vocabulary size (no " + p +
-                 "vocab_size and no 2-D token_embd.weight)");
-  spec.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
-
-  RopeSpec &rope = spec.rope;
-  rope.neox = false; // q/k rows are stored permuted for adjacent pairs
-  HYC_CKPT_ASSIGN(rope.theta,
-                  gguf_float_or(file, p + "rope.freq_base", 10000.0));
-  HYC_CKPT_ASSIGN(rope.rotary_dim,
-                  gguf_int_or(file, p + "rope.dimension_count", spec.head_dim));
-  if (rope.rotary_dim <= 0 || rope.rotary_dim > spec.head_dim ||
-      rope.rotary_dim % 2 != 0)
-    return Error(file.path() + ": " + p +
-                 "rope.dimension_count = " + std::to_string(rope.rotary_dim) +
-                 ", expected an even number in 2.." +
-                 std::to_string(spec.head_dim));
-  if (const io::GgufTensorInfo *freqs = file.find_tensor("rope_freqs.weight"))
-    return Error(file.path() +
-                 ": GGUF llama3 rope_freqs not supported yet "
-                 "(tensor rope_freqs.weight " +
-                 io::shape_to_string(freqs->shape) +
-                 "); load the Hugging Face checkpoint instead");
-  std::string scaling;
-  HYC_CKPT_ASSIGN(scaling, file.has(p + "rope.scaling.type")
-                               ? file.get_string(p + "rope.scaling.type")
-                               : Expected<std::string>("none"));
-  double linear_scale = 0.0; // legacy key
-  HYC_CKPT_ASSIGN(linear_scale,
-                  gguf_float_or(file, p + "rope.scale_linear", 0.0));
-  if (scaling == "none" && linear_scale > 0.0 && linear_scale != 1.0) {
-    rope.scaling = "linear";
-    rope.factor = linear_scale;
-  } else if (scaling == "linear") {
-    rope.scaling = "linear";
-    HYC_CKPT_ASSIGN(rope.factor,
-                    gguf_float_or(file, p + "rope.scaling.factor", 1.0));
-  } else if (scaling == "yarn") {
-    rope.scaling = "yarn";
-    HYC_CKPT_ASSIGN(rope.factor,
-                    gguf_float_or(file, p + "rope.scaling.factor", 1.0));
-    HYC_CKPT_ASSIGN(rope.original_max_position,
-                    gguf_int_or(file,
-                                p + "rope.scaling.original_context_length",
-                                spec.max_position_embeddings));
-    HYC_CKPT_ASSIGN(
-        rope.beta_fast,
-        gguf_float_or(file, p + "rope.scaling.yarn_beta_fast", 32.0));
-    HYC_CKPT_ASSIGN(
-        rope.beta_slow,
-        gguf_float_or(file, p + "rope.scaling.yarn_beta_slow", 1.0));
-  } else if (scaling != "none") {
-    return Error(file.path() + ": " + p + "rope.scaling.type '" + scaling +
-                 "' is not supported (supported: none, linear, yarn)");
-  }
-
-  int64_t bos = -1, eos = -1;
-  HYC_CKPT_ASSIGN(bos, gguf_int_or(file, "tokenizer.ggml.bos_token_id", -1));
-  HYC_CKPT_ASSIGN(eos, gguf_int_or(file, "tokenizer.ggml.eos_token_id", -1));
-  spec.bos_token_id = static_cast<int32_t>(bos);
-  spec.eos_token_id = static_cast<int32_t>(eos);
+  spec.rope.neox = false; // q/k rows are stored permuted for adjacent pairs
+  HYC_CKPT_TRY(readRopeFreqs(file, p, spec));
   return spec;
 }
 
@@ -168,6 +112,35 @@ const Family &llama_family() {
                              {"llama"}, llamaFromHf,          llamaFromGguf,
                              llamaToHf};
   return family;
+}
+
+std::vector<float> llama3_rope_divisors(const RopeSpec &rope) {
+  // convert_hf_to_gguf.py computes these with float32 torch tensors.
+  const int64_t dim = rope.rotary_dim;
+  const float factor = static_cast<float>(rope.factor);
+  const float low = static_cast<float>(rope.low_freq_factor);
+  const float high = static_cast<float>(rope.high_freq_factor);
+  const float old_ctx = static_cast<float>(rope.original_max_position);
+  const float low_wavelen = static_cast<float>(
+      static_cast<double>(rope.original_max_position) / rope.low_freq_factor);
+  const float high_wavelen = static_cast<float>(
+      static_cast<double>(rope.original_max_position) / rope.high_freq_factor);
+  std::vector<float> out;
+  for (int64_t i = 0; i < dim; i += 2) {
+    const float freq =
+        1.0f / std::pow(static_cast<float>(rope.theta),
+                        static_cast<float>(i) / static_cast<float>(dim));
+    const float wavelen = static_cast<float>(2.0 * M_PI) / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      const float smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
 }
 
 ModelSpec llama_spec_from_llama2c(const io::Llama2cConfig &c) {

@@ -1,80 +1,180 @@
 // GGUF loader: spec from `<arch>.*` metadata (via the family), tensors
-// renamed from llama.cpp names to canonical Hugging Face names, tokenizer
+// renamed from llama.cpp names to canonical Hugging Face names (stacked
+// experts sliced per expert, deepseek2's split kv_b_proj rebuilt), tokenizer
 // from `tokenizer.ggml.*`.
 #include "models/checkpoint/family.h"
+#include "models/checkpoint/gguf_names.h"
 #include "models/checkpoint/weight_source.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <memory>
+#include <unordered_map>
 
 namespace hyc::models::detail {
 
 namespace {
 
-/// llama.cpp block tensor stems -> Hugging Face module paths.
-struct BlockName {
-  const char *gguf;
-  const char *hf;
-};
-constexpr BlockName kBlockNames[] = {
-    {"attn_q", "self_attn.q_proj"},
-    {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},
-    {"attn_output", "self_attn.o_proj"},
-    {"attn_q_norm", "self_attn.q_norm"},
-    {"attn_k_norm", "self_attn.k_norm"},
-    {"attn_norm", "input_layernorm"},
-    {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_gate", "mlp.gate_proj"},
-    {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},
-};
-
-/// Canonical name of a GGUF tensor; names without a mapping are kept.
-std::string canonicalName(const std::string &gguf) {
-  if (gguf == "token_embd.weight")
-    return "model.embed_tokens.weight";
-  if (gguf == "output_norm.weight")
-    return "model.norm.weight";
-  if (gguf == "output.weight")
-    return "lm_head.weight";
-  // blk.<N>.<stem>.<weight|bias>
-  if (gguf.rfind("blk.", 0) != 0)
-    return gguf;
-  const size_t layer_end = gguf.find('.', 4);
-  const size_t stem_end = gguf.rfind('.');
-  if (layer_end == std::string::npos || stem_end <= layer_end)
-    return gguf;
-  const std::string layer = gguf.substr(4, layer_end - 4);
-  if (layer.empty() ||
-      layer.find_first_not_of("0123456789") != std::string::npos)
-    return gguf;
-  const std::string stem = gguf.substr(layer_end + 1, stem_end - layer_end - 1);
-  const std::string suffix = gguf.substr(stem_end + 1);
-  for (const BlockName &b : kBlockNames)
-    if (stem == b.gguf)
-      return "model.layers." + layer + "." + b.hf + "." + suffix;
-  return gguf;
+/// Canonical per-expert projection for a stacked-experts stem, or nullptr.
+const char *expertProjection(const std::string &stem) {
+  if (stem == "ffn_gate_exps")
+    return "gate_proj";
+  if (stem == "ffn_up_exps")
+    return "up_proj";
+  if (stem == "ffn_down_exps")
+    return "down_proj";
+  return nullptr;
 }
 
+/// The weights of a GGUF file under canonical names. Besides the one-to-one
+/// renames (gguf_names.h) it presents
+///  * stacked experts `blk.N.ffn_{gate,up,down}_exps.weight` [E, rows, cols]
+///    as E zero-copy slices `model.layers.N.mlp.experts.e.*_proj.weight`
+///    (stored name `<tensor>[e]`);
+///  * deepseek2's `blk.N.attn_k_b.weight` [H, kv_lora, nope] and
+///    `blk.N.attn_v_b.weight` [H, v, kv_lora] as the original
+///    `self_attn.kv_b_proj.weight` [H * (nope + v), kv_lora] (rows of head h:
+///    nope rows of k_b[h] transposed, then v rows of v_b[h]), rebuilt exactly
+///    on read (stored name `<k_b>+<v_b>`);
+///  * `blk.N.exp_probs_b.bias` (or `blk.N.exp_probs_b`) as
+///    `mlp.gate.e_score_correction_bias`.
 class GgufWeightSource : public ViewWeightSource {
 public:
-  explicit GgufWeightSource(io::GgufFile file) : file_(std::move(file)) {
-    for (const io::GgufTensorInfo &t : file_.tensor_infos())
-      add(WeightInfo{canonicalName(t.name), t.shape,
-                     io::ggml_type_name(t.ggml_type)},
-          t.name);
+  static Expected<std::unique_ptr<GgufWeightSource>> create(io::GgufFile file) {
+    std::unique_ptr<GgufWeightSource> source(
+        new GgufWeightSource(std::move(file)));
+    HYC_CKPT_TRY(source->index());
+    return source;
   }
   const std::string &origin() const override { return file_.path(); }
-  const io::GgufFile &file() const { return file_; }
 
 protected:
   Expected<io::TensorView> view(const std::string &stored) const override {
+    if (auto it = slices_.find(stored); it != slices_.end())
+      return slice(it->second.first, it->second.second);
+    if (auto it = kv_b_.find(stored); it != kv_b_.end())
+      return file_.tensor(it->second.first);
     return file_.tensor(stored);
   }
 
+  Status convert(const std::string &stored, const io::TensorView &v,
+                 float *out) const override {
+    auto it = kv_b_.find(stored);
+    if (it == kv_b_.end())
+      return io::to_f32(v, out);
+    const io::GgufTensorInfo *ki = file_.find_tensor(it->second.first);
+    const io::GgufTensorInfo *vi = file_.find_tensor(it->second.second);
+    Expected<std::vector<float>> k = file_.read_f32(it->second.first);
+    if (!k)
+      return k.take_error();
+    Expected<std::vector<float>> vb = file_.read_f32(it->second.second);
+    if (!vb)
+      return vb.take_error();
+    const int64_t heads = ki->shape[0], rank = ki->shape[1],
+                  nope = ki->shape[2], vdim = vi->shape[1];
+    for (int64_t h = 0; h < heads; ++h) {
+      float *rows = out + h * (nope + vdim) * rank;
+      for (int64_t i = 0; i < nope; ++i)
+        for (int64_t j = 0; j < rank; ++j)
+          rows[i * rank + j] = (*k)[(h * rank + j) * nope + i];
+      std::copy(vb->begin() + h * vdim * rank,
+                vb->begin() + (h + 1) * vdim * rank, rows + nope * rank);
+    }
+    return Status();
+  }
+
 private:
+  explicit GgufWeightSource(io::GgufFile file) : file_(std::move(file)) {}
+
+  Status index() {
+    for (const io::GgufTensorInfo &t : file_.tensor_infos()) {
+      const std::string type = io::ggml_type_name(t.ggml_type);
+      int64_t layer = 0;
+      std::string stem, suffix;
+      bool block = split_gguf_block_name(t.name, &layer, &stem, &suffix);
+      if (!block) // older files: `blk.N.exp_probs_b` without `.bias`
+        block =
+            split_gguf_block_name(t.name + ".bias", &layer, &stem, &suffix) &&
+            stem == "exp_probs_b";
+      if (!block) {
+        add(WeightInfo{gguf_to_hf_name(t.name), t.shape, type}, t.name);
+        continue;
+      }
+      const std::string blk = "blk." + std::to_string(layer) + ".";
+      const std::string hf = "model.layers." + std::to_string(layer) + ".";
+      if (const char *proj = expertProjection(stem)) {
+        if (t.shape.size() != 3)
+          return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
+                       io::shape_to_string(t.shape) +
+                       ", expected [experts, rows, cols]");
+        for (int64_t e = 0; e < t.shape[0]; ++e) {
+          const std::string stored = t.name + "[" + std::to_string(e) + "]";
+          slices_[stored] = {t.name, e};
+          add(WeightInfo{hf + "mlp.experts." + std::to_string(e) + "." + proj +
+                             "." + suffix,
+                         {t.shape[1], t.shape[2]},
+                         type},
+              stored);
+        }
+      } else if (stem == "exp_probs_b") {
+        add(WeightInfo{hf + "mlp.gate.e_score_correction_bias", t.shape, type},
+            t.name);
+      } else if (stem == "attn_k_b" || stem == "attn_v_b") {
+        const std::string k_name = blk + "attn_k_b." + suffix;
+        const std::string v_name = blk + "attn_v_b." + suffix;
+        const io::GgufTensorInfo *k = file_.find_tensor(k_name);
+        const io::GgufTensorInfo *v = file_.find_tensor(v_name);
+        if (!k || !v)
+          return Error(file_.path() + ": tensor '" + (k ? v_name : k_name) +
+                       "' is missing (deepseek2 stores kv_b_proj split into '" +
+                       k_name + "' and '" + v_name + "'; found only '" +
+                       t.name + "')");
+        if (stem == "attn_v_b")
+          continue; // listed with attn_k_b
+        if (k->shape.size() != 3 || v->shape.size() != 3 ||
+            k->shape[0] != v->shape[0] || k->shape[1] != v->shape[2])
+          return Error(file_.path() + ": '" + k_name + "' " +
+                       io::shape_to_string(k->shape) + " and '" + v_name +
+                       "' " + io::shape_to_string(v->shape) +
+                       " do not fit together; expected [heads, kv_lora_rank, "
+                       "qk_nope_head_dim] and [heads, v_head_dim, "
+                       "kv_lora_rank]");
+        const std::string stored = k_name + "+" + v_name;
+        kv_b_[stored] = {k_name, v_name};
+        add(WeightInfo{hf + "self_attn.kv_b_proj." + suffix,
+                       {k->shape[0] * (k->shape[2] + v->shape[1]), k->shape[1]},
+                       type},
+            stored);
+      } else {
+        add(WeightInfo{gguf_to_hf_name(t.name), t.shape, type}, t.name);
+      }
+    }
+    return Status();
+  }
+
+  Expected<io::TensorView> slice(const std::string &parent, int64_t e) const {
+    Expected<io::TensorView> pv = file_.tensor(parent);
+    if (!pv)
+      return pv.take_error();
+    const int64_t rows = pv->shape[1], cols = pv->shape[2];
+    Expected<size_t> bytes = io::dtype_data_bytes(pv->dtype, rows * cols);
+    if (!bytes)
+      return Error(file_.path() + ": tensor '" + parent +
+                   "': " + bytes.error());
+    io::TensorView v = *pv;
+    v.name = parent + "[" + std::to_string(e) + "]";
+    v.shape = {rows, cols};
+    v.data = pv->data + static_cast<size_t>(e) * *bytes;
+    v.nbytes = *bytes;
+    return v;
+  }
+
   io::GgufFile file_;
+  /// `<k_b>+<v_b>` -> (k_b, v_b).
+  std::unordered_map<std::string, std::pair<std::string, std::string>> kv_b_;
+  /// `<stacked>[e]` -> (stacked, e).
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> slices_;
 };
 
 int32_t tokenId(const io::GgufFile &file, const std::string &key) {
@@ -160,7 +260,8 @@ Expected<Checkpoint> load_gguf(const std::string &path,
   HYC_CKPT_ASSIGN(ckpt.spec, family->from_gguf(*opened, ckpt.warnings));
   HYC_CKPT_ASSIGN(ckpt.tokenizer,
                   ggufTokenizer(*opened, ckpt.spec.vocab_size, ckpt.warnings));
-  auto source = std::make_unique<GgufWeightSource>(std::move(*opened));
+  std::unique_ptr<GgufWeightSource> source;
+  HYC_CKPT_ASSIGN(source, GgufWeightSource::create(std::move(*opened)));
   HYC_CKPT_TRY(validate_weights(ckpt.spec, *source));
   ckpt.weights = std::move(source);
   if (!options.tokenizer_path.empty())

@@ -69,6 +69,64 @@ Expected<ModelSpec> qwen3MoeFromHf(const io::HfConfig &config,
   return spec;
 }
 
+//===----------------------------------------------------------------------===//
+// GGUF (llama.cpp arch names qwen2, qwen3, qwen3moe): NeoX rope on unpermuted
+// q/k rows, so the spec matches the Hugging Face one.
+//===----------------------------------------------------------------------===//
+
+Expected<ModelSpec> qwen2FromGguf(const io::GgufFile &file,
+                                  std::vector<std::string> &) {
+  ModelSpec spec;
+  spec.arch = "qwen2";
+  HYC_CKPT_TRY(parse_gguf_decoder(file, spec));
+  spec.attention_bias = true;
+  return spec;
+}
+
+Expected<ModelSpec> qwen3FromGguf(const io::GgufFile &file,
+                                  std::vector<std::string> &) {
+  ModelSpec spec;
+  spec.arch = "qwen3";
+  HYC_CKPT_TRY(parse_gguf_decoder(file, spec));
+  spec.qk_norm = true;
+  return spec;
+}
+
+Expected<ModelSpec> qwen3MoeFromGguf(const io::GgufFile &file,
+                                     std::vector<std::string> &warnings) {
+  ModelSpec spec;
+  spec.arch = "qwen3_moe";
+  HYC_CKPT_TRY(parse_gguf_decoder(file, spec));
+  spec.qk_norm = true;
+  const std::string p = "qwen3moe.";
+  MoeSpec moe;
+  HYC_CKPT_ASSIGN(moe.num_experts, gguf_required_int(file, p + "expert_count"));
+  HYC_CKPT_ASSIGN(moe.top_k, gguf_required_int(file, p + "expert_used_count"));
+  HYC_CKPT_ASSIGN(moe.expert_intermediate_size,
+                  gguf_required_int(file, p + "expert_feed_forward_length"));
+  moe.scoring = "softmax";
+  // llama.cpp's qwen3moe graph always renormalizes the top-k weights; hyc's
+  // converter writes expert_weights_norm = false for norm_topk_prob false.
+  moe.renormalize = true;
+  if (file.has(p + "expert_weights_norm")) {
+    HYC_CKPT_ASSIGN(moe.renormalize, file.get_bool(p + "expert_weights_norm"));
+    if (!moe.renormalize)
+      warnings.push_back(file.path() + ": " + p +
+                         "expert_weights_norm = false (llama.cpp ignores it "
+                         "and renormalizes)");
+  }
+  if (moe.num_experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.num_experts ||
+      moe.expert_intermediate_size <= 0)
+    return Error(file.path() + ": " + p +
+                 "expert_count = " + std::to_string(moe.num_experts) +
+                 ", expert_used_count = " + std::to_string(moe.top_k) +
+                 ", expert_feed_forward_length = " +
+                 std::to_string(moe.expert_intermediate_size) +
+                 "; expected 0 < used <= count and a positive length");
+  spec.moe = moe;
+  return spec;
+}
+
 nlohmann::ordered_json qwen2ToHf(const ModelSpec &spec) {
   nlohmann::ordered_json j =
       hf_decoder_config(spec, "Qwen2ForCausalLM", "qwen2");
@@ -102,24 +160,23 @@ nlohmann::ordered_json qwen3MoeToHf(const ModelSpec &spec) {
 } // namespace
 
 const Family &qwen2_family() {
-  static const Family family{"qwen2",  {"Qwen2ForCausalLM"}, {"qwen2"},
-                             {},       qwen2FromHf,          nullptr,
+  static const Family family{"qwen2",   {"Qwen2ForCausalLM"}, {"qwen2"},
+                             {"qwen2"}, qwen2FromHf,          qwen2FromGguf,
                              qwen2ToHf};
   return family;
 }
 
 const Family &qwen3_family() {
-  static const Family family{"qwen3",  {"Qwen3ForCausalLM"}, {"qwen3"},
-                             {},       qwen3FromHf,          nullptr,
+  static const Family family{"qwen3",   {"Qwen3ForCausalLM"}, {"qwen3"},
+                             {"qwen3"}, qwen3FromHf,          qwen3FromGguf,
                              qwen3ToHf};
   return family;
 }
 
 const Family &qwen3_moe_family() {
-  static const Family family{"qwen3_moe",    {"Qwen3MoeForCausalLM"},
-                             {"qwen3_moe"},  {},
-                             qwen3MoeFromHf, nullptr,
-                             qwen3MoeToHf};
+  static const Family family{
+      "qwen3_moe",    {"Qwen3MoeForCausalLM"}, {"qwen3_moe"}, {"qwen3moe"},
+      qwen3MoeFromHf, qwen3MoeFromGguf,        qwen3MoeToHf};
   return family;
 }
 

@@ -323,7 +323,8 @@ TEST(CheckpointGguf, Errors) {
     g.write(dir.file("llama3.gguf"));
     Expected<Checkpoint> r = load_checkpoint(dir.file("llama3.gguf"));
     ASSERT_FALSE(r.ok());
-    expectContains(r.error(), {"GGUF llama3 rope_freqs not supported yet"});
+    expectContains(r.error(), {"llama3.gguf", "rope_freqs.weight [2]",
+                               "is not llama3 rope scaling"});
   }
   {
     GgufBuilder g = tinyLlamaGguf();
