@@ -1,7 +1,8 @@
 // Synthetic checkpoints: small random models of every supported family,
-// written as Hugging Face directories (config.json, model.safetensors F32)
-// plus a llama2.c tokenizer.bin, so the whole compile-and-run path can be
-// exercised without downloading a model (`hyc synth`).
+// written as Hugging Face directories (config.json, model.safetensors F32,
+// or DeepSeek-style FP8 with `hyc synth --fp8`) plus a llama2.c
+// tokenizer.bin, so the whole compile-and-run path can be exercised without
+// downloading a model (`hyc synth`).
 #ifndef HYC_MODELS_CHECKPOINT_SYNTH_H
 #define HYC_MODELS_CHECKPOINT_SYNTH_H
 
@@ -54,7 +55,8 @@ Expected<ModelSpec> synth_spec(const std::string &arch,
 /// Writes `output_dir`/config.json (transformers field names, torch_dtype
 /// float32, bos 1, eos 2), `output_dir`/model.safetensors (every weight of
 /// required_weights(spec), F32: linear weights and embeddings uniform with
-/// std 0.02, norm weights 1 +- 0.05, biases +- 0.02) and
+/// std 0.02, norm weights 1 +- 0.05, biases +- 0.02; with fp8 the linear
+/// layers become F8_E4M3 + `_scale_inv`, see SynthOptions::fp8) and
 /// `output_dir`/tokenizer.bin (llama2.c format: <unk>, <s>, </s>, byte tokens
 /// <0x00>..<0xFF> at ids 3..258, then printable ASCII characters and letter
 /// pairs). Each tensor's values depend only on the seed and the tensor's name.
