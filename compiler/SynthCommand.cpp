@@ -3,6 +3,7 @@
 #include "compiler/SynthCommand.h"
 
 #include "compiler/Args.h"
+#include "models/checkpoint/convert_gguf.h"
 #include "models/checkpoint/synth.h"
 
 #include <cstdio>
@@ -10,13 +11,54 @@
 namespace hyc::compiler {
 
 static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|small] [--seed N] -o DIR
+                 [--fp8 [--dequantized-copy DIR2]]
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
 names, model.safetensors, and a llama2.c tokenizer.bin) with seeded weights.
+ARCH: llama, qwen2, qwen3, qwen3-moe, deepseek-v3.
+
+  --fp8                  store linear weights as e4m3 with 128x128
+                         weight_scale_inv blocks (DeepSeek's FP8 format)
+  --dequantized-copy D   with --fp8: also write the exact fp32 dequantized
+                         twin of the checkpoint to D
 )";
 
+static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16]
+
+Writes the GGUF file llama.cpp's converter would write for a Hugging Face
+checkpoint (llama, qwen2, qwen3, qwen3moe, deepseek2).
+)";
+
+int runConvertGgufCommand(int argc, char **argv) {
+  cli::Args args({"outtype"}, {"help"});
+  std::string error;
+  if (!args.parse(argc, argv, 1, error)) {
+    std::fprintf(stderr, "hyc convert-gguf: %s\n%s", error.c_str(), kConvertUsage);
+    return 2;
+  }
+  if (args.has("help")) {
+    std::fputs(kConvertUsage, stdout);
+    return 0;
+  }
+  if (args.positionals().size() != 2) {
+    std::fprintf(stderr, "hyc convert-gguf: expected HF_DIR and OUT.gguf\n%s",
+                 kConvertUsage);
+    return 2;
+  }
+  models::GgufConvertOptions options;
+  options.outtype = args.get("outtype", "f32");
+  auto status = models::convert_hf_to_gguf(args.positionals()[0],
+                                           args.positionals()[1], options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "hyc convert-gguf: error: %s\n", status.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 int runSynthCommand(int argc, char **argv) {
-  cli::Args args({"arch", "preset", "seed", "o", "output"}, {"help", "fp8"});
+  cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy"},
+                 {"help", "fp8"});
   std::vector<char *> fixed(argv, argv + argc);
   std::string dashO = "--o";
   for (auto &a : fixed)
@@ -47,6 +89,7 @@ int runSynthCommand(int argc, char **argv) {
   options.seed = static_cast<uint64_t>(seed);
   options.output_dir = out;
   options.fp8 = args.has("fp8");
+  options.dequantize_fp8_to = args.get("dequantized-copy");
   auto status = models::synthesize(options);
   if (!status.ok()) {
     std::fprintf(stderr, "hyc synth: error: %s\n", status.error().c_str());

@@ -4,6 +4,7 @@
 //   hyc run         run an artifact on a prompt (libhyrt)
 //   hyc perplexity  score a text file (libhyrt)
 //   hyc synth       write a seeded Hugging Face checkpoint
+//   hyc convert-gguf  Hugging Face checkpoint -> GGUF
 //   hyc bench       not implemented yet
 //   hyc serve       not implemented yet
 //   hyc version
@@ -28,6 +29,7 @@ commands:
   run         generate text with an artifact
   perplexity  mean NLL / perplexity of an artifact over a text file
   synth       write a seeded synthetic Hugging Face checkpoint
+  convert-gguf  write a Hugging Face checkpoint as GGUF (llama.cpp layout)
   bench       benchmark an artifact (not implemented yet)
   serve       OpenAI-compatible HTTP server (not implemented yet)
   version     print version information
@@ -69,6 +71,8 @@ int main(int argc, char **argv) {
     return hyrt_cli_perplexity(subArgc, subArgv);
   if (cmd == "synth")
     return hyc::compiler::runSynthCommand(subArgc, subArgv);
+  if (cmd == "convert-gguf")
+    return hyc::compiler::runConvertGgufCommand(subArgc, subArgv);
   if (cmd == "bench" || cmd == "serve")
     return notImplemented(cmd.c_str(), subArgc, subArgv);
   if (cmd == "version" || cmd == "--version") {
