@@ -39,6 +39,22 @@ protected:
 
   Status convert(const std::string &stored, const io::TensorView &v,
                  float *out) const override {
+    // Channel-INT8 (w8a8_int8, compressed-tensors int-quantized): int8
+    // weights with one f32 scale per output row in `<name>_scale`.
+    if (v.dtype == io::DType::I8) {
+      const std::string channel_scale = stored + "_scale";
+      if (!model_.has(channel_scale))
+        return Error(dir_ + ": int8 tensor '" + stored + "' has no '" +
+                     channel_scale + "' (expected per-channel scales)");
+      Expected<io::TensorView> scale = model_.tensor(channel_scale);
+      if (!scale)
+        return scale.take_error();
+      Expected<std::vector<float>> w = io::dequant_int8_channel(v, *scale);
+      if (!w)
+        return w.take_error();
+      std::memcpy(out, w->data(), w->size() * sizeof(float));
+      return Status();
+    }
     const std::string scale_name = stored + "_scale_inv";
     if (v.dtype != io::DType::F8_E4M3 || !model_.has(scale_name))
       return io::to_f32(v, out);
@@ -70,9 +86,23 @@ Status readQuantization(const io::HfConfig &config, int64_t &block_n,
   std::string method;
   HYC_CKPT_ASSIGN(method,
                   config.get_string_or("quantization_config.quant_method", ""));
+  if (method == "w8a8_int8")
+    return Status(); // int8 weights + per-channel weight_scale
+  if (method == "compressed-tensors") {
+    std::string format;
+    HYC_CKPT_ASSIGN(format,
+                    config.get_string_or("quantization_config.format", ""));
+    if (format != "int-quantized")
+      return Error(config.path() + ": compressed-tensors format '" + format +
+                   "' is not supported (supported: int-quantized, i.e. "
+                   "unpacked int8 weights with per-channel weight_scale)");
+    return Status();
+  }
   if (method != "fp8")
     return Error(config.path() + ": quantization_config.quant_method '" +
-                 method + "' is not supported yet (supported: fp8)");
+                 method +
+                 "' is not supported yet (supported: fp8, w8a8_int8, "
+                 "compressed-tensors int-quantized)");
   if (!config.has("quantization_config.weight_block_size"))
     return Status();
   std::vector<int64_t> block;
