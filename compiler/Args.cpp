@@ -8,6 +8,9 @@ namespace hyc::cli {
 bool Args::parse(int argc, char **argv, int begin, std::string &error) {
   for (int i = begin; i < argc; ++i) {
     std::string a = argv[i];
+    // `-o` is the one short flag: an alias of `--o`.
+    if (a == "-o" && valueFlags.count("o"))
+      a = "--o";
     if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
       positional.push_back(a);
       continue;

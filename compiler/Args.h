@@ -1,6 +1,7 @@
 //===- Args.h - small command-line parser for the hyc subcommands -*- C++ -*-===//
 //
-// `--name value` and `--name=value`, boolean `--flag`, positionals. Unknown
+// `--name value` and `--name=value`, boolean `--flag`, positionals, and `-o`
+// as an alias of `--o` when "o" is a value flag. Unknown
 // flags are errors that name the flag and list the known ones.
 //
 //===----------------------------------------------------------------------===//

@@ -101,14 +101,8 @@ int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer"},
                  {"help"});
-  // Accept -o as --o.
-  std::vector<char *> fixed(argv, argv + argc);
-  std::string dashO = "--o";
-  for (auto &a : fixed)
-    if (std::string(a) == "-o")
-      a = dashO.data();
   std::string error;
-  if (!args.parse(argc, fixed.data(), 1, error)) {
+  if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc compile: %s\n%s", error.c_str(), kCompileUsage);
     return 2;
   }

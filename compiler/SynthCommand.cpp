@@ -59,13 +59,8 @@ int runConvertGgufCommand(int argc, char **argv) {
 int runSynthCommand(int argc, char **argv) {
   cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy"},
                  {"help", "fp8"});
-  std::vector<char *> fixed(argv, argv + argc);
-  std::string dashO = "--o";
-  for (auto &a : fixed)
-    if (std::string(a) == "-o")
-      a = dashO.data();
   std::string error;
-  if (!args.parse(argc, fixed.data(), 1, error)) {
+  if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc synth: %s\n%s", error.c_str(), kSynthUsage);
     return 2;
   }

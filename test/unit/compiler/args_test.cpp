@@ -48,3 +48,18 @@ TEST(Args, ErrorsNameTheFlag) {
 
 } // namespace
 } // namespace hyc::cli
+
+namespace hyc::cli {
+namespace {
+TEST(Args, DashOIsAnAliasWhenOIsAFlag) {
+  std::string error;
+  Args a({"o"}, {});
+  ASSERT_TRUE(parse(a, {"compile", "in.gguf", "-o", "out.hyc"}, error)) << error;
+  EXPECT_EQ(a.get("o"), "out.hyc");
+  EXPECT_EQ(a.positionals(), std::vector<std::string>{"in.gguf"});
+  Args b({"x"}, {});
+  ASSERT_TRUE(parse(b, {"run", "-o"}, error));
+  EXPECT_EQ(b.positionals(), std::vector<std::string>{"-o"});
+}
+} // namespace
+} // namespace hyc::cli
