@@ -1,0 +1,139 @@
+// Brgemm descriptor validation, kernel naming and dispatch to the per-ISA
+// generators in x86/.
+#include "codegen/brgemm.h"
+
+#include "codegen/tiles.h"
+#include "codegen/x86/brgemm_jit.h"
+
+#include <sstream>
+
+namespace hyc::codegen {
+
+const char *data_type_name(DataType t) {
+  switch (t) {
+  case DataType::f32:
+    return "f32";
+  case DataType::bf16:
+    return "bf16";
+  case DataType::u8:
+    return "u8";
+  case DataType::s8:
+    return "s8";
+  case DataType::s32:
+    return "s32";
+  }
+  return "unknown";
+}
+
+int data_type_size(DataType t) {
+  switch (t) {
+  case DataType::bf16:
+    return 2;
+  case DataType::u8:
+  case DataType::s8:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+JitCode::JitCode(std::unique_ptr<Xbyak::CodeGenerator> gen, size_t text_size)
+    : gen_(std::move(gen)), text_size_(text_size) {}
+JitCode::JitCode(JitCode &&) noexcept = default;
+JitCode &JitCode::operator=(JitCode &&) noexcept = default;
+JitCode::~JitCode() = default;
+const uint8_t *JitCode::data() const { return gen_->getCode(); }
+size_t JitCode::size() const { return gen_->getSize(); }
+
+BrgemmKernel::BrgemmKernel(const BrgemmDesc &desc, std::string name,
+                           JitCode code)
+    : desc_(desc), name_(std::move(name)), code_(std::move(code)),
+      fn_(code_.entry<BrgemmFn>()) {}
+
+std::string brgemm_name(const BrgemmDesc &d) {
+  std::ostringstream os;
+  os << "brgemm_" << data_type_name(d.a_type) << data_type_name(d.b_type)
+     << data_type_name(d.c_type) << '_' << d.m_max << 'x' << d.n_block << 'x'
+     << d.k << '_' << isa_name(d.isa);
+  if (d.accumulate)
+    os << "_acc";
+  if (d.epilogue == Epilogue::bias)
+    os << "_bias";
+  return os.str();
+}
+
+std::string validate_brgemm(const BrgemmDesc &d) {
+  std::ostringstream err;
+  const BrgemmTile *tile = find_brgemm_tile(d.isa, d.a_type, d.b_type, d.n_block);
+  if (!tile) {
+    err << "no " << isa_name(d.isa) << " generator for A=" << data_type_name(d.a_type)
+        << " B=" << data_type_name(d.b_type) << " N block=" << d.n_block
+        << " (see codegen/tiles.cpp)";
+    return err.str();
+  }
+  if (d.m_max < 1 || d.m_max > tile->m_max) {
+    err << "m_max=" << d.m_max << " outside 1.." << tile->m_max << " for "
+        << isa_name(d.isa) << " with N block " << d.n_block;
+    return err.str();
+  }
+  if (d.k < 1) {
+    err << "K=" << d.k << " must be positive";
+    return err.str();
+  }
+  if (d.b_layout != b_layout_for(d.b_type)) {
+    err << "B layout does not match B type " << data_type_name(d.b_type);
+    return err.str();
+  }
+  const bool int8 = d.a_type == DataType::u8;
+  if (int8 ? (d.c_type != DataType::f32 && d.c_type != DataType::s32)
+           : d.c_type != DataType::f32) {
+    err << "C type " << data_type_name(d.c_type) << " unsupported for A="
+        << data_type_name(d.a_type) << " (expected f32"
+        << (int8 ? " or s32)" : ")");
+    return err.str();
+  }
+  if (d.epilogue == Epilogue::bias && d.c_type != DataType::f32) {
+    err << "bias epilogue needs f32 C, found " << data_type_name(d.c_type);
+    return err.str();
+  }
+  if (int8 && d.k > 65536) {
+    err << "K=" << d.k << " exceeds 65536, where u8 x s8 sums could overflow int32";
+    return err.str();
+  }
+  if (d.isa == Isa::amx) {
+    const int unit = int8 ? 4 : 2;
+    if (d.k % unit != 0) {
+      err << "AMX kernels need K divisible by " << unit << " (whole "
+          << (int8 ? "quads" : "pairs") << " of A per row), found K=" << d.k;
+      return err.str();
+    }
+  }
+  return {};
+}
+
+BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
+  BrgemmGenResult r;
+  r.error = validate_brgemm(desc);
+  if (!r.error.empty())
+    return r;
+  const BrgemmTile &tile =
+      *find_brgemm_tile(desc.isa, desc.a_type, desc.b_type, desc.n_block);
+  switch (desc.isa) {
+  case Isa::avx512_bf16:
+    return x86::generate_avx512_bf16(desc, tile);
+  case Isa::avx512_vnni:
+    return x86::generate_avx512_vnni(desc, tile);
+  case Isa::avx512_core:
+    return x86::generate_avx512_fp32(desc, tile);
+  case Isa::avx2:
+    return x86::generate_avx2_fp32(desc, tile);
+  case Isa::amx:
+    return x86::generate_amx(desc, tile);
+  }
+  r.error = "unknown ISA";
+  return r;
+}
+
+JitCode generate_amx_tile_release() { return x86::generate_amx_release_code(); }
+
+} // namespace hyc::codegen

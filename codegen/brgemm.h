@@ -1,0 +1,159 @@
+// Brgemm microkernels: the descriptor a schedule fills in, the generated
+// kernel object (machine code + entry point) and the generator entry point.
+//
+// A kernel computes one N block of C for up to M_max rows:
+//   C[m][0:N] (=|+=) A[m][0:K] . B_panel[0:K][0:N]  (+ epilogue)
+// with B packed by codegen/pack.h. Life cycle (oneDNN, tpp-mlir): describe ->
+// generate once -> execute many. Generated code allocates nothing, calls
+// nothing and touches no globals; it is position independent, so its bytes
+// can be embedded in an artifact as an ordinary function.
+#pragma once
+
+#include "codegen/cpu_isa.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace Xbyak {
+class CodeGenerator;
+}
+
+namespace hyc::codegen {
+
+/// Element types of A, B and C.
+enum class DataType { f32, bf16, u8, s8, s32 };
+
+/// Spelling in kernel names: "f32", "bf16", "u8", "s8", "s32".
+const char *data_type_name(DataType t);
+/// Bytes per element.
+int data_type_size(DataType t);
+
+/// How B is packed (codegen/pack.h); one panel holds 32 columns, K-major.
+enum class BLayout {
+  f32_k1,     ///< [ceil(N/32)][K][32] fp32
+  bf16_vnni2, ///< [ceil(N/32)][ceil(K/2)][32][2] bf16
+  s8_vnni4,   ///< [ceil(N/32)][ceil(K/4)][32][4] s8, then int32 comp[32]
+};
+
+/// What happens to the accumulators before they are stored.
+enum class Epilogue {
+  none,
+  bias, ///< C[m][n] += bias[n] (fp32), after any dequantization
+};
+
+/// Everything that determines a kernel's machine code.
+struct BrgemmDesc {
+  Isa isa = Isa::avx512_bf16;
+  int m_max = 0;   ///< block rows; the kernel serves every m in 1..m_max
+  int n_block = 32; ///< columns: 32 (one panel) or 64 (two adjacent panels)
+  int k = 0;       ///< reduction length (unpadded); B is packed for this K
+  DataType a_type = DataType::bf16;
+  DataType b_type = DataType::bf16;
+  DataType c_type = DataType::f32;
+  BLayout b_layout = BLayout::bf16_vnni2;
+  /// false: C = A.B; true: C = C + A.B (accumulation starts from C, so
+  /// splitting K over calls gives the same sums as one call).
+  bool accumulate = false;
+  Epilogue epilogue = Epilogue::none;
+};
+
+/// Operands an epilogue reads; pointers are already offset to the block
+/// (bias and b_scale to the block's first column, a_scale to its first row).
+struct BrgemmPostArgs {
+  const float *bias = nullptr;    ///< [n_block], Epilogue::bias
+  const float *a_scale = nullptr; ///< [m], u8 x s8 -> f32 kernels
+  const float *b_scale = nullptr; ///< [n_block], u8 x s8 -> f32 kernels
+};
+
+/// Every generated brgemm kernel has this signature. lda and ldc count
+/// elements of A and C; b points at the block's first panel; m is in
+/// 1..m_max (other values return without touching C). post may be null when
+/// the kernel needs no epilogue operands.
+///
+/// For u8 x s8 kernels, A holds u8 = q + 128 and the panel's comp row is
+/// subtracted: s32 C receives the exact signed dot product sum_k q_a*q_b;
+/// f32 C receives a_scale[m] * b_scale[n] * (acc - comp[n]).
+using BrgemmFn = void (*)(const void *a, int64_t lda, const void *b, void *c,
+                          int64_t ldc, int64_t m, const BrgemmPostArgs *post);
+
+/// Executable machine code produced by a generator (owns the pages).
+class JitCode {
+public:
+  /// text_size: bytes of instructions at the start; embedded data (jump
+  /// tables, tile configurations) follows them.
+  JitCode(std::unique_ptr<Xbyak::CodeGenerator> gen, size_t text_size);
+  JitCode(JitCode &&) noexcept;
+  JitCode &operator=(JitCode &&) noexcept;
+  ~JitCode();
+  /// First byte of the code; the entry point is at offset 0.
+  const uint8_t *data() const;
+  size_t size() const;
+  size_t text_size() const { return text_size_; }
+  /// The entry point as a function pointer of type F.
+  template <class F> F entry() const { return reinterpret_cast<F>(data()); }
+
+private:
+  std::unique_ptr<Xbyak::CodeGenerator> gen_;
+  size_t text_size_ = 0;
+};
+
+/// A generated kernel: owns its executable code.
+class BrgemmKernel {
+public:
+  BrgemmKernel(const BrgemmDesc &desc, std::string name, JitCode code);
+  BrgemmKernel(const BrgemmKernel &) = delete;
+  BrgemmKernel &operator=(const BrgemmKernel &) = delete;
+
+  const BrgemmDesc &desc() const { return desc_; }
+  /// `<op>_<types>_<M>x<N>x<K>_<isa>[_acc][_bias]`, e.g.
+  /// brgemm_bf16bf16f32_14x32x4096_avx512bf16.
+  const std::string &name() const { return name_; }
+  /// The entry point. Only call it when host_supports(desc().isa).
+  BrgemmFn fn() const { return fn_; }
+  /// The machine code (position independent; entry at offset 0).
+  const uint8_t *code() const { return code_.data(); }
+  size_t code_size() const { return code_.size(); }
+  /// Bytes of instructions at the start of code(); data follows.
+  size_t text_size() const { return code_.text_size(); }
+
+  void operator()(const void *a, int64_t lda, const void *b, void *c,
+                  int64_t ldc, int64_t m,
+                  const BrgemmPostArgs *post = nullptr) const {
+    fn_(a, lda, b, c, ldc, m, post);
+  }
+
+private:
+  BrgemmDesc desc_;
+  std::string name_;
+  JitCode code_;
+  BrgemmFn fn_ = nullptr;
+};
+
+/// Result of generation: a kernel, or a message saying what was wrong with
+/// the descriptor (expected vs found).
+struct BrgemmGenResult {
+  std::unique_ptr<BrgemmKernel> kernel;
+  std::string error;
+  explicit operator bool() const { return kernel != nullptr; }
+};
+
+/// The name a descriptor's kernel gets (valid descriptors only).
+std::string brgemm_name(const BrgemmDesc &desc);
+
+/// Checks a descriptor; returns an empty string when it can be generated.
+std::string validate_brgemm(const BrgemmDesc &desc);
+
+/// Generates the kernel for `desc`. Generation works for every ISA on any
+/// x86-64 host (AMX code can be generated and disassembled where it cannot
+/// run).
+BrgemmGenResult generate_brgemm(const BrgemmDesc &desc);
+
+/// AMX only: a function `void release()` that executes tilerelease. Kernels
+/// load their own tile configuration; a thread calls this when it is done
+/// with AMX.
+using TileReleaseFn = void (*)();
+JitCode generate_amx_tile_release();
+
+} // namespace hyc::codegen

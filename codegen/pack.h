@@ -1,0 +1,87 @@
+// Weight packing into the layouts the brgemm kernels read: [N][K] row-major
+// (Hugging Face layout) -> K-major 32-column panels, padded with zeros in N and
+// K so no kernel ever needs a tail path. Plus the conversions and
+// quantizers that produce the kernels' inputs.
+#pragma once
+
+#include "codegen/brgemm.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace hyc::codegen {
+
+/// Columns per packed panel.
+constexpr int kPanelCols = 32;
+
+/// Zero-initialized memory aligned to 64 bytes; buffers of 2 MiB or more are
+/// aligned to 2 MiB and advised to use transparent huge pages.
+class AlignedBuffer {
+public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t bytes);
+  uint8_t *data() { return data_.get(); }
+  const uint8_t *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+private:
+  struct Free {
+    void operator()(uint8_t *p) const;
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  size_t size_ = 0;
+};
+
+/// K steps of a panel: K (f32), ceil(K/2) (bf16 pairs), ceil(K/4) (s8 quads).
+int64_t packed_k_steps(BLayout layout, int64_t k);
+/// Bytes of one panel (each K step is 128 bytes; s8 panels end with
+/// int32 comp[32]).
+int64_t packed_panel_bytes(BLayout layout, int64_t k);
+/// Byte offset of comp[32] inside an s8 panel.
+int64_t packed_comp_offset(int64_t k);
+
+/// Weights packed for the kernels: ceil(N/32) panels of panel_bytes each.
+struct PackedB {
+  BLayout layout = BLayout::bf16_vnni2;
+  int64_t n = 0; ///< logical columns (rows of the original [N][K] matrix)
+  int64_t k = 0; ///< logical reduction length
+  int64_t n_panels = 0;
+  int64_t panel_bytes = 0;
+  AlignedBuffer data;
+
+  const uint8_t *panel(int64_t p) const { return data.data() + p * panel_bytes; }
+  /// s8 only: the panel's int32 comp[32] (128 * column sums; 0 in padding).
+  const int32_t *comp(int64_t p) const {
+    return reinterpret_cast<const int32_t *>(panel(p) +
+                                             packed_comp_offset(k));
+  }
+};
+
+/// fp32 -> bf16, round to nearest even; NaN stays a (quiet) NaN.
+uint16_t f32_to_bf16(float x);
+/// bf16 -> fp32 (exact).
+float bf16_to_f32(uint16_t x);
+
+/// [N][K] fp32 (row stride ldw elements) -> [ceil(N/32)][K][32] fp32.
+PackedB pack_b_f32(const float *w, int64_t n, int64_t k, int64_t ldw);
+/// [N][K] bf16 bits -> [ceil(N/32)][ceil(K/2)][32][2].
+PackedB pack_b_bf16(const uint16_t *w, int64_t n, int64_t k, int64_t ldw);
+/// [N][K] fp32, rounded to bf16 (RNE) -> [ceil(N/32)][ceil(K/2)][32][2].
+PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k,
+                             int64_t ldw);
+/// [N][K] s8 -> [ceil(N/32)][ceil(K/4)][32][4] + int32 comp[32] per panel,
+/// comp[n] = sum_k 128 * B[k][n].
+PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw);
+
+/// Symmetric per-output-channel quantization of [N][K] fp32 weights:
+/// scale[n] = max_k |w| / 127, q = round(w / scale) in [-127, 127].
+void quantize_s8_per_channel(const float *w, int64_t n, int64_t k,
+                             int64_t ldw, int8_t *q, float *scales);
+
+/// Per-token activation quantization for u8 x s8 kernels: scale[m] =
+/// max_k |x| / 127, stored value u8 = round(x / scale) + 128.
+void quantize_u8_per_token(const float *x, int64_t m, int64_t k, int64_t ldx,
+                           uint8_t *q, int64_t ldq, float *scales);
+
+} // namespace hyc::codegen

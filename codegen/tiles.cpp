@@ -1,0 +1,67 @@
+// Register blocking per ISA family. AVX-512 keeps m_max x (N/16) accumulators
+// in zmm registers next to N/16 B registers (and one or two A broadcasts for
+// VNNI); AMX uses 2x2 tiles of 16x16; AVX2 works on two 16-column halves of a
+// panel with 6 x 2 ymm accumulators.
+#include "codegen/tiles.h"
+
+namespace hyc::codegen {
+
+namespace {
+
+using DT = DataType;
+
+// Prefetch distances are in bytes of B (one K step of a panel is 128 bytes).
+constexpr BrgemmTile kTiles[] = {
+    // isa              A        B        N   M   unroll prefetch
+    {Isa::avx512_bf16, DT::bf16, DT::bf16, 32, 14, 4, 1024},
+    {Isa::avx512_bf16, DT::bf16, DT::bf16, 64, 6, 4, 1024},
+    {Isa::avx512_vnni, DT::u8, DT::s8, 32, 14, 4, 1024},
+    {Isa::avx512_vnni, DT::u8, DT::s8, 64, 6, 4, 1024},
+    {Isa::avx512_core, DT::f32, DT::f32, 32, 14, 4, 1024},
+    {Isa::avx512_core, DT::f32, DT::f32, 64, 6, 4, 1024},
+    {Isa::avx2, DT::f32, DT::f32, 32, 6, 4, 0},
+    {Isa::amx, DT::bf16, DT::bf16, 32, 32, 1, 0},
+    {Isa::amx, DT::u8, DT::s8, 32, 32, 1, 0},
+};
+
+} // namespace
+
+const BrgemmTile *find_brgemm_tile(Isa isa, DataType a_type, DataType b_type,
+                                   int n_block) {
+  for (const BrgemmTile &t : kTiles)
+    if (t.isa == isa && t.a_type == a_type && t.b_type == b_type &&
+        t.n_block == n_block)
+      return &t;
+  return nullptr;
+}
+
+BLayout b_layout_for(DataType b_type) {
+  switch (b_type) {
+  case DataType::bf16:
+    return BLayout::bf16_vnni2;
+  case DataType::s8:
+    return BLayout::s8_vnni4;
+  default:
+    return BLayout::f32_k1;
+  }
+}
+
+BrgemmDesc make_brgemm_desc(Isa isa, DataType a_type, DataType b_type,
+                            DataType c_type, int k, int n_block,
+                            bool accumulate, Epilogue epilogue) {
+  BrgemmDesc d;
+  d.isa = isa;
+  d.a_type = a_type;
+  d.b_type = b_type;
+  d.c_type = c_type;
+  d.k = k;
+  d.n_block = n_block;
+  d.b_layout = b_layout_for(b_type);
+  d.accumulate = accumulate;
+  d.epilogue = epilogue;
+  const BrgemmTile *t = find_brgemm_tile(isa, a_type, b_type, n_block);
+  d.m_max = t ? t->m_max : 0;
+  return d;
+}
+
+} // namespace hyc::codegen

@@ -1,0 +1,35 @@
+// The register-blocking table of every brgemm generator, in one place: block
+// rows, columns, K unroll and B prefetch distance per (ISA, types, N block).
+#pragma once
+
+#include "codegen/brgemm.h"
+
+namespace hyc::codegen {
+
+/// One row of the table.
+struct BrgemmTile {
+  Isa isa;
+  DataType a_type;
+  DataType b_type;
+  int n_block;      ///< columns per kernel call
+  int m_max;        ///< largest block rows the registers allow
+  int k_unroll;     ///< K steps (pairs / quads / singles) per loop iteration
+  int prefetch_b;   ///< bytes ahead of the current B line to prefetch (0: none)
+};
+
+/// The table entry for (isa, a_type, b_type, n_block), or nullptr when no
+/// generator exists for that combination.
+const BrgemmTile *find_brgemm_tile(Isa isa, DataType a_type, DataType b_type,
+                                   int n_block);
+
+/// The B layout a B element type implies.
+BLayout b_layout_for(DataType b_type);
+
+/// A descriptor with the table's block rows and the layout B's type implies.
+/// m_max = 0 in the result means the combination has no generator.
+BrgemmDesc make_brgemm_desc(Isa isa, DataType a_type, DataType b_type,
+                            DataType c_type, int k, int n_block = 32,
+                            bool accumulate = false,
+                            Epilogue epilogue = Epilogue::none);
+
+} // namespace hyc::codegen

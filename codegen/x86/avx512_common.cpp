@@ -1,0 +1,136 @@
+// The AVX-512 brgemm body shared by the BF16, VNNI and FP32 generators (see
+// avx512_common.h); each family supplies its dot instruction and epilogue.
+#include "codegen/x86/avx512_common.h"
+
+#include "codegen/pack.h"
+
+namespace hyc::codegen::x86 {
+
+using namespace Xbyak;
+
+Avx512BrgemmJit::Avx512BrgemmJit(const BrgemmDesc &desc,
+                                 const BrgemmTile &tile, size_t max_size)
+    : BrgemmJit(desc, tile, max_size), nv_(desc.n_block / 16),
+      panel_bytes_(packed_panel_bytes(desc.b_layout, desc.k)) {}
+
+Zmm Avx512BrgemmJit::acc(int set, int row, int col) const {
+  return Zmm((set * m_ + row) * nv_ + col);
+}
+
+Zmm Avx512BrgemmJit::b_reg(int col) const {
+  return Zmm(sets_ * m_ * nv_ + col);
+}
+
+Zmm Avx512BrgemmJit::a_reg(int i) const {
+  return Zmm(sets_ * m_ * nv_ + nv_ + (i % kARegs));
+}
+
+int64_t Avx512BrgemmJit::b_col_offset(int j) const {
+  return (j / 2) * panel_bytes_ + (j % 2) * 64;
+}
+
+void Avx512BrgemmJit::emit_init(int m) {
+  if (desc_.accumulate) {
+    mov(reg_tmp, reg_c);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < nv_; ++j)
+        vmovups(acc(0, i, j), ptr[reg_tmp + j * 64]);
+      if (i + 1 < m)
+        add(reg_tmp, reg_ldc);
+    }
+  } else {
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < nv_; ++j)
+        vpxord(acc(0, i, j), acc(0, i, j), acc(0, i, j));
+  }
+}
+
+void Avx512BrgemmJit::emit_store(int m) {
+  const Reg64 bias = rbx;
+  if (desc_.epilogue == Epilogue::bias)
+    mov(bias, ptr[reg_post + offsetof(BrgemmPostArgs, bias)]);
+  mov(reg_tmp, reg_c);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < nv_; ++j) {
+      if (desc_.epilogue == Epilogue::bias)
+        vaddps(acc(0, i, j), acc(0, i, j), ptr[bias + j * 64]);
+      vmovups(ptr[reg_tmp + j * 64], acc(0, i, j));
+    }
+    if (i + 1 < m)
+      add(reg_tmp, reg_ldc);
+  }
+}
+
+void Avx512BrgemmJit::emit_step(int u, int set, bool prefetch) {
+  for (int j = 0; j < nv_; ++j)
+    vmovups(b_reg(j), ptr[reg_bk + b_col_offset(j) + u * 128]);
+  if (prefetch && tile_.prefetch_b > 0)
+    for (int p = 0; p < nv_ / 2; ++p) {
+      prefetcht0(ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b]);
+      prefetcht0(
+          ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b + 64]);
+    }
+  for (int i = 0; i < m_; ++i) {
+    vpbroadcastd(a_reg(i), a_addr(i, u * 4));
+    for (int j = 0; j < nv_; ++j)
+      emit_dot(acc(set, i, j), a_reg(i), b_reg(j));
+  }
+}
+
+void Avx512BrgemmJit::emit_rows(int m) {
+  m_ = m;
+  // Enough independent accumulators to cover FMA latency x 2 ports.
+  sets_ = 1;
+  while (sets_ < 4 && sets_ * m * nv_ < 8 &&
+         2 * sets_ * m * nv_ + nv_ + kARegs <= 32)
+    sets_ *= 2;
+  const int unroll = tile_.k_unroll; // a multiple of every sets_ value
+
+  emit_init(m);
+  for (int s = 1; s < sets_; ++s)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < nv_; ++j)
+        vpxord(acc(s, i, j), acc(s, i, j), acc(s, i, j));
+
+  load_a_bases(m);
+  mov(reg_bk, reg_b);
+  const int64_t full_steps = desc_.k / k_unit();
+  const int partial = desc_.k % k_unit();
+  const int64_t iters = full_steps / unroll;
+  const int rem = int(full_steps % unroll);
+  if (iters > 0) {
+    Label loop;
+    mov(reg_kloop, iters);
+    align(16);
+    L(loop);
+    for (int u = 0; u < unroll; ++u)
+      emit_step(u, u % sets_, /*prefetch=*/true);
+    advance_a_bases(m, unroll * 4);
+    add(reg_bk, unroll * 128);
+    dec(reg_kloop);
+    jnz(loop, T_NEAR);
+  }
+  for (int u = 0; u < rem; ++u)
+    emit_step(u, u % sets_, /*prefetch=*/false);
+  if (partial) {
+    for (int j = 0; j < nv_; ++j)
+      vmovups(b_reg(j), ptr[reg_bk + b_col_offset(j) + rem * 128]);
+    for (int i = 0; i < m; ++i) {
+      emit_partial_a(a_reg(i), i, rem * 4);
+      for (int j = 0; j < nv_; ++j)
+        emit_dot(acc(rem % sets_, i, j), a_reg(i), b_reg(j));
+    }
+  }
+
+  for (int s = 1; s < sets_; ++s)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < nv_; ++j) {
+        if (int_accumulators())
+          vpaddd(acc(0, i, j), acc(0, i, j), acc(s, i, j));
+        else
+          vaddps(acc(0, i, j), acc(0, i, j), acc(s, i, j));
+      }
+  emit_store(m);
+}
+
+} // namespace hyc::codegen::x86

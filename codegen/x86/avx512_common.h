@@ -1,0 +1,53 @@
+// Internal: the AVX-512 brgemm body shared by the BF16, VNNI and FP32
+// families. Accumulators m x (N/16) zmm (times a few independent sets when m
+// is small, to hide FMA latency), B loaded once per K step, A broadcast once
+// per row and step; K loop unrolled, remainder steps and a partial last step
+// (K not a multiple of the pair/quad) emitted straight-line.
+#pragma once
+
+#include "codegen/x86/brgemm_jit.h"
+
+namespace hyc::codegen::x86 {
+
+class Avx512BrgemmJit : public BrgemmJit {
+public:
+  Avx512BrgemmJit(const BrgemmDesc &desc, const BrgemmTile &tile,
+                  size_t max_size);
+
+protected:
+  // Family hooks.
+  /// K elements per step: 1 (f32), 2 (bf16 pair), 4 (u8/s8 quad).
+  virtual int k_unit() const = 0;
+  /// acc += A-broadcast . B (the family's dot instruction).
+  virtual void emit_dot(const Xbyak::Zmm &acc, const Xbyak::Zmm &a_bcast,
+                        const Xbyak::Zmm &b) = 0;
+  /// Broadcasts the last, partial unit of row `row` (K % k_unit() elements
+  /// at disp) into `dst` without reading past them.
+  virtual void emit_partial_a(const Xbyak::Zmm &dst, int row, int disp) = 0;
+  /// True when accumulators hold int32.
+  virtual bool int_accumulators() const { return false; }
+  /// Initializes set-0 accumulators (default: zero, or C when accumulating).
+  virtual void emit_init(int m);
+  /// Stores the reduced accumulators (default: + bias, store fp32).
+  virtual void emit_store(int m);
+
+  void emit_rows(int m) override;
+
+  // Register plan for the current body.
+  Xbyak::Zmm acc(int set, int row, int col) const;
+  Xbyak::Zmm b_reg(int col) const;
+  Xbyak::Zmm a_reg(int i) const;
+  /// Offset of column vector j (16 lanes) from the start of the block's B.
+  int64_t b_col_offset(int j) const;
+
+  int nv_ = 2;    ///< zmm columns: n_block / 16
+  int m_ = 0;     ///< rows of the body being emitted
+  int sets_ = 1;  ///< independent accumulator sets
+  int64_t panel_bytes_ = 0;
+  static constexpr int kARegs = 2;
+
+private:
+  void emit_step(int step_in_iter, int set, bool prefetch);
+};
+
+} // namespace hyc::codegen::x86

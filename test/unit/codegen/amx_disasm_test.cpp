@@ -1,0 +1,228 @@
+// AMX kernels cannot run on hosts without AMX, so their code is checked by
+// disassembly (llvm-mc): the tile loop, the K-tail reconfiguration, the
+// per-m tile configurations embedded after the code, and the epilogues.
+// The AVX-512 BF16 kernel gets the same check, for hosts that cannot run it.
+#include "codegen/brgemm.h"
+#include "codegen/tiles.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace hyc::codegen {
+namespace {
+
+/// Intel-syntax instructions of code[0, size), whitespace collapsed; any
+/// llvm-mc complaint (an undecodable byte) becomes an "ERROR: ..." line.
+std::vector<std::string> disassemble(const uint8_t *code, size_t size) {
+  char path[] = "/tmp/hyc_disasm_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0)
+    return {"ERROR: mkstemp"};
+  close(fd);
+  {
+    std::ofstream out(path);
+    char buf[8];
+    for (size_t i = 0; i < size; ++i) {
+      std::snprintf(buf, sizeof(buf), "0x%02x ", code[i]);
+      out << buf;
+    }
+  }
+  const std::string cmd = std::string(HYC_LLVM_MC) +
+                          " --disassemble -triple=x86_64-unknown-linux-gnu"
+                          " --output-asm-variant=1"
+                          " -mattr=+amx-tile,+amx-bf16,+amx-int8,+avx512f,"
+                          "+avx512bw,+avx512dq,+avx512vl,+avx512bf16 " +
+                          path + " 2>&1";
+  std::vector<std::string> lines;
+  if (FILE *p = popen(cmd.c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof(line), p)) {
+      std::string s, l = line;
+      bool space = false;
+      for (char ch : l) {
+        const bool ws = ch == ' ' || ch == '\t' || ch == '\n';
+        if (ws) {
+          space = !s.empty();
+          continue;
+        }
+        if (space)
+          s += ' ';
+        space = false;
+        s += ch;
+      }
+      if (s.find("warning") != std::string::npos ||
+          s.find("error") != std::string::npos)
+        s = "ERROR: " + s;
+      if (!s.empty() && s[0] != '.')
+        lines.push_back(s);
+    }
+    pclose(p);
+  }
+  unlink(path);
+  return lines;
+}
+
+int count(const std::vector<std::string> &lines, const std::string &what) {
+  return int(std::count(lines.begin(), lines.end(), what));
+}
+
+/// True when `seq` occurs as consecutive lines (prefix match per line).
+bool contains_run(const std::vector<std::string> &lines,
+                  const std::vector<std::string> &seq) {
+  for (size_t i = 0; i + seq.size() <= lines.size(); ++i) {
+    size_t j = 0;
+    while (j < seq.size() && lines[i + j].rfind(seq[j], 0) == 0)
+      ++j;
+    if (j == seq.size())
+      return true;
+  }
+  return false;
+}
+
+std::string dump(const std::vector<std::string> &lines, size_t max = 80) {
+  std::string s;
+  for (size_t i = 0; i < lines.size() && i < max; ++i)
+    s += lines[i] + "\n";
+  return s;
+}
+
+/// The 64-byte ldtilecfg operands embedded after the code, in order.
+std::vector<const uint8_t *> tile_configs(const BrgemmKernel &k) {
+  std::vector<const uint8_t *> cfgs;
+  for (size_t o = (k.text_size() + 63) / 64 * 64; o + 64 <= k.code_size();
+       o += 64) {
+    const uint8_t *c = k.code() + o;
+    if (c[0] == 1 && std::all_of(c + 1, c + 16, [](uint8_t b) { return !b; }))
+      cfgs.push_back(c);
+  }
+  return cfgs;
+}
+int rows(const uint8_t *cfg, int tile) { return cfg[48 + tile]; }
+int colsb(const uint8_t *cfg, int tile) {
+  return cfg[16 + 2 * tile] | (cfg[17 + 2 * tile] << 8);
+}
+
+class Disassembly : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (std::string(HYC_LLVM_MC).empty() || access(HYC_LLVM_MC, X_OK) != 0)
+      GTEST_SKIP() << "llvm-mc not found (Debian package llvm-22-tools)";
+  }
+};
+
+TEST_F(Disassembly, AmxBf16TileLoopTailAndConfigs) {
+  // K = 4096 + 16: 128 full steps of 32, then a 16-element tail step.
+  BrgemmGenResult r = generate_brgemm(make_brgemm_desc(
+      Isa::amx, DataType::bf16, DataType::bf16, DataType::f32, 4112));
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_EQ(r.kernel->name(), "brgemm_bf16bf16f32_32x32x4112_amx");
+  const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+  for (const std::string &l : lines)
+    ASSERT_EQ(l.rfind("ERROR", 0), std::string::npos) << l;
+  // Each m loads its main configuration, and its tail one once more.
+  EXPECT_EQ(count(lines, "ldtilecfg [rax]"), 64);
+  EXPECT_EQ(count(lines, "tilerelease"), 0) << "kernels must not release";
+  // Two row tiles (m > 16): A0/A1 x B0/B1 into C0..C3, then advance.
+  EXPECT_TRUE(contains_run(
+      lines, {"tileloadd tmm4, [rbx + rsi]", "tileloadd tmm6, [r15 + r14]",
+              "tileloadd tmm7, [r15 + r14 + 64]",
+              "tdpbf16ps tmm0, tmm4, tmm6", "tdpbf16ps tmm1, tmm4, tmm7",
+              "tileloadd tmm5, [r13 + rsi]", "tdpbf16ps tmm2, tmm5, tmm6",
+              "tdpbf16ps tmm3, tmm5, tmm7", "add rbx, 64", "add r13, 64",
+              "add r15, 2048", "dec r12", "jne"}))
+      << dump(lines);
+  // m = 17..32 use the second row of tiles, in the loop and in the tail.
+  EXPECT_EQ(count(lines, "tdpbf16ps tmm2, tmm5, tmm6"), 2 * 16);
+  EXPECT_EQ(count(lines, "tdpbf16ps tmm0, tmm4, tmm6"), 2 * 32);
+  // The tail parks C in the stack scratch across ldtilecfg.
+  EXPECT_TRUE(contains_run(lines, {"tilestored [rsp + r14], tmm0",
+                                   "tilestored [rsp + r14 + 64], tmm1",
+                                   "lea rax, [rip", "ldtilecfg [rax]",
+                                   "tileloadd tmm0, [rsp + r14]"}));
+  EXPECT_EQ(count(lines, "tilestored [rcx + r8], tmm0"), 32);
+
+  const auto cfgs = tile_configs(*r.kernel);
+  ASSERT_EQ(cfgs.size(), 64u);
+  const uint8_t *m20 = cfgs[2 * 19], *m20_tail = cfgs[2 * 19 + 1];
+  EXPECT_EQ(rows(m20, 0), 16);
+  EXPECT_EQ(rows(m20, 2), 4);
+  EXPECT_EQ(colsb(m20, 3), 64);
+  EXPECT_EQ(rows(m20, 5), 4);
+  EXPECT_EQ(colsb(m20, 4), 64);
+  EXPECT_EQ(rows(m20, 6), 16);
+  EXPECT_EQ(colsb(m20, 7), 64);
+  EXPECT_EQ(colsb(m20_tail, 4), 32); // 16 bf16 of A per row
+  EXPECT_EQ(rows(m20_tail, 7), 8);   // 8 pairs of B
+  const uint8_t *m5 = cfgs[2 * 4];
+  EXPECT_EQ(rows(m5, 0), 5);
+  EXPECT_EQ(rows(m5, 2), 0); // second row of tiles unused
+  EXPECT_EQ(colsb(m5, 5), 0);
+}
+
+TEST_F(Disassembly, AmxInt8DequantEpilogue) {
+  // K = 200: three steps of 64 and a tail of 8 (two quads).
+  BrgemmGenResult r = generate_brgemm(
+      make_brgemm_desc(Isa::amx, DataType::u8, DataType::s8, DataType::f32,
+                       200, 32, /*accumulate=*/true, Epilogue::bias));
+  ASSERT_TRUE(r) << r.error;
+  const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+  for (const std::string &l : lines)
+    ASSERT_EQ(l.rfind("ERROR", 0), std::string::npos) << l;
+  EXPECT_TRUE(contains_run(
+      lines, {"tileloadd tmm4, [rbx + rsi]", "tileloadd tmm6, [r15 + r14]",
+              "tileloadd tmm7, [r15 + r14 + 64]", "tdpbusd tmm0, tmm4, tmm6",
+              "tdpbusd tmm1, tmm4, tmm7"}));
+  EXPECT_EQ(count(lines, "tdpbf16ps tmm0, tmm4, tmm6"), 0);
+  // int32 tiles go to the scratch; C (f32) is combined in the epilogue:
+  // (acc - comp) * b_scale * a_scale + C + bias. comp sits after 50 quads.
+  EXPECT_TRUE(contains_run(
+      lines, {"vmovdqu32 zmm0, zmmword ptr [rsp]",
+              "vpsubd zmm0, zmm0, zmmword ptr [rdx + 6400]",
+              "vcvtdq2ps zmm0, zmm0", "vmulps zmm0, zmm0, zmmword ptr [r13]",
+              "vmulps zmm0, zmm0, dword ptr [r12]{1to16}",
+              "vaddps zmm0, zmm0, zmmword ptr [rax]",
+              "vaddps zmm0, zmm0, zmmword ptr [rbx]",
+              "vmovups zmmword ptr [rax], zmm0"}))
+      << dump(lines, 120);
+  EXPECT_EQ(count(lines, "tilestored [rcx + r8], tmm0"), 0);
+  const auto cfgs = tile_configs(*r.kernel);
+  ASSERT_EQ(cfgs.size(), 64u);
+  EXPECT_EQ(colsb(cfgs[1], 4), 8); // m = 1 tail: 8 bytes of A
+  EXPECT_EQ(rows(cfgs[1], 6), 2);  // two quads of B
+}
+
+TEST_F(Disassembly, AmxTileRelease) {
+  JitCode code = generate_amx_tile_release();
+  const auto lines = disassemble(code.data(), code.size());
+  ASSERT_EQ(lines.size(), 2u) << dump(lines);
+  EXPECT_EQ(lines[0], "tilerelease");
+  EXPECT_EQ(lines[1], "ret");
+}
+
+TEST_F(Disassembly, Avx512Bf16InnerLoop) {
+  BrgemmGenResult r = generate_brgemm(make_brgemm_desc(
+      Isa::avx512_bf16, DataType::bf16, DataType::bf16, DataType::f32, 256));
+  ASSERT_TRUE(r) << r.error;
+  const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+  for (const std::string &l : lines)
+    ASSERT_EQ(l.rfind("ERROR", 0), std::string::npos) << l;
+  // 14 rows: B in zmm28/29, A pairs broadcast into zmm30/31, 28 accumulators.
+  EXPECT_TRUE(contains_run(
+      lines, {"vmovups zmm28, zmmword ptr [r15]",
+              "vmovups zmm29, zmmword ptr [r15 + 64]", "prefetcht0",
+              "prefetcht0", "vpbroadcastd zmm30, dword ptr [rbx]",
+              "vdpbf16ps zmm0, zmm28, zmm30", "vdpbf16ps zmm1, zmm29, zmm30",
+              "vpbroadcastd zmm31, dword ptr [rbx + rsi]",
+              "vdpbf16ps zmm2, zmm28, zmm31"}))
+      << dump(lines, 200);
+  EXPECT_GT(count(lines, "vdpbf16ps zmm27, zmm29, zmm31"), 0);
+}
+
+} // namespace
+} // namespace hyc::codegen
