@@ -43,6 +43,23 @@ void Gemm::run(const void *a, int64_t lda, const PackedB &w, void *c,
   const int threads = desc_.threads > 0 ? desc_.threads : omp_get_max_threads();
   const int64_t tasks = n_panels * m_blocks;
 
+  // Rows whose stride is a multiple of 4 KiB map to the same L1 set: a
+  // block's 14 A streams then thrash 12 ways. Re-stride A (cheap next to the
+  // GEMM) so consecutive rows fall 64 bytes apart in the set index.
+  AlignedBuffer restrided;
+  if (m > 1 && (lda * a_elem) % 4096 == 0) {
+    const int64_t row_bytes = desc_.k * a_elem;
+    const int64_t new_lda = (lda * a_elem + 64) / a_elem;
+    restrided = AlignedBuffer(size_t(m * new_lda * a_elem));
+    const uint8_t *src = static_cast<const uint8_t *>(a);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(restrided.data() + i * new_lda * a_elem,
+                  src + i * lda * a_elem, size_t(row_bytes));
+    a = restrided.data();
+    lda = new_lda;
+  }
+
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t p = t / m_blocks, mb = t % m_blocks;

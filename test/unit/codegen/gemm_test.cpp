@@ -34,7 +34,9 @@ void expect_sentinels(const std::vector<float> &c, int64_t m, int64_t ldc) {
       ASSERT_EQ(c[i * ldc + j], -7.f) << "wrote past N at " << i << "," << j;
 }
 
-void run_float(Isa isa, DataType t, int64_t m) {
+// lda > K: rows of A sit lda elements apart (2048 bf16 = 4 KiB exercises
+// the driver's re-striding of aliasing rows).
+void run_float(Isa isa, DataType t, int64_t m, int64_t lda = kK) {
   Inputs in(m);
   GemmDesc d;
   d.isa = isa;
@@ -59,9 +61,14 @@ void run_float(Isa isa, DataType t, int64_t m) {
                         : pack_b_f32(in.w.data(), kN, kK, kK);
   const int64_t ldc = kN + 3;
   std::vector<float> c(m * ldc, -7.f);
-  const void *a = t == DataType::bf16 ? static_cast<const void *>(a16.data())
-                                      : in.a.data();
-  gemm->run(a, kK, w, c.data(), ldc, m, in.bias.data());
+  const int64_t elem = t == DataType::bf16 ? 2 : 4;
+  std::vector<uint8_t> a(m * lda * elem, 0xFF); // NaN outside the rows
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(a.data() + i * lda * elem,
+                t == DataType::bf16 ? static_cast<const void *>(&a16[i * kK])
+                                    : &in.a[i * kK],
+                kK * elem);
+  gemm->run(a.data(), lda, w, c.data(), ldc, m, in.bias.data());
   expect_sentinels(c, m, ldc);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < kN; ++j) {
@@ -78,6 +85,11 @@ TEST(Gemm, Bf16RowBlocksAndPanelTail) {
   HYC_REQUIRE_ISA(Isa::avx512_bf16);
   run_float(Isa::avx512_bf16, DataType::bf16, 1);
   run_float(Isa::avx512_bf16, DataType::bf16, 37);
+}
+
+TEST(Gemm, Bf16RowStrideOf4KiB) {
+  HYC_REQUIRE_ISA(Isa::avx512_bf16);
+  run_float(Isa::avx512_bf16, DataType::bf16, 30, 2048);
 }
 
 TEST(Gemm, Fp32RowBlocksAndPanelTail) {

@@ -1,0 +1,129 @@
+// Peak measurement: Xbyak loops of 24 independent zmm dot/FMA chains per
+// thread, and a 1 GiB streaming read on transparent huge pages.
+#include "peaks.h"
+
+#include "codegen/pack.h"
+
+#include <xbyak/xbyak.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace hyc::bench {
+
+namespace {
+
+enum class Op { fma_f32, dot_bf16, dot_u8s8 };
+
+/// void loop(int64_t iterations): 24 accumulators, one instruction each per
+/// iteration.
+class PeakLoop : public Xbyak::CodeGenerator {
+public:
+  explicit PeakLoop(Op op) {
+    using namespace Xbyak;
+    for (int r = 0; r < 26; ++r)
+      vpxord(Zmm(r), Zmm(r), Zmm(r));
+    vpternlogd(zmm30, zmm30, zmm30, 0xFF);
+    vpternlogd(zmm31, zmm31, zmm31, 0xFF);
+    Label loop;
+    L(loop);
+    for (int r = 0; r < 24; ++r) {
+      if (op == Op::fma_f32)
+        vfmadd231ps(Zmm(r), zmm30, zmm31);
+      else if (op == Op::dot_bf16)
+        vdpbf16ps(Zmm(r), zmm30, zmm31);
+      else
+        vpdpbusd(Zmm(r), zmm30, zmm31, EvexEncoding);
+    }
+    dec(rdi);
+    jnz(loop);
+    vzeroupper();
+    ret();
+  }
+};
+
+/// void read(const void *p, int64_t blocks_of_256_bytes).
+class ReadLoop : public Xbyak::CodeGenerator {
+public:
+  ReadLoop() {
+    using namespace Xbyak;
+    Label loop;
+    L(loop);
+    for (int i = 0; i < 4; ++i)
+      vpaddq(Zmm(i), Zmm(i), ptr[rdi + i * 64]);
+    add(rdi, 256);
+    dec(rsi);
+    jnz(loop);
+    vzeroupper();
+    ret();
+  }
+};
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double compute_peak(Op op, int threads, double ops_per_instr) {
+  PeakLoop code(op);
+  auto fn = code.getCode<void (*)(int64_t)>();
+  const int64_t iters = 4000000;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now();
+#pragma omp parallel num_threads(threads)
+    fn(iters);
+    const double dt = now() - t0;
+    best = std::max(best, threads * iters * 24.0 * ops_per_instr / dt * 1e-9);
+  }
+  return best;
+}
+
+bool executes(Op op) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    PeakLoop code(op);
+    code.getCode<void (*)(int64_t)>()(1);
+    _exit(0);
+  }
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+}
+
+} // namespace
+
+bool executes_bf16() { return executes(Op::dot_bf16); }
+bool executes_vnni() { return executes(Op::dot_u8s8); }
+
+HostPeaks measure_peaks(int threads) {
+  HostPeaks p;
+  p.fp32_gflops = compute_peak(Op::fma_f32, threads, 32);
+  if (executes_bf16())
+    p.bf16_gflops = compute_peak(Op::dot_bf16, threads, 64);
+  if (executes_vnni())
+    p.int8_gops = compute_peak(Op::dot_u8s8, threads, 128);
+
+  const size_t bytes = size_t(1) << 30;
+  codegen::AlignedBuffer buf(bytes); // 2 MiB aligned, MADV_HUGEPAGE, touched
+  ReadLoop code;
+  auto fn = code.getCode<void (*)(const void *, int64_t)>();
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now();
+#pragma omp parallel num_threads(threads)
+    {
+      const size_t part = bytes / omp_get_num_threads();
+      fn(buf.data() + part * omp_get_thread_num(), int64_t(part / 256));
+    }
+    p.read_gbps = std::max(p.read_gbps, bytes / (now() - t0) * 1e-9);
+  }
+  return p;
+}
+
+} // namespace hyc::bench
