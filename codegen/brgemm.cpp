@@ -124,7 +124,9 @@ BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
   case Isa::avx512_vnni:
     return x86::generate_avx512_vnni(desc, tile);
   case Isa::avx512_core:
-    return x86::generate_avx512_fp32(desc, tile);
+    return desc.b_type == DataType::bf16
+               ? x86::generate_avx512_core_bf16(desc, tile)
+               : x86::generate_avx512_fp32(desc, tile);
   case Isa::avx2:
     return x86::generate_avx2_fp32(desc, tile);
   case Isa::amx:

@@ -31,9 +31,21 @@ using namespace hyc::codegen;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-enum class Kind { bf16, int8, f32 };
+// bf16: bf16 x bf16 (vdpbf16ps); int8: u8 x s8 -> f32; f32: f32 x f32;
+// w16: f32 activations x bf16 weights on plain AVX-512 FMA (hyc's
+// avx512core kernel), compared with oneDNN's bf16 x bf16.
+enum class Kind { bf16, int8, f32, w16 };
 const char *kind_name(Kind k) {
-  return k == Kind::bf16 ? "bf16" : k == Kind::int8 ? "int8" : "f32";
+  switch (k) {
+  case Kind::bf16:
+    return "bf16";
+  case Kind::int8:
+    return "int8";
+  case Kind::f32:
+    return "f32";
+  default:
+    return "w16";
+  }
 }
 
 struct Shape {
@@ -55,6 +67,7 @@ struct Fixture {
   int copies = 1;
   double weight_bytes = 0; // per copy, as each library stores it
   std::vector<uint8_t> a;  // bf16 / u8 / f32 activations
+  std::vector<float> a_f32; // w16: hyc's fp32 activations
   std::vector<float> a_scale, b_scale, c;
   // hyc
   std::unique_ptr<Gemm> gemm;
@@ -103,9 +116,10 @@ std::unique_ptr<Fixture> build(Kind kind, const Shape &s) {
   std::vector<uint16_t> w16;
   std::vector<int8_t> w8;
   const void *w_user = wf.data();
-  if (kind == Kind::bf16) {
-    gd.isa = Isa::avx512_bf16;
-    gd.a_type = gd.b_type = DataType::bf16;
+  if (kind == Kind::bf16 || kind == Kind::w16) {
+    gd.isa = kind == Kind::bf16 ? Isa::avx512_bf16 : Isa::avx512_core;
+    gd.a_type = kind == Kind::bf16 ? DataType::bf16 : DataType::f32;
+    gd.b_type = DataType::bf16;
     f->a.resize(M * K * 2);
     for (int64_t i = 0; i < M * K; ++i) {
       const uint16_t h = f32_to_bf16(af[i]);
@@ -117,6 +131,11 @@ std::unique_ptr<Fixture> build(Kind kind, const Shape &s) {
     w0 = pack_b_bf16(w16.data(), N, K, K);
     a_dt = w_dt = dt::bf16;
     w_user = w16.data();
+    if (kind == Kind::w16) { // hyc reads fp32 A; oneDNN keeps the bf16 copy
+      f->a_f32 = af;
+      for (int64_t i = 0; i < M * K; ++i) // the same values as the bf16 A
+        f->a_f32[i] = bf16_to_f32(f32_to_bf16(af[i]));
+    }
   } else if (kind == Kind::int8) {
     gd.isa = Isa::avx512_vnni;
     gd.a_type = DataType::u8;
@@ -199,7 +218,9 @@ void run_hyc(benchmark::State &state, Kind kind, Shape s) {
   int64_t it = 0;
   for (auto _ : state) {
     const PackedB &w = f.w[it++ % f.copies];
-    f.gemm->run(f.a.data(), s.k, w, f.c.data(), s.n, s.m, nullptr,
+    const void *a = f.a_f32.empty() ? static_cast<const void *>(f.a.data())
+                                    : f.a_f32.data();
+    f.gemm->run(a, s.k, w, f.c.data(), s.n, s.m, nullptr,
                 f.a_scale.data(), f.b_scale.data());
   }
   state.SetLabel(f.gemm->kernel().name());
@@ -267,6 +288,7 @@ int main(int argc, char **argv) {
   if (peaks.int8_gops > 0)
     kinds.push_back(Kind::int8);
   kinds.push_back(Kind::f32);
+  kinds.push_back(Kind::w16);
   for (Kind k : kinds)
     for (const Shape &s : kShapes)
       for (const char *lib : {"hyc", "onednn"})
@@ -292,9 +314,9 @@ int main(int argc, char **argv) {
       const double peak = k == Kind::bf16   ? peaks.bf16_gflops
                           : k == Kind::int8 ? peaks.int8_gops
                                             : peaks.fp32_gflops;
+      const double elem = k == Kind::int8 ? 1 : k == Kind::f32 ? 4 : 2;
       const double gh = ops / h->second, gd = ops / d->second;
-      const double wbytes =
-          double(s.n) * s.k * (k == Kind::bf16 ? 2 : k == Kind::int8 ? 1 : 4);
+      const double wbytes = double(s.n) * s.k * elem;
       std::printf("%-5s %-15s %9.1f %9.1f %8.2f %8.2f %8.2f", kind_name(k),
                   s.label, gh, gd, gh / gd, gh / peak, gd / peak);
       if (s.m <= 64)
@@ -302,9 +324,9 @@ int main(int argc, char **argv) {
                     wbytes / h->second * 1e-9 / peaks.read_gbps);
       std::printf("\n");
     }
-  std::printf("(GFLOP/s or GOP/s; pk = measured peak of the type's dot "
-              "instruction; GB/s = weight bytes per second, bw = measured "
-              "streaming read)\n");
+  std::printf("(GFLOP/s or GOP/s; pk = measured peak of the instruction the "
+              "kernel uses (w16: fp32 FMA); GB/s = weight bytes per second, "
+              "bw = measured streaming read; w16 oneDNN = its bf16 x bf16)\n");
   benchmark::Shutdown();
   return 0;
 }

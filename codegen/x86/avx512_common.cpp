@@ -17,12 +17,25 @@ Zmm Avx512BrgemmJit::acc(int set, int row, int col) const {
   return Zmm((set * m_ + row) * nv_ + col);
 }
 
-Zmm Avx512BrgemmJit::b_reg(int col) const {
-  return Zmm(sets_ * m_ * nv_ + col);
+Zmm Avx512BrgemmJit::b_reg(int col, int half) const {
+  return Zmm(sets_ * m_ * nv_ + col * b_regs_per_col() + half);
 }
 
 Zmm Avx512BrgemmJit::a_reg(int i) const {
-  return Zmm(sets_ * m_ * nv_ + nv_ + (i % kARegs));
+  return Zmm(sets_ * m_ * nv_ + nv_ * b_regs_per_col() + (i % kARegs));
+}
+
+void Avx512BrgemmJit::emit_load_b(int j, const Address &src) {
+  vmovups(b_reg(j), src);
+}
+
+void Avx512BrgemmJit::emit_row(int set, int i, int disp, bool partial) {
+  if (partial)
+    emit_partial_a(a_reg(i), i, disp);
+  else
+    vpbroadcastd(a_reg(i), a_addr(i, disp));
+  for (int j = 0; j < nv_; ++j)
+    emit_dot(acc(set, i, j), a_reg(i), b_reg(j));
 }
 
 int64_t Avx512BrgemmJit::b_col_offset(int j) const {
@@ -63,26 +76,23 @@ void Avx512BrgemmJit::emit_store(int m) {
 
 void Avx512BrgemmJit::emit_step(int u, int set, bool prefetch) {
   for (int j = 0; j < nv_; ++j)
-    vmovups(b_reg(j), ptr[reg_bk + b_col_offset(j) + u * 128]);
+    emit_load_b(j, ptr[reg_bk + b_col_offset(j) + u * 128]);
   if (prefetch && tile_.prefetch_b > 0)
     for (int p = 0; p < nv_ / 2; ++p) {
       prefetcht0(ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b]);
       prefetcht0(
           ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b + 64]);
     }
-  for (int i = 0; i < m_; ++i) {
-    vpbroadcastd(a_reg(i), a_addr(i, u * 4));
-    for (int j = 0; j < nv_; ++j)
-      emit_dot(acc(set, i, j), a_reg(i), b_reg(j));
-  }
+  for (int i = 0; i < m_; ++i)
+    emit_row(set, i, u * a_step_bytes(), /*partial=*/false);
 }
 
 void Avx512BrgemmJit::emit_rows(int m) {
   m_ = m;
   // Enough independent accumulators to cover FMA latency x 2 ports.
   sets_ = 1;
-  while (sets_ < 4 && sets_ * m * nv_ < 8 &&
-         2 * sets_ * m * nv_ + nv_ + kARegs <= 32)
+  const int fixed = nv_ * b_regs_per_col() + kARegs + const_regs();
+  while (sets_ < 4 && sets_ * m * nv_ < 8 && 2 * sets_ * m * nv_ + fixed <= 32)
     sets_ *= 2;
   const int unroll = tile_.k_unroll; // a multiple of every sets_ value
 
@@ -105,7 +115,7 @@ void Avx512BrgemmJit::emit_rows(int m) {
     L(loop);
     for (int u = 0; u < unroll; ++u)
       emit_step(u, u % sets_, /*prefetch=*/true);
-    advance_a_bases(m, unroll * 4);
+    advance_a_bases(m, unroll * a_step_bytes());
     add(reg_bk, unroll * 128);
     dec(reg_kloop);
     jnz(loop, T_NEAR);
@@ -114,12 +124,9 @@ void Avx512BrgemmJit::emit_rows(int m) {
     emit_step(u, u % sets_, /*prefetch=*/false);
   if (partial) {
     for (int j = 0; j < nv_; ++j)
-      vmovups(b_reg(j), ptr[reg_bk + b_col_offset(j) + rem * 128]);
-    for (int i = 0; i < m; ++i) {
-      emit_partial_a(a_reg(i), i, rem * 4);
-      for (int j = 0; j < nv_; ++j)
-        emit_dot(acc(rem % sets_, i, j), a_reg(i), b_reg(j));
-    }
+      emit_load_b(j, ptr[reg_bk + b_col_offset(j) + rem * 128]);
+    for (int i = 0; i < m; ++i)
+      emit_row(rem % sets_, i, rem * a_step_bytes(), /*partial=*/true);
   }
 
   for (int s = 1; s < sets_; ++s)

@@ -26,6 +26,16 @@ protected:
   virtual void emit_partial_a(const Xbyak::Zmm &dst, int row, int disp) = 0;
   /// True when accumulators hold int32.
   virtual bool int_accumulators() const { return false; }
+  /// zmm registers per 16-column B vector (2 when B is widened in two
+  /// halves), and constants kept in zmm31, zmm30, ... for the whole kernel.
+  virtual int b_regs_per_col() const { return 1; }
+  virtual int const_regs() const { return 0; }
+  /// Loads B's column vector j of the current step (default: one vmovups).
+  virtual void emit_load_b(int j, const Xbyak::Address &src);
+  /// One row of a step: broadcast A (or its partial last unit) and
+  /// accumulate into acc(set, row, *) (default: emit_partial_a or
+  /// vpbroadcastd, then emit_dot per column vector).
+  virtual void emit_row(int set, int row, int disp, bool partial);
   /// Initializes set-0 accumulators (default: zero, or C when accumulating).
   virtual void emit_init(int m);
   /// Stores the reduced accumulators (default: + bias, store fp32).
@@ -35,8 +45,11 @@ protected:
 
   // Register plan for the current body.
   Xbyak::Zmm acc(int set, int row, int col) const;
-  Xbyak::Zmm b_reg(int col) const;
+  Xbyak::Zmm b_reg(int col, int half = 0) const;
   Xbyak::Zmm a_reg(int i) const;
+  Xbyak::Zmm const_reg(int c) const { return Xbyak::Zmm(31 - c); }
+  /// Bytes of one A row per K step.
+  int a_step_bytes() const { return k_unit() * data_type_size(desc_.a_type); }
   /// Offset of column vector j (16 lanes) from the start of the block's B.
   int64_t b_col_offset(int j) const;
 

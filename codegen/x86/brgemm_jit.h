@@ -102,6 +102,8 @@ BrgemmGenResult generate_avx512_vnni(const BrgemmDesc &desc,
                                      const BrgemmTile &tile);
 BrgemmGenResult generate_avx512_fp32(const BrgemmDesc &desc,
                                      const BrgemmTile &tile);
+BrgemmGenResult generate_avx512_core_bf16(const BrgemmDesc &desc,
+                                          const BrgemmTile &tile);
 BrgemmGenResult generate_avx2_fp32(const BrgemmDesc &desc,
                                    const BrgemmTile &tile);
 BrgemmGenResult generate_amx(const BrgemmDesc &desc, const BrgemmTile &tile);

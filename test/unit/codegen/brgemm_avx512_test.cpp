@@ -62,6 +62,12 @@ TEST(BrgemmAvx512Fp32, AllRowsKTailsEpilogues) {
             {1, 3, 4, 5, 17, 64}, {32, 64});
 }
 
+TEST(BrgemmAvx512CoreBf16, F32ActivationsBf16WeightsViaFma) {
+  HYC_REQUIRE_ISA(Isa::avx512_core);
+  check_all(Isa::avx512_core, DataType::f32, DataType::bf16, DataType::f32,
+            {1, 2, 3, 8, 14, 17, 131}, {32, 64});
+}
+
 TEST(BrgemmAvx2Fp32, AllRowsKTailsEpilogues) {
   HYC_REQUIRE_ISA(Isa::avx2);
   check_all(Isa::avx2, DataType::f32, DataType::f32, DataType::f32,

@@ -36,11 +36,15 @@ void expect_sentinels(const std::vector<float> &c, int64_t m, int64_t ldc) {
 
 // lda > K: rows of A sit lda elements apart (2048 bf16 = 4 KiB exercises
 // the driver's re-striding of aliasing rows).
-void run_float(Isa isa, DataType t, int64_t m, int64_t lda = kK) {
+void run_float(Isa isa, DataType t, int64_t m, int64_t lda = kK,
+               DataType wt = DataType::f32) {
+  if (t == DataType::bf16)
+    wt = DataType::bf16;
   Inputs in(m);
   GemmDesc d;
   d.isa = isa;
-  d.a_type = d.b_type = t;
+  d.a_type = t;
+  d.b_type = wt;
   d.k = kK;
   d.epilogue = Epilogue::bias;
   d.threads = 2;
@@ -53,10 +57,10 @@ void run_float(Isa isa, DataType t, int64_t m, int64_t lda = kK) {
       a16[i] = f32_to_bf16(in.a[i]);
       in.a[i] = bf16_to_f32(a16[i]);
     }
-  if (t == DataType::bf16)
+  if (wt == DataType::bf16)
     for (float &v : in.w)
       v = bf16_to_f32(f32_to_bf16(v));
-  const PackedB w = t == DataType::bf16
+  const PackedB w = wt == DataType::bf16
                         ? pack_b_bf16_from_f32(in.w.data(), kN, kK, kK)
                         : pack_b_f32(in.w.data(), kN, kK, kK);
   const int64_t ldc = kN + 3;
@@ -95,6 +99,12 @@ TEST(Gemm, Bf16RowStrideOf4KiB) {
 TEST(Gemm, Fp32RowBlocksAndPanelTail) {
   HYC_REQUIRE_ISA(Isa::avx512_core);
   run_float(Isa::avx512_core, DataType::f32, 37);
+}
+
+TEST(Gemm, F32ActivationsBf16WeightsOnAvx512Core) {
+  HYC_REQUIRE_ISA(Isa::avx512_core);
+  run_float(Isa::avx512_core, DataType::f32, 29, kK, DataType::bf16);
+  run_float(Isa::avx512_core, DataType::f32, 1, 1024, DataType::bf16);
 }
 
 TEST(Gemm, Avx2Fp32RowBlocksAndPanelTail) {
