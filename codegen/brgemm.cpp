@@ -64,9 +64,11 @@ std::string brgemm_name(const BrgemmDesc &d) {
 
 std::string validate_brgemm(const BrgemmDesc &d) {
   std::ostringstream err;
-  const BrgemmTile *tile = find_brgemm_tile(d.isa, d.a_type, d.b_type, d.n_block);
+  const BrgemmTile *tile =
+      find_brgemm_tile(d.isa, d.a_type, d.b_type, d.n_block);
   if (!tile) {
-    err << "no " << isa_name(d.isa) << " generator for A=" << data_type_name(d.a_type)
+    err << "no " << isa_name(d.isa)
+        << " generator for A=" << data_type_name(d.a_type)
         << " B=" << data_type_name(d.b_type) << " N block=" << d.n_block
         << " (see codegen/tiles.cpp)";
     return err.str();
@@ -87,8 +89,8 @@ std::string validate_brgemm(const BrgemmDesc &d) {
   const bool int8 = d.a_type == DataType::u8;
   if (int8 ? (d.c_type != DataType::f32 && d.c_type != DataType::s32)
            : d.c_type != DataType::f32) {
-    err << "C type " << data_type_name(d.c_type) << " unsupported for A="
-        << data_type_name(d.a_type) << " (expected f32"
+    err << "C type " << data_type_name(d.c_type)
+        << " unsupported for A=" << data_type_name(d.a_type) << " (expected f32"
         << (int8 ? " or s32)" : ")");
     return err.str();
   }
@@ -97,7 +99,8 @@ std::string validate_brgemm(const BrgemmDesc &d) {
     return err.str();
   }
   if (int8 && d.k > 65536) {
-    err << "K=" << d.k << " exceeds 65536, where u8 x s8 sums could overflow int32";
+    err << "K=" << d.k
+        << " exceeds 65536, where u8 x s8 sums could overflow int32";
     return err.str();
   }
   if (d.isa == Isa::amx) {

@@ -46,9 +46,9 @@ enum class Epilogue {
 /// Everything that determines a kernel's machine code.
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
-  int m_max = 0;   ///< block rows; the kernel serves every m in 1..m_max
+  int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max
   int n_block = 32; ///< columns: 32 (one panel) or 64 (two adjacent panels)
-  int k = 0;       ///< reduction length (unpadded); B is packed for this K
+  int k = 0;        ///< reduction length (unpadded); B is packed for this K
   DataType a_type = DataType::bf16;
   DataType b_type = DataType::bf16;
   DataType c_type = DataType::f32;

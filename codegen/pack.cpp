@@ -100,8 +100,7 @@ PackedB pack_b_f32(const float *w, int64_t n, int64_t k, int64_t ldw) {
 
 namespace {
 
-template <class Load>
-PackedB pack_bf16_impl(int64_t n, int64_t k, Load load) {
+template <class Load> PackedB pack_bf16_impl(int64_t n, int64_t k, Load load) {
   PackedB p = make_packed(BLayout::bf16_vnni2, n, k);
   for (int64_t pn = 0; pn < p.n_panels; ++pn) {
     uint16_t *dst =
@@ -118,8 +117,8 @@ PackedB pack_bf16_impl(int64_t n, int64_t k, Load load) {
 } // namespace
 
 PackedB pack_b_bf16(const uint16_t *w, int64_t n, int64_t k, int64_t ldw) {
-  return pack_bf16_impl(
-      n, k, [&](int64_t r, int64_t kk) { return w[r * ldw + kk]; });
+  return pack_bf16_impl(n, k,
+                        [&](int64_t r, int64_t kk) { return w[r * ldw + kk]; });
 }
 
 PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k,
@@ -151,8 +150,8 @@ PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw) {
   return p;
 }
 
-void quantize_s8_per_channel(const float *w, int64_t n, int64_t k,
-                             int64_t ldw, int8_t *q, float *scales) {
+void quantize_s8_per_channel(const float *w, int64_t n, int64_t k, int64_t ldw,
+                             int8_t *q, float *scales) {
   for (int64_t r = 0; r < n; ++r) {
     const float *row = w + r * ldw;
     float amax = 0.f;
@@ -177,7 +176,8 @@ void quantize_u8_per_token(const float *x, int64_t m, int64_t k, int64_t ldx,
     const float scale = amax > 0.f ? amax / 127.f : 1.f;
     scales[r] = scale;
     for (int64_t kk = 0; kk < k; ++kk) {
-      const float v = std::clamp(std::nearbyint(row[kk] / scale), -127.f, 127.f);
+      const float v =
+          std::clamp(std::nearbyint(row[kk] / scale), -127.f, 127.f);
       q[r * ldq + kk] = uint8_t(int(v) + 128);
     }
   }

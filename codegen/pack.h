@@ -50,11 +50,12 @@ struct PackedB {
   int64_t panel_bytes = 0;
   AlignedBuffer data;
 
-  const uint8_t *panel(int64_t p) const { return data.data() + p * panel_bytes; }
+  const uint8_t *panel(int64_t p) const {
+    return data.data() + p * panel_bytes;
+  }
   /// s8 only: the panel's int32 comp[32] (128 * column sums; 0 in padding).
   const int32_t *comp(int64_t p) const {
-    return reinterpret_cast<const int32_t *>(panel(p) +
-                                             packed_comp_offset(k));
+    return reinterpret_cast<const int32_t *>(panel(p) + packed_comp_offset(k));
   }
 };
 
@@ -68,16 +69,15 @@ PackedB pack_b_f32(const float *w, int64_t n, int64_t k, int64_t ldw);
 /// [N][K] bf16 bits -> [ceil(N/32)][ceil(K/2)][32][2].
 PackedB pack_b_bf16(const uint16_t *w, int64_t n, int64_t k, int64_t ldw);
 /// [N][K] fp32, rounded to bf16 (RNE) -> [ceil(N/32)][ceil(K/2)][32][2].
-PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k,
-                             int64_t ldw);
+PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k, int64_t ldw);
 /// [N][K] s8 -> [ceil(N/32)][ceil(K/4)][32][4] + int32 comp[32] per panel,
 /// comp[n] = sum_k 128 * B[k][n].
 PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw);
 
 /// Symmetric per-output-channel quantization of [N][K] fp32 weights:
 /// scale[n] = max_k |w| / 127, q = round(w / scale) in [-127, 127].
-void quantize_s8_per_channel(const float *w, int64_t n, int64_t k,
-                             int64_t ldw, int8_t *q, float *scales);
+void quantize_s8_per_channel(const float *w, int64_t n, int64_t k, int64_t ldw,
+                             int8_t *q, float *scales);
 
 /// Per-token activation quantization for u8 x s8 kernels: scale[m] =
 /// max_k |x| / 127, stored value u8 = round(x / scale) + 128.

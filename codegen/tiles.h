@@ -11,10 +11,10 @@ struct BrgemmTile {
   Isa isa;
   DataType a_type;
   DataType b_type;
-  int n_block;      ///< columns per kernel call
-  int m_max;        ///< largest block rows the registers allow
-  int k_unroll;     ///< K steps (pairs / quads / singles) per loop iteration
-  int prefetch_b;   ///< bytes ahead of the current B line to prefetch (0: none)
+  int n_block;    ///< columns per kernel call
+  int m_max;      ///< largest block rows the registers allow
+  int k_unroll;   ///< K steps (pairs / quads / singles) per loop iteration
+  int prefetch_b; ///< bytes ahead of the current B line to prefetch (0: none)
 };
 
 /// The table entry for (isa, a_type, b_type, n_block), or nullptr when no

@@ -65,8 +65,8 @@ struct Fixture {
   Kind kind;
   Shape shape;
   int copies = 1;
-  double weight_bytes = 0; // per copy, as each library stores it
-  std::vector<uint8_t> a;  // bf16 / u8 / f32 activations
+  double weight_bytes = 0;  // per copy, as each library stores it
+  std::vector<uint8_t> a;   // bf16 / u8 / f32 activations
   std::vector<float> a_f32; // w16: hyc's fp32 activations
   std::vector<float> a_scale, b_scale, c;
   // hyc
@@ -194,8 +194,8 @@ std::unique_ptr<Fixture> build(Kind kind, const Shape &s) {
   f->a_mem = dnnl::memory(pd.src_desc(), f->eng, f->a.data());
   f->c_mem = dnnl::memory(pd.dst_desc(), f->eng, f->c.data());
   if (kind == Kind::int8) {
-    f->scale_mem = dnnl::memory({{N}, dt::f32, tag::a}, f->eng,
-                                f->b_scale.data());
+    f->scale_mem =
+        dnnl::memory({{N}, dt::f32, tag::a}, f->eng, f->b_scale.data());
     f->zp_mem = dnnl::memory({{1}, dt::s32, tag::a}, f->eng);
     *static_cast<int32_t *>(f->zp_mem.get_data_handle()) = 128;
   }
@@ -220,8 +220,8 @@ void run_hyc(benchmark::State &state, Kind kind, Shape s) {
     const PackedB &w = f.w[it++ % f.copies];
     const void *a = f.a_f32.empty() ? static_cast<const void *>(f.a.data())
                                     : f.a_f32.data();
-    f.gemm->run(a, s.k, w, f.c.data(), s.n, s.m, nullptr,
-                f.a_scale.data(), f.b_scale.data());
+    f.gemm->run(a, s.k, w, f.c.data(), s.n, s.m, nullptr, f.a_scale.data(),
+                f.b_scale.data());
   }
   state.SetLabel(f.gemm->kernel().name());
 }

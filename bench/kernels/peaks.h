@@ -5,10 +5,10 @@
 namespace hyc::bench {
 
 struct HostPeaks {
-  double fp32_gflops = 0;   ///< vfmadd231ps zmm, all threads
-  double bf16_gflops = 0;   ///< vdpbf16ps zmm (0 when it cannot execute)
-  double int8_gops = 0;     ///< vpdpbusd zmm (0 when it cannot execute)
-  double read_gbps = 0;     ///< streaming read, transparent huge pages
+  double fp32_gflops = 0; ///< vfmadd231ps zmm, all threads
+  double bf16_gflops = 0; ///< vdpbf16ps zmm (0 when it cannot execute)
+  double int8_gops = 0;   ///< vpdpbusd zmm (0 when it cannot execute)
+  double read_gbps = 0;   ///< streaming read, transparent huge pages
 };
 
 /// Whether vdpbf16ps / vpdpbusd execute here (a forked probe: CPUID may hide

@@ -8,8 +8,8 @@ namespace hyc::codegen::x86 {
 
 using namespace Xbyak;
 
-Avx512BrgemmJit::Avx512BrgemmJit(const BrgemmDesc &desc,
-                                 const BrgemmTile &tile, size_t max_size)
+Avx512BrgemmJit::Avx512BrgemmJit(const BrgemmDesc &desc, const BrgemmTile &tile,
+                                 size_t max_size)
     : BrgemmJit(desc, tile, max_size), nv_(desc.n_block / 16),
       panel_bytes_(packed_panel_bytes(desc.b_layout, desc.k)) {}
 

@@ -53,9 +53,9 @@ protected:
   /// Offset of column vector j (16 lanes) from the start of the block's B.
   int64_t b_col_offset(int j) const;
 
-  int nv_ = 2;    ///< zmm columns: n_block / 16
-  int m_ = 0;     ///< rows of the body being emitted
-  int sets_ = 1;  ///< independent accumulator sets
+  int nv_ = 2;   ///< zmm columns: n_block / 16
+  int m_ = 0;    ///< rows of the body being emitted
+  int sets_ = 1; ///< independent accumulator sets
   int64_t panel_bytes_ = 0;
   static constexpr int kARegs = 2;
 

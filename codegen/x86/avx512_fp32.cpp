@@ -55,7 +55,9 @@ protected:
 
 private:
   static constexpr int kCols = 2; // ymm per half
-  Ymm acc(int set, int i, int j) const { return Ymm((set * m_ + i) * kCols + j); }
+  Ymm acc(int set, int i, int j) const {
+    return Ymm((set * m_ + i) * kCols + j);
+  }
   Ymm b_reg(int j) const { return Ymm(sets_ * m_ * kCols + j); }
   Ymm a_reg(int i) const { return Ymm(sets_ * m_ * kCols + kCols + (i & 1)); }
 

@@ -74,8 +74,7 @@ void BrgemmJit::generate() {
   ready();
 }
 
-Address BrgemmJit::a_addr(int row, int disp,
-                          const AddressFrame &frame) const {
+Address BrgemmJit::a_addr(int row, int disp, const AddressFrame &frame) const {
   const Reg64 &base = reg_a_base[row / kRowsPerBase];
   switch (row % kRowsPerBase) {
   case 0:

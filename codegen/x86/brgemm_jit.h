@@ -35,8 +35,9 @@ protected:
 
   /// A[row][disp bytes] for rows addressed off a_base registers (see
   /// load_a_bases); valid inside emit_rows.
-  Xbyak::Address a_addr(int row, int disp,
-                        const Xbyak::AddressFrame &frame = Xbyak::util::ptr) const;
+  Xbyak::Address
+  a_addr(int row, int disp,
+         const Xbyak::AddressFrame &frame = Xbyak::util::ptr) const;
   /// a_base[g] = a + 5*g*lda for the groups the first m rows need.
   void load_a_bases(int m);
   /// a_base[g] += bytes for the groups the first m rows need.
@@ -72,8 +73,8 @@ BrgemmGenResult finish_kernel(const BrgemmDesc &desc,
 
 /// Runs make(max_size) and generate(), growing max_size on overflow; turns
 /// Xbyak errors into a message.
-template <class Make> BrgemmGenResult build_kernel(const BrgemmDesc &desc,
-                                                   Make make) {
+template <class Make>
+BrgemmGenResult build_kernel(const BrgemmDesc &desc, Make make) {
   size_t max_size = 64 * 1024;
   for (int attempt = 0; attempt < 6; ++attempt, max_size *= 4) {
     try {

@@ -131,20 +131,19 @@ TEST_F(Disassembly, AmxBf16TileLoopTailAndConfigs) {
   // Two row tiles (m > 16): A0/A1 x B0/B1 into C0..C3, then advance.
   EXPECT_TRUE(contains_run(
       lines, {"tileloadd tmm4, [rbx + rsi]", "tileloadd tmm6, [r15 + r14]",
-              "tileloadd tmm7, [r15 + r14 + 64]",
-              "tdpbf16ps tmm0, tmm4, tmm6", "tdpbf16ps tmm1, tmm4, tmm7",
-              "tileloadd tmm5, [r13 + rsi]", "tdpbf16ps tmm2, tmm5, tmm6",
-              "tdpbf16ps tmm3, tmm5, tmm7", "add rbx, 64", "add r13, 64",
-              "add r15, 2048", "dec r12", "jne"}))
+              "tileloadd tmm7, [r15 + r14 + 64]", "tdpbf16ps tmm0, tmm4, tmm6",
+              "tdpbf16ps tmm1, tmm4, tmm7", "tileloadd tmm5, [r13 + rsi]",
+              "tdpbf16ps tmm2, tmm5, tmm6", "tdpbf16ps tmm3, tmm5, tmm7",
+              "add rbx, 64", "add r13, 64", "add r15, 2048", "dec r12", "jne"}))
       << dump(lines);
   // m = 17..32 use the second row of tiles, in the loop and in the tail.
   EXPECT_EQ(count(lines, "tdpbf16ps tmm2, tmm5, tmm6"), 2 * 16);
   EXPECT_EQ(count(lines, "tdpbf16ps tmm0, tmm4, tmm6"), 2 * 32);
   // The tail parks C in the stack scratch across ldtilecfg.
-  EXPECT_TRUE(contains_run(lines, {"tilestored [rsp + r14], tmm0",
-                                   "tilestored [rsp + r14 + 64], tmm1",
-                                   "lea rax, [rip", "ldtilecfg [rax]",
-                                   "tileloadd tmm0, [rsp + r14]"}));
+  EXPECT_TRUE(
+      contains_run(lines, {"tilestored [rsp + r14], tmm0",
+                           "tilestored [rsp + r14 + 64], tmm1", "lea rax, [rip",
+                           "ldtilecfg [rax]", "tileloadd tmm0, [rsp + r14]"}));
   EXPECT_EQ(count(lines, "tilestored [rcx + r8], tmm0"), 32);
 
   const auto cfgs = tile_configs(*r.kernel);
@@ -168,8 +167,8 @@ TEST_F(Disassembly, AmxBf16TileLoopTailAndConfigs) {
 TEST_F(Disassembly, AmxInt8DequantEpilogue) {
   // K = 200: three steps of 64 and a tail of 8 (two quads).
   BrgemmGenResult r = generate_brgemm(
-      make_brgemm_desc(Isa::amx, DataType::u8, DataType::s8, DataType::f32,
-                       200, 32, /*accumulate=*/true, Epilogue::bias));
+      make_brgemm_desc(Isa::amx, DataType::u8, DataType::s8, DataType::f32, 200,
+                       32, /*accumulate=*/true, Epilogue::bias));
   ASSERT_TRUE(r) << r.error;
   const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
   for (const std::string &l : lines)

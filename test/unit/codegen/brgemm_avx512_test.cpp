@@ -76,24 +76,24 @@ TEST(BrgemmAvx2Fp32, AllRowsKTailsEpilogues) {
 
 TEST(BrgemmAvx512Bf16, LargeKMatchesReference) {
   HYC_REQUIRE_ISA(Isa::avx512_bf16);
-  check_brgemm({Isa::avx512_bf16, DataType::bf16, DataType::bf16,
-                DataType::f32, 32, 1000, false, Epilogue::none, 32});
+  check_brgemm({Isa::avx512_bf16, DataType::bf16, DataType::bf16, DataType::f32,
+                32, 1000, false, Epilogue::none, 32});
 }
 
 TEST(BrgemmAvx512Vnni, LargeKExact) {
   HYC_REQUIRE_ISA(Isa::avx512_vnni);
-  check_brgemm({Isa::avx512_vnni, DataType::u8, DataType::s8, DataType::s32,
-                32, 4099, false, Epilogue::none, 32});
+  check_brgemm({Isa::avx512_vnni, DataType::u8, DataType::s8, DataType::s32, 32,
+                4099, false, Epilogue::none, 32});
 }
 
 TEST(Brgemm, OutOfRangeMLeavesCUntouched) {
   HYC_REQUIRE_ISA(Isa::avx512_core);
-  BrgemmGenResult r = generate_brgemm(
-      make_brgemm_desc(Isa::avx512_core, DataType::f32, DataType::f32,
-                       DataType::f32, 8));
+  BrgemmGenResult r = generate_brgemm(make_brgemm_desc(
+      Isa::avx512_core, DataType::f32, DataType::f32, DataType::f32, 8));
   ASSERT_TRUE(r) << r.error;
   float c[32] = {1.f};
-  for (int64_t m : {int64_t(0), int64_t(-3), int64_t(r.kernel->desc().m_max + 1)})
+  for (int64_t m :
+       {int64_t(0), int64_t(-3), int64_t(r.kernel->desc().m_max + 1)})
     (*r.kernel)(nullptr, 8, nullptr, c, 32, m);
   EXPECT_EQ(c[0], 1.f);
 }
@@ -105,8 +105,8 @@ TEST(Brgemm, NamesFollowTheConvention) {
   d = make_brgemm_desc(Isa::avx512_vnni, DataType::u8, DataType::s8,
                        DataType::f32, 512, 64, true, Epilogue::bias);
   EXPECT_EQ(brgemm_name(d), "brgemm_u8s8f32_6x64x512_avx512vnni_acc_bias");
-  d = make_brgemm_desc(Isa::amx, DataType::bf16, DataType::bf16,
-                       DataType::f32, 64);
+  d = make_brgemm_desc(Isa::amx, DataType::bf16, DataType::bf16, DataType::f32,
+                       64);
   EXPECT_EQ(brgemm_name(d), "brgemm_bf16bf16f32_32x32x64_amx");
 }
 
@@ -121,11 +121,11 @@ TEST(Brgemm, InvalidDescriptorsSayWhy) {
                        DataType::s32, 64, 32, false, Epilogue::bias);
   EXPECT_NE(validate_brgemm(d).find("bias epilogue needs f32 C"),
             std::string::npos);
-  d = make_brgemm_desc(Isa::amx, DataType::bf16, DataType::bf16,
-                       DataType::f32, 63);
+  d = make_brgemm_desc(Isa::amx, DataType::bf16, DataType::bf16, DataType::f32,
+                       63);
   EXPECT_NE(validate_brgemm(d).find("K divisible by 2"), std::string::npos);
-  d = make_brgemm_desc(Isa::avx2, DataType::bf16, DataType::bf16,
-                       DataType::f32, 64);
+  d = make_brgemm_desc(Isa::avx2, DataType::bf16, DataType::bf16, DataType::f32,
+                       64);
   BrgemmGenResult r = generate_brgemm(d);
   EXPECT_FALSE(r);
   EXPECT_NE(r.error.find("no avx2 generator"), std::string::npos) << r.error;

@@ -118,7 +118,8 @@ void check_brgemm(const BrgemmCase &c) {
         const bool inside = i < m && j < NB;
         if (!inside) {
           if (c.c_type == DataType::s32)
-            ASSERT_EQ(ci[at], ci_old[at]) << "wrote outside at " << i << "," << j;
+            ASSERT_EQ(ci[at], ci_old[at])
+                << "wrote outside at " << i << "," << j;
           else
             ASSERT_EQ(std::memcmp(&cf[at], &cf_old[at], 4), 0)
                 << "wrote outside at " << i << "," << j;
@@ -154,10 +155,14 @@ void check_brgemm(const BrgemmCase &c) {
             s += p;
             mag += std::fabs(p);
           }
-        if (c.accumulate)
-          s += cf_old[at], mag += std::fabs(cf_old[at]);
-        if (c.epilogue == Epilogue::bias)
-          s += bias[j], mag += std::fabs(bias[j]);
+        if (c.accumulate) {
+          s += cf_old[at];
+          mag += std::fabs(cf_old[at]);
+        }
+        if (c.epilogue == Epilogue::bias) {
+          s += bias[j];
+          mag += std::fabs(bias[j]);
+        }
         ASSERT_NEAR(cf[at], s, 1e-5 * mag + 1e-30) << "at " << i << "," << j;
       }
   }

@@ -160,6 +160,31 @@ TEST(Gemm, Int8W8A8MatchesQuantizedReferenceAndFloat) {
     }
 }
 
+TEST(Gemm, RunRejectsMismatchedOperands) {
+  GemmDesc d;
+  d.isa = Isa::avx512_vnni;
+  d.a_type = DataType::u8;
+  d.b_type = DataType::s8;
+  d.k = 64;
+  std::string err;
+  auto gemm = Gemm::create(d, &err);
+  ASSERT_TRUE(gemm) << err;
+  std::vector<int8_t> wq(40 * 64, 1);
+  std::vector<uint8_t> a(2 * 64, 128);
+  std::vector<float> c(2 * 40), s(40, 1.f);
+  const PackedB w = pack_b_s8(wq.data(), 40, 64, 64);
+  EXPECT_FALSE(gemm->run(a.data(), 64, w, c.data(), 40, 2, nullptr, nullptr,
+                         s.data(), &err));
+  EXPECT_NE(err.find("needs a_scale and b_scale"), std::string::npos) << err;
+  const PackedB w_other_k = pack_b_s8(wq.data(), 40, 60, 64);
+  EXPECT_FALSE(gemm->run(a.data(), 64, w_other_k, c.data(), 40, 2, nullptr,
+                         s.data(), s.data(), &err));
+  EXPECT_NE(err.find("K=60"), std::string::npos) << err;
+  EXPECT_FALSE(gemm->run(a.data(), 32, w, c.data(), 40, 2, nullptr, s.data(),
+                         s.data(), &err));
+  EXPECT_NE(err.find("lda=32"), std::string::npos) << err;
+}
+
 TEST(Gemm, RejectsUnsupportedTypes) {
   GemmDesc d;
   d.isa = Isa::avx512_vnni;
