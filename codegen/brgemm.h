@@ -43,7 +43,10 @@ enum class Epilogue {
   bias, ///< C[m][n] += bias[n] (fp32), after any dequantization
 };
 
-/// Everything that determines a kernel's machine code.
+/// Everything that determines a kernel's machine code. Generators exist for
+/// (see codegen/tiles.cpp): avx512_bf16 bf16 x bf16; avx512_vnni u8 x s8
+/// (-> s32 or f32); avx512_core f32 x f32 and f32 x bf16; avx2 f32 x f32;
+/// amx bf16 x bf16 and u8 x s8.
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
   int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max
@@ -53,8 +56,10 @@ struct BrgemmDesc {
   DataType b_type = DataType::bf16;
   DataType c_type = DataType::f32;
   BLayout b_layout = BLayout::bf16_vnni2;
-  /// false: C = A.B; true: C = C + A.B (accumulation starts from C, so
-  /// splitting K over calls gives the same sums as one call).
+  /// false: C = A.B; true: C = C + A.B. Float kernels start accumulating
+  /// from C, so splitting K over calls (B offset by whole K steps) gives
+  /// the same sums as one call; u8 x s8 kernels add C after the epilogue
+  /// math (their comp covers the whole packed K, so K is never split).
   bool accumulate = false;
   Epilogue epilogue = Epilogue::none;
 };

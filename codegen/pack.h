@@ -74,8 +74,10 @@ PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k, int64_t ldw);
 /// comp[n] = sum_k 128 * B[k][n].
 PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw);
 
-/// Symmetric per-output-channel quantization of [N][K] fp32 weights:
-/// scale[n] = max_k |w| / 127, q = round(w / scale) in [-127, 127].
+/// Symmetric per-output-channel quantization of [N][K] fp32 weights (row
+/// stride ldw) into q [N][K] (contiguous): scale[n] = max_k |w| / 127,
+/// q = round-half-even(w / scale) in [-127, 127]; an all-zero row gets
+/// scale 1.
 void quantize_s8_per_channel(const float *w, int64_t n, int64_t k, int64_t ldw,
                              int8_t *q, float *scales);
 

@@ -114,7 +114,7 @@ HostPeaks measure_peaks(int threads) {
   codegen::AlignedBuffer buf(bytes); // 2 MiB aligned, MADV_HUGEPAGE, touched
   ReadLoop code;
   auto fn = code.getCode<void (*)(const void *, int64_t)>();
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 5; ++rep) {
     const double t0 = now();
 #pragma omp parallel num_threads(threads)
     {
