@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,8 @@
 #include <vector>
 
 #include <omp.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace {
 
@@ -263,6 +266,34 @@ public:
   std::map<std::string, double> seconds;
 };
 
+double now_seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Busy CPU seconds of the whole machine (steal included) and of this
+/// process, to tell how much of the run's CPU went elsewhere.
+struct CpuUse {
+  double machine = 0, self = 0;
+};
+CpuUse cpu_use() {
+  CpuUse u;
+  const double tick = double(sysconf(_SC_CLK_TCK));
+  if (FILE *f = std::fopen("/proc/stat", "r")) {
+    unsigned long long v[8] = {};
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                    &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
+      u.machine = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
+    std::fclose(f);
+  }
+  struct rusage r;
+  getrusage(RUSAGE_SELF, &r);
+  u.self = r.ru_utime.tv_sec + r.ru_utime.tv_usec * 1e-6 + r.ru_stime.tv_sec +
+           r.ru_stime.tv_usec * 1e-6;
+  return u;
+}
+
 std::string bench_name(const char *lib, Kind k, const Shape &s) {
   return std::string(lib) + "/" + kind_name(k) + "/M" + std::to_string(s.m) +
          "xN" + std::to_string(s.n) + "xK" + std::to_string(s.k);
@@ -282,6 +313,8 @@ int main(int argc, char **argv) {
     }
   benchmark::Initialize(&argc, argv);
   const int threads = omp_get_max_threads();
+  const CpuUse use0 = cpu_use();
+  const double wall0 = now_seconds();
   std::printf("measuring host peaks on %d threads...\n", threads);
   const hyc::bench::HostPeaks peaks = hyc::bench::measure_peaks(threads);
   std::printf("host peaks: fp32 FMA %.0f GFLOP/s, bf16 dot %.0f GFLOP/s, "
@@ -319,6 +352,15 @@ int main(int argc, char **argv) {
               "GFLOP/s, int8 dot %.0f GOP/s, streaming read %.1f GB/s\n",
               threads, peaks.fp32_gflops, peaks.bf16_gflops, peaks.int8_gops,
               peaks.read_gbps);
+  const CpuUse use1 = cpu_use();
+  const double wall = now_seconds() - wall0;
+  const double others = (use1.machine - use0.machine) - (use1.self - use0.self);
+  std::printf("CPU taken by other processes or the hypervisor during the run: "
+              "%.0f%% of %d cores%s\n",
+              100 * others / (wall * threads), threads,
+              others > 0.05 * wall * threads
+                  ? " -- figures are unreliable, rerun"
+                  : "");
   std::printf("%-5s %-15s %9s %9s %8s %8s %8s %9s %8s\n", "type", "shape",
               "hyc", "oneDNN", "hyc/dnn", "hyc/pk", "dnn/pk", "hyc GB/s",
               "GB/s/bw");
