@@ -2,12 +2,16 @@
 
 #include "compiler/ArtifactWriter.h"
 
+#include "codegen/pack.h"
 #include "hyrt/abi.h"
 #include "hyrt/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 
@@ -65,6 +69,85 @@ bool readWeight(const models::Checkpoint &ckpt, const PlannedWeight &w,
   return true;
 }
 
+/// Symmetric per-row int8: scale = max|w| / 127, q = round(w / scale).
+void quantizeRows(const std::vector<float> &w, int64_t n, int64_t k,
+                  std::vector<int8_t> &q, std::vector<float> &scale) {
+  q.resize(w.size());
+  scale.resize(n);
+  for (int64_t r = 0; r < n; ++r) {
+    float amax = 0;
+    for (int64_t c = 0; c < k; ++c)
+      amax = std::max(amax, std::fabs(w[r * k + c]));
+    float s = amax > 0 ? amax / 127.0f : 1.0f;
+    scale[r] = s;
+    for (int64_t c = 0; c < k; ++c) {
+      float v = std::nearbyint(w[r * k + c] / s);
+      q[r * k + c] = int8_t(std::max(-127.0f, std::min(127.0f, v)));
+    }
+  }
+}
+
+/// The bytes of one table entry: the checkpoint tensor (or the tensor
+/// derived from it) in its layout.
+bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
+                 std::vector<uint8_t> &bytes, std::string &error) {
+  std::string base = w.name, derivation;
+  if (size_t hash = w.name.find('#'); hash != std::string::npos) {
+    base = w.name.substr(0, hash);
+    derivation = w.name.substr(hash + 1);
+  }
+  std::vector<int64_t> baseShape = w.shape;
+  if (derivation == "w8a8.scale")
+    baseShape = {w.shape[0], -1};
+  const models::WeightInfo *info = ckpt.weights->find(base);
+  if (derivation == "w8a8.scale") {
+    if (!info) {
+      error = "checkpoint has no tensor '" + base + "'";
+      return false;
+    }
+    baseShape = info->shape;
+  }
+  std::vector<float> f32(size_t(numelOf(baseShape)));
+  if (!readWeight(ckpt, PlannedWeight{base, baseShape, "f32"}, f32.data(), error))
+    return false;
+  auto fromPacked = [&](const codegen::PackedB &p) {
+    bytes.assign(p.data.data(), p.data.data() + p.n_panels * p.panel_bytes);
+  };
+  int64_t n = baseShape.size() == 2 ? baseShape[0] : 0;
+  int64_t k = baseShape.size() == 2 ? baseShape[1] : 0;
+  if (!derivation.empty()) {
+    if (derivation != "w8a8" && derivation != "w8a8.scale") {
+      error = "unknown weight derivation '" + derivation + "' of " + base;
+      return false;
+    }
+    std::vector<int8_t> q;
+    std::vector<float> scale;
+    quantizeRows(f32, n, k, q, scale);
+    if (derivation == "w8a8.scale") {
+      bytes.resize(scale.size() * 4);
+      std::memcpy(bytes.data(), scale.data(), bytes.size());
+    } else if (w.layout == "s8_vnni4") {
+      fromPacked(codegen::pack_b_s8(q.data(), n, k, k));
+    } else {
+      bytes.assign(reinterpret_cast<uint8_t *>(q.data()),
+                   reinterpret_cast<uint8_t *>(q.data()) + q.size());
+    }
+    return true;
+  }
+  if (w.layout == "f32") {
+    bytes.resize(f32.size() * 4);
+    std::memcpy(bytes.data(), f32.data(), bytes.size());
+  } else if (w.layout == "f32_k1") {
+    fromPacked(codegen::pack_b_f32(f32.data(), n, k, k));
+  } else if (w.layout == "bf16_vnni2") {
+    fromPacked(codegen::pack_b_bf16_from_f32(f32.data(), n, k, k));
+  } else {
+    error = "unknown weight layout '" + w.layout + "' for " + w.name;
+    return false;
+  }
+  return true;
+}
+
 bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
                   const std::vector<PlannedWeight> &weights,
                   nlohmann::json &tensors, std::string &error) {
@@ -75,14 +158,10 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
     return false;
   }
   int64_t offset = 0;
-  std::vector<float> buffer;
+  std::vector<uint8_t> buffer;
   static const char zeros[kAlign] = {};
   for (const PlannedWeight &w : weights) {
-    int64_t numel = 1;
-    for (int64_t d : w.shape)
-      numel *= d;
-    buffer.assign(numel, 0.0f);
-    if (!readWeight(ckpt, w, buffer.data(), error))
+    if (!weightBytes(ckpt, w, buffer, error))
       return false;
     int64_t pad = (kAlign - offset % kAlign) % kAlign;
     if (pad && std::fwrite(zeros, 1, pad, f.get()) != size_t(pad)) {
@@ -90,13 +169,13 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
       return false;
     }
     offset += pad;
-    int64_t bytes = numel * int64_t(sizeof(float));
+    int64_t bytes = int64_t(buffer.size());
     if (std::fwrite(buffer.data(), 1, bytes, f.get()) != size_t(bytes)) {
       error = "short write to " + path;
       return false;
     }
     tensors.push_back({{"name", w.name},
-                       {"dtype", "f32"},
+                       {"dtype", w.layout},
                        {"shape", w.shape},
                        {"offset", offset},
                        {"nbytes", bytes}});

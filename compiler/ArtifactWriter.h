@@ -12,8 +12,13 @@ namespace hyc::compiler {
 
 /// One weight of the artifact's table, in table order.
 struct PlannedWeight {
+  /// Checkpoint tensor name, optionally with "#<derivation>" for tensors the
+  /// compiler derives from it ("#w8a8": per-channel int8 weights, "#w8a8.scale":
+  /// their scales).
   std::string name;
   std::vector<int64_t> shape;
+  /// "f32" (row-major) or a kernel layout: "f32_k1", "bf16_vnni2", "s8_vnni4".
+  std::string layout = "f32";
 };
 
 /// What the manifest records besides the weights.

@@ -11,6 +11,7 @@
 
 #include "compiler/Args.h"
 #include "compiler/ArtifactWriter.h"
+#include "compiler/KernelEmitter.h"
 #include "compiler/Linker.h"
 #include "compiler/ObjectEmitter.h"
 #include "dialects/hyc/HycOps.h"
@@ -33,6 +34,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <iostream>
 #include <sys/stat.h>
 
@@ -45,7 +47,13 @@ INPUT is a GGUF file, a llama2.c .bin, a Hugging Face directory
 
 options:
   -o, --output PATH        artifact directory (or file for mlir/llvm/obj)
-  --target NAME            reference (fp32 reference kernels; default)
+  --target NAME            reference (fp32 reference kernels; default) |
+                           avx512 (generated AVX-512 brgemm kernels for the
+                           linear layers, reference kernels for the rest)
+  --quant SCHEME           with --target=avx512: f32 (default) | bf16 (needs
+                           avx512_bf16 at run time) | w8a8 (per-channel int8
+                           weights, per-token int8 activations, VNNI); the
+                           MoE router, embeddings and lm_head stay fp32
   --emit KIND              lib (artifact directory, default) | exe (artifact
                            plus a standalone executable OUT/model) | mlir |
                            llvm | obj
@@ -99,7 +107,7 @@ int fail(const std::string &message) {
 
 int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
-                  "max-batch-tokens", "max-seqs", "tokenizer"},
+                  "max-batch-tokens", "max-seqs", "tokenizer", "quant"},
                  {"help"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
@@ -137,9 +145,17 @@ int runCompileCommand(int argc, char **argv) {
                  phase.c_str());
     return 2;
   }
-  if (target != "reference")
+  if (target != "reference" && target != "avx512")
     return fail("unknown --target '" + target +
-                "' (this build supports: reference)");
+                "' (this build supports: reference, avx512)");
+  std::string quant = args.get("quant", "f32");
+  if (quant != "f32" && quant != "bf16" && quant != "w8a8")
+    return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
+  if (target == "reference" && quant != "f32")
+    return fail("--quant " + quant +
+                " needs an optimized target (--target=avx512); the reference "
+                "target computes in f32");
+  bool kernels = target == "avx512";
 
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
   if (!args.getInt("max-seq-len", 0, maxSeqLen, error) ||
@@ -204,7 +220,14 @@ int runCompileCommand(int argc, char **argv) {
     return writeFile(output, printModule(*module), error) ? 0 : fail(error);
 
   mlir::PassManager pm(&ctx);
-  pm.addPass(hyc::createHycCpuLowerToReference());
+  if (kernels) {
+    hyc::HycGlobalQuantizePolicyOptions policy;
+    policy.scheme = quant;
+    pm.addPass(hyc::createHycGlobalQuantizePolicy(policy));
+  }
+  hyc::HycCpuLowerToReferenceOptions lowering;
+  lowering.bf16Kernels = kernels;
+  pm.addPass(hyc::createHycCpuLowerToReference(lowering));
   if (mlir::failed(pm.run(*module)))
     return fail("lowering to the reference target failed (see the diagnostics above)");
   if (emit == "mlir")
@@ -225,25 +248,37 @@ int runCompileCommand(int argc, char **argv) {
   std::string object = output + "/model.o";
   if (!writeFile(object, code, error))
     return fail(error);
-  if (!linkSharedLibrary(object, output + "/model.so", error))
+  std::vector<std::string> linkInputs = {object};
+  std::set<std::string> features = {"sse2"};
+  std::string kernelsAsm = output + "/kernels.s";
+  if (kernels) {
+    if (!emitKernels(*module, kernelsAsm, features, error))
+      return fail(error);
+    linkInputs.push_back(kernelsAsm);
+  }
+  if (!linkSharedLibrary(linkInputs, output + "/model.so", kernels, error))
     return fail(error);
-  if (emit == "exe" && !linkExecutable(object, output + "/model", error))
+  if (emit == "exe" &&
+      !linkExecutable(linkInputs, output + "/model", kernels, error))
     return fail(error);
   std::remove(object.c_str());
+  std::remove(kernelsAsm.c_str());
 
   std::vector<PlannedWeight> weights;
   auto names = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weights");
   auto types = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weight_types");
-  for (auto [n, t] : llvm::zip(names, types)) {
+  auto layouts = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weight_layouts");
+  for (auto [n, t, l] : llvm::zip(names, types, layouts)) {
     auto type = llvm::cast<mlir::RankedTensorType>(
         llvm::cast<mlir::TypeAttr>(t).getValue());
     weights.push_back({llvm::cast<mlir::StringAttr>(n).str(),
                        std::vector<int64_t>(type.getShape().begin(),
-                                            type.getShape().end())});
+                                            type.getShape().end()),
+                       llvm::cast<mlir::StringAttr>(l).str()});
   }
   ArtifactInfo info;
   info.target = target;
-  info.cpuFeatures = {"sse2"};
+  info.cpuFeatures.assign(features.begin(), features.end());
   info.arenaBytes =
       (*module)->getAttrOfType<mlir::IntegerAttr>("hyc.arena_bytes").getInt();
   info.maxSeqLen = maxSeqLen;

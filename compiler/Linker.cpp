@@ -85,28 +85,49 @@ bool requireFile(const std::string &path, std::string &error) {
 }
 } // namespace
 
-bool linkSharedLibrary(const std::string &object, const std::string &output,
+bool linkSharedLibrary(const std::vector<std::string> &inputs,
+                       const std::string &output, bool cpuKernels,
                        std::string &error) {
-  std::string ref = runtimeLibDir() + "/libhyrt_reference.a";
-  if (!requireFile(ref, error))
+  std::string dir = runtimeLibDir();
+  std::vector<std::string> args = {"-shared", "-o", output};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  if (cpuKernels) {
+    if (!requireFile(dir + "/libhyrt_cpu.a", error))
+      return false;
+    args.push_back(dir + "/libhyrt_cpu.a");
+  }
+  if (!requireFile(dir + "/libhyrt_reference.a", error))
     return false;
-  return runCxxDriver({"-shared", "-o", output, object, ref, "-lm",
-                       "-Wl,-z,noexecstack", "-Wl,--no-undefined",
-                       "-Wl,--exclude-libs,ALL"},
-                      error);
+  args.push_back(dir + "/libhyrt_reference.a");
+  if (cpuKernels)
+    args.push_back("-fopenmp");
+  for (const char *flag : {"-lm", "-Wl,-z,noexecstack", "-Wl,--no-undefined",
+                           "-Wl,--exclude-libs,ALL"})
+    args.push_back(flag);
+  return runCxxDriver(args, error);
 }
 
-bool linkExecutable(const std::string &object, const std::string &output,
+bool linkExecutable(const std::vector<std::string> &inputs,
+                    const std::string &output, bool cpuKernels,
                     std::string &error) {
   std::string dir = runtimeLibDir();
-  for (const char *lib : {"libhyrt_main.a", "libhyrt.a", "libhyrt_reference.a"})
+  std::vector<std::string> libs = {"libhyrt_main.a", "libhyrt.a"};
+  if (cpuKernels)
+    libs.push_back("libhyrt_cpu.a");
+  libs.push_back("libhyrt_reference.a");
+  std::vector<std::string> args = {"-o", output};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  for (const std::string &lib : libs) {
     if (!requireFile(dir + "/" + lib, error))
       return false;
-  return runCxxDriver({"-o", output, object, dir + "/libhyrt_main.a",
-                       dir + "/libhyrt.a", dir + "/libhyrt_reference.a",
-                       "-rdynamic", "-ldl", "-lpthread", "-lm",
-                       "-Wl,-z,noexecstack"},
-                      error);
+    args.push_back(dir + "/" + lib);
+  }
+  if (cpuKernels)
+    args.push_back("-fopenmp");
+  for (const char *flag : {"-rdynamic", "-ldl", "-lpthread", "-lm",
+                           "-Wl,-z,noexecstack"})
+    args.push_back(flag);
+  return runCxxDriver(args, error);
 }
 
 } // namespace hyc::compiler

@@ -15,12 +15,17 @@ std::string runtimeLibDir();
 /// command line and its exit status / output on failure.
 bool runCxxDriver(const std::vector<std::string> &args, std::string &error);
 
-/// Links `object` with the reference kernels into a shared library.
-bool linkSharedLibrary(const std::string &object, const std::string &output,
+/// Links the model object (and, for optimized targets, the generated
+/// kernels' assembly plus the kernel drivers of libhyrt_cpu with OpenMP)
+/// with the reference kernels into a shared library.
+bool linkSharedLibrary(const std::vector<std::string> &inputs,
+                       const std::string &output, bool cpuKernels,
                        std::string &error);
 
-/// Links `object` with libhyrt and its standalone main into an executable.
-bool linkExecutable(const std::string &object, const std::string &output,
+/// Links the same inputs with libhyrt and its standalone main into an
+/// executable.
+bool linkExecutable(const std::vector<std::string> &inputs,
+                    const std::string &output, bool cpuKernels,
                     std::string &error);
 
 } // namespace hyc::compiler

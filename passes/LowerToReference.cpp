@@ -11,6 +11,8 @@
 #include "passes/Passes.h"
 #include "passes/RopeFrequencies.h"
 
+#include "codegen/tiles.h"
+
 #include "dialects/hyc/HycOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,11 +23,13 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
+#include <map>
 
 namespace hyc {
 #define GEN_PASS_DEF_HYCCPULOWERTOREFERENCE
@@ -92,6 +96,13 @@ public:
 
   int64_t peakBytes() const { return peak; }
 
+  /// Space above every planned buffer, live for the whole function.
+  int64_t reserveAtEnd(int64_t bytes) {
+    int64_t offset = (peak + alignment - 1) / alignment * alignment;
+    peak = offset + (bytes + alignment - 1) / alignment * alignment;
+    return offset;
+  }
+
 private:
   int64_t alignment;
   int64_t peak = 0;
@@ -102,6 +113,90 @@ private:
 // Lowering of one entry function
 //===----------------------------------------------------------------------===//
 
+/// A weight of the table: its type and the layout it is packed in.
+struct WeightEntry {
+  RankedTensorType type;
+  std::string layout; // "f32" or "bf16_vnni2"
+};
+
+/// Weights in table order, keyed by weightKey().
+using WeightTable = llvm::MapVector<std::string, WeightEntry,
+                                    std::map<std::string, unsigned>>;
+
+/// How a quant.matmul scheme runs on generated kernels: the ISA and types
+/// of the block kernel, the packed weight layout and the driver.
+struct KernelScheme {
+  hyc::codegen::Isa isa;
+  hyc::codegen::DataType aType, bType;
+  const char *typesName; // kernel-name spelling of (A, B, C)
+  const char *isaName;
+  const char *layout;    // weight layout in the artifact
+  const char *driver;    // hyrt_cpu_gemm_* entry
+  int32_t scratchId;     // HYRT_GEMM_* of hyrt/cpu_kernels.h
+};
+
+const KernelScheme *kernelSchemeFor(QuantScheme scheme) {
+  using hyc::codegen::DataType;
+  using hyc::codegen::Isa;
+  static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
+                                "f32f32f32", "avx512core", "f32_k1",
+                                "hyrt_cpu_gemm_f32", 0};
+  static const KernelScheme bf16{Isa::avx512_bf16, DataType::bf16, DataType::bf16,
+                                 "bf16bf16f32", "avx512bf16", "bf16_vnni2",
+                                 "hyrt_cpu_gemm_bf16", 1};
+  static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
+                                 "u8s8f32", "avx512vnni", "s8_vnni4",
+                                 "hyrt_cpu_gemm_w8a8", 2};
+  switch (scheme) {
+  case QuantScheme::f32:
+    return &f32;
+  case QuantScheme::bf16:
+    return &bf16;
+  case QuantScheme::w8a8:
+    return &w8a8;
+  default:
+    return nullptr;
+  }
+}
+
+/// Rows per block of a scheme's kernels (codegen's tile table); 0 if none.
+int64_t kernelRows(const KernelScheme &ks) {
+  const hyc::codegen::BrgemmTile *tile =
+      hyc::codegen::find_brgemm_tile(ks.isa, ks.aType, ks.bType, 32);
+  return tile ? tile->m_max : 0;
+}
+
+/// Scratch bytes the driver needs for m rows of k (hyrt/cpu_kernels.h).
+int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k) {
+  auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
+  if (ks.scratchId == 1)
+    return m * up(k, 2) * 2;
+  if (ks.scratchId == 2)
+    return m * up(k, 4) + up(m * 4, 64);
+  return 0;
+}
+
+/// The weight-table key of a param: its tensor name, plus "#<derivation>"
+/// for tensors the compiler derives (e.g. "#w8a8", "#w8a8.scale").
+std::string weightKey(ParamOp p) {
+  std::string key = p.getRef().getTensor().str();
+  if (auto d = p->getAttrOfType<StringAttr>("hyc.quantize"))
+    key += "#" + d.str();
+  return key;
+}
+
+/// A matmul that runs on a generated kernel when kernels are enabled.
+const KernelScheme *kernelSchemeOf(QuantMatmulOp mm) {
+  if (!mm.getWeight().getDefiningOp<ParamOp>() ||
+      mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
+    return nullptr;
+  const KernelScheme *ks = kernelSchemeFor(mm.getQuant().getScheme());
+  if (ks && ks->scratchId == 2 &&
+      !(mm.getScale() && mm.getScale().getDefiningOp<ParamOp>()))
+    return nullptr;
+  return ks;
+}
+
 /// One dim of a tensor at run time: its LLVM i64 value and compile-time bound.
 struct Dim {
   Value value;
@@ -111,10 +206,12 @@ struct Dim {
 class EntryLowering {
 public:
   EntryLowering(ModuleOp module, func::FuncOp fn,
-                llvm::MapVector<StringRef, RankedTensorType> &weightTable,
-                int64_t alignment)
+                WeightTable &weightTable,
+                int64_t alignment, bool bf16Kernels,
+                std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &kernels)
       : module(module), fn(fn), weightTable(weightTable),
-        allocator(alignment), b(module.getContext()) {}
+        allocator(alignment), b(module.getContext()),
+        bf16Kernels(bf16Kernels), kernels(kernels) {}
 
   /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
   FailureOr<int64_t> run();
@@ -137,12 +234,21 @@ private:
   Value loadField(Value base, int64_t offset, Type type);
   void call(StringRef callee, ArrayRef<Value> args);
   Value ropeTable(RopeOp op, float &mscale);
+  LogicalResult emitKernelMatmul(QuantMatmulOp m);
 
   ModuleOp module;
   func::FuncOp fn;
-  llvm::MapVector<StringRef, RankedTensorType> &weightTable;
+  WeightTable &weightTable;
   ArenaAllocator allocator;
   OpBuilder b;
+  bool bf16Kernels;
+  /// Weights stored in a kernel layout (their GEMMs use the kernels).
+  DenseSet<Value> packedWeights;
+  /// Generated kernels this module calls (name, k, m_max, isa).
+  std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &kernels;
+  /// Arena bytes after the planned buffers, shared by kernels that need
+  /// scratch (bf16 activations of the GEMM drivers).
+  int64_t scratchOffset = 0, scratchBytes = 0;
   Location loc = UnknownLoc::get(module.getContext());
 
   DenseMap<Value, Value> aliasOf;           // alias -> source
@@ -259,14 +365,36 @@ LogicalResult EntryLowering::plan() {
     else if (auto ar = dyn_cast<AllReduceOp>(op))
       aliasOf[ar.getResult()] = ar.getInput();
     else if (auto p = dyn_cast<ParamOp>(op)) {
-      StringRef name = p.getRef().getTensor();
+      std::string name = weightKey(p);
       auto type = cast<RankedTensorType>(p.getType());
+      // A weight read only by kernel GEMMs (as their B operand) is stored in
+      // the kernel's packed layout; a weight with any other reader (e.g. tied
+      // embeddings) stays row-major and its GEMMs use the reference path.
+      std::string layout = "f32";
+      const KernelScheme *packedFor = nullptr;
+      bool allKernel = bf16Kernels && !p->use_empty();
+      for (Operation *user : p->getUsers()) {
+        auto mm = dyn_cast<QuantMatmulOp>(user);
+        const KernelScheme *ks =
+            mm && mm.getWeight() == p.getResult() ? kernelSchemeOf(mm) : nullptr;
+        if (!ks || (packedFor && packedFor != ks))
+          allKernel = false;
+        packedFor = ks;
+      }
+      if (allKernel) {
+        layout = packedFor->layout;
+        packedWeights.insert(p.getResult());
+      } else if (type.getElementType().isInteger(8)) {
+        return p.emitError() << "int8 weight '" << name
+                             << "' has no kernel path on this target";
+      }
       auto it = weightTable.find(name);
       if (it == weightTable.end())
-        weightTable.insert({name, type});
-      else if (it->second != type)
+        weightTable.insert({name, WeightEntry{type, layout}});
+      else if (it->second.type != type || it->second.layout != layout)
         return p.emitError() << "weight '" << name << "' is used as " << type
-                             << " and as " << it->second;
+                             << " (" << layout << ") and as " << it->second.type
+                             << " (" << it->second.layout << ")";
       storage[p.getResult()] = {Storage::Weight,
                                 static_cast<int64_t>(weightTable.find(name) -
                                                      weightTable.begin())};
@@ -309,6 +437,19 @@ LogicalResult EntryLowering::plan() {
     for (Value r : op.getResults())
       if (isa<RankedTensorType>(r.getType()) && failed(boundsOf(r)))
         return failure();
+  // Scratch of the GEMM drivers (converted / quantized activations).
+  for (Operation &op : body)
+    if (auto mm = dyn_cast<QuantMatmulOp>(op))
+      if (packedWeights.count(mm.getWeight())) {
+        auto bnd = boundsOf(mm.getInput());
+        if (failed(bnd))
+          return failure();
+        scratchBytes = std::max(
+            scratchBytes, driverScratch(*kernelSchemeOf(mm), (*bnd)[0], (*bnd)[1]));
+      }
+  // Scratch is live across every GEMM call, so it sits above all buffers.
+  if (scratchBytes > 0)
+    scratchOffset = allocator.reserveAtEnd(scratchBytes);
   return success();
 }
 
@@ -474,6 +615,46 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
+/// x · Wᵀ through the generated brgemm kernel for this scheme and K: the
+/// kernel is declared here and recorded in `hyc.kernels` for the driver to
+/// generate and embed; a hyrt_cpu_gemm_* driver does the blocking.
+LogicalResult EntryLowering::emitKernelMatmul(QuantMatmulOp m) {
+  const KernelScheme &ks = *kernelSchemeOf(m);
+  int64_t mMax = kernelRows(ks);
+  if (mMax <= 0 || mMax > 64)
+    return m.emitError() << "no " << ks.isaName
+                         << " brgemm tile with 1..64 rows (got " << mMax << ")";
+  auto w = cast<RankedTensorType>(m.getWeight().getType());
+  int64_t k = w.getDimSize(1);
+  std::string name = std::string("hyc_brgemm_") + ks.typesName + "_" +
+                     std::to_string(mMax) + "x32x" + std::to_string(k) + "_" +
+                     ks.isaName;
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto i64Ty = b.getI64Type();
+    auto type = LLVM::LLVMFunctionType::get(
+        LLVM::LLVMVoidType::get(b.getContext()),
+        {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
+    LLVM::LLVMFuncOp::create(b, loc, name, type);
+    kernels.push_back({name, k, mMax, ks.isaName});
+  }
+  Value kernel = LLVM::AddressOfOp::create(b, loc, ptrTy, name);
+  auto x = *dimsOf(m.getInput());
+  Value scratch = LLVM::GEPOp::create(
+      b, loc, ptrTy, b.getI8Type(), arenaArg,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(scratchOffset)});
+  SmallVector<Value> args = {ptrOf(m.getInput()), x[0].value, i64(k),
+                             ptrOf(m.getWeight())};
+  if (ks.scratchId == 2)
+    args.push_back(ptrOf(m.getScale()));
+  args.append({i64(w.getDimSize(0)), m.getBias() ? ptrOf(m.getBias()) : null(),
+               ptrOf(m.getResult()), scratch, kernel, i64(mMax)});
+  call(ks.driver, args);
+  return success();
+}
+
 LogicalResult EntryLowering::emitOp(Operation *op) {
   auto D = [&](Value v) { return *dimsOf(v); };
   auto ok = [&](Value v) { return succeeded(dimsOf(v)); };
@@ -571,6 +752,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<QuantMatmulOp>([&](QuantMatmulOp m) -> LogicalResult {
+        if (packedWeights.count(m.getWeight()))
+          return emitKernelMatmul(m);
         if (m.getQuant().getScheme() != QuantScheme::f32)
           return m.emitError() << "the reference target computes in f32; got "
                                << m.getQuant();
@@ -748,10 +931,12 @@ struct HycCpuLowerToReferencePass
       module.emitError("no function with a hyc.entry attribute to lower");
       return signalPassFailure();
     }
-    llvm::MapVector<StringRef, RankedTensorType> weightTable;
+    WeightTable weightTable;
     int64_t arenaBytes = 0;
+    std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
-      EntryLowering lowering(module, fn, weightTable, arenaAlignment);
+      EntryLowering lowering(module, fn, weightTable, arenaAlignment,
+                             bf16Kernels, kernels);
       FailureOr<int64_t> bytes = lowering.run();
       if (failed(bytes))
         return signalPassFailure();
@@ -770,13 +955,24 @@ struct HycCpuLowerToReferencePass
 
     // Record the weight table for the artifact writer: names and shapes in
     // table order.
-    SmallVector<Attribute> names, types;
-    for (auto &[name, type] : weightTable) {
+    SmallVector<Attribute> names, types, layouts;
+    for (auto &[name, entry] : weightTable) {
       names.push_back(b.getStringAttr(name));
-      types.push_back(TypeAttr::get(type));
+      types.push_back(TypeAttr::get(entry.type));
+      layouts.push_back(b.getStringAttr(entry.layout));
     }
     module->setAttr("hyc.weights", b.getArrayAttr(names));
     module->setAttr("hyc.weight_types", b.getArrayAttr(types));
+    module->setAttr("hyc.weight_layouts", b.getArrayAttr(layouts));
+    // Kernels for the driver to generate and embed: {name, k, m_max}.
+    SmallVector<Attribute> kernelAttrs;
+    for (auto &[name, k, mMax, isa] : kernels)
+      kernelAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(name)),
+           b.getNamedAttr("k", b.getI64IntegerAttr(k)),
+           b.getNamedAttr("m_max", b.getI64IntegerAttr(mMax)),
+           b.getNamedAttr("isa", b.getStringAttr(isa))}));
+    module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
     module->setAttr("hyc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
 
     // The hyc-level functions are now fully replaced; drop them and every op

@@ -33,7 +33,31 @@ def HycCpuLowerToReference : Pass<"hyc-cpu-lower-to-reference", "::mlir::ModuleO
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
   let options = [
     Option<"arenaAlignment", "arena-alignment", "int64_t", /*default=*/"64",
-           "Byte alignment of every planned buffer">
+           "Byte alignment of every planned buffer">,
+    Option<"bf16Kernels", "kernels", "bool", /*default=*/"false",
+           "Lower quant.matmul ops on named weights to generated brgemm "
+           "kernels (f32: AVX-512 FMA, bf16: AVX-512 BF16, w8a8: AVX-512 "
+           "VNNI) called through the hyrt_cpu_gemm_* drivers">
+  ];
+}
+
+def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::ModuleOp"> {
+  let summary = "Choose the weight precision of every linear layer";
+  let description = [{
+    Sets `#hyc.quant<...>` on `hyc.quant.matmul` ops whose weight is a
+    `hyc.param`, following `--quant`: every linear layer takes `scheme`,
+    except the sensitive ones that stay fp32 (weights whose name contains one
+    of `keep-f32`: by default the MoE router `mlp.gate.weight`, `lm_head`
+    and tied embeddings used as the output head). The decision is an
+    attribute, so later passes (and lit tests) see it; packing happens when
+    the artifact is written.
+  }];
+  let options = [
+    Option<"scheme", "scheme", "std::string", /*default=*/"\"bf16\"",
+           "Weight scheme for linear layers: f32, bf16 or w8a8 (per-channel "
+           "int8 weights derived at compile time, per-token int8 activations)">,
+    ListOption<"keepF32", "keep-f32", "std::string",
+               "Weight-name substrings that stay fp32 (default: mlp.gate.weight, lm_head.weight, embed_tokens.weight)">
   ];
 }
 

@@ -100,7 +100,9 @@ Status Artifact::load_library(const ArtifactOptions &options) {
     path = join(dir_, name);
     if (!is_regular_file(path))
       return Status::Error(path + ": library named by manifest.json not found");
-    library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // RTLD_NODELETE: optimized artifacts use OpenMP, whose worker threads
+    // outlive dlclose; unloading libgomp under them would crash at exit.
+    library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   }
   if (!library_) {
     const char *err = ::dlerror();

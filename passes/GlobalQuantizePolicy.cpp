@@ -1,0 +1,85 @@
+//===- GlobalQuantizePolicy.cpp - weight precision of each linear layer ---===//
+//
+// "Choose" half of quantization: writes the scheme on each hyc.quant.matmul;
+// the lowering and the artifact writer apply it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/hyc/HycOps.h"
+
+namespace hyc {
+#define GEN_PASS_DEF_HYCGLOBALQUANTIZEPOLICY
+#include "passes/Passes.h.inc"
+} // namespace hyc
+
+using namespace mlir;
+using namespace hyc;
+
+namespace {
+
+struct HycGlobalQuantizePolicyPass
+    : public hyc::impl::HycGlobalQuantizePolicyBase<HycGlobalQuantizePolicyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    QuantScheme target;
+    if (scheme == "bf16") {
+      target = QuantScheme::bf16;
+    } else if (scheme == "f32") {
+      target = QuantScheme::f32;
+    } else if (scheme == "w8a8") {
+      target = QuantScheme::w8a8;
+    } else {
+      getOperation().emitError() << "hyc-global-quantize-policy: scheme '"
+                                 << scheme
+                                 << "' is not supported (f32, bf16, w8a8)";
+      return signalPassFailure();
+    }
+    std::vector<std::string> keep(keepF32.begin(), keepF32.end());
+    if (keep.empty())
+      keep = {"mlp.gate.weight", "lm_head.weight", "embed_tokens.weight"};
+
+    MLIRContext *ctx = &getContext();
+    auto quant = QuantAttr::get(ctx, target, 0, {});
+    SmallVector<QuantMatmulOp> matmuls;
+    getOperation().walk([&](QuantMatmulOp op) { matmuls.push_back(op); });
+    for (QuantMatmulOp op : matmuls) [&] {
+      auto param = op.getWeight().getDefiningOp<ParamOp>();
+      if (!param || op.getQuant().isQuantized() ||
+          op.getEpilogue() != Epilogue::none)
+        return;
+      StringRef name = param.getRef().getTensor();
+      for (const std::string &k : keep)
+        if (name.contains(k))
+          return;
+      if (target != QuantScheme::w8a8) {
+        op.setQuantAttr(quant);
+        return;
+      }
+      // W8A8: the weight becomes symmetric per-channel int8 plus its scales,
+      // both derived from the checkpoint tensor when the artifact is written.
+      OpBuilder b(op);
+      auto wType = cast<RankedTensorType>(param.getType());
+      int64_t n = wType.getDimSize(0);
+      auto q = ParamOp::create(
+          b, param.getLoc(),
+          RankedTensorType::get(wType.getShape(), b.getI8Type()), param.getRef());
+      q->setAttr("hyc.quantize", b.getStringAttr("w8a8"));
+      auto s = ParamOp::create(b, param.getLoc(),
+                               RankedTensorType::get({n}, b.getF32Type()),
+                               param.getRef());
+      s->setAttr("hyc.quantize", b.getStringAttr("w8a8.scale"));
+      auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
+                                      q, s, op.getBias(), op.getResidual(), quant,
+                                      op.getEpilogueAttr());
+      op.replaceAllUsesWith(mm.getResult());
+      op.erase();
+      if (param->use_empty())
+        param.erase();
+    }();
+  }
+};
+
+} // namespace

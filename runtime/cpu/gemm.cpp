@@ -1,0 +1,136 @@
+// Drivers of the generated brgemm kernels (see hyrt/cpu_kernels.h).
+#include "hyrt/cpu_kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace {
+
+constexpr int64_t kPanel = 32;
+constexpr int64_t kMaxBlockRows = 64;
+
+struct PostArgs {
+  const float *bias;
+  const float *a_scale;
+  const float *b_scale;
+};
+
+int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+uint16_t toBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
+    return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u); // round to nearest even
+  return uint16_t(bits >> 16);
+}
+
+/// Panels x row blocks; A rows start at a + row * lda * aElem.
+void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
+               const char *w, int64_t panelBytes, const float *aScale,
+               const float *bScale, const float *bias, float *out,
+               hyrt_brgemm_fn kernel, int64_t mMax) {
+  const int64_t panels = (N + kPanel - 1) / kPanel;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t col = p * kPanel;
+    const int64_t cols = N - col < kPanel ? N - col : kPanel;
+    alignas(64) float tile[kMaxBlockRows * kPanel];
+    alignas(64) float scale[kPanel] = {};
+    PostArgs post{nullptr, nullptr, nullptr};
+    if (bScale) {
+      std::memcpy(scale, bScale + col, size_t(cols) * sizeof(float));
+      post.b_scale = scale;
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += mMax) {
+      const int64_t rows = M - m0 < mMax ? M - m0 : mMax;
+      const char *aBlock = static_cast<const char *>(a) + m0 * lda * aElem;
+      post.a_scale = aScale ? aScale + m0 : nullptr;
+      if (cols == kPanel) {
+        kernel(aBlock, lda, w + p * panelBytes, out + m0 * N + col, N, rows, &post);
+      } else {
+        // The last panel is zero padded to 32 columns: compute it into a
+        // local block and keep the valid columns.
+        kernel(aBlock, lda, w + p * panelBytes, tile, kPanel, rows, &post);
+        for (int64_t r = 0; r < rows; ++r)
+          std::memcpy(out + (m0 + r) * N + col, tile + r * kPanel,
+                      size_t(cols) * sizeof(float));
+      }
+      if (bias)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            out[(m0 + r) * N + col + c] += bias[col + c];
+    }
+  }
+}
+
+} // namespace
+
+extern "C" int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M,
+                                               int64_t K) {
+  switch (scheme) {
+  case HYRT_GEMM_BF16:
+    return M * roundUp(K, 2) * 2;
+  case HYRT_GEMM_W8A8:
+    return M * roundUp(K, 4) + roundUp(M * 4, 64);
+  default:
+    return 0;
+  }
+}
+
+extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
+                                  const void *w_packed, int64_t N,
+                                  const float *bias, float *out, void *,
+                                  hyrt_brgemm_fn kernel, int64_t m_max) {
+  runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
+            K * kPanel * 4, nullptr, nullptr, bias, out, kernel, m_max);
+}
+
+extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
+                                   const void *w_packed, int64_t N,
+                                   const float *bias, float *out,
+                                   void *scratch, hyrt_brgemm_fn kernel,
+                                   int64_t m_max) {
+  const int64_t lda = roundUp(K, 2);
+  uint16_t *a = static_cast<uint16_t *>(scratch);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k)
+      a[m * lda + k] = toBf16(x[m * K + k]);
+    for (int64_t k = K; k < lda; ++k)
+      a[m * lda + k] = 0;
+  }
+  runPanels(a, lda, 2, M, N, static_cast<const char *>(w_packed),
+            (lda / 2) * kPanel * 2 * 2, nullptr, nullptr, bias, out, kernel,
+            m_max);
+}
+
+extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
+                                   const void *w_packed, const float *w_scale,
+                                   int64_t N, const float *bias, float *out,
+                                   void *scratch, hyrt_brgemm_fn kernel,
+                                   int64_t m_max) {
+  const int64_t lda = roundUp(K, 4);
+  uint8_t *a = static_cast<uint8_t *>(scratch);
+  float *aScale = reinterpret_cast<float *>(a + roundUp(M * lda, 64));
+  for (int64_t m = 0; m < M; ++m) {
+    const float *row = x + m * K;
+    float amax = 0;
+    for (int64_t k = 0; k < K; ++k)
+      amax = std::fmax(amax, std::fabs(row[k]));
+    const float s = amax > 0 ? amax / 127.0f : 1.0f;
+    const float inv = 1.0f / s;
+    aScale[m] = s;
+    for (int64_t k = 0; k < K; ++k) {
+      float q = std::nearbyint(row[k] * inv);
+      q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
+      a[m * lda + k] = uint8_t(int32_t(q) + 128);
+    }
+    for (int64_t k = K; k < lda; ++k)
+      a[m * lda + k] = 128;
+  }
+  // Panel: [K/4][32][4] s8 then int32 comp[32].
+  const int64_t panelBytes = (lda / 4) * kPanel * 4 + kPanel * 4;
+  runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed), panelBytes,
+            aScale, w_scale, bias, out, kernel, m_max);
+}

@@ -1,0 +1,59 @@
+/* hyrt/cpu_kernels.h - drivers around compile-time generated microkernels.
+ *
+ * Optimized targets embed Xbyak-generated brgemm block kernels in the
+ * artifact (codegen/) and call these drivers with the kernel's address; a
+ * driver converts / quantizes the activations once, then walks 32-column
+ * weight panels (split across threads, so each thread streams its own slice
+ * of the weights) and row blocks of at most m_max rows. Linked into the
+ * artifact next to the reference kernels. Plain C ABI.
+ *
+ * Every driver computes out[M][N] = x[M][K] . W[N][K]^T (+ bias[N]) with W
+ * packed in the kernel's layout (codegen/pack.h, zero padded to 32-column
+ * panels) and needs hyrt_cpu_gemm_scratch_bytes(scheme, M, K) of scratch.
+ */
+#ifndef HYRT_CPU_KERNELS_H
+#define HYRT_CPU_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A generated brgemm block kernel (codegen/brgemm.h BrgemmFn): C[m][32] =
+ * A[m][K] . B_panel for m <= its m_max; lda / ldc in elements; `post` points
+ * at {bias, a_scale, b_scale} (three const float *). */
+typedef void (*hyrt_brgemm_fn)(const void *a, int64_t lda, const void *b,
+                               void *c, int64_t ldc, int64_t m,
+                               const void *post);
+
+/* Scheme ids of hyrt_cpu_gemm_scratch_bytes. */
+enum { HYRT_GEMM_F32 = 0, HYRT_GEMM_BF16 = 1, HYRT_GEMM_W8A8 = 2 };
+
+int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M, int64_t K);
+
+/* fp32 weights in [ceil(N/32)][K][32] panels; fp32 FMA kernels. */
+void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
+                       const void *w_packed, int64_t N, const float *bias,
+                       float *out, void *scratch, hyrt_brgemm_fn kernel,
+                       int64_t m_max);
+
+/* bf16 VNNI2 weights; activations rounded to bf16 (nearest even). */
+void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
+                        const void *w_packed, int64_t N, const float *bias,
+                        float *out, void *scratch, hyrt_brgemm_fn kernel,
+                        int64_t m_max);
+
+/* W8A8: s8 VNNI4 weights with their per-panel compensation and per-channel
+ * scales w_scale[N]; activations quantized per token (scale = max|x| / 127,
+ * stored as u8 = q + 128); out = a_scale * w_scale * (acc - comp). */
+void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
+                        const void *w_packed, const float *w_scale, int64_t N,
+                        const float *bias, float *out, void *scratch,
+                        hyrt_brgemm_fn kernel, int64_t m_max);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HYRT_CPU_KERNELS_H */

@@ -1,0 +1,34 @@
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=bf16 -split-input-file | FileCheck %s --check-prefix=BF16
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8 -split-input-file | FileCheck %s --check-prefix=W8A8
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: scheme 'int4' is not supported (f32, bf16, w8a8)
+
+// Linear layers take the scheme; the router and lm_head stay fp32.
+
+// BF16-LABEL: func.func @mlp
+// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x48xf32>
+// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x8xf32>
+// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x16xf32>
+
+// W8A8-LABEL: func.func @mlp
+// W8A8: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+// W8A8: %[[S:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<48xf32>
+// W8A8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%[[S]]) {epilogue = #hyc<epilogue none>, quant = #hyc.quant<w8a8>}
+// W8A8-NOT: "model.layers.0.mlp.down_proj.weight"> -> tensor<48x64xf32>
+// W8A8: "model.layers.0.mlp.gate.weight"> -> tensor<8x48xf32>
+// W8A8: "lm_head.weight"> -> tensor<16x8xf32>
+
+// KEEP-LABEL: func.func @mlp
+// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x48xf32>
+// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x8xf32>
+// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x16xf32>
+func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
+  %w = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> -> tensor<48x64xf32>
+  %y = hyc.quant.matmul %x, %w {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<48x64xf32>) -> tensor<?x48xf32>
+  %g = hyc.param #hyc.param<"f" : "model.layers.0.mlp.gate.weight"> -> tensor<8x48xf32>
+  %r = hyc.quant.matmul %y, %g {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x48xf32>, tensor<8x48xf32>) -> tensor<?x8xf32>
+  %h = hyc.param #hyc.param<"f" : "lm_head.weight"> -> tensor<16x8xf32>
+  %l = hyc.quant.matmul %r, %h {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %l : tensor<?x16xf32>
+}

@@ -1,0 +1,134 @@
+// hyrt_cpu_gemm_{f32,bf16,w8a8}: the drivers that optimized artifacts call,
+// fed with kernels generated here by codegen (the same generator the
+// compiler embeds), checked against a double-precision GEMM.
+#include "hyrt/cpu_kernels.h"
+
+#include "codegen/brgemm.h"
+#include "codegen/cpu_isa.h"
+#include "codegen/pack.h"
+#include "codegen/tiles.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace hyc::codegen;
+
+struct Case {
+  int64_t M, N, K;
+};
+
+std::vector<float> randomVec(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+std::vector<double> refGemm(const std::vector<float> &x, const std::vector<float> &w,
+                            const std::vector<float> &bias, const Case &c) {
+  std::vector<double> out(c.M * c.N);
+  for (int64_t m = 0; m < c.M; ++m)
+    for (int64_t n = 0; n < c.N; ++n) {
+      double acc = bias[n];
+      for (int64_t k = 0; k < c.K; ++k)
+        acc += double(x[m * c.K + k]) * double(w[n * c.K + k]);
+      out[m * c.N + n] = acc;
+    }
+  return out;
+}
+
+std::unique_ptr<BrgemmKernel> kernelFor(Isa isa, DataType a, DataType b, int k) {
+  BrgemmGenResult gen = generate_brgemm(make_brgemm_desc(isa, a, b, DataType::f32, k));
+  EXPECT_TRUE(gen) << gen.error;
+  return std::move(gen.kernel);
+}
+
+const Case kCases[] = {{1, 64, 64}, {5, 40, 96}, {14, 96, 128}, {33, 70, 200}, {64, 32, 260}};
+
+TEST(CpuGemmDriver, F32MatchesReference) {
+  if (!host_supports(Isa::avx512_core))
+    GTEST_SKIP() << "host lacks AVX-512";
+  for (const Case &c : kCases) {
+    auto x = randomVec(c.M * c.K, 1), w = randomVec(c.N * c.K, 2), bias = randomVec(c.N, 3);
+    auto kernel = kernelFor(Isa::avx512_core, DataType::f32, DataType::f32, int(c.K));
+    PackedB p = pack_b_f32(w.data(), c.N, c.K, c.K);
+    std::vector<float> out(c.M * c.N);
+    hyrt_cpu_gemm_f32(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
+                      nullptr, reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                      kernel->desc().m_max);
+    auto want = refGemm(x, w, bias, c);
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+          << c.M << "x" << c.N << "x" << c.K << " at " << i;
+  }
+}
+
+TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
+  if (!host_supports(Isa::avx512_vnni))
+    GTEST_SKIP() << "host lacks AVX-512 VNNI";
+  for (const Case &c : kCases) {
+    auto x = randomVec(c.M * c.K, 4), w = randomVec(c.N * c.K, 5), bias = randomVec(c.N, 6);
+    // Per-channel symmetric weights, as the artifact writer makes them.
+    std::vector<int8_t> q(c.N * c.K);
+    std::vector<float> ws(c.N), wq(c.N * c.K);
+    for (int64_t n = 0; n < c.N; ++n) {
+      float amax = 0;
+      for (int64_t k = 0; k < c.K; ++k)
+        amax = std::max(amax, std::fabs(w[n * c.K + k]));
+      ws[n] = amax / 127.0f;
+      for (int64_t k = 0; k < c.K; ++k) {
+        q[n * c.K + k] = int8_t(std::nearbyint(w[n * c.K + k] / ws[n]));
+        wq[n * c.K + k] = q[n * c.K + k] * ws[n];
+      }
+    }
+    auto kernel = kernelFor(Isa::avx512_vnni, DataType::u8, DataType::s8, int(c.K));
+    PackedB p = pack_b_s8(q.data(), c.N, c.K, c.K);
+    std::vector<uint8_t> scratch(hyrt_cpu_gemm_scratch_bytes(HYRT_GEMM_W8A8, c.M, c.K));
+    std::vector<float> out(c.M * c.N);
+    hyrt_cpu_gemm_w8a8(x.data(), c.M, c.K, p.data.data(), ws.data(), c.N, bias.data(),
+                       out.data(), scratch.data(),
+                       reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                       kernel->desc().m_max);
+    // Against the dequantized weights: the remaining error is the per-token
+    // activation rounding, at most half a step of max|x| / 127 per element.
+    auto want = refGemm(x, wq, bias, c);
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t n = 0; n < c.N; ++n) {
+        double bound = 0.5 / 127.0 * c.K * ws[n] * 127.0 * 1.01;
+        ASSERT_NEAR(out[m * c.N + n], want[m * c.N + n], bound)
+            << c.M << "x" << c.N << "x" << c.K << " at " << m << "," << n;
+      }
+  }
+}
+
+TEST(CpuGemmDriver, Bf16MatchesRoundedReference) {
+  if (!host_supports(Isa::avx512_bf16))
+    GTEST_SKIP() << "host lacks AVX-512 BF16: the bf16 kernels only compile here";
+  for (const Case &c : kCases) {
+    auto x = randomVec(c.M * c.K, 7), w = randomVec(c.N * c.K, 8), bias = randomVec(c.N, 9);
+    auto round = [](std::vector<float> v) {
+      for (float &f : v)
+        f = bf16_to_f32(f32_to_bf16(f));
+      return v;
+    };
+    auto kernel = kernelFor(Isa::avx512_bf16, DataType::bf16, DataType::bf16, int(c.K));
+    PackedB p = pack_b_bf16_from_f32(w.data(), c.N, c.K, c.K);
+    std::vector<uint8_t> scratch(hyrt_cpu_gemm_scratch_bytes(HYRT_GEMM_BF16, c.M, c.K));
+    std::vector<float> out(c.M * c.N);
+    hyrt_cpu_gemm_bf16(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
+                       scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                       kernel->desc().m_max);
+    auto want = refGemm(round(x), round(w), bias, c);
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])));
+  }
+}
+
+} // namespace
