@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# End-to-end benchmark entry point (`make bench`). For now: the reference
-# target on stories260K, decode and prefill tokens/s as printed by `hyc run`.
-# Kernel benchmarks against oneDNN arrive with the optimized targets.
+# End-to-end benchmark entry point (`make bench`): the same model compiled
+# for each target, decode and prefill tokens/s as printed by `hyc run`, and
+# the ratio to the reference target measured in the same run. The kernel
+# benchmark against oneDNN is bench/kernels (hyc_kernel_bench).
 set -euo pipefail
 BUILD=${1:-build}
-SHARED=${SHARED:-../shared}
 HYC="$BUILD/compiler/hyc"
 OUT="$BUILD/bench"
 mkdir -p "$OUT"
-MODEL="$SHARED/models/stories260K/stories260K.bin"
-if [ ! -f "$MODEL" ]; then
-  "$HYC" synth --arch llama --preset small --seed 1 -o "$OUT/synth-small"
-  MODEL="$OUT/synth-small"
-fi
-"$HYC" compile "$MODEL" -o "$OUT/model.hyc" --max-seq-len 512 --max-batch-tokens 256
-for i in 1 2 3; do
-  "$HYC" run "$OUT/model.hyc" --prompt-ids 1 -n 400 --temperature 0 >/dev/null
+"$HYC" synth --arch llama --preset small --seed 1 -o "$OUT/small" 2>/dev/null
+PROMPT=$(python3 -c "print(','.join(['1'] + [str(3 + (i * 37) % 2000) for i in range(1, 128)]))")
+
+declare -A DECODE PREFILL
+for cfg in "reference:" "avx512-f32:--target avx512" "avx512-w8a8:--target avx512 --quant w8a8"; do
+  name=${cfg%%:*}
+  flags=${cfg#*:}
+  # shellcheck disable=SC2086
+  "$HYC" compile "$OUT/small" -o "$OUT/small-$name.hyc" --max-seq-len 512 \
+    --max-batch-tokens 128 $flags 2>/dev/null
+  d=$("$HYC" run "$OUT/small-$name.hyc" --prompt-ids 1 -n 300 --temperature 0 \
+      --ignore-eos 2>&1 >/dev/null | sed -n 's/.*, \([0-9.]*\) tok\/s decode/\1/p')
+  p=$("$HYC" run "$OUT/small-$name.hyc" --prompt-ids "$PROMPT" -n 2 --temperature 0 \
+      --ignore-eos 2>&1 >/dev/null | sed -n 's/.*tokens, \([0-9.]*\) tok\/s prefill.*/\1/p')
+  DECODE[$name]=$d
+  PREFILL[$name]=$p
+done
+printf "%-14s %12s %12s %10s %10s\n" target decode_tok/s prefill_tok/s decode_x prefill_x
+for name in reference avx512-f32 avx512-w8a8; do
+  printf "%-14s %12s %12s %10.1f %10.1f\n" "$name" "${DECODE[$name]}" "${PREFILL[$name]}" \
+    "$(python3 -c "print(${DECODE[$name]} / ${DECODE[reference]})")" \
+    "$(python3 -c "print(${PREFILL[$name]} / ${PREFILL[reference]})")"
 done
