@@ -87,65 +87,91 @@ void quantizeRows(const std::vector<float> &w, int64_t n, int64_t k,
   }
 }
 
+/// The bytes of one [N][K] matrix (or, for "#w8a8.scale", its scales) in
+/// the entry's layout, appended to `bytes`.
+bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout,
+                 const std::string &derivation, std::vector<uint8_t> &bytes,
+                 std::string &error) {
+  auto append = [&](const uint8_t *p, size_t size) {
+    bytes.insert(bytes.end(), p, p + size);
+  };
+  auto appendPacked = [&](const codegen::PackedB &p) {
+    append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
+  };
+  std::vector<float> rowMajor(w, w + n * k);
+  if (derivation == "w8a8" || derivation == "w8a8.scale") {
+    std::vector<int8_t> q;
+    std::vector<float> scale;
+    quantizeRows(rowMajor, n, k, q, scale);
+    if (derivation == "w8a8.scale")
+      append(reinterpret_cast<const uint8_t *>(scale.data()), scale.size() * 4);
+    else if (layout == "s8_vnni4")
+      appendPacked(codegen::pack_b_s8(q.data(), n, k, k));
+    else
+      append(reinterpret_cast<const uint8_t *>(q.data()), q.size());
+    return true;
+  }
+  if (!derivation.empty()) {
+    error = "unknown weight derivation '" + derivation + "'";
+    return false;
+  }
+  if (layout == "f32_k1")
+    appendPacked(codegen::pack_b_f32(w, n, k, k));
+  else if (layout == "bf16_vnni2")
+    appendPacked(codegen::pack_b_bf16_from_f32(w, n, k, k));
+  else {
+    error = "unknown weight layout '" + layout + "'";
+    return false;
+  }
+  return true;
+}
+
 /// The bytes of one table entry: the checkpoint tensor (or the tensor
-/// derived from it) in its layout.
+/// derived from it) in its layout. [E][N][K] expert stacks are converted
+/// expert by expert and concatenated.
 bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
                  std::vector<uint8_t> &bytes, std::string &error) {
+  bytes.clear();
   std::string base = w.name, derivation;
   if (size_t hash = w.name.find('#'); hash != std::string::npos) {
     base = w.name.substr(0, hash);
     derivation = w.name.substr(hash + 1);
   }
-  std::vector<int64_t> baseShape = w.shape;
-  if (derivation == "w8a8.scale")
-    baseShape = {w.shape[0], -1};
-  const models::WeightInfo *info = ckpt.weights->find(base);
+  // Scales are [..., N]: the source matrix has one more dim, K, which the
+  // checkpoint (or, for stacked experts, its expert 0) tells.
+  std::vector<int64_t> shape = w.shape;
   if (derivation == "w8a8.scale") {
-    if (!info) {
-      error = "checkpoint has no tensor '" + base + "'";
+    std::string probe = base;
+    if (size_t at = probe.find("experts.*."); at != std::string::npos)
+      probe.replace(at, 10, "experts.0.");
+    const models::WeightInfo *info = ckpt.weights->find(probe);
+    if (!info || info->shape.size() != 2) {
+      error = "checkpoint has no 2-D tensor '" + probe + "' for the scales of " + base;
       return false;
     }
-    baseShape = info->shape;
+    shape.push_back(info->shape[1]);
   }
-  std::vector<float> f32(size_t(numelOf(baseShape)));
-  if (!readWeight(ckpt, PlannedWeight{base, baseShape, "f32"}, f32.data(), error))
+  std::vector<float> f32(size_t(numelOf(shape)));
+  if (!readWeight(ckpt, PlannedWeight{base, shape, "f32"}, f32.data(), error))
     return false;
-  auto fromPacked = [&](const codegen::PackedB &p) {
-    bytes.assign(p.data.data(), p.data.data() + p.n_panels * p.panel_bytes);
-  };
-  int64_t n = baseShape.size() == 2 ? baseShape[0] : 0;
-  int64_t k = baseShape.size() == 2 ? baseShape[1] : 0;
-  if (!derivation.empty()) {
-    if (derivation != "w8a8" && derivation != "w8a8.scale") {
-      error = "unknown weight derivation '" + derivation + "' of " + base;
-      return false;
-    }
-    std::vector<int8_t> q;
-    std::vector<float> scale;
-    quantizeRows(f32, n, k, q, scale);
-    if (derivation == "w8a8.scale") {
-      bytes.resize(scale.size() * 4);
-      std::memcpy(bytes.data(), scale.data(), bytes.size());
-    } else if (w.layout == "s8_vnni4") {
-      fromPacked(codegen::pack_b_s8(q.data(), n, k, k));
-    } else {
-      bytes.assign(reinterpret_cast<uint8_t *>(q.data()),
-                   reinterpret_cast<uint8_t *>(q.data()) + q.size());
-    }
-    return true;
-  }
-  if (w.layout == "f32") {
+  if (w.layout == "f32" && derivation.empty()) {
     bytes.resize(f32.size() * 4);
     std::memcpy(bytes.data(), f32.data(), bytes.size());
-  } else if (w.layout == "f32_k1") {
-    fromPacked(codegen::pack_b_f32(f32.data(), n, k, k));
-  } else if (w.layout == "bf16_vnni2") {
-    fromPacked(codegen::pack_b_bf16_from_f32(f32.data(), n, k, k));
-  } else {
-    error = "unknown weight layout '" + w.layout + "' for " + w.name;
-    return false;
+    return true;
   }
-  return true;
+  if (shape.size() == 2)
+    return matrixBytes(f32.data(), shape[0], shape[1], w.layout, derivation,
+                       bytes, error);
+  if (shape.size() == 3) {
+    for (int64_t e = 0; e < shape[0]; ++e)
+      if (!matrixBytes(f32.data() + e * shape[1] * shape[2], shape[1], shape[2],
+                       w.layout, derivation, bytes, error))
+        return false;
+    return true;
+  }
+  error = "weight '" + w.name + "' of rank " + std::to_string(shape.size()) +
+          " cannot take layout " + w.layout;
+  return false;
 }
 
 bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,

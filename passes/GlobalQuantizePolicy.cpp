@@ -19,6 +19,48 @@ using namespace hyc;
 
 namespace {
 
+bool keptF32(ParamOp param, const std::vector<std::string> &keep) {
+  StringRef name = param.getRef().getTensor();
+  for (const std::string &k : keep)
+    if (name.contains(k))
+      return true;
+  return false;
+}
+
+/// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights;
+/// w8a8 scales are [E, N]).
+void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target,
+                    const std::vector<std::string> &keep) {
+  auto param = op.getWeight().getDefiningOp<ParamOp>();
+  if (!param || op.getQuant().isQuantized() || keptF32(param, keep))
+    return;
+  MLIRContext *ctx = op.getContext();
+  auto quant = QuantAttr::get(ctx, target, 0, {});
+  if (target != QuantScheme::w8a8) {
+    op.setQuantAttr(quant);
+    return;
+  }
+  OpBuilder b(op);
+  auto wType = cast<RankedTensorType>(param.getType());
+  auto q = ParamOp::create(b, param.getLoc(),
+                           RankedTensorType::get(wType.getShape(), b.getI8Type()),
+                           param.getRef());
+  q->setAttr("hyc.quantize", b.getStringAttr("w8a8"));
+  auto s = ParamOp::create(
+      b, param.getLoc(),
+      RankedTensorType::get({wType.getDimSize(0), wType.getDimSize(1)},
+                            b.getF32Type()),
+      param.getRef());
+  s->setAttr("hyc.quantize", b.getStringAttr("w8a8.scale"));
+  auto mm = MoeGroupedMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
+                                       q, op.getOffsets(), s, quant,
+                                       op.getEpilogueAttr());
+  op.replaceAllUsesWith(mm.getResult());
+  op.erase();
+  if (param->use_empty())
+    param.erase();
+}
+
 struct HycGlobalQuantizePolicyPass
     : public hyc::impl::HycGlobalQuantizePolicyBase<HycGlobalQuantizePolicyPass> {
   using Base::Base;
@@ -45,6 +87,10 @@ struct HycGlobalQuantizePolicyPass
     auto quant = QuantAttr::get(ctx, target, 0, {});
     SmallVector<QuantMatmulOp> matmuls;
     getOperation().walk([&](QuantMatmulOp op) { matmuls.push_back(op); });
+    SmallVector<MoeGroupedMatmulOp> grouped;
+    getOperation().walk([&](MoeGroupedMatmulOp op) { grouped.push_back(op); });
+    for (MoeGroupedMatmulOp op : grouped)
+      applyToExperts(op, target, keep);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
       if (!param || op.getQuant().isQuantized() ||

@@ -185,16 +185,35 @@ std::string weightKey(ParamOp p) {
   return key;
 }
 
-/// A matmul that runs on a generated kernel when kernels are enabled.
-const KernelScheme *kernelSchemeOf(QuantMatmulOp mm) {
-  if (!mm.getWeight().getDefiningOp<ParamOp>() ||
+/// A (grouped) matmul that runs on a generated kernel when kernels are
+/// enabled: a named weight, no fused epilogue, a scheme with kernels.
+template <typename MatmulOp>
+const KernelScheme *kernelSchemeOfImpl(MatmulOp mm) {
+  if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
       mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
     return nullptr;
   const KernelScheme *ks = kernelSchemeFor(mm.getQuant().getScheme());
   if (ks && ks->scratchId == 2 &&
-      !(mm.getScale() && mm.getScale().getDefiningOp<ParamOp>()))
+      !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
     return nullptr;
   return ks;
+}
+
+const KernelScheme *kernelSchemeOf(Operation *op) {
+  if (auto mm = dyn_cast<QuantMatmulOp>(op))
+    return kernelSchemeOfImpl(mm);
+  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
+    return kernelSchemeOfImpl(gm);
+  return nullptr;
+}
+
+/// The weight operand of a kernel-eligible GEMM, or null.
+Value gemmWeight(Operation *op) {
+  if (auto mm = dyn_cast<QuantMatmulOp>(op))
+    return mm.getWeight();
+  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
+    return gm.getWeight();
+  return Value();
 }
 
 /// One dim of a tensor at run time: its LLVM i64 value and compile-time bound.
@@ -234,7 +253,7 @@ private:
   Value loadField(Value base, int64_t offset, Type type);
   void call(StringRef callee, ArrayRef<Value> args);
   Value ropeTable(RopeOp op, float &mscale);
-  LogicalResult emitKernelMatmul(QuantMatmulOp m);
+  LogicalResult emitKernelMatmul(Operation *m);
 
   ModuleOp module;
   func::FuncOp fn;
@@ -374,9 +393,9 @@ LogicalResult EntryLowering::plan() {
       const KernelScheme *packedFor = nullptr;
       bool allKernel = bf16Kernels && !p->use_empty();
       for (Operation *user : p->getUsers()) {
-        auto mm = dyn_cast<QuantMatmulOp>(user);
-        const KernelScheme *ks =
-            mm && mm.getWeight() == p.getResult() ? kernelSchemeOf(mm) : nullptr;
+        const KernelScheme *ks = gemmWeight(user) == p.getResult()
+                                     ? kernelSchemeOf(user)
+                                     : nullptr;
         if (!ks || (packedFor && packedFor != ks))
           allKernel = false;
         packedFor = ks;
@@ -439,14 +458,13 @@ LogicalResult EntryLowering::plan() {
         return failure();
   // Scratch of the GEMM drivers (converted / quantized activations).
   for (Operation &op : body)
-    if (auto mm = dyn_cast<QuantMatmulOp>(op))
-      if (packedWeights.count(mm.getWeight())) {
-        auto bnd = boundsOf(mm.getInput());
-        if (failed(bnd))
-          return failure();
-        scratchBytes = std::max(
-            scratchBytes, driverScratch(*kernelSchemeOf(mm), (*bnd)[0], (*bnd)[1]));
-      }
+    if (Value w = gemmWeight(&op); w && packedWeights.count(w)) {
+      auto bnd = boundsOf(op.getOperand(0));
+      if (failed(bnd))
+        return failure();
+      scratchBytes = std::max(
+          scratchBytes, driverScratch(*kernelSchemeOf(&op), (*bnd)[0], (*bnd)[1]));
+    }
   // Scratch is live across every GEMM call, so it sits above all buffers.
   if (scratchBytes > 0)
     scratchOffset = allocator.reserveAtEnd(scratchBytes);
@@ -618,14 +636,15 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
 /// x · Wᵀ through the generated brgemm kernel for this scheme and K: the
 /// kernel is declared here and recorded in `hyc.kernels` for the driver to
 /// generate and embed; a hyrt_cpu_gemm_* driver does the blocking.
-LogicalResult EntryLowering::emitKernelMatmul(QuantMatmulOp m) {
+LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   const KernelScheme &ks = *kernelSchemeOf(m);
   int64_t mMax = kernelRows(ks);
   if (mMax <= 0 || mMax > 64)
-    return m.emitError() << "no " << ks.isaName
-                         << " brgemm tile with 1..64 rows (got " << mMax << ")";
-  auto w = cast<RankedTensorType>(m.getWeight().getType());
-  int64_t k = w.getDimSize(1);
+    return m->emitError() << "no " << ks.isaName
+                          << " brgemm tile with 1..64 rows (got " << mMax << ")";
+  auto w = cast<RankedTensorType>(gemmWeight(m).getType());
+  bool grouped = isa<MoeGroupedMatmulOp>(m);
+  int64_t n = w.getDimSize(grouped ? 1 : 0), k = w.getDimSize(grouped ? 2 : 1);
   std::string name = std::string("hyc_brgemm_") + ks.typesName + "_" +
                      std::to_string(mMax) + "x32x" + std::to_string(k) + "_" +
                      ks.isaName;
@@ -641,16 +660,26 @@ LogicalResult EntryLowering::emitKernelMatmul(QuantMatmulOp m) {
     kernels.push_back({name, k, mMax, ks.isaName});
   }
   Value kernel = LLVM::AddressOfOp::create(b, loc, ptrTy, name);
-  auto x = *dimsOf(m.getInput());
+  Value input = m->getOperand(0);
+  auto x = *dimsOf(input);
   Value scratch = LLVM::GEPOp::create(
       b, loc, ptrTy, b.getI8Type(), arenaArg,
       ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(scratchOffset)});
-  SmallVector<Value> args = {ptrOf(m.getInput()), x[0].value, i64(k),
-                             ptrOf(m.getWeight())};
+  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(m)) {
+    call("hyrt_cpu_grouped_gemm",
+         {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k),
+          ptrOf(gm.getOffsets()), i64(w.getDimSize(0)), ptrOf(gm.getWeight()),
+          gm.getScale() ? ptrOf(gm.getScale()) : null(), i64(n),
+          ptrOf(gm.getResult()), scratch, kernel, i64(mMax)});
+    return success();
+  }
+  auto mm = cast<QuantMatmulOp>(m);
+  SmallVector<Value> args = {ptrOf(input), x[0].value, i64(k),
+                             ptrOf(mm.getWeight())};
   if (ks.scratchId == 2)
-    args.push_back(ptrOf(m.getScale()));
-  args.append({i64(w.getDimSize(0)), m.getBias() ? ptrOf(m.getBias()) : null(),
-               ptrOf(m.getResult()), scratch, kernel, i64(mMax)});
+    args.push_back(ptrOf(mm.getScale()));
+  args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
+               ptrOf(mm.getResult()), scratch, kernel, i64(mMax)});
   call(ks.driver, args);
   return success();
 }
@@ -842,6 +871,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<MoeGroupedMatmulOp>([&](MoeGroupedMatmulOp m) -> LogicalResult {
+        if (packedWeights.count(m.getWeight()))
+          return emitKernelMatmul(m);
         if (m.getQuant().getScheme() != QuantScheme::f32 ||
             m.getEpilogue() != Epilogue::none)
           return m.emitError("the reference target lowers f32 expert GEMMs "

@@ -134,3 +134,50 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
   runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed), panelBytes,
             aScale, w_scale, bias, out, kernel, m_max);
 }
+
+namespace {
+/// Bytes of one packed [N][K] matrix in a scheme's layout.
+int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
+  const int64_t panels = (N + kPanel - 1) / kPanel;
+  switch (scheme) {
+  case HYRT_GEMM_BF16:
+    return panels * (roundUp(K, 2) / 2) * kPanel * 4;
+  case HYRT_GEMM_W8A8:
+    return panels * ((roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4);
+  default:
+    return panels * K * kPanel * 4;
+  }
+}
+} // namespace
+
+extern "C" void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x,
+                                      int64_t rows, int64_t K,
+                                      const int32_t *offsets,
+                                      int64_t num_experts, const void *w_packed,
+                                      const float *w_scale, int64_t N,
+                                      float *out, void *scratch,
+                                      hyrt_brgemm_fn kernel, int64_t m_max) {
+  (void)rows;
+  const char *w = static_cast<const char *>(w_packed);
+  const int64_t expertBytes = packedMatrixBytes(scheme, N, K);
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const int64_t begin = offsets[e], count = offsets[e + 1] - offsets[e];
+    if (count <= 0)
+      continue;
+    const float *xe = x + begin * K;
+    float *oe = out + begin * N;
+    const char *we = w + e * expertBytes;
+    switch (scheme) {
+    case HYRT_GEMM_BF16:
+      hyrt_cpu_gemm_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel, m_max);
+      break;
+    case HYRT_GEMM_W8A8:
+      hyrt_cpu_gemm_w8a8(xe, count, K, we, w_scale + e * N, N, nullptr, oe,
+                         scratch, kernel, m_max);
+      break;
+    default:
+      hyrt_cpu_gemm_f32(xe, count, K, we, N, nullptr, oe, scratch, kernel, m_max);
+      break;
+    }
+  }
+}

@@ -52,6 +52,18 @@ void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                         const float *bias, float *out, void *scratch,
                         hyrt_brgemm_fn kernel, int64_t m_max);
 
+/* MoE expert GEMMs: rows [offsets[e], offsets[e+1]) of x multiply expert e,
+ * whose packed weights follow each other (each a complete packed [N][K]
+ * matrix in the scheme's layout) and, for W8A8, whose scales are
+ * w_scale[e][N]. `scheme` is HYRT_GEMM_*; scratch as for one GEMM of all
+ * rows. */
+void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows,
+                           int64_t K, const int32_t *offsets,
+                           int64_t num_experts, const void *w_packed,
+                           const float *w_scale, int64_t N, float *out,
+                           void *scratch, hyrt_brgemm_fn kernel,
+                           int64_t m_max);
+
 #ifdef __cplusplus
 }
 #endif
