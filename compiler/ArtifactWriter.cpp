@@ -115,7 +115,12 @@ bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout
     error = "unknown weight derivation '" + derivation + "'";
     return false;
   }
-  if (layout == "f32_k1")
+  if (layout == "bf16_as_f32") {
+    for (int64_t i = 0; i < n * k; ++i) {
+      float r = codegen::bf16_to_f32(codegen::f32_to_bf16(w[i]));
+      append(reinterpret_cast<const uint8_t *>(&r), 4);
+    }
+  } else if (layout == "f32_k1")
     appendPacked(codegen::pack_b_f32(w, n, k, k));
   else if (layout == "bf16_vnni2")
     appendPacked(codegen::pack_b_bf16_from_f32(w, n, k, k));
@@ -201,7 +206,7 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
       return false;
     }
     tensors.push_back({{"name", w.name},
-                       {"dtype", w.layout},
+                       {"dtype", w.layout == "bf16_as_f32" ? "f32" : w.layout},
                        {"shape", w.shape},
                        {"offset", offset},
                        {"nbytes", bytes}});

@@ -49,11 +49,14 @@ options:
   -o, --output PATH        artifact directory (or file for mlir/llvm/obj)
   --target NAME            reference (fp32 reference kernels; default) |
                            avx512 (generated AVX-512 brgemm kernels for the
-                           linear layers, reference kernels for the rest)
-  --quant SCHEME           with --target=avx512: f32 (default) | bf16 (needs
-                           avx512_bf16 at run time) | w8a8 (per-channel int8
-                           weights, per-token int8 activations, VNNI); the
-                           MoE router, embeddings and lm_head stay fp32
+                           linear layers, reference kernels for the rest) |
+                           avx512-bf16 (as avx512, bf16 GEMMs on vdpbf16ps;
+                           needs avx512_bf16 at run time)
+  --quant SCHEME           with an optimized target: f32 (default) | bf16
+                           (bf16 weights; fp32 FMA on avx512) | w8a8
+                           (per-channel int8 weights, per-token int8
+                           activations, VNNI); the MoE router, embeddings
+                           and lm_head stay fp32
   --emit KIND              lib (artifact directory, default) | exe (artifact
                            plus a standalone executable OUT/model) | mlir |
                            llvm | obj
@@ -145,17 +148,17 @@ int runCompileCommand(int argc, char **argv) {
                  phase.c_str());
     return 2;
   }
-  if (target != "reference" && target != "avx512")
+  if (target != "reference" && target != "avx512" && target != "avx512-bf16")
     return fail("unknown --target '" + target +
-                "' (this build supports: reference, avx512)");
+                "' (this build supports: reference, avx512, avx512-bf16)");
   std::string quant = args.get("quant", "f32");
   if (quant != "f32" && quant != "bf16" && quant != "w8a8")
     return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
-  if (target == "reference" && quant != "f32")
-    return fail("--quant " + quant +
-                " needs an optimized target (--target=avx512); the reference "
-                "target computes in f32");
-  bool kernels = target == "avx512";
+  if (target == "reference" && quant == "w8a8")
+    return fail("--quant w8a8 needs an optimized target (--target=avx512); the "
+                "reference target computes in f32 (--quant bf16 there means "
+                "f32 GEMMs on bf16-rounded weights)");
+  bool kernels = target != "reference";
 
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
   if (!args.getInt("max-seq-len", 0, maxSeqLen, error) ||
@@ -220,13 +223,14 @@ int runCompileCommand(int argc, char **argv) {
     return writeFile(output, printModule(*module), error) ? 0 : fail(error);
 
   mlir::PassManager pm(&ctx);
-  if (kernels) {
+  if (quant != "f32") {
     hyc::HycGlobalQuantizePolicyOptions policy;
     policy.scheme = quant;
     pm.addPass(hyc::createHycGlobalQuantizePolicy(policy));
   }
   hyc::HycCpuLowerToReferenceOptions lowering;
   lowering.bf16Kernels = kernels;
+  lowering.nativeBf16 = target == "avx512-bf16";
   pm.addPass(hyc::createHycCpuLowerToReference(lowering));
   if (mlir::failed(pm.run(*module)))
     return fail("lowering to the reference target failed (see the diagnostics above)");

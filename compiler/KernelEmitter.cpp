@@ -16,7 +16,8 @@ namespace hyc::compiler {
 namespace {
 
 struct IsaInfo {
-  const char *name;
+  const char *name;  // isa, then ":" and the kernel's types
+
   codegen::Isa isa;
   codegen::DataType a, b;
   std::vector<const char *> features;
@@ -26,11 +27,13 @@ const IsaInfo *isaInfo(const std::string &name) {
   using codegen::DataType;
   using codegen::Isa;
   static const IsaInfo table[] = {
-      {"avx512core", Isa::avx512_core, DataType::f32, DataType::f32,
+      {"avx512core:f32f32f32", Isa::avx512_core, DataType::f32, DataType::f32,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl"}},
-      {"avx512bf16", Isa::avx512_bf16, DataType::bf16, DataType::bf16,
+      {"avx512core:f32bf16f32", Isa::avx512_core, DataType::f32, DataType::bf16,
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl"}},
+      {"avx512bf16:bf16bf16f32", Isa::avx512_bf16, DataType::bf16, DataType::bf16,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}},
-      {"avx512vnni", Isa::avx512_vnni, DataType::u8, DataType::s8,
+      {"avx512vnni:u8s8f32", Isa::avx512_vnni, DataType::u8, DataType::s8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
   };
   for (const IsaInfo &i : table)
@@ -50,12 +53,13 @@ bool emitKernels(mlir::ModuleOp module, const std::string &asmPath,
   for (mlir::Attribute a : kernels ? kernels : mlir::ArrayAttr()) {
     auto d = llvm::cast<mlir::DictionaryAttr>(a);
     std::string name = llvm::cast<mlir::StringAttr>(d.get("name")).str();
-    std::string isa = llvm::cast<mlir::StringAttr>(d.get("isa")).str();
+    std::string isa = llvm::cast<mlir::StringAttr>(d.get("isa")).str() + ":" +
+                      llvm::cast<mlir::StringAttr>(d.get("types")).str();
     int64_t k = llvm::cast<mlir::IntegerAttr>(d.get("k")).getInt();
     int64_t mMax = llvm::cast<mlir::IntegerAttr>(d.get("m_max")).getInt();
     const IsaInfo *info = isaInfo(isa);
     if (!info) {
-      error = "kernel " + name + ": unknown ISA '" + isa + "'";
+      error = "kernel " + name + ": no generator for '" + isa + "'";
       return false;
     }
     codegen::BrgemmDesc desc = codegen::make_brgemm_desc(

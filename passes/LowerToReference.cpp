@@ -135,7 +135,7 @@ struct KernelScheme {
   int32_t scratchId;     // HYRT_GEMM_* of hyrt/cpu_kernels.h
 };
 
-const KernelScheme *kernelSchemeFor(QuantScheme scheme) {
+const KernelScheme *kernelSchemeFor(QuantScheme scheme, bool nativeBf16) {
   using hyc::codegen::DataType;
   using hyc::codegen::Isa;
   static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
@@ -144,6 +144,9 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme) {
   static const KernelScheme bf16{Isa::avx512_bf16, DataType::bf16, DataType::bf16,
                                  "bf16bf16f32", "avx512bf16", "bf16_vnni2",
                                  "hyrt_cpu_gemm_bf16", 1};
+  static const KernelScheme f32bf16{Isa::avx512_core, DataType::f32, DataType::bf16,
+                                    "f32bf16f32", "avx512core", "bf16_vnni2",
+                                    "hyrt_cpu_gemm_f32_bf16", 3};
   static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
                                  "u8s8f32", "avx512vnni", "s8_vnni4",
                                  "hyrt_cpu_gemm_w8a8", 2};
@@ -151,7 +154,7 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme) {
   case QuantScheme::f32:
     return &f32;
   case QuantScheme::bf16:
-    return &bf16;
+    return nativeBf16 ? &bf16 : &f32bf16;
   case QuantScheme::w8a8:
     return &w8a8;
   default:
@@ -171,6 +174,8 @@ int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k) {
   auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
   if (ks.scratchId == 1)
     return m * up(k, 2) * 2;
+  if (ks.scratchId == 3)
+    return 0;
   if (ks.scratchId == 2)
     return m * up(k, 4) + up(m * 4, 64);
   return 0;
@@ -188,22 +193,25 @@ std::string weightKey(ParamOp p) {
 /// A (grouped) matmul that runs on a generated kernel when kernels are
 /// enabled: a named weight, no fused epilogue, a scheme with kernels.
 template <typename MatmulOp>
-const KernelScheme *kernelSchemeOfImpl(MatmulOp mm) {
+const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, bool nativeBf16) {
   if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
       mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
     return nullptr;
-  const KernelScheme *ks = kernelSchemeFor(mm.getQuant().getScheme());
+  const KernelScheme *ks =
+      kernelSchemeFor(mm.getQuant().getScheme(), nativeBf16);
   if (ks && ks->scratchId == 2 &&
       !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
     return nullptr;
   return ks;
 }
 
-const KernelScheme *kernelSchemeOf(Operation *op) {
+/// `nativeBf16`: bf16 GEMMs use vdpbf16ps (--target=avx512-bf16) instead of
+/// FMA over bf16 weights.
+const KernelScheme *kernelSchemeOf(Operation *op, bool nativeBf16) {
   if (auto mm = dyn_cast<QuantMatmulOp>(op))
-    return kernelSchemeOfImpl(mm);
+    return kernelSchemeOfImpl(mm, nativeBf16);
   if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
-    return kernelSchemeOfImpl(gm);
+    return kernelSchemeOfImpl(gm, nativeBf16);
   return nullptr;
 }
 
@@ -226,11 +234,11 @@ class EntryLowering {
 public:
   EntryLowering(ModuleOp module, func::FuncOp fn,
                 WeightTable &weightTable,
-                int64_t alignment, bool bf16Kernels,
+                int64_t alignment, bool bf16Kernels, bool nativeBf16,
                 std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &kernels)
       : module(module), fn(fn), weightTable(weightTable),
         allocator(alignment), b(module.getContext()),
-        bf16Kernels(bf16Kernels), kernels(kernels) {}
+        bf16Kernels(bf16Kernels), nativeBf16(nativeBf16), kernels(kernels) {}
 
   /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
   FailureOr<int64_t> run();
@@ -261,6 +269,7 @@ private:
   ArenaAllocator allocator;
   OpBuilder b;
   bool bf16Kernels;
+  bool nativeBf16;
   /// Weights stored in a kernel layout (their GEMMs use the kernels).
   DenseSet<Value> packedWeights;
   /// Generated kernels this module calls (name, k, m_max, isa).
@@ -394,15 +403,25 @@ LogicalResult EntryLowering::plan() {
       bool allKernel = bf16Kernels && !p->use_empty();
       for (Operation *user : p->getUsers()) {
         const KernelScheme *ks = gemmWeight(user) == p.getResult()
-                                     ? kernelSchemeOf(user)
+                                     ? kernelSchemeOf(user, nativeBf16)
                                      : nullptr;
         if (!ks || (packedFor && packedFor != ks))
           allKernel = false;
         packedFor = ks;
       }
+      // The reference computes bf16 GEMMs in f32 on bf16-rounded weights.
+      bool allBf16Reference = !allKernel && !p->use_empty();
+      for (Operation *user : p->getUsers()) {
+        auto mm = dyn_cast<QuantMatmulOp>(user);
+        if (!mm || mm.getWeight() != p.getResult() ||
+            mm.getQuant().getScheme() != QuantScheme::bf16)
+          allBf16Reference = false;
+      }
       if (allKernel) {
         layout = packedFor->layout;
         packedWeights.insert(p.getResult());
+      } else if (allBf16Reference) {
+        layout = "bf16_as_f32";
       } else if (type.getElementType().isInteger(8)) {
         return p.emitError() << "int8 weight '" << name
                              << "' has no kernel path on this target";
@@ -463,7 +482,7 @@ LogicalResult EntryLowering::plan() {
       if (failed(bnd))
         return failure();
       scratchBytes = std::max(
-          scratchBytes, driverScratch(*kernelSchemeOf(&op), (*bnd)[0], (*bnd)[1]));
+          scratchBytes, driverScratch(*kernelSchemeOf(&op, nativeBf16), (*bnd)[0], (*bnd)[1]));
     }
   // Scratch is live across every GEMM call, so it sits above all buffers.
   if (scratchBytes > 0)
@@ -637,7 +656,7 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
 /// kernel is declared here and recorded in `hyc.kernels` for the driver to
 /// generate and embed; a hyrt_cpu_gemm_* driver does the blocking.
 LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
-  const KernelScheme &ks = *kernelSchemeOf(m);
+  const KernelScheme &ks = *kernelSchemeOf(m, nativeBf16);
   int64_t mMax = kernelRows(ks);
   if (mMax <= 0 || mMax > 64)
     return m->emitError() << "no " << ks.isaName
@@ -657,7 +676,8 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    kernels.push_back({name, k, mMax, ks.isaName});
+    kernels.push_back({name, k, mMax, ks.isaName + std::string(":") +
+                                          ks.typesName});
   }
   Value kernel = LLVM::AddressOfOp::create(b, loc, ptrTy, name);
   Value input = m->getOperand(0);
@@ -783,8 +803,12 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<QuantMatmulOp>([&](QuantMatmulOp m) -> LogicalResult {
         if (packedWeights.count(m.getWeight()))
           return emitKernelMatmul(m);
-        if (m.getQuant().getScheme() != QuantScheme::f32)
-          return m.emitError() << "the reference target computes in f32; got "
+        // bf16 weights are rounded when the artifact is written; the GEMM
+        // itself runs in f32.
+        if (m.getQuant().getScheme() != QuantScheme::f32 &&
+            m.getQuant().getScheme() != QuantScheme::bf16)
+          return m.emitError() << "the reference target computes in f32 (or on "
+                                  "bf16-rounded weights); got "
                                << m.getQuant();
         if (m.getEpilogue() == Epilogue::silu_mul)
           return m.emitError("the silu_mul epilogue has no reference lowering; "
@@ -967,7 +991,7 @@ struct HycCpuLowerToReferencePass
     std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
       EntryLowering lowering(module, fn, weightTable, arenaAlignment,
-                             bf16Kernels, kernels);
+                             bf16Kernels, nativeBf16, kernels);
       FailureOr<int64_t> bytes = lowering.run();
       if (failed(bytes))
         return signalPassFailure();
@@ -995,14 +1019,18 @@ struct HycCpuLowerToReferencePass
     module->setAttr("hyc.weights", b.getArrayAttr(names));
     module->setAttr("hyc.weight_types", b.getArrayAttr(types));
     module->setAttr("hyc.weight_layouts", b.getArrayAttr(layouts));
-    // Kernels for the driver to generate and embed: {name, k, m_max}.
+    // Kernels for the driver to generate and embed: {name, k, m_max, isa,
+    // types}.
     SmallVector<Attribute> kernelAttrs;
-    for (auto &[name, k, mMax, isa] : kernels)
+    for (auto &[name, k, mMax, isaAndTypes] : kernels) {
+      auto [isa, types] = StringRef(isaAndTypes).split(':');
       kernelAttrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("name", b.getStringAttr(name)),
            b.getNamedAttr("k", b.getI64IntegerAttr(k)),
            b.getNamedAttr("m_max", b.getI64IntegerAttr(mMax)),
-           b.getNamedAttr("isa", b.getStringAttr(isa))}));
+           b.getNamedAttr("isa", b.getStringAttr(isa)),
+           b.getNamedAttr("types", b.getStringAttr(types))}));
+    }
     module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
     module->setAttr("hyc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
 

@@ -87,6 +87,15 @@ extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
             K * kPanel * 4, nullptr, nullptr, bias, out, kernel, m_max);
 }
 
+extern "C" void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
+                                       const void *w_packed, int64_t N,
+                                       const float *bias, float *out, void *,
+                                       hyrt_brgemm_fn kernel, int64_t m_max) {
+  runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
+            (roundUp(K, 2) / 2) * kPanel * 2 * 2, nullptr, nullptr, bias, out,
+            kernel, m_max);
+}
+
 extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
                                    const void *w_packed, int64_t N,
                                    const float *bias, float *out,
@@ -141,6 +150,7 @@ int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
   switch (scheme) {
   case HYRT_GEMM_BF16:
+  case HYRT_GEMM_F32_BF16:
     return panels * (roundUp(K, 2) / 2) * kPanel * 4;
   case HYRT_GEMM_W8A8:
     return panels * ((roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4);
@@ -174,6 +184,10 @@ extern "C" void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x,
     case HYRT_GEMM_W8A8:
       hyrt_cpu_gemm_w8a8(xe, count, K, we, w_scale + e * N, N, nullptr, oe,
                          scratch, kernel, m_max);
+      break;
+    case HYRT_GEMM_F32_BF16:
+      hyrt_cpu_gemm_f32_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel,
+                             m_max);
       break;
     default:
       hyrt_cpu_gemm_f32(xe, count, K, we, N, nullptr, oe, scratch, kernel, m_max);

@@ -2,7 +2,8 @@
 // the artifact. fp32 kernels must still match the golden logits (only the
 // summation order differs); W8A8 must stay within 0.1 perplexity of fp32 on
 // the real model (DESIGN.md) and close to the fp32 reference logits; bf16
-// needs avx512_bf16 and is refused clearly on hosts without it.
+// weights stay within the bf16 tolerance (FMA on any AVX-512 host; the
+// native vdpbf16ps target is refused clearly on hosts without avx512_bf16).
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
@@ -151,11 +152,48 @@ TEST(Avx512Stories, F32KernelsReproducePublishedSample) {
   EXPECT_EQ(r.out, readFile(sharedDir() + "/models/stories260K/expected-greedy-256.txt"));
 }
 
-TEST(Avx512Bf16, RunsWhereSupportedAndIsRefusedClearlyElsewhere) {
+/// bf16 weights, fp32 logits compared with the fp32 reference at the
+/// DESIGN.md bf16 tolerance (atol = rtol = 1e-2).
+void expectBf16Close(const std::vector<float> &ref, const std::vector<float> &got) {
+  ASSERT_EQ(ref.size(), got.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_LE(std::fabs(ref[i] - got[i]), 1e-2 + 1e-2 * std::fabs(ref[i])) << i;
+}
+
+TEST(Avx512Bf16, FmaKernelsReproduceTheBf16WeightReference) {
+  REQUIRE_FEATURE("avx512f");
   if (!haveGolden("llama-tiny"))
     GTEST_SKIP() << "golden data absent";
   std::string dir = sharedDir() + "/golden/llama-tiny";
-  std::string art = compileOnce(dir, {"--target", "avx512", "--quant", "bf16",
+  std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
+  std::vector<std::string> refBf = bounds, bf = bounds;
+  refBf.insert(refBf.end(), {"--quant", "bf16"});
+  bf.insert(bf.end(), {"--target", "avx512", "--quant", "bf16"});
+  LoadedModel f32 = loadModel(compileOnce(dir, bounds));
+  LoadedModel ref = loadModel(compileOnce(dir, refBf)); // f32 GEMMs, bf16-rounded weights
+  LoadedModel b = loadModel(compileOnce(dir, bf));
+  ASSERT_TRUE(f32.engine && ref.engine && b.engine);
+  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
+                    .get<std::vector<int32_t>>();
+  std::vector<float> w = wholeSequenceLogits(*f32.engine, tokens);
+  std::vector<float> x = wholeSequenceLogits(*ref.engine, tokens);
+  std::vector<float> y = wholeSequenceLogits(*b.engine, tokens);
+  std::printf("llama-tiny: bf16 weights vs fp32 max abs %.3g; FMA kernels vs their "
+              "fp32 reference %.3g\n", maxAbsDiff(w, x), maxAbsDiff(x, y));
+  // Rounding the weights to bf16 is a different model (the golden README
+  // measures up to 0.0432 on logits_64) ...
+  EXPECT_GT(maxAbsDiff(w, x), 1e-3);
+  EXPECT_LT(maxAbsDiff(w, x), 0.06);
+  // ... which the kernels (fp32 activations and accumulation) reproduce.
+  EXPECT_LT(maxAbsDiff(x, y), 1e-4);
+  EXPECT_LT(maxAbsDiff(y, incrementalLogits(*b.engine, tokens, 20)), 1e-4);
+}
+
+TEST(Avx512Bf16, NativeRunsWhereSupportedAndIsRefusedClearlyElsewhere) {
+  if (!haveGolden("llama-tiny"))
+    GTEST_SKIP() << "golden data absent";
+  std::string dir = sharedDir() + "/golden/llama-tiny";
+  std::string art = compileOnce(dir, {"--target", "avx512-bf16", "--quant", "bf16",
                                       "--max-seq-len", "128", "--max-batch-tokens", "64"});
   if (!hyrt::host_has_cpu_feature("avx512_bf16")) {
     CommandResult r = runHyc({"run", art, "--prompt-ids", "1,5", "-n", "2"});
@@ -163,15 +201,14 @@ TEST(Avx512Bf16, RunsWhereSupportedAndIsRefusedClearlyElsewhere) {
     EXPECT_NE(r.err.find("avx512_bf16"), std::string::npos) << r.err;
     GTEST_SKIP() << "host lacks avx512_bf16: checked the clear refusal only";
   }
-  LoadedModel ref = loadModel(compileOnce(dir, {"--max-seq-len", "128", "--max-batch-tokens", "64"}));
+  LoadedModel ref = loadModel(compileOnce(
+      dir, {"--max-seq-len", "128", "--max-batch-tokens", "64", "--quant", "bf16"}));
   LoadedModel b = loadModel(art);
   ASSERT_TRUE(ref.engine && b.engine);
   auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
                     .get<std::vector<int32_t>>();
-  std::vector<float> x = wholeSequenceLogits(*ref.engine, tokens);
-  std::vector<float> y = wholeSequenceLogits(*b.engine, tokens);
-  for (size_t i = 0; i < x.size(); ++i) // DESIGN.md: bf16 paths atol/rtol 1e-2
-    ASSERT_LE(std::fabs(x[i] - y[i]), 1e-2 + 1e-2 * std::fabs(x[i])) << i;
+  expectBf16Close(wholeSequenceLogits(*ref.engine, tokens),
+                  wholeSequenceLogits(*b.engine, tokens));
 }
 
 } // namespace

@@ -72,8 +72,9 @@ func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c0: !hyc.kv_cache<
   %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
   %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x8xf32>
   %x = hyc.embedding %e[%tok] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
-  %w = hyc.param #hyc.param<"f" : "w"> -> tensor<8x8xbf16>
-  // expected-error@+1 {{the reference target computes in f32; got #hyc.quant<bf16>}}
-  %y = hyc.quant.matmul %x, %w {quant = #hyc.quant<bf16>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<8x8xbf16>) -> tensor<?x8xf32>
+  // expected-error@+1 {{int8 weight 'w#w8a8' has no kernel path on this target}}
+  %w = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "w8a8"} -> tensor<8x8xi8>
+  %s = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "w8a8.scale"} -> tensor<8xf32>
+  %y = hyc.quant.matmul %x, %w scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<8x8xi8>, tensor<8xf32>) -> tensor<?x8xf32>
   return %y, %c0 : tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 }
