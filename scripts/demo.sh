@@ -15,6 +15,12 @@ if [ -f "$STORIES" ]; then
   "$HYC" compile "$STORIES" -o "$OUT/stories260K.hyc" --max-seq-len 256
   echo "== hyc run: greedy, 200 tokens from 'Once upon a time'"
   "$HYC" run "$OUT/stories260K.hyc" --prompt "Once upon a time" -n 200 --temperature 0
+  if grep -q avx512_vnni /proc/cpuinfo; then
+    echo "== the same model, --target avx512 --quant w8a8 (generated VNNI kernels)"
+    "$HYC" compile "$STORIES" -o "$OUT/stories260K-w8a8.hyc" --max-seq-len 256 \
+      --target avx512 --quant w8a8
+    "$HYC" run "$OUT/stories260K-w8a8.hyc" --prompt "Once upon a time" -n 200 --temperature 0
+  fi
 else
   echo "== $STORIES not found: using a synthetic model"
   "$HYC" synth --arch llama --preset tiny --seed 1 -o "$OUT/synth-llama"
