@@ -51,7 +51,8 @@ options:
                            avx512 (generated AVX-512 brgemm kernels for the
                            linear layers, reference kernels for the rest) |
                            avx512-bf16 (as avx512, bf16 GEMMs on vdpbf16ps;
-                           needs avx512_bf16 at run time)
+                           needs avx512_bf16 at run time) | avx2 (AVX2/FMA
+                           fp32 kernels: the floor for older CPUs)
   --quant SCHEME           with an optimized target: f32 (default) | bf16
                            (bf16 weights; fp32 FMA on avx512) | w8a8
                            (per-channel int8 weights, per-token int8
@@ -148,9 +149,10 @@ int runCompileCommand(int argc, char **argv) {
                  phase.c_str());
     return 2;
   }
-  if (target != "reference" && target != "avx512" && target != "avx512-bf16")
+  if (target != "reference" && target != "avx512" && target != "avx512-bf16" &&
+      target != "avx2")
     return fail("unknown --target '" + target +
-                "' (this build supports: reference, avx512, avx512-bf16)");
+                "' (this build supports: reference, avx2, avx512, avx512-bf16)");
   std::string quant = args.get("quant", "f32");
   if (quant != "f32" && quant != "bf16" && quant != "w8a8")
     return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
@@ -158,6 +160,9 @@ int runCompileCommand(int argc, char **argv) {
     return fail("--quant w8a8 needs an optimized target (--target=avx512); the "
                 "reference target computes in f32 (--quant bf16 there means "
                 "f32 GEMMs on bf16-rounded weights)");
+  if (target == "avx2" && quant != "f32")
+    return fail("--target avx2 has fp32 kernels only; --quant " + quant +
+                " needs --target avx512");
   bool kernels = target != "reference";
 
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
@@ -231,6 +236,7 @@ int runCompileCommand(int argc, char **argv) {
   hyc::HycCpuLowerToReferenceOptions lowering;
   lowering.bf16Kernels = kernels;
   lowering.nativeBf16 = target == "avx512-bf16";
+  lowering.isa = target == "avx2" ? "avx2" : "avx512";
   pm.addPass(hyc::createHycCpuLowerToReference(lowering));
   if (mlir::failed(pm.run(*module)))
     return fail("lowering to the reference target failed (see the diagnostics above)");

@@ -33,6 +33,8 @@ const IsaInfo *isaInfo(const std::string &name) {
        {"avx512f", "avx512bw", "avx512dq", "avx512vl"}},
       {"avx512bf16:bf16bf16f32", Isa::avx512_bf16, DataType::bf16, DataType::bf16,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}},
+      {"avx2:f32f32f32", Isa::avx2, DataType::f32, DataType::f32,
+       {"avx2", "fma"}},
       {"avx512vnni:u8s8f32", Isa::avx512_vnni, DataType::u8, DataType::s8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
   };

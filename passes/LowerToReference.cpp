@@ -135,7 +135,8 @@ struct KernelScheme {
   int32_t scratchId;     // HYRT_GEMM_* of hyrt/cpu_kernels.h
 };
 
-const KernelScheme *kernelSchemeFor(QuantScheme scheme, bool nativeBf16) {
+const KernelScheme *kernelSchemeFor(QuantScheme scheme, bool nativeBf16,
+                                    bool avx2) {
   using hyc::codegen::DataType;
   using hyc::codegen::Isa;
   static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
@@ -150,6 +151,11 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme, bool nativeBf16) {
   static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
                                  "u8s8f32", "avx512vnni", "s8_vnni4",
                                  "hyrt_cpu_gemm_w8a8", 2};
+  static const KernelScheme f32Avx2{Isa::avx2, DataType::f32, DataType::f32,
+                                    "f32f32f32", "avx2", "f32_k1",
+                                    "hyrt_cpu_gemm_f32", 0};
+  if (avx2)
+    return scheme == QuantScheme::f32 ? &f32Avx2 : nullptr;
   switch (scheme) {
   case QuantScheme::f32:
     return &f32;
@@ -192,13 +198,19 @@ std::string weightKey(ParamOp p) {
 
 /// A (grouped) matmul that runs on a generated kernel when kernels are
 /// enabled: a named weight, no fused epilogue, a scheme with kernels.
+/// Which kernels a target has: native bf16 dot products, or the AVX2 floor.
+struct KernelTarget {
+  bool nativeBf16 = false;
+  bool avx2 = false;
+};
+
 template <typename MatmulOp>
-const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, bool nativeBf16) {
+const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
   if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
       mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
     return nullptr;
   const KernelScheme *ks =
-      kernelSchemeFor(mm.getQuant().getScheme(), nativeBf16);
+      kernelSchemeFor(mm.getQuant().getScheme(), t.nativeBf16, t.avx2);
   if (ks && ks->scratchId == 2 &&
       !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
     return nullptr;
@@ -207,11 +219,11 @@ const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, bool nativeBf16) {
 
 /// `nativeBf16`: bf16 GEMMs use vdpbf16ps (--target=avx512-bf16) instead of
 /// FMA over bf16 weights.
-const KernelScheme *kernelSchemeOf(Operation *op, bool nativeBf16) {
+const KernelScheme *kernelSchemeOf(Operation *op, KernelTarget t) {
   if (auto mm = dyn_cast<QuantMatmulOp>(op))
-    return kernelSchemeOfImpl(mm, nativeBf16);
+    return kernelSchemeOfImpl(mm, t);
   if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
-    return kernelSchemeOfImpl(gm, nativeBf16);
+    return kernelSchemeOfImpl(gm, t);
   return nullptr;
 }
 
@@ -234,11 +246,11 @@ class EntryLowering {
 public:
   EntryLowering(ModuleOp module, func::FuncOp fn,
                 WeightTable &weightTable,
-                int64_t alignment, bool bf16Kernels, bool nativeBf16,
+                int64_t alignment, bool bf16Kernels, KernelTarget target,
                 std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &kernels)
       : module(module), fn(fn), weightTable(weightTable),
         allocator(alignment), b(module.getContext()),
-        bf16Kernels(bf16Kernels), nativeBf16(nativeBf16), kernels(kernels) {}
+        bf16Kernels(bf16Kernels), target(target), kernels(kernels) {}
 
   /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
   FailureOr<int64_t> run();
@@ -269,7 +281,7 @@ private:
   ArenaAllocator allocator;
   OpBuilder b;
   bool bf16Kernels;
-  bool nativeBf16;
+  KernelTarget target;
   /// Weights stored in a kernel layout (their GEMMs use the kernels).
   DenseSet<Value> packedWeights;
   /// Generated kernels this module calls (name, k, m_max, isa).
@@ -403,7 +415,7 @@ LogicalResult EntryLowering::plan() {
       bool allKernel = bf16Kernels && !p->use_empty();
       for (Operation *user : p->getUsers()) {
         const KernelScheme *ks = gemmWeight(user) == p.getResult()
-                                     ? kernelSchemeOf(user, nativeBf16)
+                                     ? kernelSchemeOf(user, target)
                                      : nullptr;
         if (!ks || (packedFor && packedFor != ks))
           allKernel = false;
@@ -482,7 +494,7 @@ LogicalResult EntryLowering::plan() {
       if (failed(bnd))
         return failure();
       scratchBytes = std::max(
-          scratchBytes, driverScratch(*kernelSchemeOf(&op, nativeBf16), (*bnd)[0], (*bnd)[1]));
+          scratchBytes, driverScratch(*kernelSchemeOf(&op, target), (*bnd)[0], (*bnd)[1]));
     }
   // Scratch is live across every GEMM call, so it sits above all buffers.
   if (scratchBytes > 0)
@@ -656,7 +668,7 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
 /// kernel is declared here and recorded in `hyc.kernels` for the driver to
 /// generate and embed; a hyrt_cpu_gemm_* driver does the blocking.
 LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
-  const KernelScheme &ks = *kernelSchemeOf(m, nativeBf16);
+  const KernelScheme &ks = *kernelSchemeOf(m, target);
   int64_t mMax = kernelRows(ks);
   if (mMax <= 0 || mMax > 64)
     return m->emitError() << "no " << ks.isaName
@@ -982,6 +994,11 @@ struct HycCpuLowerToReferencePass
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("hyc.entry"))
         entries.push_back(fn);
+    if (isa != "avx512" && isa != "avx2") {
+      module.emitError() << "hyc-cpu-lower-to-reference: isa '" << isa
+                         << "' is not supported (avx512, avx2)";
+      return signalPassFailure();
+    }
     if (entries.empty()) {
       module.emitError("no function with a hyc.entry attribute to lower");
       return signalPassFailure();
@@ -991,7 +1008,8 @@ struct HycCpuLowerToReferencePass
     std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
       EntryLowering lowering(module, fn, weightTable, arenaAlignment,
-                             bf16Kernels, nativeBf16, kernels);
+                             bf16Kernels, KernelTarget{nativeBf16, isa == "avx2"},
+                             kernels);
       FailureOr<int64_t> bytes = lowering.run();
       if (failed(bytes))
         return signalPassFailure();

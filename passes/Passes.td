@@ -38,6 +38,9 @@ def HycCpuLowerToReference : Pass<"hyc-cpu-lower-to-reference", "::mlir::ModuleO
            "Lower quant.matmul ops on named weights to generated brgemm "
            "kernels (f32: AVX-512 FMA, bf16: AVX-512 BF16, w8a8: AVX-512 "
            "VNNI) called through the hyrt_cpu_gemm_* drivers">,
+    Option<"isa", "isa", "std::string", /*default=*/"\"avx512\"",
+           "Kernel ISA family: avx512 (f32, bf16, w8a8 kernels) or avx2 "
+           "(f32 kernels; other schemes stay on the reference path)">,
     Option<"nativeBf16", "native-bf16", "bool", /*default=*/"false",
            "bf16 GEMMs use AVX-512 BF16 dot products (vdpbf16ps, bf16 "
            "activations) instead of fp32 FMA over bf16 weights">

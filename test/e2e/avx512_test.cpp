@@ -61,6 +61,26 @@ TEST_P(Avx512Golden, F32KernelsMatchGoldenLogits) {
   EXPECT_EQ(r.tokens, greedy["tokens"].get<std::vector<int32_t>>());
 }
 
+TEST_P(Avx512Golden, Avx2F32KernelsMatchGoldenLogits) {
+  REQUIRE_FEATURE("avx2");
+  if (!haveGolden(GetParam()))
+    GTEST_SKIP() << "golden data absent";
+  std::string dir = sharedDir() + "/golden/" + GetParam();
+  LoadedModel m = loadModel(compileOnce(dir, {"--target", "avx2", "--max-seq-len", "128",
+                                              "--max-batch-tokens", "64"}));
+  ASSERT_TRUE(m.engine);
+  auto inputs = nlohmann::json::parse(readFile(dir + "/inputs.json"));
+  auto tokens = inputs["sequences"]["64"].get<std::vector<int32_t>>();
+  hyrt::NpyArray want;
+  ASSERT_TRUE(hyrt::read_npy_f32(dir + "/logits_64.npy", &want).ok());
+  float d = maxAbsDiff(wholeSequenceLogits(*m.engine, tokens), want.data);
+  std::printf("%s avx2/f32 logits_64: max abs diff %.3g\n", GetParam().c_str(), d);
+  EXPECT_LE(d, 1e-3f);
+  EXPECT_LT(maxAbsDiff(wholeSequenceLogits(*m.engine, tokens),
+                       incrementalLogits(*m.engine, tokens, 20)),
+            1e-4);
+}
+
 TEST_P(Avx512Golden, W8A8CloseToFp32AndKvConsistent) {
   REQUIRE_FEATURE("avx512_vnni");
   if (!haveGolden(GetParam()))
