@@ -858,6 +858,18 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<AttentionOp>([&](AttentionOp a) {
         auto q = D(a.getQuery());
+        // When this step's keys and values were appended to the cache this
+        // attention reads, the cache holds every key it needs: extend
+        // attention is paged attention over [0, p].
+        auto append = a.getCache().getDefiningOp<KVCacheAppendOp>();
+        if (bf16Kernels && append && append.getKey() == a.getKey() &&
+            append.getValue() == a.getValue() &&
+            append.getLayer() == a.getLayer()) {
+          call("hyrt_cpu_paged_attention",
+               {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
+                f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
+          return success();
+        }
         call("hyrt_ref_attention",
              {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()),
               ptrOf(a.getKey()), ptrOf(a.getValue()), q[1].value,
@@ -866,7 +878,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<PagedAttentionOp>([&](PagedAttentionOp a) {
         auto q = D(a.getQuery());
-        call("hyrt_ref_paged_attention",
+        call(bf16Kernels ? "hyrt_cpu_paged_attention" : "hyrt_ref_paged_attention",
              {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "hyrt/abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -63,6 +65,15 @@ void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                         const void *w_packed, const float *w_scale, int64_t N,
                         const float *bias, float *out, void *scratch,
                         hyrt_brgemm_fn kernel, int64_t m_max);
+
+/* hyrt_ref_paged_attention's semantics (token t at position p attends to
+ * cached positions [0, p] of its sequence) in fp32, threads over (token,
+ * head). Also serves extend attention when the step's keys and values were
+ * appended to the cache before it (the compiler checks that). */
+void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
+                              const hyrt_step_v0 *step, int64_t layer,
+                              const float *q, int64_t num_heads, float scale,
+                              float *out);
 
 /* MoE expert GEMMs: rows [offsets[e], offsets[e+1]) of x multiply expert e,
  * whose packed weights follow each other (each a complete packed [N][K]
