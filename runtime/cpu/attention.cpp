@@ -38,8 +38,12 @@ extern "C" void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
   const int64_t group = num_heads / kvHeads;
   const float *kBase = kv->k_layers[layer];
   const float *vBase = kv->v_layers[layer];
+  // Threads only when there is enough work to pay for the fork/join.
+  int64_t work = 0;
+  for (int64_t t = 0; t < T; ++t)
+    work += (int64_t(step->positions[t]) + 1) * num_heads * (dk + dv);
 
-#pragma omp parallel
+#pragma omp parallel if (work >= (int64_t(1) << 18))
   {
     std::vector<float> scores;
     std::vector<float> acc(static_cast<size_t>(dv));

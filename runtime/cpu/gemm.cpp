@@ -8,6 +8,10 @@ namespace {
 
 constexpr int64_t kPanel = 32;
 constexpr int64_t kMaxBlockRows = 64;
+// Below this many multiply-adds a GEMM runs on one thread: the fork/join of
+// a parallel region costs more than the work it would split (decode of
+// small models is otherwise dominated by OpenMP barriers).
+constexpr int64_t kParallelMacs = int64_t(1) << 20;
 
 struct PostArgs {
   const float *bias;
@@ -30,9 +34,9 @@ uint16_t toBf16(float f) {
 void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                const char *w, int64_t panelBytes, const float *aScale,
                const float *bScale, const float *bias, float *out,
-               hyrt_brgemm_fn kernel, int64_t mMax) {
+               hyrt_brgemm_fn kernel, int64_t mMax, int64_t K) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (M * N * K >= kParallelMacs)
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t col = p * kPanel;
     const int64_t cols = N - col < kPanel ? N - col : kPanel;
@@ -84,7 +88,7 @@ extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
                                   const float *bias, float *out, void *,
                                   hyrt_brgemm_fn kernel, int64_t m_max) {
   runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
-            K * kPanel * 4, nullptr, nullptr, bias, out, kernel, m_max);
+            K * kPanel * 4, nullptr, nullptr, bias, out, kernel, m_max, K);
 }
 
 extern "C" void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
@@ -93,7 +97,7 @@ extern "C" void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
                                        hyrt_brgemm_fn kernel, int64_t m_max) {
   runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
             (roundUp(K, 2) / 2) * kPanel * 2 * 2, nullptr, nullptr, bias, out,
-            kernel, m_max);
+            kernel, m_max, K);
 }
 
 extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
@@ -111,7 +115,7 @@ extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
   }
   runPanels(a, lda, 2, M, N, static_cast<const char *>(w_packed),
             (lda / 2) * kPanel * 2 * 2, nullptr, nullptr, bias, out, kernel,
-            m_max);
+            m_max, K);
 }
 
 extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
@@ -141,7 +145,7 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
   // Panel: [K/4][32][4] s8 then int32 comp[32].
   const int64_t panelBytes = (lda / 4) * kPanel * 4 + kPanel * 4;
   runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed), panelBytes,
-            aScale, w_scale, bias, out, kernel, m_max);
+            aScale, w_scale, bias, out, kernel, m_max, K);
 }
 
 namespace {
