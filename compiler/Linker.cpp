@@ -2,6 +2,7 @@
 
 #include "compiler/Linker.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -55,7 +56,8 @@ bool runCxxDriver(const std::vector<std::string> &args, std::string &error) {
     return false;
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   std::string log;
   if (logFd >= 0) {
     lseek(logFd, 0, SEEK_SET);

@@ -183,7 +183,7 @@ int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k) {
   if (ks.scratchId == 3)
     return 0;
   if (ks.scratchId == 2)
-    return m * up(k, 4) + up(m * 4, 64);
+    return up(m * 4, 64) + m * up(k, 4);
   return 0;
 }
 
@@ -271,6 +271,7 @@ private:
   Value null();
   Value product(ArrayRef<Dim> dims, size_t begin, size_t end);
   Value loadField(Value base, int64_t offset, Type type);
+  Value arenaAt(int64_t offset);
   void call(StringRef callee, ArrayRef<Value> args);
   Value ropeTable(RopeOp op, float &mscale);
   LogicalResult emitKernelMatmul(Operation *m);
@@ -425,8 +426,13 @@ LogicalResult EntryLowering::plan() {
       bool allBf16Reference = !allKernel && !p->use_empty();
       for (Operation *user : p->getUsers()) {
         auto mm = dyn_cast<QuantMatmulOp>(user);
-        if (!mm || mm.getWeight() != p.getResult() ||
-            mm.getQuant().getScheme() != QuantScheme::bf16)
+        auto gm = dyn_cast<MoeGroupedMatmulOp>(user);
+        bool bf16Weight =
+            (mm && mm.getWeight() == p.getResult() &&
+             mm.getQuant().getScheme() == QuantScheme::bf16) ||
+            (gm && gm.getWeight() == p.getResult() &&
+             gm.getQuant().getScheme() == QuantScheme::bf16);
+        if (!bf16Weight)
           allBf16Reference = false;
       }
       if (allKernel) {
@@ -523,6 +529,14 @@ Value EntryLowering::loadField(Value base, int64_t offset, Type type) {
   return LLVM::LoadOp::create(b, loc, type, addr);
 }
 
+/// arena + offset. The offset is an i64 SSA value: GEP's embedded constants
+/// hold only 29 bits, and arenas at large bounds pass 256 MiB.
+Value EntryLowering::arenaAt(int64_t offset) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  return LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), arenaArg,
+                             ValueRange{i64(offset)});
+}
+
 Value EntryLowering::product(ArrayRef<Dim> ds, size_t begin, size_t end) {
   Value p = i64(1);
   for (size_t i = begin; i < end; ++i)
@@ -589,8 +603,7 @@ Value EntryLowering::ptrOf(Value v) {
   Value p;
   switch (s.kind) {
   case Storage::Arena:
-    p = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), arenaArg,
-                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(s.offset)});
+    p = arenaAt(s.offset);
     break;
   case Storage::Weight:
     p = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, weightsArg,
@@ -694,9 +707,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   Value kernel = LLVM::AddressOfOp::create(b, loc, ptrTy, name);
   Value input = m->getOperand(0);
   auto x = *dimsOf(input);
-  Value scratch = LLVM::GEPOp::create(
-      b, loc, ptrTy, b.getI8Type(), arenaArg,
-      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(scratchOffset)});
+  Value scratch = arenaAt(scratchOffset);
   if (auto gm = dyn_cast<MoeGroupedMatmulOp>(m)) {
     call("hyrt_cpu_grouped_gemm",
          {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k),
@@ -729,8 +740,17 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
   (void)ctx;
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ParamOp, AssumeBoundsOp, tensor::ExpandShapeOp,
-            tensor::CollapseShapeOp>([&](auto) { return success(); })
+      .Case<ParamOp, AssumeBoundsOp>([&](auto) { return success(); })
+      .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+          [&](auto r) -> LogicalResult {
+            // Reshapes are aliases whose dynamic token dim passes through
+            // unchanged; splitting or merging it would change the row count.
+            auto groups = r.getReassociationIndices();
+            if (groups.empty() || groups.front().size() != 1)
+              return r.emitError("reshapes may not split or merge the leading "
+                                 "token dim on this target");
+            return success();
+          })
       .Case<tensor::DimOp>([&](tensor::DimOp d) {
         auto idx = d.getConstantIndex();
         if (!idx)
@@ -921,10 +941,12 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<MoeGroupedMatmulOp>([&](MoeGroupedMatmulOp m) -> LogicalResult {
         if (packedWeights.count(m.getWeight()))
           return emitKernelMatmul(m);
-        if (m.getQuant().getScheme() != QuantScheme::f32 ||
+        // bf16 expert weights are rounded when the artifact is written.
+        if ((m.getQuant().getScheme() != QuantScheme::f32 &&
+             m.getQuant().getScheme() != QuantScheme::bf16) ||
             m.getEpilogue() != Epilogue::none)
-          return m.emitError("the reference target lowers f32 expert GEMMs "
-                             "without epilogue only");
+          return m.emitError("the reference target lowers f32 (or bf16-rounded) "
+                             "expert GEMMs without epilogue only");
         auto x = D(m.getInput());
         auto w = D(m.getWeight());
         call("hyrt_ref_moe_grouped_matmul",

@@ -77,7 +77,7 @@ extern "C" int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M,
   case HYRT_GEMM_BF16:
     return M * roundUp(K, 2) * 2;
   case HYRT_GEMM_W8A8:
-    return M * roundUp(K, 4) + roundUp(M * 4, 64);
+    return roundUp(M * 4, 64) + M * roundUp(K, 4);
   default:
     return 0;
   }
@@ -124,20 +124,27 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                                    void *scratch, hyrt_brgemm_fn kernel,
                                    int64_t m_max) {
   const int64_t lda = roundUp(K, 4);
-  uint8_t *a = static_cast<uint8_t *>(scratch);
-  float *aScale = reinterpret_cast<float *>(a + roundUp(M * lda, 64));
+  // Layout: per-token scales (64-byte aligned block), then the u8 rows.
+  float *aScale = static_cast<float *>(scratch);
+  uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
   for (int64_t m = 0; m < M; ++m) {
     const float *row = x + m * K;
     float amax = 0;
-    for (int64_t k = 0; k < K; ++k)
-      amax = std::fmax(amax, std::fabs(row[k]));
-    const float s = amax > 0 ? amax / 127.0f : 1.0f;
-    const float inv = 1.0f / s;
+    bool finite = true;
+    for (int64_t k = 0; k < K; ++k) {
+      const float v = std::fabs(row[k]);
+      finite = finite && std::isfinite(v);
+      amax = v > amax ? v : amax;
+    }
+    // A NaN or Inf activation poisons its row (scale NaN -> NaN outputs), as
+    // in the fp32 reference, instead of being quantized to something finite.
+    const float s = !finite ? NAN : (amax > 0 ? amax / 127.0f : 1.0f);
+    const float inv = finite ? 1.0f / s : 0.0f;
     aScale[m] = s;
     for (int64_t k = 0; k < K; ++k) {
       float q = std::nearbyint(row[k] * inv);
       q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
-      a[m * lda + k] = uint8_t(int32_t(q) + 128);
+      a[m * lda + k] = uint8_t(int32_t(q == q ? q : 0.0f) + 128);
     }
     for (int64_t k = K; k < lda; ++k)
       a[m * lda + k] = 128;

@@ -209,6 +209,25 @@ TEST(Avx512Bf16, FmaKernelsReproduceTheBf16WeightReference) {
   EXPECT_LT(maxAbsDiff(y, incrementalLogits(*b.engine, tokens, 20)), 1e-4);
 }
 
+TEST(Avx512Bf16, MoeBf16KernelsReproduceTheBf16WeightReference) {
+  REQUIRE_FEATURE("avx512f");
+  if (!haveGolden("qwen3moe-tiny"))
+    GTEST_SKIP() << "golden data absent";
+  std::string dir = sharedDir() + "/golden/qwen3moe-tiny";
+  std::vector<std::string> refBf = {"--max-seq-len", "128", "--max-batch-tokens", "64",
+                                    "--quant", "bf16"};
+  std::vector<std::string> bf = refBf;
+  bf.insert(bf.end(), {"--target", "avx512"});
+  LoadedModel ref = loadModel(compileOnce(dir, refBf));
+  LoadedModel b = loadModel(compileOnce(dir, bf));
+  ASSERT_TRUE(ref.engine && b.engine);
+  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
+                    .get<std::vector<int32_t>>();
+  EXPECT_LT(maxAbsDiff(wholeSequenceLogits(*ref.engine, tokens),
+                       wholeSequenceLogits(*b.engine, tokens)),
+            1e-4);
+}
+
 TEST(Avx512Bf16, NativeRunsWhereSupportedAndIsRefusedClearlyElsewhere) {
   if (!haveGolden("llama-tiny"))
     GTEST_SKIP() << "golden data absent";

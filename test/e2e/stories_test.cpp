@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sys/stat.h>
 
 namespace hyc::e2e {
 namespace {
@@ -177,6 +178,25 @@ TEST(Stories260K, OneArtifactServesEveryShapeUpToItsBounds) {
   hyrt::Status st = m.engine->decode(seqs, toks, &l);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("8"), std::string::npos) << st.message();
+}
+
+TEST(LargeBounds, ArenaPast256MiBRunsCorrectly) {
+  // --max-batch-tokens 100000 plans a 576 MB arena: buffer offsets pass the
+  // 29-bit limit of GEP's embedded constants. Logits must equal those of an
+  // artifact with small bounds.
+  std::string dir = sharedDir() + "/golden/llama-tiny";
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0)
+    GTEST_SKIP() << dir << " is absent";
+  LoadedModel big = loadModel(compileOnce(dir, {"--max-batch-tokens", "100000",
+                                                "--max-seq-len", "128"}));
+  LoadedModel small = loadModel(compileOnce(dir, {"--max-batch-tokens", "16",
+                                                  "--max-seq-len", "128"}));
+  ASSERT_TRUE(big.engine && small.engine);
+  std::vector<int32_t> tokens = {1, 417, 93, 50, 60, 70, 80, 90, 100};
+  EXPECT_LT(maxAbsDiff(wholeSequenceLogits(*big.engine, tokens),
+                       wholeSequenceLogits(*small.engine, tokens)),
+            1e-5);
 }
 
 TEST(Stories260K, StandaloneExecutableRunsWithoutHyc) {

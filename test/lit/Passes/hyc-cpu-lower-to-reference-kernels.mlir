@@ -16,7 +16,8 @@
 // CHECK-SAME: hyc.weights = ["embed", "up#w8a8", "up#w8a8.scale", "gate", "head"]
 // CHECK: llvm.func @hyc_extend_v0
 // CHECK: %[[K8:.+]] = llvm.mlir.addressof @hyc_brgemm_u8s8f32_14x32x64_avx512vnni
-// CHECK: %[[SCRATCH:.+]] = llvm.getelementptr %{{.*}}[1792] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: %[[SOFF:.+]] = llvm.mlir.constant(1792 : i64) : i64
+// CHECK: %[[SCRATCH:.+]] = llvm.getelementptr %{{.*}}[%[[SOFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK: llvm.call @hyrt_cpu_gemm_w8a8({{.*}}, %[[SCRATCH]], %[[K8]], %{{.*}})
 // CHECK: llvm.mlir.addressof @hyc_brgemm_f32f32f32_14x32x48_avx512core
 // CHECK: llvm.call @hyrt_cpu_gemm_f32(

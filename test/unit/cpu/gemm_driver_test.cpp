@@ -51,8 +51,9 @@ std::unique_ptr<BrgemmKernel> kernelFor(Isa isa, DataType a, DataType b, int k) 
 }
 
 // The last case is above the drivers' threading threshold (2^20 multiply-adds).
-const Case kCases[] = {{1, 64, 64}, {5, 40, 96}, {14, 96, 128}, {33, 70, 200}, {64, 32, 260},
-                       {40, 200, 256}};
+// {3, 40, 24}: a scratch size that used to be 4 bytes short for W8A8.
+const Case kCases[] = {{1, 64, 64}, {3, 40, 24}, {5, 40, 96}, {14, 96, 128}, {33, 70, 200},
+                       {64, 32, 260}, {40, 200, 256}};
 
 TEST(CpuGemmDriver, F32MatchesReference) {
   if (!host_supports(Isa::avx512_core))
@@ -107,6 +108,29 @@ TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
         ASSERT_NEAR(out[m * c.N + n], want[m * c.N + n], bound)
             << c.M << "x" << c.N << "x" << c.K << " at " << m << "," << n;
       }
+  }
+}
+
+TEST(CpuGemmDriver, W8A8NonFiniteActivationsPoisonOnlyTheirRow) {
+  if (!host_supports(Isa::avx512_vnni))
+    GTEST_SKIP() << "host lacks AVX-512 VNNI";
+  const int64_t M = 3, N = 32, K = 64;
+  auto x = randomVec(M * K, 11), w = randomVec(N * K, 12);
+  x[0 * K + 5] = NAN;      // row 0: NaN
+  x[2 * K + 9] = INFINITY; // row 2: Inf
+  std::vector<int8_t> q(N * K, 1);
+  std::vector<float> ws(N, 0.01f);
+  auto kernel = kernelFor(Isa::avx512_vnni, DataType::u8, DataType::s8, int(K));
+  PackedB p = pack_b_s8(q.data(), N, K, K);
+  std::vector<uint8_t> scratch(hyrt_cpu_gemm_scratch_bytes(HYRT_GEMM_W8A8, M, K));
+  std::vector<float> out(M * N);
+  hyrt_cpu_gemm_w8a8(x.data(), M, K, p.data.data(), ws.data(), N, nullptr, out.data(),
+                     scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                     kernel->desc().m_max);
+  for (int64_t n = 0; n < N; ++n) {
+    EXPECT_TRUE(std::isnan(out[0 * N + n])) << n;
+    EXPECT_TRUE(std::isfinite(out[1 * N + n])) << n;
+    EXPECT_FALSE(std::isfinite(out[2 * N + n])) << n;
   }
 }
 
