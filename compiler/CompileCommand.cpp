@@ -234,7 +234,7 @@ int runCompileCommand(int argc, char **argv) {
     pm.addPass(hyc::createHycGlobalQuantizePolicy(policy));
   }
   hyc::HycCpuLowerToReferenceOptions lowering;
-  lowering.bf16Kernels = kernels;
+  lowering.useKernels = kernels;
   lowering.nativeBf16 = target == "avx512-bf16";
   lowering.isa = target == "avx2" ? "avx2" : "avx512";
   pm.addPass(hyc::createHycCpuLowerToReference(lowering));

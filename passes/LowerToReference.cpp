@@ -246,11 +246,11 @@ class EntryLowering {
 public:
   EntryLowering(ModuleOp module, func::FuncOp fn,
                 WeightTable &weightTable,
-                int64_t alignment, bool bf16Kernels, KernelTarget target,
-                std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &kernels)
+                int64_t alignment, bool useKernels, KernelTarget target,
+                std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels)
       : module(module), fn(fn), weightTable(weightTable),
         allocator(alignment), b(module.getContext()),
-        bf16Kernels(bf16Kernels), target(target), kernels(kernels) {}
+        useKernels(useKernels), target(target), generatedKernels(generatedKernels) {}
 
   /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
   FailureOr<int64_t> run();
@@ -281,12 +281,12 @@ private:
   WeightTable &weightTable;
   ArenaAllocator allocator;
   OpBuilder b;
-  bool bf16Kernels;
+  bool useKernels;
   KernelTarget target;
   /// Weights stored in a kernel layout (their GEMMs use the kernels).
   DenseSet<Value> packedWeights;
   /// Generated kernels this module calls (name, k, m_max, isa).
-  std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &kernels;
+  std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels;
   /// Arena bytes after the planned buffers, shared by kernels that need
   /// scratch (bf16 activations of the GEMM drivers).
   int64_t scratchOffset = 0, scratchBytes = 0;
@@ -413,7 +413,7 @@ LogicalResult EntryLowering::plan() {
       // embeddings) stays row-major and its GEMMs use the reference path.
       std::string layout = "f32";
       const KernelScheme *packedFor = nullptr;
-      bool allKernel = bf16Kernels && !p->use_empty();
+      bool allKernel = useKernels && !p->use_empty();
       for (Operation *user : p->getUsers()) {
         const KernelScheme *ks = gemmWeight(user) == p.getResult()
                                      ? kernelSchemeOf(user, target)
@@ -701,7 +701,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    kernels.push_back({name, k, mMax, ks.isaName + std::string(":") +
+    generatedKernels.push_back({name, k, mMax, ks.isaName + std::string(":") +
                                           ks.typesName});
   }
   Value kernel = LLVM::AddressOfOp::create(b, loc, ptrTy, name);
@@ -882,7 +882,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         // attention reads, the cache holds every key it needs: extend
         // attention is paged attention over [0, p].
         auto append = a.getCache().getDefiningOp<KVCacheAppendOp>();
-        if (bf16Kernels && append && append.getKey() == a.getKey() &&
+        if (useKernels && append && append.getKey() == a.getKey() &&
             append.getValue() == a.getValue() &&
             append.getLayer() == a.getLayer()) {
           call("hyrt_cpu_paged_attention",
@@ -898,7 +898,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<PagedAttentionOp>([&](PagedAttentionOp a) {
         auto q = D(a.getQuery());
-        call(bf16Kernels ? "hyrt_cpu_paged_attention" : "hyrt_ref_paged_attention",
+        call(useKernels ? "hyrt_cpu_paged_attention" : "hyrt_ref_paged_attention",
              {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();
@@ -1042,7 +1042,7 @@ struct HycCpuLowerToReferencePass
     std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
       EntryLowering lowering(module, fn, weightTable, arenaAlignment,
-                             bf16Kernels, KernelTarget{nativeBf16, isa == "avx2"},
+                             useKernels, KernelTarget{nativeBf16, isa == "avx2"},
                              kernels);
       FailureOr<int64_t> bytes = lowering.run();
       if (failed(bytes))

@@ -34,7 +34,7 @@ def HycCpuLowerToReference : Pass<"hyc-cpu-lower-to-reference", "::mlir::ModuleO
   let options = [
     Option<"arenaAlignment", "arena-alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every planned buffer">,
-    Option<"bf16Kernels", "kernels", "bool", /*default=*/"false",
+    Option<"useKernels", "kernels", "bool", /*default=*/"false",
            "Lower quant.matmul ops on named weights to generated brgemm "
            "kernels (f32: AVX-512 FMA, bf16: AVX-512 BF16, w8a8: AVX-512 "
            "VNNI) called through the hyrt_cpu_gemm_* drivers">,
