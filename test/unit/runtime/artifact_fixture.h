@@ -13,7 +13,7 @@
 
 namespace hyrt_test {
 
-/// /work/shared/models/stories260K (from HYC_SHARED_DIR).
+/// ../shared/models/stories260K (from HYC_SHARED_DIR).
 std::string stories_dir();
 /// True when the stories260K checkpoint and tokenizer are present.
 bool have_stories();
