@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <sys/stat.h>
@@ -250,5 +251,27 @@ TEST(Avx512Bf16, NativeRunsWhereSupportedAndIsRefusedClearlyElsewhere) {
                   wholeSequenceLogits(*b.engine, tokens));
 }
 
+} // namespace
+} // namespace hyc::e2e
+
+namespace hyc::e2e {
+namespace {
+TEST(Avx512Stories, StandaloneExecutableWithKernels) {
+  REQUIRE_FEATURE("avx512_vnni");
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models absent";
+  std::string out = tempDir() + "/exe-w8a8.hyc";
+  CommandResult c = runHyc({"compile", sharedDir() + "/models/stories260K/stories260K.bin",
+                            "-o", out, "--emit", "exe", "--target", "avx512", "--quant",
+                            "w8a8", "--max-seq-len", "128"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::string cmd = out + "/model --prompt '' -n 30 --temperature 0 > " + out +
+                    "/exe.out 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(readFile(out + "/exe.out")
+                .rfind("Once upon a time, there was a little girl named Lily.", 0),
+            0u)
+      << readFile(out + "/exe.out");
+}
 } // namespace
 } // namespace hyc::e2e
