@@ -233,11 +233,11 @@ int runCompileCommand(int argc, char **argv) {
     policy.scheme = quant;
     pm.addPass(hyc::createHycGlobalQuantizePolicy(policy));
   }
-  hyc::HycCpuLowerToReferenceOptions lowering;
+  hyc::HycCpuLowerToCallsOptions lowering;
   lowering.useKernels = kernels;
   lowering.nativeBf16 = target == "avx512-bf16";
   lowering.isa = target == "avx2" ? "avx2" : "avx512";
-  pm.addPass(hyc::createHycCpuLowerToReference(lowering));
+  pm.addPass(hyc::createHycCpuLowerToCalls(lowering));
   if (mlir::failed(pm.run(*module)))
     return fail("lowering to the reference target failed (see the diagnostics above)");
   if (emit == "mlir")

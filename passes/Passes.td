@@ -10,10 +10,14 @@
 
 include "mlir/Pass/PassBase.td"
 
-def HycCpuLowerToReference : Pass<"hyc-cpu-lower-to-reference", "::mlir::ModuleOp"> {
-  let summary = "Lower hyc entry functions to LLVM calls into the fp32 reference kernels";
+def HycCpuLowerToCalls : Pass<"hyc-cpu-lower-to-calls", "::mlir::ModuleOp"> {
+  let summary = "Lower hyc entry functions to LLVM calls into runtime kernels";
   let description = [{
-    For `--target=reference`. Every `func.func` carrying `hyc.entry` becomes
+    Calls the fp32 reference kernels (`--target=reference`) or, with
+    `kernels=true`, GEMMs on generated brgemm kernels through the
+    `hyrt_cpu_gemm_*` drivers and attention on `hyrt_cpu_paged_attention`
+    (`--target=avx2|avx512|avx512-bf16`; the kernel choice per scheme is in
+    KernelSchemes.cpp). Every `func.func` carrying `hyc.entry` becomes
     an `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
     `runtime/include/hyrt/abi.h`:
 

@@ -1,4 +1,4 @@
-//===- LowerToReference.cpp - hyc entry functions -> reference kernel calls ===//
+//===- LowerToCalls.cpp - hyc entry functions -> reference kernel calls ===//
 //
 // --target=reference code generation. Each entry function becomes straight
 // line LLVM code: read the step header, plan every activation into one arena
@@ -11,7 +11,8 @@
 #include "passes/Passes.h"
 #include "passes/RopeFrequencies.h"
 
-#include "codegen/tiles.h"
+#include "passes/ArenaAllocator.h"
+#include "passes/KernelSchemes.h"
 
 #include "dialects/hyc/HycOps.h"
 
@@ -32,7 +33,7 @@
 #include <map>
 
 namespace hyc {
-#define GEN_PASS_DEF_HYCCPULOWERTOREFERENCE
+#define GEN_PASS_DEF_HYCCPULOWERTOCALLS
 #include "passes/Passes.h.inc"
 } // namespace hyc
 
@@ -69,50 +70,6 @@ int64_t maxBytes(RankedTensorType t, ArrayRef<int64_t> bounds) {
   return n;
 }
 
-/// First-fit allocator over [0, inf) with explicit frees; tracks the peak.
-class ArenaAllocator {
-public:
-  explicit ArenaAllocator(int64_t alignment) : alignment(alignment) {}
-
-  int64_t allocate(int64_t bytes) {
-    bytes = (bytes + alignment - 1) / alignment * alignment;
-    int64_t offset = 0;
-    for (auto &[start, size] : live) {
-      if (offset + bytes <= start)
-        break;
-      offset = std::max(offset, start + size);
-    }
-    live.push_back({offset, bytes});
-    llvm::sort(live);
-    peak = std::max(peak, offset + bytes);
-    return offset;
-  }
-
-  void release(int64_t offset) {
-    auto it = llvm::find_if(live, [&](auto &p) { return p.first == offset; });
-    if (it != live.end())
-      live.erase(it);
-  }
-
-  int64_t peakBytes() const { return peak; }
-
-  /// Space above every planned buffer, live for the whole function.
-  int64_t reserveAtEnd(int64_t bytes) {
-    int64_t offset = (peak + alignment - 1) / alignment * alignment;
-    peak = offset + (bytes + alignment - 1) / alignment * alignment;
-    return offset;
-  }
-
-private:
-  int64_t alignment;
-  int64_t peak = 0;
-  SmallVector<std::pair<int64_t, int64_t>> live;
-};
-
-//===----------------------------------------------------------------------===//
-// Lowering of one entry function
-//===----------------------------------------------------------------------===//
-
 /// A weight of the table: its type and the layout it is packed in.
 struct WeightEntry {
   RankedTensorType type;
@@ -123,70 +80,6 @@ struct WeightEntry {
 using WeightTable = llvm::MapVector<std::string, WeightEntry,
                                     std::map<std::string, unsigned>>;
 
-/// How a quant.matmul scheme runs on generated kernels: the ISA and types
-/// of the block kernel, the packed weight layout and the driver.
-struct KernelScheme {
-  hyc::codegen::Isa isa;
-  hyc::codegen::DataType aType, bType;
-  const char *typesName; // kernel-name spelling of (A, B, C)
-  const char *isaName;
-  const char *layout;    // weight layout in the artifact
-  const char *driver;    // hyrt_cpu_gemm_* entry
-  int32_t scratchId;     // HYRT_GEMM_* of hyrt/cpu_kernels.h
-};
-
-const KernelScheme *kernelSchemeFor(QuantScheme scheme, bool nativeBf16,
-                                    bool avx2) {
-  using hyc::codegen::DataType;
-  using hyc::codegen::Isa;
-  static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
-                                "f32f32f32", "avx512core", "f32_k1",
-                                "hyrt_cpu_gemm_f32", 0};
-  static const KernelScheme bf16{Isa::avx512_bf16, DataType::bf16, DataType::bf16,
-                                 "bf16bf16f32", "avx512bf16", "bf16_vnni2",
-                                 "hyrt_cpu_gemm_bf16", 1};
-  static const KernelScheme f32bf16{Isa::avx512_core, DataType::f32, DataType::bf16,
-                                    "f32bf16f32", "avx512core", "bf16_vnni2",
-                                    "hyrt_cpu_gemm_f32_bf16", 3};
-  static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
-                                 "u8s8f32", "avx512vnni", "s8_vnni4",
-                                 "hyrt_cpu_gemm_w8a8", 2};
-  static const KernelScheme f32Avx2{Isa::avx2, DataType::f32, DataType::f32,
-                                    "f32f32f32", "avx2", "f32_k1",
-                                    "hyrt_cpu_gemm_f32", 0};
-  if (avx2)
-    return scheme == QuantScheme::f32 ? &f32Avx2 : nullptr;
-  switch (scheme) {
-  case QuantScheme::f32:
-    return &f32;
-  case QuantScheme::bf16:
-    return nativeBf16 ? &bf16 : &f32bf16;
-  case QuantScheme::w8a8:
-    return &w8a8;
-  default:
-    return nullptr;
-  }
-}
-
-/// Rows per block of a scheme's kernels (codegen's tile table); 0 if none.
-int64_t kernelRows(const KernelScheme &ks) {
-  const hyc::codegen::BrgemmTile *tile =
-      hyc::codegen::find_brgemm_tile(ks.isa, ks.aType, ks.bType, 32);
-  return tile ? tile->m_max : 0;
-}
-
-/// Scratch bytes the driver needs for m rows of k (hyrt/cpu_kernels.h).
-int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k) {
-  auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
-  if (ks.scratchId == 1)
-    return m * up(k, 2) * 2;
-  if (ks.scratchId == 3)
-    return 0;
-  if (ks.scratchId == 2)
-    return up(m * 4, 64) + m * up(k, 4);
-  return 0;
-}
-
 /// The weight-table key of a param: its tensor name, plus "#<derivation>"
 /// for tensors the compiler derives (e.g. "#w8a8", "#w8a8.scale").
 std::string weightKey(ParamOp p) {
@@ -194,46 +87,6 @@ std::string weightKey(ParamOp p) {
   if (auto d = p->getAttrOfType<StringAttr>("hyc.quantize"))
     key += "#" + d.str();
   return key;
-}
-
-/// A (grouped) matmul that runs on a generated kernel when kernels are
-/// enabled: a named weight, no fused epilogue, a scheme with kernels.
-/// Which kernels a target has: native bf16 dot products, or the AVX2 floor.
-struct KernelTarget {
-  bool nativeBf16 = false;
-  bool avx2 = false;
-};
-
-template <typename MatmulOp>
-const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
-  if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
-      mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
-    return nullptr;
-  const KernelScheme *ks =
-      kernelSchemeFor(mm.getQuant().getScheme(), t.nativeBf16, t.avx2);
-  if (ks && ks->scratchId == 2 &&
-      !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
-    return nullptr;
-  return ks;
-}
-
-/// `nativeBf16`: bf16 GEMMs use vdpbf16ps (--target=avx512-bf16) instead of
-/// FMA over bf16 weights.
-const KernelScheme *kernelSchemeOf(Operation *op, KernelTarget t) {
-  if (auto mm = dyn_cast<QuantMatmulOp>(op))
-    return kernelSchemeOfImpl(mm, t);
-  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
-    return kernelSchemeOfImpl(gm, t);
-  return nullptr;
-}
-
-/// The weight operand of a kernel-eligible GEMM, or null.
-Value gemmWeight(Operation *op) {
-  if (auto mm = dyn_cast<QuantMatmulOp>(op))
-    return mm.getWeight();
-  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
-    return gm.getWeight();
-  return Value();
 }
 
 /// One dim of a tensor at run time: its LLVM i64 value and compile-time bound.
@@ -1018,8 +871,8 @@ FailureOr<int64_t> EntryLowering::run() {
 // The pass
 //===----------------------------------------------------------------------===//
 
-struct HycCpuLowerToReferencePass
-    : public hyc::impl::HycCpuLowerToReferenceBase<HycCpuLowerToReferencePass> {
+struct HycCpuLowerToCallsPass
+    : public hyc::impl::HycCpuLowerToCallsBase<HycCpuLowerToCallsPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -1029,7 +882,7 @@ struct HycCpuLowerToReferencePass
       if (fn->hasAttr("hyc.entry"))
         entries.push_back(fn);
     if (isa != "avx512" && isa != "avx2") {
-      module.emitError() << "hyc-cpu-lower-to-reference: isa '" << isa
+      module.emitError() << "hyc-cpu-lower-to-calls: isa '" << isa
                          << "' is not supported (avx512, avx2)";
       return signalPassFailure();
     }

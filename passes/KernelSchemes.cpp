@@ -1,0 +1,93 @@
+//===- KernelSchemes.cpp - which generated kernel runs a GEMM -------------===//
+
+#include "passes/KernelSchemes.h"
+
+#include "codegen/tiles.h"
+
+using namespace mlir;
+
+namespace hyc {
+
+const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
+  const bool nativeBf16 = target.nativeBf16, avx2 = target.avx2;
+  using hyc::codegen::DataType;
+  using hyc::codegen::Isa;
+  static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
+                                "f32f32f32", "avx512core", "f32_k1",
+                                "hyrt_cpu_gemm_f32", 0};
+  static const KernelScheme bf16{Isa::avx512_bf16, DataType::bf16, DataType::bf16,
+                                 "bf16bf16f32", "avx512bf16", "bf16_vnni2",
+                                 "hyrt_cpu_gemm_bf16", 1};
+  static const KernelScheme f32bf16{Isa::avx512_core, DataType::f32, DataType::bf16,
+                                    "f32bf16f32", "avx512core", "bf16_vnni2",
+                                    "hyrt_cpu_gemm_f32_bf16", 3};
+  static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
+                                 "u8s8f32", "avx512vnni", "s8_vnni4",
+                                 "hyrt_cpu_gemm_w8a8", 2};
+  static const KernelScheme f32Avx2{Isa::avx2, DataType::f32, DataType::f32,
+                                    "f32f32f32", "avx2", "f32_k1",
+                                    "hyrt_cpu_gemm_f32", 0};
+  if (avx2)
+    return scheme == QuantScheme::f32 ? &f32Avx2 : nullptr;
+  switch (scheme) {
+  case QuantScheme::f32:
+    return &f32;
+  case QuantScheme::bf16:
+    return nativeBf16 ? &bf16 : &f32bf16;
+  case QuantScheme::w8a8:
+    return &w8a8;
+  default:
+    return nullptr;
+  }
+}
+
+int64_t kernelRows(const KernelScheme &ks) {
+  const hyc::codegen::BrgemmTile *tile =
+      hyc::codegen::find_brgemm_tile(ks.isa, ks.aType, ks.bType, 32);
+  return tile ? tile->m_max : 0;
+}
+
+int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k) {
+  auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
+  if (ks.scratchId == 1)
+    return m * up(k, 2) * 2;
+  if (ks.scratchId == 3)
+    return 0;
+  if (ks.scratchId == 2)
+    return up(m * 4, 64) + m * up(k, 4);
+  return 0;
+}
+
+namespace {
+template <typename MatmulOp>
+const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
+  if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
+      mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
+    return nullptr;
+  const KernelScheme *ks =
+      kernelSchemeFor(mm.getQuant().getScheme(), t);
+  if (ks && ks->scratchId == 2 &&
+      !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
+    return nullptr;
+  return ks;
+}
+
+} // namespace
+
+const KernelScheme *kernelSchemeOf(Operation *op, KernelTarget t) {
+  if (auto mm = dyn_cast<QuantMatmulOp>(op))
+    return kernelSchemeOfImpl(mm, t);
+  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
+    return kernelSchemeOfImpl(gm, t);
+  return nullptr;
+}
+
+Value gemmWeight(Operation *op) {
+  if (auto mm = dyn_cast<QuantMatmulOp>(op))
+    return mm.getWeight();
+  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
+    return gm.getWeight();
+  return Value();
+}
+
+} // namespace hyc

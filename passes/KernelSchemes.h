@@ -1,0 +1,56 @@
+//===- KernelSchemes.h - which generated kernel runs a GEMM -----*- C++ -*-===//
+//
+// The table from a quant.matmul / moe.grouped_matmul scheme (and the target's
+// ISA family) to the block kernel the compiler generates, the packed weight
+// layout it reads and the runtime driver that calls it
+// (runtime/include/hyrt/cpu_kernels.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef HYC_PASSES_KERNELSCHEMES_H
+#define HYC_PASSES_KERNELSCHEMES_H
+
+#include "codegen/brgemm.h"
+#include "dialects/hyc/HycOps.h"
+
+#include <cstdint>
+
+namespace hyc {
+
+/// How a scheme runs on generated kernels: the ISA and types of the block
+/// kernel, the packed weight layout and the driver.
+struct KernelScheme {
+  codegen::Isa isa;
+  codegen::DataType aType, bType;
+  const char *typesName; ///< kernel-name spelling of (A, B, C)
+  const char *isaName;
+  const char *layout;    ///< weight layout in the artifact
+  const char *driver;    ///< hyrt_cpu_gemm_* entry
+  int32_t scratchId;     ///< HYRT_GEMM_* of hyrt/cpu_kernels.h
+};
+
+/// Which kernels a target has: native bf16 dot products (avx512-bf16), or
+/// the AVX2 floor (fp32 only).
+struct KernelTarget {
+  bool nativeBf16 = false;
+  bool avx2 = false;
+};
+
+/// The kernel scheme of a weight scheme on a target; null when there is none.
+const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target);
+
+/// The scheme of a (grouped) matmul that can run on a generated kernel: a
+/// named weight, no fused epilogue, no K groups; null otherwise.
+const KernelScheme *kernelSchemeOf(mlir::Operation *op, KernelTarget target);
+
+/// The weight operand of a quant.matmul / moe.grouped_matmul, or null.
+mlir::Value gemmWeight(mlir::Operation *op);
+
+/// Rows per block of a scheme's kernels (codegen's tile table); 0 if none.
+int64_t kernelRows(const KernelScheme &ks);
+
+/// Scratch bytes the scheme's driver needs for m rows of k.
+int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k);
+
+} // namespace hyc
+
+#endif // HYC_PASSES_KERNELSCHEMES_H
