@@ -89,6 +89,17 @@ std::string weightKey(ParamOp p) {
   return key;
 }
 
+/// The operand whose leading dim is the token dim of `def`'s results:
+/// operand 0, except for ops whose first operand is a table or rows of
+/// another extent.
+Value tokenDimSource(Operation *def) {
+  if (auto e = dyn_cast<EmbeddingOp>(def))
+    return e.getIds();
+  if (auto u = dyn_cast<MoeUnpermuteOp>(def))
+    return u.getWeights();
+  return def->getOperand(0);
+}
+
 /// One dim of a tensor at run time: its LLVM i64 value and compile-time bound.
 struct Dim {
   Value value;
@@ -208,12 +219,7 @@ FailureOr<SmallVector<int64_t>> EntryLowering::boundsOf(Value v) {
     return result;
   } else if (def->getNumOperands() > 0 &&
              isa<RankedTensorType>(def->getOperand(0).getType())) {
-    Value src = def->getOperand(0);
-    if (isa<EmbeddingOp>(def))
-      src = cast<EmbeddingOp>(def).getIds();
-    if (isa<MoeUnpermuteOp>(def))
-      src = cast<MoeUnpermuteOp>(def).getWeights();
-    auto in = boundsOf(src);
+    auto in = boundsOf(tokenDimSource(def));
     if (failed(in))
       return failure();
     tokenBound = (*in)[0];
@@ -427,12 +433,7 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
       dims[v] = result;
       return result;
     } else {
-      Value src = def->getOperand(0);
-      if (auto e = dyn_cast<EmbeddingOp>(def))
-        src = e.getIds();
-      if (auto u = dyn_cast<MoeUnpermuteOp>(def))
-        src = u.getWeights();
-      auto in = dimsOf(src);
+      auto in = dimsOf(tokenDimSource(def));
       if (failed(in))
         return failure();
       dynamicLeading = (*in)[0].value;

@@ -77,11 +77,7 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
     HYC_CKPT_ASSIGN(moe.first_k_dense,
                     config.get_int_or("first_k_dense_replace", 0));
     HYC_CKPT_ASSIGN(moe.moe_layer_freq, config.get_int_or("moe_layer_freq", 1));
-    if (moe.num_experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.num_experts ||
-        moe.expert_intermediate_size <= 0 || moe.num_shared_experts < 0 ||
-        moe.n_group <= 0 || moe.num_experts % moe.n_group != 0 ||
-        moe.topk_group <= 0 || moe.topk_group > moe.n_group ||
-        moe.first_k_dense < 0 || moe.moe_layer_freq <= 0)
+    if (!moe_spec_consistent(moe))
       return Error(
           config.path() + ": inconsistent MoE config: n_routed_experts=" +
           std::to_string(moe.num_experts) + " num_experts_per_tok=" +
@@ -211,11 +207,7 @@ Expected<ModelSpec> deepseek2FromGguf(const io::GgufFile &file,
     for (const io::GgufTensorInfo &t : file.tensor_infos())
       if (t.name.find(".exp_probs_b") != std::string::npos)
         moe.has_correction_bias = true;
-    if (moe.top_k <= 0 || moe.top_k > moe.num_experts ||
-        moe.expert_intermediate_size <= 0 || moe.num_shared_experts < 0 ||
-        moe.n_group <= 0 || moe.num_experts % moe.n_group != 0 ||
-        moe.topk_group <= 0 || moe.topk_group > moe.n_group ||
-        moe.first_k_dense < 0)
+    if (!moe_spec_consistent(moe))
       return Error(
           file.path() + ": inconsistent MoE metadata: expert_count=" +
           std::to_string(moe.num_experts) + " expert_used_count=" +

@@ -21,6 +21,14 @@ bool is_moe_layer(const ModelSpec &spec, int64_t layer) {
   return layer >= spec.moe->first_k_dense && layer % freq == 0;
 }
 
+bool moe_spec_consistent(const MoeSpec &m) {
+  return m.num_experts > 0 && m.top_k > 0 && m.top_k <= m.num_experts &&
+         m.expert_intermediate_size > 0 && m.num_shared_experts >= 0 &&
+         m.n_group > 0 && m.num_experts % m.n_group == 0 && m.topk_group > 0 &&
+         m.topk_group <= m.n_group && m.first_k_dense >= 0 &&
+         m.moe_layer_freq > 0;
+}
+
 namespace {
 
 class WeightList {

@@ -168,6 +168,12 @@ std::vector<WeightInfo> required_weights(const ModelSpec &spec);
 /// first_k_dense and layer % moe_layer_freq == 0 (DeepSeek's rule).
 bool is_moe_layer(const ModelSpec &spec, int64_t layer);
 
+/// True when the MoE fields agree with each other (positive sizes, 0 < top_k
+/// <= num_experts, groups dividing the experts, 0 < topk_group <= n_group,
+/// non-negative shared experts and dense prefix, positive layer frequency).
+/// Loaders phrase the error in their own format's field names.
+bool moe_spec_consistent(const MoeSpec &moe);
+
 /// Every field of the spec as indented JSON text (doubles round-trip), for
 /// messages, manifests and tests that compare two specs.
 std::string to_string(const ModelSpec &spec);

@@ -57,8 +57,7 @@ Expected<ModelSpec> qwen3MoeFromHf(const io::HfConfig &config,
                   config.get_int_or("moe_intermediate_size", 768));
   HYC_CKPT_ASSIGN(moe.renormalize, config.get_bool_or("norm_topk_prob", false));
   moe.scoring = "softmax";
-  if (moe.num_experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.num_experts ||
-      moe.expert_intermediate_size <= 0)
+  if (!moe_spec_consistent(moe))
     return Error(config.path() +
                  ": num_experts = " + std::to_string(moe.num_experts) +
                  ", num_experts_per_tok = " + std::to_string(moe.top_k) +
@@ -115,8 +114,7 @@ Expected<ModelSpec> qwen3MoeFromGguf(const io::GgufFile &file,
                          "expert_weights_norm = false (llama.cpp ignores it "
                          "and renormalizes)");
   }
-  if (moe.num_experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.num_experts ||
-      moe.expert_intermediate_size <= 0)
+  if (!moe_spec_consistent(moe))
     return Error(file.path() + ": " + p +
                  "expert_count = " + std::to_string(moe.num_experts) +
                  ", expert_used_count = " + std::to_string(moe.top_k) +

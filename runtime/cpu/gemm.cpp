@@ -21,6 +21,19 @@ struct PostArgs {
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/// Bytes of one packed 32-column panel of K (codegen/pack.h layouts).
+int64_t panelBytes(int32_t scheme, int64_t K) {
+  switch (scheme) {
+  case HYRT_GEMM_BF16:
+  case HYRT_GEMM_F32_BF16:
+    return (roundUp(K, 2) / 2) * kPanel * 2 * 2; // [K/2][32][2] bf16
+  case HYRT_GEMM_W8A8:
+    return (roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4; // + int32 comp[32]
+  default:
+    return K * kPanel * 4; // [K][32] f32
+  }
+}
+
 uint16_t toBf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
@@ -88,7 +101,8 @@ extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
                                   const float *bias, float *out, void *,
                                   hyrt_brgemm_fn kernel, int64_t m_max) {
   runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
-            K * kPanel * 4, nullptr, nullptr, bias, out, kernel, m_max, K);
+            panelBytes(HYRT_GEMM_F32, K), nullptr, nullptr, bias, out, kernel,
+            m_max, K);
 }
 
 extern "C" void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
@@ -96,7 +110,7 @@ extern "C" void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
                                        const float *bias, float *out, void *,
                                        hyrt_brgemm_fn kernel, int64_t m_max) {
   runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
-            (roundUp(K, 2) / 2) * kPanel * 2 * 2, nullptr, nullptr, bias, out,
+            panelBytes(HYRT_GEMM_F32_BF16, K), nullptr, nullptr, bias, out,
             kernel, m_max, K);
 }
 
@@ -114,7 +128,7 @@ extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
       a[m * lda + k] = 0;
   }
   runPanels(a, lda, 2, M, N, static_cast<const char *>(w_packed),
-            (lda / 2) * kPanel * 2 * 2, nullptr, nullptr, bias, out, kernel,
+            panelBytes(HYRT_GEMM_BF16, K), nullptr, nullptr, bias, out, kernel,
             m_max, K);
 }
 
@@ -149,25 +163,15 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
     for (int64_t k = K; k < lda; ++k)
       a[m * lda + k] = 128;
   }
-  // Panel: [K/4][32][4] s8 then int32 comp[32].
-  const int64_t panelBytes = (lda / 4) * kPanel * 4 + kPanel * 4;
-  runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed), panelBytes,
-            aScale, w_scale, bias, out, kernel, m_max, K);
+  runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed),
+            panelBytes(HYRT_GEMM_W8A8, K), aScale, w_scale, bias, out, kernel,
+            m_max, K);
 }
 
 namespace {
 /// Bytes of one packed [N][K] matrix in a scheme's layout.
 int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
-  const int64_t panels = (N + kPanel - 1) / kPanel;
-  switch (scheme) {
-  case HYRT_GEMM_BF16:
-  case HYRT_GEMM_F32_BF16:
-    return panels * (roundUp(K, 2) / 2) * kPanel * 4;
-  case HYRT_GEMM_W8A8:
-    return panels * ((roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4);
-  default:
-    return panels * K * kPanel * 4;
-  }
+  return (N + kPanel - 1) / kPanel * panelBytes(scheme, K);
 }
 } // namespace
 
