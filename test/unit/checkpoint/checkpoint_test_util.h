@@ -6,6 +6,8 @@
 #include "models/checkpoint/model_spec.h"
 #include "models/io/safetensors.h"
 
+#include "test/unit/common/test_files.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,11 +22,7 @@ namespace hyc::models::test {
 
 namespace fs = std::filesystem;
 
-/// Path under the shared data dir, or "" when absent.
-inline std::string sharedPath(const std::string &rel) {
-  fs::path p = fs::path(HYC_SHARED_DIR) / rel;
-  return fs::exists(p) ? p.string() : std::string();
-}
+using ::hyc::test::sharedPath;
 
 #define HYC_CKPT_REQUIRE_SHARED(var, rel)                                      \
   std::string var = ::hyc::models::test::sharedPath(rel);                      \
@@ -32,33 +30,8 @@ inline std::string sharedPath(const std::string &rel) {
     GTEST_SKIP() << "shared test data " << (rel) << " not found under "        \
                  << HYC_SHARED_DIR;
 
-/// A fresh directory, removed at scope exit.
-class TempDir {
-public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("hyc-ckpt-test-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string &name) const {
-    return (path_ / name).string();
-  }
-
-private:
-  fs::path path_;
-};
-
-inline void writeText(const std::string &path, const std::string &text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using ::hyc::test::TempDir;
+using ::hyc::test::writeText;
 
 /// An F32 safetensors entry filled with `value`.
 inline io::SafetensorsEntry f32Entry(const std::string &name,

@@ -3,6 +3,8 @@
 #ifndef HYC_TEST_UNIT_MODELS_TEST_UTIL_H
 #define HYC_TEST_UNIT_MODELS_TEST_UTIL_H
 
+#include "test/unit/common/test_files.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -19,8 +21,7 @@ namespace fs = std::filesystem;
 
 /// Path under the shared data dir, or "" when the file is absent.
 inline std::string sharedFile(const std::string &rel) {
-  fs::path p = fs::path(HYC_SHARED_DIR) / rel;
-  return fs::exists(p) ? p.string() : std::string();
+  return ::hyc::test::sharedPath(rel);
 }
 
 #define HYC_REQUIRE_SHARED(var, rel)                                           \
@@ -29,27 +30,7 @@ inline std::string sharedFile(const std::string &rel) {
     GTEST_SKIP() << "shared test data " << (rel) << " not found under "        \
                  << HYC_SHARED_DIR;
 
-/// A fresh directory removed at scope exit.
-class TempDir {
-public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("hyc-io-test-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string &name) const {
-    return (path_ / name).string();
-  }
-  const fs::path &path() const { return path_; }
-
-private:
-  fs::path path_;
-};
+using ::hyc::test::TempDir;
 
 inline std::vector<uint8_t> readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,10 +44,7 @@ inline void writeBytes(const std::string &path,
             static_cast<std::streamsize>(bytes.size()));
 }
 
-inline void writeText(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+using ::hyc::test::writeText;
 
 /// Appends little-endian values to a byte vector.
 class Bytes {
