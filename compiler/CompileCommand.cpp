@@ -1,8 +1,10 @@
 //===- CompileCommand.cpp - `hyc compile`: checkpoint -> artifact ---------===//
 //
 // Phases (each printable with --emit=mlir --compile-to=<phase>):
-//   import  checkpoint -> hyc IR (@extend, @decode) at the requested bounds
-//   lower   hyc IR -> LLVM dialect calling the reference kernels
+//   import    checkpoint -> hyc IR (@extend, @decode) at the requested bounds
+//   global    graph-level passes (quantize policy, fusions)
+//   strategy  every compute op carries its #hyc_cpu.lowering_config
+//   llvm      LLVM dialect calling the chosen kernels (compiler/Pipeline.h)
 // then LLVM IR -> object -> model.so (+ weights.bin, manifest.json, tokenizer).
 //
 //===----------------------------------------------------------------------===//
@@ -13,8 +15,10 @@
 #include "compiler/ArtifactWriter.h"
 #include "compiler/KernelEmitter.h"
 #include "compiler/Linker.h"
+#include "compiler/Pipeline.h"
 #include "compiler/ObjectEmitter.h"
 #include "dialects/hyc/HycOps.h"
+#include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 #include "models/checkpoint/model_spec.h"
 #include "models/ir/GraphBuilder.h"
@@ -53,15 +57,29 @@ options:
                            avx512-bf16 (as avx512, bf16 GEMMs on vdpbf16ps;
                            needs avx512_bf16 at run time) | avx2 (AVX2/FMA
                            fp32 kernels: the floor for older CPUs)
-  --quant SCHEME           with an optimized target: f32 (default) | bf16
-                           (bf16 weights; fp32 FMA on avx512) | w8a8
-                           (per-channel int8 weights, per-token int8
-                           activations, VNNI); the MoE router, embeddings
-                           and lm_head stay fp32
+  --quant SCHEME           f32 (default) | bf16 (bf16 weights; fp32 FMA on
+                           avx512) | w8a8 (per-channel int8 weights,
+                           per-token int8 activations, VNNI); the MoE
+                           router, embeddings and lm_head stay fp32. On
+                           --target=reference, bf16 and w8a8 are the plain
+                           semantics the kernels are tested against
+  --bf16-activations       with --target=reference --quant=bf16: round GEMM
+                           activations to bf16 too (the semantics of the
+                           native avx512-bf16 kernels, to compare with them)
   --emit KIND              lib (artifact directory, default) | exe (artifact
                            plus a standalone executable OUT/model) | mlir |
                            llvm | obj
-  --compile-to PHASE       with --emit=mlir: import (hyc IR, default) | lower
+  --compile-to PHASE       with --emit=mlir: import (hyc IR, default) |
+                           global (after the graph passes: quantize
+                           policy, fusions) | strategy (every op carries
+                           its #hyc_cpu.lowering_config) | llvm (LLVM
+                           dialect; `lower` is an alias)
+  --disable-pass NAMES     leave out these graph passes (comma-separated:
+                           hyc-global-fuse-residual-norm), e.g. to compare
+                           fused and unfused artifacts
+  --threads N              threads the schedule plans for (default 2)
+  --print-schedule         print each op's kernel, tile and threading
+  --print-ir-after-all     print the IR after every pass (stderr)
   --max-seq-len N          longest sequence the artifact serves (default:
                            min(2048, model context))
   --max-batch-tokens N     most tokens in one extend step (default 64)
@@ -95,7 +113,7 @@ std::string printModule(mlir::ModuleOp module) {
 
 void registerDialects(mlir::MLIRContext &ctx) {
   mlir::DialectRegistry registry;
-  registry.insert<hyc::HycDialect, hyc::kernel::HycKernelDialect,
+  registry.insert<hyc::HycDialect, hyc::kernel::HycKernelDialect, hyc::cpu::HycCpuDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::tensor::TensorDialect, mlir::LLVM::LLVMDialect>();
   ctx.appendDialectRegistry(registry);
@@ -111,8 +129,10 @@ int fail(const std::string &message) {
 
 int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
-                  "max-batch-tokens", "max-seqs", "tokenizer", "quant"},
-                 {"help"});
+                  "max-batch-tokens", "max-seqs", "tokenizer", "quant",
+                  "disable-pass", "threads"},
+                 {"help", "bf16-activations", "print-ir-after-all",
+                  "print-schedule"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc compile: %s\n%s", error.c_str(), kCompileUsage);
@@ -143,9 +163,11 @@ int runCompileCommand(int argc, char **argv) {
                  emit.c_str());
     return 2;
   }
-  if (phase != "import" && phase != "lower") {
+  Phase lastPhase;
+  if (!parsePhase(phase, lastPhase)) {
     std::fprintf(stderr,
-                 "hyc compile: --compile-to expects import|lower, got '%s'\n",
+                 "hyc compile: --compile-to expects import|global|strategy|llvm, "
+                 "got '%s'\n",
                  phase.c_str());
     return 2;
   }
@@ -156,14 +178,14 @@ int runCompileCommand(int argc, char **argv) {
   std::string quant = args.get("quant", "f32");
   if (quant != "f32" && quant != "bf16" && quant != "w8a8")
     return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
-  if (target == "reference" && quant == "w8a8")
-    return fail("--quant w8a8 needs an optimized target (--target=avx512); the "
-                "reference target computes in f32 (--quant bf16 there means "
-                "f32 GEMMs on bf16-rounded weights)");
   if (target == "avx2" && quant != "f32")
     return fail("--target avx2 has fp32 kernels only; --quant " + quant +
                 " needs --target avx512");
   bool kernels = target != "reference";
+  bool bf16Activations = args.has("bf16-activations");
+  if (bf16Activations && (kernels || quant != "bf16"))
+    return fail("--bf16-activations applies to --target=reference --quant=bf16 "
+                "only (got --target=" + target + " --quant=" + quant + ")");
 
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
   if (!args.getInt("max-seq-len", 0, maxSeqLen, error) ||
@@ -179,6 +201,13 @@ int runCompileCommand(int argc, char **argv) {
                 std::to_string(maxBatchTokens));
   if (maxSeqs <= 0)
     return fail("--max-seqs must be positive, got " + std::to_string(maxSeqs));
+  int64_t threads = 2;
+  if (!args.getInt("threads", 2, threads, error)) {
+    std::fprintf(stderr, "hyc compile: %s\n", error.c_str());
+    return 2;
+  }
+  if (threads < 1 || threads > 4096)
+    return fail("--threads must be in [1, 4096], got " + std::to_string(threads));
 
   mlir::MLIRContext ctx;
   registerDialects(ctx);
@@ -224,22 +253,46 @@ int runCompileCommand(int argc, char **argv) {
     module = std::move(*built);
   }
 
-  if (emit == "mlir" && phase == "import")
+  if (emit == "mlir" && lastPhase == Phase::Import)
     return writeFile(output, printModule(*module), error) ? 0 : fail(error);
 
-  mlir::PassManager pm(&ctx);
-  if (quant != "f32") {
-    hyc::HycGlobalQuantizePolicyOptions policy;
-    policy.scheme = quant;
-    pm.addPass(hyc::createHycGlobalQuantizePolicy(policy));
+  PipelineOptions pipeline;
+  pipeline.target = target;
+  pipeline.quant = quant;
+  pipeline.bf16Activations = bf16Activations;
+  pipeline.threads = threads;
+  for (llvm::StringRef rest = args.get("disable-pass"); !rest.empty();) {
+    auto [name, tail] = rest.split(',');
+    if (!name.trim().empty())
+      pipeline.disabled.insert(name.trim().str());
+    rest = tail;
   }
-  hyc::HycCpuLowerToCallsOptions lowering;
-  lowering.useKernels = kernels;
-  lowering.nativeBf16 = target == "avx512-bf16";
-  lowering.isa = target == "avx2" ? "avx2" : "avx512";
-  pm.addPass(hyc::createHycCpuLowerToCalls(lowering));
-  if (mlir::failed(pm.run(*module)))
-    return fail("lowering to the reference target failed (see the diagnostics above)");
+  if (args.has("print-ir-after-all"))
+    ctx.disableMultithreading();
+  // Runs the phases after the last one run so far, up to `last`.
+  Phase done = Phase::Import;
+  auto runPhases = [&](Phase last) {
+    mlir::PassManager pm(&ctx);
+    if (args.has("print-ir-after-all"))
+      pm.enableIRPrinting(
+          [](mlir::Pass *, mlir::Operation *) { return false; },
+          [](mlir::Pass *, mlir::Operation *) { return true; },
+          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+    if (!addPipeline(pm, pipeline, done, last, error))
+      return false;
+    done = last;
+    if (mlir::succeeded(pm.run(*module)))
+      return true;
+    error = "compilation failed (see the diagnostics above)";
+    return false;
+  };
+  Phase runTo = emit == "mlir" ? lastPhase : Phase::Llvm;
+  if (!runPhases(std::min(runTo, Phase::Strategy)))
+    return fail(error);
+  if (args.has("print-schedule"))
+    std::fputs(scheduleTable(*module).c_str(), stderr);
+  if (runTo == Phase::Llvm && !runPhases(Phase::Llvm))
+    return fail(error);
   if (emit == "mlir")
     return writeFile(output, printModule(*module), error) ? 0 : fail(error);
 

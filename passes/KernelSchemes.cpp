@@ -14,19 +14,19 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
   using hyc::codegen::Isa;
   static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
                                 "f32f32f32", "avx512core", "f32_k1",
-                                "hyrt_cpu_gemm_f32", 0};
+                                "hyrt_cpu_gemm_f32", 0, 32, 32};
   static const KernelScheme bf16{Isa::avx512_bf16, DataType::bf16, DataType::bf16,
                                  "bf16bf16f32", "avx512bf16", "bf16_vnni2",
-                                 "hyrt_cpu_gemm_bf16", 1};
+                                 "hyrt_cpu_gemm_bf16", 1, 64, 16};
   static const KernelScheme f32bf16{Isa::avx512_core, DataType::f32, DataType::bf16,
                                     "f32bf16f32", "avx512core", "bf16_vnni2",
-                                    "hyrt_cpu_gemm_f32_bf16", 3};
+                                    "hyrt_cpu_gemm_f32_bf16", 3, 32, 16};
   static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
                                  "u8s8f32", "avx512vnni", "s8_vnni4",
-                                 "hyrt_cpu_gemm_w8a8", 2};
+                                 "hyrt_cpu_gemm_w8a8", 2, 128, 8};
   static const KernelScheme f32Avx2{Isa::avx2, DataType::f32, DataType::f32,
                                     "f32f32f32", "avx2", "f32_k1",
-                                    "hyrt_cpu_gemm_f32", 0};
+                                    "hyrt_cpu_gemm_f32", 0, 16, 32};
   if (avx2)
     return scheme == QuantScheme::f32 ? &f32Avx2 : nullptr;
   switch (scheme) {
@@ -39,6 +39,17 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
   default:
     return nullptr;
   }
+}
+
+const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
+                                      llvm::StringRef typesName) {
+  for (KernelTarget t : {KernelTarget{false, false}, KernelTarget{true, false},
+                         KernelTarget{false, true}})
+    for (QuantScheme q : {QuantScheme::f32, QuantScheme::bf16, QuantScheme::w8a8})
+      if (const KernelScheme *ks = kernelSchemeFor(q, t);
+          ks && isaName == ks->isaName && typesName == ks->typesName)
+        return ks;
+  return nullptr;
 }
 
 int64_t kernelRows(const KernelScheme &ks) {

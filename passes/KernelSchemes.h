@@ -26,6 +26,8 @@ struct KernelScheme {
   const char *layout;    ///< weight layout in the artifact
   const char *driver;    ///< hyrt_cpu_gemm_* entry
   int32_t scratchId;     ///< HYRT_GEMM_* of hyrt/cpu_kernels.h
+  int32_t macsPerCycle;  ///< peak multiply-adds per cycle and thread
+  int32_t weightBits;    ///< bits per stored weight element
 };
 
 /// Which kernels a target has: native bf16 dot products (avx512-bf16), or
@@ -37,6 +39,11 @@ struct KernelTarget {
 
 /// The kernel scheme of a weight scheme on a target; null when there is none.
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target);
+
+/// The kernel scheme with these kernel-name spellings (as recorded in a
+/// #hyc_cpu.lowering_config); null when there is none.
+const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
+                                      llvm::StringRef typesName);
 
 /// The scheme of a (grouped) matmul that can run on a generated kernel: a
 /// named weight, no fused epilogue, no K groups; null otherwise.

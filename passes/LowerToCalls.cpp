@@ -1,9 +1,10 @@
 //===- LowerToCalls.cpp - hyc entry functions -> reference kernel calls ===//
 //
-// --target=reference code generation. Each entry function becomes straight
+// The last step of CPU code generation. Each entry function becomes straight
 // line LLVM code: read the step header, plan every activation into one arena
-// at its maximum shape, and call one hyrt_ref_* kernel per hyc op with the
-// run-time sizes. The kernels' semantics are in runtime/include/hyrt/reference.h
+// at its maximum shape, and call one kernel per hyc op with the run-time
+// sizes: the one its #hyc_cpu.lowering_config names (a generated brgemm
+// through its driver, the paged-attention kernel) or its hyrt_ref_* reference. The kernels' semantics are in runtime/include/hyrt/reference.h
 // and the entry ABI in runtime/include/hyrt/abi.h.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +16,7 @@
 #include "passes/KernelSchemes.h"
 
 #include "dialects/hyc/HycOps.h"
+#include "dialects/hyc_cpu/HycCpuDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -106,15 +108,35 @@ struct Dim {
   int64_t bound;
 };
 
+/// The schedule hyc-cpu-select-lowering-strategy wrote on `op`; null when
+/// it has none (the op then runs on its reference kernel).
+cpu::LoweringConfigAttr configOf(Operation *op) {
+  return op->getAttrOfType<cpu::LoweringConfigAttr>(cpu::kLoweringConfigName);
+}
+
+/// Whether `op`'s schedule names `kernel`.
+bool runsOn(Operation *op, StringRef kernel) {
+  cpu::LoweringConfigAttr c = configOf(op);
+  return c && c.getKernel() == kernel;
+}
+
+/// The generated-kernel scheme of a GEMM scheduled on `brgemm`, else null.
+const KernelScheme *brgemmScheme(Operation *op) {
+  cpu::LoweringConfigAttr c = configOf(op);
+  if (!c || c.getKernel() != "brgemm")
+    return nullptr;
+  return kernelSchemeNamed(c.getIsa().getValue(), c.getTypes().getValue());
+}
+
 class EntryLowering {
 public:
   EntryLowering(ModuleOp module, func::FuncOp fn,
                 WeightTable &weightTable,
-                int64_t alignment, bool useKernels, KernelTarget target,
+                int64_t alignment, bool bf16Activations,
                 std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels)
       : module(module), fn(fn), weightTable(weightTable),
         allocator(alignment), b(module.getContext()),
-        useKernels(useKernels), target(target), generatedKernels(generatedKernels) {}
+        bf16Activations(bf16Activations), generatedKernels(generatedKernels) {}
 
   /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
   FailureOr<int64_t> run();
@@ -145,8 +167,7 @@ private:
   WeightTable &weightTable;
   ArenaAllocator allocator;
   OpBuilder b;
-  bool useKernels;
-  KernelTarget target;
+  bool bf16Activations;
   /// Weights stored in a kernel layout (their GEMMs use the kernels).
   DenseSet<Value> packedWeights;
   /// Generated kernels this module calls (name, k, m_max, isa).
@@ -272,10 +293,10 @@ LogicalResult EntryLowering::plan() {
       // embeddings) stays row-major and its GEMMs use the reference path.
       std::string layout = "f32";
       const KernelScheme *packedFor = nullptr;
-      bool allKernel = useKernels && !p->use_empty();
+      bool allKernel = !p->use_empty();
       for (Operation *user : p->getUsers()) {
         const KernelScheme *ks = gemmWeight(user) == p.getResult()
-                                     ? kernelSchemeOf(user, target)
+                                     ? brgemmScheme(user)
                                      : nullptr;
         if (!ks || (packedFor && packedFor != ks))
           allKernel = false;
@@ -300,8 +321,8 @@ LogicalResult EntryLowering::plan() {
       } else if (allBf16Reference) {
         layout = "bf16_as_f32";
       } else if (type.getElementType().isInteger(8)) {
-        return p.emitError() << "int8 weight '" << name
-                             << "' has no kernel path on this target";
+        // W8A8 on the reference path: row-major int8 (hyrt_ref_*_w8a8).
+        layout = "i8";
       }
       auto it = weightTable.find(name);
       if (it == weightTable.end())
@@ -359,7 +380,7 @@ LogicalResult EntryLowering::plan() {
       if (failed(bnd))
         return failure();
       scratchBytes = std::max(
-          scratchBytes, driverScratch(*kernelSchemeOf(&op, target), (*bnd)[0], (*bnd)[1]));
+          scratchBytes, driverScratch(*brgemmScheme(&op), (*bnd)[0], (*bnd)[1]));
     }
   // Scratch is live across every GEMM call, so it sits above all buffers.
   if (scratchBytes > 0)
@@ -535,11 +556,13 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
 /// kernel is declared here and recorded in `hyc.kernels` for the driver to
 /// generate and embed; a hyrt_cpu_gemm_* driver does the blocking.
 LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
-  const KernelScheme &ks = *kernelSchemeOf(m, target);
-  int64_t mMax = kernelRows(ks);
+  const KernelScheme &ks = *brgemmScheme(m);
+  cpu::LoweringConfigAttr config = configOf(m);
+  int64_t mMax = config.getTile() ? config.getTile()[0] : 0;
   if (mMax <= 0 || mMax > 64)
     return m->emitError() << "no " << ks.isaName
                           << " brgemm tile with 1..64 rows (got " << mMax << ")";
+  Value minMacs = i64(config.getParallelMinMacs());
   auto w = cast<RankedTensorType>(gemmWeight(m).getType());
   bool grouped = isa<MoeGroupedMatmulOp>(m);
   int64_t n = w.getDimSize(grouped ? 1 : 0), k = w.getDimSize(grouped ? 2 : 1);
@@ -567,7 +590,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
          {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k),
           ptrOf(gm.getOffsets()), i64(w.getDimSize(0)), ptrOf(gm.getWeight()),
           gm.getScale() ? ptrOf(gm.getScale()) : null(), i64(n),
-          ptrOf(gm.getResult()), scratch, kernel, i64(mMax)});
+          ptrOf(gm.getResult()), scratch, kernel, i64(mMax), minMacs});
     return success();
   }
   auto mm = cast<QuantMatmulOp>(m);
@@ -576,7 +599,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   if (ks.scratchId == 2)
     args.push_back(ptrOf(mm.getScale()));
   args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
-               ptrOf(mm.getResult()), scratch, kernel, i64(mMax)});
+               ptrOf(mm.getResult()), scratch, kernel, i64(mMax), minMacs});
   call(ks.driver, args);
   return success();
 }
@@ -690,18 +713,35 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         if (packedWeights.count(m.getWeight()))
           return emitKernelMatmul(m);
         // bf16 weights are rounded when the artifact is written; the GEMM
-        // itself runs in f32.
-        if (m.getQuant().getScheme() != QuantScheme::f32 &&
-            m.getQuant().getScheme() != QuantScheme::bf16)
-          return m.emitError() << "the reference target computes in f32 (or on "
-                                  "bf16-rounded weights); got "
+        // itself runs in f32. W8A8 (per-channel) runs on int8 weights with
+        // per-token activation quantization.
+        QuantScheme scheme = m.getQuant().getScheme();
+        bool w8a8 = scheme == QuantScheme::w8a8 && m.getQuant().getGroup() == 0;
+        if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8)
+          return m.emitError() << "the reference target computes in f32, on "
+                                  "bf16-rounded weights or per-channel w8a8; got "
                                << m.getQuant();
         if (m.getEpilogue() == Epilogue::silu_mul)
           return m.emitError("the silu_mul epilogue has no reference lowering; "
                              "lower the unfused form");
         auto x = D(m.getInput());
         auto w = D(m.getWeight());
-        call("hyrt_ref_matmul",
+        if (w8a8) {
+          call("hyrt_ref_matmul_w8a8",
+               {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getScale()),
+                m.getBias() ? ptrOf(m.getBias()) : null(), x[0].value,
+                w[0].value, w[1].value, ptrOf(m.getResult())});
+          if (m.getEpilogue() == Epilogue::residual_add) {
+            Value n = LLVM::MulOp::create(b, loc, x[0].value, w[0].value);
+            call("hyrt_ref_add", {ptrOf(m.getResult()), ptrOf(m.getResidual()),
+                                  n, ptrOf(m.getResult())});
+          }
+          return success();
+        }
+        bool roundActivations =
+            bf16Activations && m.getQuant().getScheme() == QuantScheme::bf16;
+        call(roundActivations ? "hyrt_ref_matmul_bf16_activations"
+                              : "hyrt_ref_matmul",
              {ptrOf(m.getInput()), ptrOf(m.getWeight()),
               m.getBias() ? ptrOf(m.getBias()) : null(), x[0].value, w[0].value,
               w[1].value, ptrOf(m.getResult())});
@@ -732,13 +772,10 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<AttentionOp>([&](AttentionOp a) {
         auto q = D(a.getQuery());
-        // When this step's keys and values were appended to the cache this
-        // attention reads, the cache holds every key it needs: extend
-        // attention is paged attention over [0, p].
-        auto append = a.getCache().getDefiningOp<KVCacheAppendOp>();
-        if (useKernels && append && append.getKey() == a.getKey() &&
-            append.getValue() == a.getValue() &&
-            append.getLayer() == a.getLayer()) {
+        // The strategy chose the paged kernel only when this step's keys and
+        // values were appended to the cache this attention reads: extend
+        // attention is then paged attention over [0, p].
+        if (runsOn(a, "paged_attention")) {
           call("hyrt_cpu_paged_attention",
                {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
                 f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
@@ -752,7 +789,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<PagedAttentionOp>([&](PagedAttentionOp a) {
         auto q = D(a.getQuery());
-        call(useKernels ? "hyrt_cpu_paged_attention" : "hyrt_ref_paged_attention",
+        call(runsOn(a, "paged_attention") ? "hyrt_cpu_paged_attention"
+                                          : "hyrt_ref_paged_attention",
              {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();
@@ -796,14 +834,25 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         if (packedWeights.count(m.getWeight()))
           return emitKernelMatmul(m);
         // bf16 expert weights are rounded when the artifact is written.
-        if ((m.getQuant().getScheme() != QuantScheme::f32 &&
-             m.getQuant().getScheme() != QuantScheme::bf16) ||
+        QuantScheme scheme = m.getQuant().getScheme();
+        bool w8a8 = scheme == QuantScheme::w8a8 && m.getQuant().getGroup() == 0;
+        if ((scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8) ||
             m.getEpilogue() != Epilogue::none)
-          return m.emitError("the reference target lowers f32 (or bf16-rounded) "
-                             "expert GEMMs without epilogue only");
+          return m.emitError("the reference target lowers f32, bf16-rounded or "
+                             "per-channel w8a8 expert GEMMs without epilogue only");
         auto x = D(m.getInput());
         auto w = D(m.getWeight());
-        call("hyrt_ref_moe_grouped_matmul",
+        if (w8a8) {
+          call("hyrt_ref_moe_grouped_matmul_w8a8",
+               {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getScale()),
+                ptrOf(m.getOffsets()), x[0].value, w[0].value, w[1].value,
+                w[2].value, ptrOf(m.getResult())});
+          return success();
+        }
+        bool roundActivations =
+            bf16Activations && m.getQuant().getScheme() == QuantScheme::bf16;
+        call(roundActivations ? "hyrt_ref_moe_grouped_matmul_bf16_activations"
+                              : "hyrt_ref_moe_grouped_matmul",
              {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getOffsets()),
               x[0].value, w[0].value, w[1].value, w[2].value,
               ptrOf(m.getResult())});
@@ -882,11 +931,6 @@ struct HycCpuLowerToCallsPass
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("hyc.entry"))
         entries.push_back(fn);
-    if (isa != "avx512" && isa != "avx2") {
-      module.emitError() << "hyc-cpu-lower-to-calls: isa '" << isa
-                         << "' is not supported (avx512, avx2)";
-      return signalPassFailure();
-    }
     if (entries.empty()) {
       module.emitError("no function with a hyc.entry attribute to lower");
       return signalPassFailure();
@@ -896,7 +940,7 @@ struct HycCpuLowerToCallsPass
     std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
       EntryLowering lowering(module, fn, weightTable, arenaAlignment,
-                             useKernels, KernelTarget{nativeBf16, isa == "avx2"},
+                             bf16Activations,
                              kernels);
       FailureOr<int64_t> bytes = lowering.run();
       if (failed(bytes))

@@ -13,11 +13,12 @@ include "mlir/Pass/PassBase.td"
 def HycCpuLowerToCalls : Pass<"hyc-cpu-lower-to-calls", "::mlir::ModuleOp"> {
   let summary = "Lower hyc entry functions to LLVM calls into runtime kernels";
   let description = [{
-    Calls the fp32 reference kernels (`--target=reference`) or, with
-    `kernels=true`, GEMMs on generated brgemm kernels through the
-    `hyrt_cpu_gemm_*` drivers and attention on `hyrt_cpu_paged_attention`
-    (`--target=avx2|avx512|avx512-bf16`; the kernel choice per scheme is in
-    KernelSchemes.cpp). Every `func.func` carrying `hyc.entry` becomes
+    Applies the schedule of hyc-cpu-select-lowering-strategy: an op whose
+    `#hyc_cpu.lowering_config` names `brgemm` calls its `hyrt_cpu_gemm_*`
+    driver with the generated kernel, tile rows and threading threshold the
+    config gives; `paged_attention` calls `hyrt_cpu_paged_attention`; every
+    other op (and any op without a config) calls its fp32 reference kernel.
+    Every `func.func` carrying `hyc.entry` becomes
     an `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
     `runtime/include/hyrt/abi.h`:
 
@@ -38,17 +39,55 @@ def HycCpuLowerToCalls : Pass<"hyc-cpu-lower-to-calls", "::mlir::ModuleOp"> {
   let options = [
     Option<"arenaAlignment", "arena-alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every planned buffer">,
-    Option<"useKernels", "kernels", "bool", /*default=*/"false",
-           "Lower quant.matmul ops on named weights to generated brgemm "
-           "kernels (f32: AVX-512 FMA, bf16: AVX-512 BF16, w8a8: AVX-512 "
-           "VNNI) called through the hyrt_cpu_gemm_* drivers">,
-    Option<"isa", "isa", "std::string", /*default=*/"\"avx512\"",
-           "Kernel ISA family: avx512 (f32, bf16, w8a8 kernels) or avx2 "
-           "(f32 kernels; other schemes stay on the reference path)">,
+    Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
+           "Reference bf16 GEMMs round their activations to bf16 first "
+           "(the semantics of native-bf16 kernels, for comparing with them)">
+  ];
+}
+
+def HycCpuSelectLoweringStrategy
+    : Pass<"hyc-cpu-select-lowering-strategy", "::mlir::ModuleOp"> {
+  let summary = "Decide how every compute op of the entry functions is lowered";
+  let description = [{
+    Writes `hyc_cpu.lowering_config = #hyc_cpu.lowering_config<...>` on each
+    compute op: the kernel (`reference`, `brgemm`, `paged_attention`), for
+    GEMMs the generated kernel's ISA, types, packed weight layout and tile
+    `[m, n, k]`, the threads it may use and the smallest M*N*K worth forking
+    for; for attention the threads and KV splits. The numbers come from
+    shapes and the machine description in CpuCostModel.cpp, not from
+    constants in kernels. Later passes only read these decisions.
+
+    A GEMM gets `brgemm` when its weight is a named parameter without K
+    groups or fused epilogue and the target has a kernel for its scheme;
+    extend attention gets `paged_attention` when this step's keys and values
+    were appended to the cache it reads (then it is paged attention over
+    [0, p]).
+  }];
+  let dependentDialects = ["::hyc::cpu::HycCpuDialect"];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"reference\"",
+           "Kernel family: reference (every op on its fp32 reference), "
+           "avx2 (fp32 GEMM kernels) or avx512 (f32, bf16 and w8a8 GEMM "
+           "kernels)">,
     Option<"nativeBf16", "native-bf16", "bool", /*default=*/"false",
            "bf16 GEMMs use AVX-512 BF16 dot products (vdpbf16ps, bf16 "
-           "activations) instead of fp32 FMA over bf16 weights">
+           "activations) instead of fp32 FMA over bf16 weights">,
+    Option<"threads", "threads", "int64_t", /*default=*/"2",
+           "Worker threads the schedule plans for">
   ];
+}
+
+def HycGlobalFuseResidualNorm
+    : Pass<"hyc-global-fuse-residual-norm", "::mlir::ModuleOp"> {
+  let summary = "Fold a residual add into the RMSNorm that reads the sum";
+  let description = [{
+    `%s = hyc.add %x, %r` followed by `%y = hyc.rms_norm %s, %w` becomes
+    `%y, %s2 = hyc.rms_norm %x, %w residual(%r)`: the norm adds while it
+    reads, and later readers of the sum (the next residual add) use `%s2`.
+    Fires only when every other reader of the sum comes after the norm in
+    the same block. Same fp32 arithmetic: fused and unfused results are
+    bit-identical.
+  }];
 }
 
 def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::ModuleOp"> {

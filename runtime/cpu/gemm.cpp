@@ -8,10 +8,6 @@ namespace {
 
 constexpr int64_t kPanel = 32;
 constexpr int64_t kMaxBlockRows = 64;
-// Below this many multiply-adds a GEMM runs on one thread: the fork/join of
-// a parallel region costs more than the work it would split (decode of
-// small models is otherwise dominated by OpenMP barriers).
-constexpr int64_t kParallelMacs = int64_t(1) << 20;
 
 struct PostArgs {
   const float *bias;
@@ -47,9 +43,12 @@ uint16_t toBf16(float f) {
 void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                const char *w, int64_t panelBytes, const float *aScale,
                const float *bScale, const float *bias, float *out,
-               hyrt_brgemm_fn kernel, int64_t mMax, int64_t K) {
+               hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
+               int64_t parallelMinMacs) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-#pragma omp parallel for schedule(static) if (M * N * K >= kParallelMacs)
+  // Below parallelMinMacs (the compiler's schedule decision) one thread runs
+  // the GEMM: the fork/join would cost more than the work it splits.
+#pragma omp parallel for schedule(static) if (M * N * K >= parallelMinMacs)
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t col = p * kPanel;
     const int64_t cols = N - col < kPanel ? N - col : kPanel;
@@ -65,7 +64,8 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
       const char *aBlock = static_cast<const char *>(a) + m0 * lda * aElem;
       post.a_scale = aScale ? aScale + m0 : nullptr;
       if (cols == kPanel) {
-        kernel(aBlock, lda, w + p * panelBytes, out + m0 * N + col, N, rows, &post);
+        kernel(aBlock, lda, w + p * panelBytes, out + m0 * N + col, N, rows,
+               &post);
       } else {
         // The last panel is zero padded to 32 columns: compute it into a
         // local block and keep the valid columns.
@@ -99,26 +99,28 @@ extern "C" int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M,
 extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
                                   const void *w_packed, int64_t N,
                                   const float *bias, float *out, void *,
-                                  hyrt_brgemm_fn kernel, int64_t m_max) {
+                                  hyrt_brgemm_fn kernel, int64_t m_max,
+                                  int64_t parallel_min_macs) {
   runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
             panelBytes(HYRT_GEMM_F32, K), nullptr, nullptr, bias, out, kernel,
-            m_max, K);
+            m_max, K, parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
                                        const void *w_packed, int64_t N,
                                        const float *bias, float *out, void *,
-                                       hyrt_brgemm_fn kernel, int64_t m_max) {
+                                       hyrt_brgemm_fn kernel, int64_t m_max,
+                                       int64_t parallel_min_macs) {
   runPanels(x, K, 4, M, N, static_cast<const char *>(w_packed),
             panelBytes(HYRT_GEMM_F32_BF16, K), nullptr, nullptr, bias, out,
-            kernel, m_max, K);
+            kernel, m_max, K, parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
                                    const void *w_packed, int64_t N,
-                                   const float *bias, float *out,
-                                   void *scratch, hyrt_brgemm_fn kernel,
-                                   int64_t m_max) {
+                                   const float *bias, float *out, void *scratch,
+                                   hyrt_brgemm_fn kernel, int64_t m_max,
+                                   int64_t parallel_min_macs) {
   const int64_t lda = roundUp(K, 2);
   uint16_t *a = static_cast<uint16_t *>(scratch);
   for (int64_t m = 0; m < M; ++m) {
@@ -129,14 +131,14 @@ extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
   }
   runPanels(a, lda, 2, M, N, static_cast<const char *>(w_packed),
             panelBytes(HYRT_GEMM_BF16, K), nullptr, nullptr, bias, out, kernel,
-            m_max, K);
+            m_max, K, parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                                    const void *w_packed, const float *w_scale,
                                    int64_t N, const float *bias, float *out,
                                    void *scratch, hyrt_brgemm_fn kernel,
-                                   int64_t m_max) {
+                                   int64_t m_max, int64_t parallel_min_macs) {
   const int64_t lda = roundUp(K, 4);
   // Layout: per-token scales (64-byte aligned block), then the u8 rows.
   float *aScale = static_cast<float *>(scratch);
@@ -165,7 +167,7 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
   }
   runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed),
             panelBytes(HYRT_GEMM_W8A8, K), aScale, w_scale, bias, out, kernel,
-            m_max, K);
+            m_max, K, parallel_min_macs);
 }
 
 namespace {
@@ -175,13 +177,12 @@ int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
 }
 } // namespace
 
-extern "C" void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x,
-                                      int64_t rows, int64_t K,
-                                      const int32_t *offsets,
-                                      int64_t num_experts, const void *w_packed,
-                                      const float *w_scale, int64_t N,
-                                      float *out, void *scratch,
-                                      hyrt_brgemm_fn kernel, int64_t m_max) {
+extern "C" void
+hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows, int64_t K,
+                      const int32_t *offsets, int64_t num_experts,
+                      const void *w_packed, const float *w_scale, int64_t N,
+                      float *out, void *scratch, hyrt_brgemm_fn kernel,
+                      int64_t m_max, int64_t parallel_min_macs) {
   (void)rows;
   const char *w = static_cast<const char *>(w_packed);
   const int64_t expertBytes = packedMatrixBytes(scheme, N, K);
@@ -194,18 +195,20 @@ extern "C" void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x,
     const char *we = w + e * expertBytes;
     switch (scheme) {
     case HYRT_GEMM_BF16:
-      hyrt_cpu_gemm_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel, m_max);
+      hyrt_cpu_gemm_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel,
+                         m_max, parallel_min_macs);
       break;
     case HYRT_GEMM_W8A8:
       hyrt_cpu_gemm_w8a8(xe, count, K, we, w_scale + e * N, N, nullptr, oe,
-                         scratch, kernel, m_max);
+                         scratch, kernel, m_max, parallel_min_macs);
       break;
     case HYRT_GEMM_F32_BF16:
       hyrt_cpu_gemm_f32_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel,
-                             m_max);
+                             m_max, parallel_min_macs);
       break;
     default:
-      hyrt_cpu_gemm_f32(xe, count, K, we, N, nullptr, oe, scratch, kernel, m_max);
+      hyrt_cpu_gemm_f32(xe, count, K, we, N, nullptr, oe, scratch, kernel,
+                        m_max, parallel_min_macs);
       break;
     }
   }

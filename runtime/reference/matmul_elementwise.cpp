@@ -2,6 +2,22 @@
 #include "hyrt/reference.h"
 
 #include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace {
+/// x rounded to the nearest bf16 (ties to even), kept in fp32; NaN stays NaN.
+float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return x;
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+} // namespace
 
 extern "C" void hyrt_ref_matmul(const float *x, const float *w,
                                 const float *bias, int64_t M, int64_t N,
@@ -44,4 +60,46 @@ extern "C" void hyrt_ref_copy_columns(const float *src, int64_t src_stride,
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       dst[r * dst_stride + dst_offset + c] = src[r * src_stride + src_offset + c];
+}
+
+extern "C" void hyrt_ref_matmul_bf16_activations(const float *x, const float *w,
+                                                 const float *bias, int64_t M,
+                                                 int64_t N, int64_t K,
+                                                 float *out) {
+  std::vector<float> rounded(size_t(M) * size_t(K));
+  for (size_t i = 0; i < rounded.size(); ++i)
+    rounded[i] = roundToBf16(x[i]);
+  hyrt_ref_matmul(rounded.data(), w, bias, M, N, K, out);
+}
+
+extern "C" void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
+                                     const float *w_scale, const float *bias,
+                                     int64_t M, int64_t N, int64_t K,
+                                     float *out) {
+  std::vector<int32_t> q(static_cast<size_t>(K));
+  for (int64_t m = 0; m < M; ++m) {
+    const float *row = x + m * K;
+    float amax = 0;
+    bool finite = true;
+    for (int64_t k = 0; k < K; ++k) {
+      finite = finite && std::isfinite(row[k]);
+      amax = std::fmax(amax, std::fabs(row[k]));
+    }
+    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    // x * (1/scale), as the kernels compute it, so that both round alike.
+    const float inv = 1.0f / scale;
+    for (int64_t k = 0; k < K; ++k) {
+      const float v = std::nearbyint(row[k] * inv);
+      q[size_t(k)] = finite ? int32_t(std::fmin(127.0f, std::fmax(-127.0f, v))) : 0;
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      const int8_t *wr = w_q + n * K;
+      int64_t acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += int64_t(q[size_t(k)]) * wr[k];
+      const double b = bias ? double(bias[n]) : 0.0;
+      out[m * N + n] = finite ? float(double(acc) * scale * w_scale[n] + b)
+                              : std::nanf("");
+    }
+  }
 }

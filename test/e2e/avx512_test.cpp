@@ -82,41 +82,57 @@ TEST_P(Avx512Golden, Avx2F32KernelsMatchGoldenLogits) {
             1e-4);
 }
 
-TEST_P(Avx512Golden, W8A8CloseToFp32AndKvConsistent) {
+TEST_P(Avx512Golden, W8A8KernelsMatchTheW8A8ReferenceAndKvConsistent) {
   REQUIRE_FEATURE("avx512_vnni");
   if (!haveGolden(GetParam()))
     GTEST_SKIP() << "golden data absent";
   std::string dir = sharedDir() + "/golden/" + GetParam();
   std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
-  LoadedModel ref = loadModel(compileOnce(dir, bounds));
-  std::vector<std::string> w8 = bounds;
+  std::vector<std::string> refW8 = bounds, w8 = bounds;
+  refW8.insert(refW8.end(), {"--quant", "w8a8"});
   w8.insert(w8.end(), {"--target", "avx512", "--quant", "w8a8"});
+  LoadedModel f32 = loadModel(compileOnce(dir, bounds));
+  LoadedModel ref = loadModel(compileOnce(dir, refW8));
   LoadedModel q = loadModel(compileOnce(dir, w8));
-  ASSERT_TRUE(ref.engine && q.engine);
+  ASSERT_TRUE(f32.engine && ref.engine && q.engine);
   auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
                     .get<std::vector<int32_t>>();
-  std::vector<float> a = wholeSequenceLogits(*ref.engine, tokens);
+  std::vector<float> a = wholeSequenceLogits(*f32.engine, tokens);
+  std::vector<float> r = wholeSequenceLogits(*ref.engine, tokens);
   std::vector<float> b = wholeSequenceLogits(*q.engine, tokens);
+  const size_t vocab = f32.engine->vocab_size(), rows = a.size() / vocab;
   double worstCos = 1;
-  for (size_t r = 0; r < a.size() / 512; ++r) {
-    double dot = 0, na = 0, nb = 0;
-    for (size_t i = r * 512; i < (r + 1) * 512; ++i) {
-      dot += double(a[i]) * b[i];
-      na += double(a[i]) * a[i];
-      nb += double(b[i]) * b[i];
-    }
-    worstCos = std::min(worstCos, dot / std::sqrt(na * nb));
+  size_t top1 = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    worstCos = std::min(worstCos, hyc::test::cosine(&a[i * vocab], &b[i * vocab], vocab));
+    top1 += argmaxRow(&a[i * vocab], vocab) == argmaxRow(&b[i * vocab], vocab);
   }
-  std::printf("%s w8a8 vs fp32: max abs %.3g, min cosine %.6f\n", GetParam().c_str(),
-              maxAbsDiff(a, b), worstCos);
-  // Dense layers degrade smoothly. In the tiny random-weight MoE models the
-  // router margins are small, so int8 rounding upstream flips some expert
-  // choices and the logits of those tokens move a lot; their quality gate is
-  // perplexity on a trained model, not logit distance.
+  std::printf("%s w8a8 kernels vs w8a8 reference: max abs %.3g; vs fp32: max abs "
+              "%.3g, min cosine %.6f, top-1 agreement %zu/%zu\n",
+              GetParam().c_str(), maxAbsDiff(r, b), maxAbsDiff(a, b), worstCos, top1,
+              rows);
+  // Same quantization (per-channel int8 weights, per-token int8 activations
+  // rounded alike): the kernels' int32 sums are exact, so only the fp32
+  // rescale and the other ops' summation order differ, as for f32 kernels.
+  EXPECT_LT(maxAbsDiff(r, b), 1e-4);
+  EXPECT_GT(maxAbsDiff(a, b), 1e-5) << "w8a8 logits identical to fp32: not quantized?";
+  // Distance to fp32 (the quantization error itself): symmetric int8 with a
+  // max-abs scale has a rounding error of std step/sqrt(12), step = max/127.
+  // For rows whose max is c = 4 standard deviations (Gaussian rows of a few
+  // hundred elements have c ~ 3), that is a relative error of
+  // 4 / (127 sqrt(12)) = 0.0091 per operand, 0.013 per GEMM output (weight
+  // and activation errors independent). The logits of a 2-layer model see at
+  // most 8 quantized GEMMs in series, so their relative error is at most
+  // sqrt(8) * 0.013 = 0.036, and cosine >= 1 - 0.036^2 / 2 = 0.9993; we allow
+  // 0.999. Top-1 flips only where the fp32 top-2 margin is within that error.
+  // MoE routers stay fp32, but their inputs carry the upstream error, so a
+  // token whose router margin is smaller than it picks another expert: that
+  // is a different function, not a rounding error, so the bound applies to
+  // the dense model and MoE models are held to the reference comparison above
+  // (and to perplexity on a trained model).
   if (GetParam().find("moe") == std::string::npos &&
       GetParam().find("deepseek") == std::string::npos)
-    EXPECT_GT(worstCos, 0.99);
-  EXPECT_GT(maxAbsDiff(a, b), 1e-5) << "w8a8 logits identical to fp32: not quantized?";
+    EXPECT_GT(worstCos, 0.999);
   // Per-token activation scales make rows independent of the batch: the KV
   // cache path must agree with the whole sequence.
   EXPECT_LT(maxAbsDiff(b, incrementalLogits(*q.engine, tokens, 20)), 1e-4);
@@ -233,22 +249,39 @@ TEST(Avx512Bf16, NativeRunsWhereSupportedAndIsRefusedClearlyElsewhere) {
   if (!haveGolden("llama-tiny"))
     GTEST_SKIP() << "golden data absent";
   std::string dir = sharedDir() + "/golden/llama-tiny";
-  std::string art = compileOnce(dir, {"--target", "avx512-bf16", "--quant", "bf16",
-                                      "--max-seq-len", "128", "--max-batch-tokens", "64"});
+  std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
+  std::vector<std::string> native = bounds, weightsOnly = bounds, sameRounding = bounds;
+  native.insert(native.end(), {"--target", "avx512-bf16", "--quant", "bf16"});
+  weightsOnly.insert(weightsOnly.end(), {"--quant", "bf16"});
+  sameRounding.insert(sameRounding.end(), {"--quant", "bf16", "--bf16-activations"});
+  std::string art = compileOnce(dir, native);
   if (!hyrt::host_has_cpu_feature("avx512_bf16")) {
     CommandResult r = runHyc({"run", art, "--prompt-ids", "1,5", "-n", "2"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("avx512_bf16"), std::string::npos) << r.err;
     GTEST_SKIP() << "host lacks avx512_bf16: checked the clear refusal only";
   }
-  LoadedModel ref = loadModel(compileOnce(
-      dir, {"--max-seq-len", "128", "--max-batch-tokens", "64", "--quant", "bf16"}));
+  LoadedModel w = loadModel(compileOnce(dir, weightsOnly));
+  LoadedModel x = loadModel(compileOnce(dir, sameRounding));
   LoadedModel b = loadModel(art);
-  ASSERT_TRUE(ref.engine && b.engine);
+  ASSERT_TRUE(w.engine && x.engine && b.engine);
   auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
                     .get<std::vector<int32_t>>();
-  expectBf16Close(wholeSequenceLogits(*ref.engine, tokens),
-                  wholeSequenceLogits(*b.engine, tokens));
+  std::vector<float> ws = wholeSequenceLogits(*w.engine, tokens);
+  std::vector<float> xs = wholeSequenceLogits(*x.engine, tokens);
+  std::vector<float> bs = wholeSequenceLogits(*b.engine, tokens);
+  std::printf("llama-tiny native bf16: vs bf16-weight reference %.3g, vs the "
+              "reference that also rounds activations %.3g\n",
+              maxAbsDiff(ws, bs), maxAbsDiff(xs, bs));
+  // vdpbf16ps reads bf16 activations: rounding them is part of the kernel's
+  // semantics, a change of the model of the same order as rounding the
+  // weights (see FmaKernelsReproduceTheBf16WeightReference). Against a
+  // reference that rounds the same activations (nearest even) and accumulates
+  // in higher precision, only the fp32 accumulation order differs, as for the
+  // FMA kernels.
+  EXPECT_GT(maxAbsDiff(ws, xs), 1e-3) << "activation rounding had no effect";
+  EXPECT_LT(maxAbsDiff(xs, bs), 1e-4);
+  EXPECT_LT(maxAbsDiff(bs, incrementalLogits(*b.engine, tokens, 20)), 1e-4);
 }
 
 } // namespace

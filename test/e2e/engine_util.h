@@ -4,6 +4,7 @@
 
 #include "hyrt/artifact.h"
 #include "hyrt/engine.h"
+#include "test/common/compare.h"
 
 #include <gtest/gtest.h>
 
@@ -61,13 +62,7 @@ inline std::vector<float> incrementalLogits(hyrt::Engine &engine,
   return all;
 }
 
-inline float maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
+using hyc::test::maxAbsDiff;
 
 inline int32_t argmaxRow(const float *row, int64_t n) {
   return int32_t(std::max_element(row, row + n) - row);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <sys/stat.h>
 
 namespace hyc::e2e {
@@ -65,12 +66,74 @@ double perplexityOf(const std::string &artifact) {
   return nll;
 }
 
-TEST(Stories260K, PerplexityFarBelowUniform) {
+/// Paragraphs of the TinyStories excerpt as `hyc perplexity` splits them
+/// (runs of non-blank lines joined by '\n').
+std::vector<std::string> paragraphs(size_t limit) {
+  std::istringstream in(
+      readFile(sharedDir() + "/models/tinystories-valid-text/tinystories_val.txt"));
+  std::vector<std::string> out;
+  std::string line, current;
+  auto blank = [](const std::string &l) {
+    return l.find_first_not_of(" \t\r\n\f\v") == std::string::npos;
+  };
+  while (out.size() < limit && std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (blank(line)) {
+      if (!current.empty())
+        out.push_back(current);
+      current.clear();
+    } else {
+      current += (current.empty() ? "" : "\n") + line;
+    }
+  }
+  if (!current.empty() && out.size() < limit)
+    out.push_back(current);
+  return out;
+}
+
+TEST(Stories260K, PerplexityEqualsTheNllOfTheFp32Logits) {
   REQUIRE_SHARED();
-  double nll = perplexityOf(compileOnce(stories("stories260K.bin"), kBounds));
-  // Uniform over the 512-token vocabulary would be ln(512) = 6.24 nats.
-  EXPECT_LT(nll, 0.35 * std::log(512.0));
-  EXPECT_GT(nll, 0.5); // a broken scorer (e.g. scoring the input token) reads ~0
+  // `hyc perplexity` packs several paragraphs into each extend step; here
+  // each paragraph runs alone and its NLL is computed from the fp32 logits
+  // in double. Rows are computed independently, so the two differ only in
+  // the order of the double-precision sums and in the printed digits
+  // (%.6f): the stated margin is 2e-6 nats.
+  constexpr size_t kParagraphs = 20;
+  std::string art = compileOnce(stories("stories260K.bin"), kBounds);
+  CommandResult r = runHyc({"perplexity", art, "--text",
+                            sharedDir() + "/models/tinystories-valid-text/tinystories_val.txt",
+                            "--max-paragraphs", std::to_string(kParagraphs)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("mean NLL: ([0-9.]+)"))) << r.out;
+  double scored = std::atof(m[1].str().c_str());
+
+  LoadedModel model = loadModel(art);
+  ASSERT_TRUE(model.engine);
+  const hyrt::Tokenizer *tok = model.artifact->tokenizer();
+  ASSERT_NE(tok, nullptr);
+  int64_t vocab = model.engine->vocab_size();
+  double total = 0;
+  int64_t count = 0;
+  for (const std::string &p : paragraphs(kParagraphs)) {
+    std::vector<int32_t> ids = tok->encode(p, true);
+    if (ids.size() > 256)
+      ids.resize(256);
+    std::vector<float> logits = wholeSequenceLogits(*model.engine, ids);
+    for (size_t t = 0; t + 1 < ids.size(); ++t) {
+      const float *row = logits.data() + t * vocab;
+      double mx = *std::max_element(row, row + vocab), sum = 0;
+      for (int64_t i = 0; i < vocab; ++i)
+        sum += std::exp(double(row[i]) - mx);
+      total += mx + std::log(sum) - row[ids[t + 1]];
+      ++count;
+    }
+  }
+  ASSERT_GT(count, 0);
+  std::printf("stories260K mean NLL over %zu paragraphs: hyc perplexity %.6f, "
+              "from fp32 logits %.6f\n", kParagraphs, scored, total / count);
+  EXPECT_NEAR(scored, total / count, 2e-6);
 }
 
 TEST(Stories260K, Q80IsFluentAndWithinPointOnePerplexityOfF32) {

@@ -1,6 +1,7 @@
 //===- hyc-opt.cpp - mlir-opt with the hyc dialects and passes ------------===//
 
 #include "dialects/hyc/HycOps.h"
+#include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 #include "passes/Passes.h"
 
@@ -16,7 +17,7 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<hyc::HycDialect, hyc::kernel::HycKernelDialect,
+  registry.insert<hyc::HycDialect, hyc::kernel::HycKernelDialect, hyc::cpu::HycCpuDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::tensor::TensorDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::LLVM::LLVMDialect>();

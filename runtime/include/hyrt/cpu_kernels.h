@@ -32,9 +32,9 @@ typedef void (*hyrt_brgemm_fn)(const void *a, int64_t lda, const void *b,
 /* Scheme ids of hyrt_cpu_gemm_scratch_bytes. */
 enum {
   HYRT_GEMM_F32 = 0,
-  HYRT_GEMM_BF16 = 1,     /* bf16 x bf16 (vdpbf16ps) */
+  HYRT_GEMM_BF16 = 1, /* bf16 x bf16 (vdpbf16ps) */
   HYRT_GEMM_W8A8 = 2,
-  HYRT_GEMM_F32_BF16 = 3  /* f32 x bf16 weights on FMA */
+  HYRT_GEMM_F32_BF16 = 3 /* f32 x bf16 weights on FMA */
 };
 
 int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M, int64_t K);
@@ -43,20 +43,20 @@ int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M, int64_t K);
 void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
                        const void *w_packed, int64_t N, const float *bias,
                        float *out, void *scratch, hyrt_brgemm_fn kernel,
-                       int64_t m_max);
+                       int64_t m_max, int64_t parallel_min_macs);
 
 /* bf16 VNNI2 weights; activations rounded to bf16 (nearest even). */
 void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
                         const void *w_packed, int64_t N, const float *bias,
                         float *out, void *scratch, hyrt_brgemm_fn kernel,
-                        int64_t m_max);
+                        int64_t m_max, int64_t parallel_min_macs);
 
 /* bf16 VNNI2 weights with fp32 activations on plain AVX-512 FMA: half the
  * weight bytes of f32, no avx512_bf16 needed, activations not rounded. */
 void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
                             const void *w_packed, int64_t N, const float *bias,
                             float *out, void *scratch, hyrt_brgemm_fn kernel,
-                            int64_t m_max);
+                            int64_t m_max, int64_t parallel_min_macs);
 
 /* W8A8: s8 VNNI4 weights with their per-panel compensation and per-channel
  * scales w_scale[N]; activations quantized per token (scale = max|x| / 127,
@@ -64,7 +64,8 @@ void hyrt_cpu_gemm_f32_bf16(const float *x, int64_t M, int64_t K,
 void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                         const void *w_packed, const float *w_scale, int64_t N,
                         const float *bias, float *out, void *scratch,
-                        hyrt_brgemm_fn kernel, int64_t m_max);
+                        hyrt_brgemm_fn kernel, int64_t m_max,
+                        int64_t parallel_min_macs);
 
 /* hyrt_ref_paged_attention's semantics (token t at position p attends to
  * cached positions [0, p] of its sequence) in fp32, threads over (token,
@@ -84,8 +85,8 @@ void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows,
                            int64_t K, const int32_t *offsets,
                            int64_t num_experts, const void *w_packed,
                            const float *w_scale, int64_t N, float *out,
-                           void *scratch, hyrt_brgemm_fn kernel,
-                           int64_t m_max);
+                           void *scratch, hyrt_brgemm_fn kernel, int64_t m_max,
+                           int64_t parallel_min_macs);
 
 #ifdef __cplusplus
 }

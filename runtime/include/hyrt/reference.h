@@ -38,6 +38,20 @@ void hyrt_ref_rope(const float *x, const int32_t *positions, int64_t num_tokens,
 /* out[m][n] = sum_k x[m][k] * w[n][k] + (bias ? bias[n] : 0). */
 void hyrt_ref_matmul(const float *x, const float *w, const float *bias,
                      int64_t M, int64_t N, int64_t K, float *out);
+/* hyrt_ref_matmul on x rounded to bf16 (nearest even): the semantics of the
+ * native bf16 kernels, which read bf16 activations and accumulate in fp32. */
+void hyrt_ref_matmul_bf16_activations(const float *x, const float *w,
+                                      const float *bias, int64_t M, int64_t N,
+                                      int64_t K, float *out);
+
+/* W8A8 semantics: each row of x is quantized symmetrically per token
+ * (scale = max|x|/127, q = round-to-nearest-even(x * (1/scale)) clamped to
+ * [-127, 127]; a NaN or Inf in the row makes the row NaN), multiplied
+ * exactly by the int8 weights w_q ([N][K], row-major) and rescaled:
+ * out = scale_x * w_scale[n] * sum_k q_x[k] * w_q[n][k] + bias[n]. */
+void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
+                          const float *w_scale, const float *bias, int64_t M,
+                          int64_t N, int64_t K, float *out);
 
 /* Elementwise over n values. */
 void hyrt_ref_add(const float *a, const float *b, int64_t n, float *out);
@@ -121,6 +135,17 @@ void hyrt_ref_moe_grouped_matmul(const float *x, const float *w,
                                  const int32_t *offsets, int64_t num_rows,
                                  int64_t num_experts, int64_t N, int64_t K,
                                  float *out);
+/* hyrt_ref_moe_grouped_matmul with W8A8 semantics (hyrt_ref_matmul_w8a8):
+ * w_q is [E][N][K] int8, w_scale [E][N]. */
+void hyrt_ref_moe_grouped_matmul_w8a8(const float *x, const int8_t *w_q,
+                                      const float *w_scale,
+                                      const int32_t *offsets, int64_t num_rows,
+                                      int64_t num_experts, int64_t N, int64_t K,
+                                      float *out);
+/* hyrt_ref_moe_grouped_matmul on x rounded to bf16 (nearest even). */
+void hyrt_ref_moe_grouped_matmul_bf16_activations(
+    const float *x, const float *w, const int32_t *offsets, int64_t num_rows,
+    int64_t num_experts, int64_t N, int64_t K, float *out);
 
 /* out[t] = sum_j weights[t][j] * y[r] where rows[r] == t*top_k + j. */
 void hyrt_ref_moe_unpermute(const float *y, const int32_t *rows,

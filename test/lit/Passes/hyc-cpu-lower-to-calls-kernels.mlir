@@ -1,6 +1,6 @@
-// RUN: hyc-opt %s --hyc-cpu-lower-to-calls=kernels=true | FileCheck %s
-// RUN: hyc-opt %s --hyc-cpu-lower-to-calls="kernels=true native-bf16=true" | FileCheck %s --check-prefix=NATIVE
-// The `kernels` option of hyc-cpu-lower-to-calls: GEMMs on named
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=avx512 --hyc-cpu-lower-to-calls | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" --hyc-cpu-lower-to-calls | FileCheck %s --check-prefix=NATIVE
+// hyc-cpu-lower-to-calls applying brgemm schedules: GEMMs on named
 // weights call the hyrt_cpu_gemm_* drivers with the address of a generated
 // kernel, weights get the kernel's layout, and the drivers' scratch sits
 // above every planned buffer.

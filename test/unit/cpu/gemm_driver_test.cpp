@@ -50,7 +50,9 @@ std::unique_ptr<BrgemmKernel> kernelFor(Isa isa, DataType a, DataType b, int k) 
   return std::move(gen.kernel);
 }
 
-// The last case is above the drivers' threading threshold (2^20 multiply-adds).
+// The smallest GEMM the drivers fork threads for (a schedule decision the
+// compiler passes in); the last case is above it, so both paths run.
+constexpr int64_t kMinMacs = int64_t(1) << 20;
 // {3, 40, 24}: a scratch size that used to be 4 bytes short for W8A8.
 const Case kCases[] = {{1, 64, 64}, {3, 40, 24}, {5, 40, 96}, {14, 96, 128}, {33, 70, 200},
                        {64, 32, 260}, {40, 200, 256}};
@@ -65,7 +67,7 @@ TEST(CpuGemmDriver, F32MatchesReference) {
     std::vector<float> out(c.M * c.N);
     hyrt_cpu_gemm_f32(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
                       nullptr, reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
-                      kernel->desc().m_max);
+                      kernel->desc().m_max, kMinMacs);
     auto want = refGemm(x, w, bias, c);
     for (size_t i = 0; i < out.size(); ++i)
       ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
@@ -98,7 +100,7 @@ TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
     hyrt_cpu_gemm_w8a8(x.data(), c.M, c.K, p.data.data(), ws.data(), c.N, bias.data(),
                        out.data(), scratch.data(),
                        reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
-                       kernel->desc().m_max);
+                       kernel->desc().m_max, kMinMacs);
     // Against the dequantized weights: the remaining error is the per-token
     // activation rounding, at most half a step of max|x| / 127 per element.
     auto want = refGemm(x, wq, bias, c);
@@ -126,7 +128,7 @@ TEST(CpuGemmDriver, W8A8NonFiniteActivationsPoisonOnlyTheirRow) {
   std::vector<float> out(M * N);
   hyrt_cpu_gemm_w8a8(x.data(), M, K, p.data.data(), ws.data(), N, nullptr, out.data(),
                      scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
-                     kernel->desc().m_max);
+                     kernel->desc().m_max, kMinMacs);
   for (int64_t n = 0; n < N; ++n) {
     EXPECT_TRUE(std::isnan(out[0 * N + n])) << n;
     EXPECT_TRUE(std::isfinite(out[1 * N + n])) << n;
@@ -150,7 +152,7 @@ TEST(CpuGemmDriver, Bf16MatchesRoundedReference) {
     std::vector<float> out(c.M * c.N);
     hyrt_cpu_gemm_bf16(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
                        scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
-                       kernel->desc().m_max);
+                       kernel->desc().m_max, kMinMacs);
     auto want = refGemm(round(x), round(w), bias, c);
     for (size_t i = 0; i < out.size(); ++i)
       ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])));

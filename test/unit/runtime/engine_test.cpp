@@ -4,6 +4,7 @@
 #include "artifact_fixture.h"
 
 #include "hyrt/engine.h"
+#include "test/common/compare.h"
 
 #include <gtest/gtest.h>
 
@@ -46,13 +47,7 @@ std::vector<int32_t> story_tokens(const hyrt::Artifact &art, size_t n) {
   return ids;
 }
 
-float max_abs_diff(const std::vector<float> &a, const std::vector<float> &b) {
-  EXPECT_EQ(a.size(), b.size());
-  float d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
+using hyc::test::maxAbsDiff;
 
 /// Logits of every position of `tokens`, fed as one extend call sequence.
 std::vector<float> whole_extend(hyrt::Engine &engine,
@@ -87,7 +82,7 @@ TEST(Engine, ExtendThenDecodeMatchesWholeExtend) {
         got.insert(got.end(), row.begin(), row.end());
       }
       EXPECT_EQ(e.seq_length(seq), int64_t(tokens.size()));
-      EXPECT_LT(max_abs_diff(got, whole), 1e-4f)
+      EXPECT_LT(maxAbsDiff(got, whole), 1e-4f)
           << "page_size " << page_size << " split " << split;
       ASSERT_TRUE(e.release(seq).ok());
     }
@@ -108,10 +103,10 @@ TEST(Engine, ChunkedPrefillMatchesSingleExtend) {
   const std::vector<float> a = whole_extend(*wide.engine, tokens);
   const std::vector<float> b = whole_extend(*narrow.engine, tokens);
   ASSERT_EQ(a.size(), 150u * 512);
-  EXPECT_LT(max_abs_diff(a, b), 1e-4f);
+  EXPECT_LT(maxAbsDiff(a, b), 1e-4f);
   // Reference: 40 tokens in one step.
   const std::vector<int32_t> head(tokens.begin(), tokens.begin() + 40);
-  EXPECT_LT(max_abs_diff(whole_extend(*narrow.engine, head),
+  EXPECT_LT(maxAbsDiff(whole_extend(*narrow.engine, head),
                          std::vector<float>(a.begin(), a.begin() + 40 * 512)),
             1e-4f);
   // Only the last row.
@@ -146,7 +141,7 @@ TEST(Engine, BatchedStepsMatchSingleSequences) {
     const std::vector<float> part(packed.begin() + row * 512,
                                   packed.begin() +
                                       (row + prompts[i].size()) * 512);
-    EXPECT_LT(max_abs_diff(part, single[i]), 1e-4f) << "sequence " << i;
+    EXPECT_LT(maxAbsDiff(part, single[i]), 1e-4f) << "sequence " << i;
     row += prompts[i].size();
   }
 
@@ -160,7 +155,7 @@ TEST(Engine, BatchedStepsMatchSingleSequences) {
     std::vector<int32_t> longer = prompts[i];
     longer.push_back(next[i]);
     const std::vector<float> ref = whole_extend(e, longer);
-    EXPECT_LT(max_abs_diff({batched.begin() + i * 512,
+    EXPECT_LT(maxAbsDiff({batched.begin() + i * 512,
                             batched.begin() + (i + 1) * 512},
                            {ref.end() - 512, ref.end()}),
               1e-4f)
@@ -281,7 +276,7 @@ TEST(Engine, GenerateStopsAtMaxSeqLenAndRecordsLogits) {
   // the recorded rows equal one extend over everything fed.
   std::vector<int32_t> fed = {1, 403};
   fed.insert(fed.end(), r.tokens.begin(), r.tokens.end() - 1);
-  EXPECT_LT(max_abs_diff(r.logits, whole_extend(*l.engine, fed)), 1e-4f);
+  EXPECT_LT(maxAbsDiff(r.logits, whole_extend(*l.engine, fed)), 1e-4f);
   for (size_t i = 0; i < r.tokens.size(); ++i)
     EXPECT_EQ(r.tokens[i],
               hyrt::argmax(r.logits.data() + (i + 1) * 512, 512));

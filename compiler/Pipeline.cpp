@@ -1,0 +1,111 @@
+//===- Pipeline.cpp - the hyc compile pass pipeline, phase by phase -------===//
+
+#include "compiler/Pipeline.h"
+
+#include "dialects/hyc_cpu/HycCpuDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include "llvm/Support/raw_ostream.h"
+
+namespace hyc::compiler {
+
+bool parsePhase(const std::string &name, Phase &phase) {
+  if (name == "import")
+    phase = Phase::Import;
+  else if (name == "global")
+    phase = Phase::Global;
+  else if (name == "strategy")
+    phase = Phase::Strategy;
+  else if (name == "llvm" || name == "lower")
+    phase = Phase::Llvm;
+  else
+    return false;
+  return true;
+}
+
+const std::vector<std::string> &disablablePasses() {
+  static const std::vector<std::string> names = {
+      "hyc-global-fuse-residual-norm",
+  };
+  return names;
+}
+
+bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
+                 Phase done, Phase last, std::string &error) {
+  const auto &known = disablablePasses();
+  for (const std::string &name : options.disabled)
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      error = "--disable-pass: '" + name + "' is not a pass that can be left out (";
+      for (size_t i = 0; i < known.size(); ++i)
+        error += (i ? ", " : "") + known[i];
+      error += ")";
+      return false;
+    }
+  auto enabled = [&](const char *name) { return !options.disabled.count(name); };
+  auto runs = [&](Phase p) { return done < p && p <= last; };
+
+  if (runs(Phase::Global) && options.quant != "f32") {
+    HycGlobalQuantizePolicyOptions policy;
+    policy.scheme = options.quant;
+    pm.addPass(createHycGlobalQuantizePolicy(policy));
+  }
+  if (runs(Phase::Global) && enabled("hyc-global-fuse-residual-norm"))
+    pm.addPass(createHycGlobalFuseResidualNorm());
+
+  const bool kernels = options.target != "reference";
+  HycCpuSelectLoweringStrategyOptions strategy;
+  strategy.target = !kernels ? "reference"
+                    : options.target == "avx2" ? "avx2"
+                                               : "avx512";
+  strategy.nativeBf16 = options.target == "avx512-bf16";
+  strategy.threads = options.threads;
+  if (runs(Phase::Strategy))
+    pm.addPass(createHycCpuSelectLoweringStrategy(strategy));
+
+  HycCpuLowerToCallsOptions lowering;
+  lowering.bf16Activations = options.bf16Activations;
+  if (runs(Phase::Llvm))
+    pm.addPass(createHycCpuLowerToCalls(lowering));
+  return true;
+}
+
+std::string scheduleTable(mlir::ModuleOp module) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::format("%-8s %-22s %-16s %-11s %-12s %-14s %7s %14s\n", "entry", "op",
+                     "kernel", "isa", "types", "tile", "threads",
+                     "min_par_macs");
+  module.walk([&](mlir::func::FuncOp fn) {
+    auto entry = fn->getAttrOfType<mlir::StringAttr>("hyc.entry");
+    if (!entry)
+      return;
+    fn.walk([&](mlir::Operation *op) {
+      auto c = op->getAttrOfType<cpu::LoweringConfigAttr>(cpu::kLoweringConfigName);
+      if (!c)
+        return;
+      std::string tile;
+      for (int64_t t : c.getTile() ? c.getTile().asArrayRef() : llvm::ArrayRef<int64_t>())
+        tile += (tile.empty() ? "" : "x") + std::to_string(t);
+      std::string minMacs =
+          c.getKernel() == "brgemm" ? std::to_string(c.getParallelMinMacs()) : "-";
+      if (c.getParallelMinMacs() == INT64_MAX)
+        minMacs = "never";
+      os << llvm::format("%-8s %-22s %-16s %-11s %-12s %-14s %7lld %14s\n",
+                         entry.getValue().str().c_str(),
+                         op->getName().getStringRef().str().c_str(),
+                         c.getKernel().str().c_str(),
+                         c.getIsa() ? c.getIsa().getValue().str().c_str() : "-",
+                         c.getTypes() ? c.getTypes().getValue().str().c_str() : "-",
+                         tile.empty() ? "-" : tile.c_str(),
+                         static_cast<long long>(c.getThreads()), minMacs.c_str());
+    });
+  });
+  return out;
+}
+
+} // namespace hyc::compiler

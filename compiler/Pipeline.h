@@ -1,0 +1,51 @@
+//===- Pipeline.h - the hyc compile pass pipeline, phase by phase -*- C++ -*-===//
+//
+//   global    graph-level rewrites on hyc ops: quantize policy, fusions
+//   strategy  hyc-cpu-select-lowering-strategy writes every op's schedule
+//   llvm      hyc-cpu-lower-to-calls applies it: LLVM dialect, memory planned
+//
+// `hyc compile --compile-to=<phase> --emit=mlir` stops after a phase;
+// `--disable-pass=<name>` drops a graph pass so tests can compare fused and
+// unfused artifacts of the same model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HYC_COMPILER_PIPELINE_H
+#define HYC_COMPILER_PIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hyc::compiler {
+
+enum class Phase { Import, Global, Strategy, Llvm };
+
+/// Parses a --compile-to value (`lower` is the old name of `llvm`).
+bool parsePhase(const std::string &name, Phase &phase);
+
+struct PipelineOptions {
+  std::string target = "reference"; ///< reference | avx2 | avx512 | avx512-bf16
+  std::string quant = "f32";        ///< f32 | bf16 | w8a8
+  bool bf16Activations = false;
+  int64_t threads = 2;
+  std::set<std::string> disabled;   ///< pass names left out
+};
+
+/// Passes --disable-pass accepts (the optional graph-level rewrites).
+const std::vector<std::string> &disablablePasses();
+
+/// Adds the passes of the phases after `done` up to and including `last`.
+/// Fails with `error` set when a disabled name is not a pass of the pipeline.
+bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
+                 Phase done, Phase last, std::string &error);
+
+/// The schedule table of a module after the strategy phase: one line per
+/// compute op with its kernel, ISA, types, tile and threading.
+std::string scheduleTable(mlir::ModuleOp module);
+
+} // namespace hyc::compiler
+
+#endif // HYC_COMPILER_PIPELINE_H

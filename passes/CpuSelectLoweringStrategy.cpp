@@ -1,0 +1,133 @@
+//===- CpuSelectLoweringStrategy.cpp - per-op CPU schedule decisions ------===//
+//
+// The "choose" half of CPU code generation: every compute op of an entry
+// function gets a #hyc_cpu.lowering_config saying which implementation runs
+// it and with what blocking and threading. hyc-cpu-lower-to-calls applies
+// the decisions and decides nothing itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/CpuCostModel.h"
+#include "passes/KernelSchemes.h"
+#include "passes/Passes.h"
+
+#include "dialects/hyc/HycOps.h"
+#include "dialects/hyc_cpu/HycCpuDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace hyc {
+#define GEN_PASS_DEF_HYCCPUSELECTLOWERINGSTRATEGY
+#include "passes/Passes.h.inc"
+} // namespace hyc
+
+using namespace mlir;
+using namespace hyc;
+
+namespace {
+
+/// Ops that compute (as opposed to params, bound assertions and reshapes).
+bool isComputeOp(Operation *op) {
+  return op->getDialect() && op->getDialect()->getNamespace() == "hyc" &&
+         !isa<ParamOp, AssumeBoundsOp>(op);
+}
+
+/// Extend attention whose keys and values are the ones this step appended
+/// to the cache it reads: the cache then holds every key it needs.
+bool readsItsOwnAppend(AttentionOp a) {
+  auto append = a.getCache().getDefiningOp<KVCacheAppendOp>();
+  return append && append.getKey() == a.getKey() &&
+         append.getValue() == a.getValue() && append.getLayer() == a.getLayer();
+}
+
+/// The kernel scheme a GEMM can run on: the target has one for its weight
+/// scheme, and every reader of its weight is a GEMM of that same scheme (the
+/// weight is stored once, in that kernel's packed layout; a weight also read
+/// as a table, like tied embeddings, stays row-major on the reference path).
+const KernelScheme *brgemmSchemeOf(Operation *op, KernelTarget target) {
+  const KernelScheme *ks = kernelSchemeOf(op, target);
+  if (!ks)
+    return nullptr;
+  for (Operation *user : gemmWeight(op).getUsers())
+    if (gemmWeight(user) != gemmWeight(op) ||
+        kernelSchemeOf(user, target) != ks)
+      return nullptr;
+  return ks;
+}
+
+struct HycCpuSelectLoweringStrategyPass
+    : public hyc::impl::HycCpuSelectLoweringStrategyBase<
+          HycCpuSelectLoweringStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (target != "reference" && target != "avx2" && target != "avx512") {
+      module.emitError() << "hyc-cpu-select-lowering-strategy: target '" << target
+                         << "' is not supported (reference, avx2, avx512)";
+      return signalPassFailure();
+    }
+    if (threads < 1) {
+      module.emitError() << "hyc-cpu-select-lowering-strategy: threads must be "
+                            "at least 1, got "
+                         << threads;
+      return signalPassFailure();
+    }
+    machine.threads = threads;
+    kernels = target != "reference";
+    kernelTarget = KernelTarget{nativeBf16, target == "avx2"};
+    WalkResult r = module.walk([&](func::FuncOp fn) {
+      if (!fn->hasAttr("hyc.entry"))
+        return WalkResult::advance();
+      for (Operation &op : fn.getBody().getOps())
+        if (isComputeOp(&op) && failed(decide(&op)))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      signalPassFailure();
+  }
+
+private:
+  LogicalResult decide(Operation *op) {
+    MLIRContext *ctx = op->getContext();
+    cpu::LoweringConfigAttr config;
+    if (const KernelScheme *ks = kernels ? brgemmSchemeOf(op, kernelTarget) : nullptr) {
+      int64_t rows = kernelRows(*ks);
+      if (rows <= 0)
+        return op->emitError() << "no " << ks->isaName << " brgemm tile for "
+                               << ks->typesName;
+      auto w = cast<RankedTensorType>(gemmWeight(op).getType());
+      int64_t rank = w.getRank();
+      GemmSchedule s = scheduleGemm(machine, w.getDimSize(rank - 2),
+                                    w.getDimSize(rank - 1), rows,
+                                    ks->macsPerCycle, ks->weightBits);
+      config = cpu::LoweringConfigAttr::get(
+          ctx, "brgemm", StringAttr::get(ctx, ks->isaName),
+          StringAttr::get(ctx, ks->typesName), StringAttr::get(ctx, ks->layout),
+          DenseI64ArrayAttr::get(ctx, {s.tileM, s.tileN, s.tileK}), s.threads,
+          s.parallelMinMacs, 1);
+    } else if (kernels && (isa<PagedAttentionOp>(op) ||
+                           (isa<AttentionOp>(op) &&
+                            readsItsOwnAppend(cast<AttentionOp>(op))))) {
+      // One (token, head) pair per work item; one split of the context: the
+      // kernel has no flash-decoding split yet.
+      auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+      config = cpu::LoweringConfigAttr::get(
+          ctx, "paged_attention", {}, {}, {}, {},
+          attentionThreads(machine, q.getDimSize(1)), 0, 1);
+    } else {
+      config = cpu::LoweringConfigAttr::get(ctx, "reference", {}, {}, {}, {}, 1,
+                                            0, 1);
+    }
+    op->setAttr(cpu::kLoweringConfigName, config);
+    return success();
+  }
+
+  CpuMachine machine;
+  bool kernels = false;
+  KernelTarget kernelTarget;
+};
+
+} // namespace

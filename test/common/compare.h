@@ -1,0 +1,63 @@
+// Numeric comparison for tests, shared by the unit and end-to-end suites.
+//
+// Every comparison of logits or kernel outputs goes through these helpers so
+// that a NaN or an infinity anywhere is a failure that names its position:
+// `std::max(m, fabs(a - b))` silently drops NaN, which let optimized paths
+// pass on all-NaN logits.
+#ifndef HYC_TEST_COMMON_COMPARE_H
+#define HYC_TEST_COMMON_COMPARE_H
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace hyc::test {
+
+/// Largest |a[i] - b[i]|. A size mismatch, or a NaN or Inf in either input,
+/// records a test failure naming the first offending index and returns
+/// +infinity, so that any `EXPECT_LT(maxAbsDiff(..), tol)` fails as well.
+inline float maxAbsDiff(const float *a, const float *b, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
+      ADD_FAILURE() << "non-finite value at index " << i << ": " << a[i]
+                    << " vs " << b[i];
+      return std::numeric_limits<float>::infinity();
+    }
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  }
+  return m;
+}
+
+inline float maxAbsDiff(const std::vector<float> &a,
+                        const std::vector<float> &b) {
+  if (a.size() != b.size()) {
+    ADD_FAILURE() << "size mismatch: " << a.size() << " vs " << b.size();
+    return std::numeric_limits<float>::infinity();
+  }
+  return maxAbsDiff(a.data(), b.data(), a.size());
+}
+
+/// Cosine similarity of two rows, in double. Non-finite inputs fail as in
+/// maxAbsDiff and return -infinity (below any threshold).
+inline double cosine(const float *a, const float *b, size_t n) {
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
+      ADD_FAILURE() << "non-finite value at index " << i << ": " << a[i]
+                    << " vs " << b[i];
+      return -std::numeric_limits<double>::infinity();
+    }
+    dot += double(a[i]) * b[i];
+    na += double(a[i]) * a[i];
+    nb += double(b[i]) * b[i];
+  }
+  return na == 0 || nb == 0 ? (na == nb ? 1.0 : 0.0) : dot / std::sqrt(na * nb);
+}
+
+} // namespace hyc::test
+
+#endif // HYC_TEST_COMMON_COMPARE_H

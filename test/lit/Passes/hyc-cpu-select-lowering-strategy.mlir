@@ -1,0 +1,70 @@
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 threads=2" -split-input-file | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 threads=1" -split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" -split-input-file | FileCheck %s --check-prefix=NATIVE
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=reference -split-input-file | FileCheck %s --check-prefix=REF
+// RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy=target=sve -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: target 'sve' is not supported (reference, avx2, avx512)
+
+// GEMMs. Thread split from the cost model (CpuCostModel.cpp): with 2 threads
+// a fork/join of 10 us pays off above 20 us of single-thread work; these
+// weights stream in far less, so the threshold is in multiply-adds at half
+// the kernel's peak (2.5 GHz): w8a8 128 MAC/cycle -> 160 MAC/ns -> 3.2e6;
+// f32 x bf16 FMA 32 MAC/cycle -> 40 MAC/ns -> 8e5. A GEMM with one 32-column
+// panel has nothing to split. The tied embedding is also read as a table, so
+// its GEMM cannot use a packed layout and stays on the reference.
+
+// CHECK-LABEL: func.func @gemms
+// CHECK: hyc.embedding {{.*}}hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">
+// CHECK: hyc.quant.matmul {{.*}}hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512vnni", types = "u8s8f32", layout = "s8_vnni4", tile = [14, 32, 64], threads = 2, parallel_min_macs = 3200000>
+// CHECK: hyc.quant.matmul {{.*}}#hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512core", types = "f32f32f32", layout = "f32_k1", tile = [14, 32, 48], parallel_min_macs = 9223372036854775807>
+// CHECK: hyc.quant.matmul {{.*}}#hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512core", types = "f32bf16f32", layout = "bf16_vnni2", tile = [12, 32, 8], threads = 2, parallel_min_macs = 800000>
+// CHECK: hyc.quant.matmul {{.*}}#hyc_cpu.lowering_config<kernel = "reference">
+
+// ONE-LABEL: func.func @gemms
+// ONE-NOT: threads = 2
+// ONE: parallel_min_macs = 9223372036854775807
+
+// NATIVE-LABEL: func.func @gemms
+// NATIVE: types = "bf16bf16f32", layout = "bf16_vnni2", tile = [14, 32, 8], threads = 2, parallel_min_macs = 1600000>
+
+// REF-LABEL: func.func @gemms
+// REF-NOT: brgemm
+// REF-COUNT-5: #hyc_cpu.lowering_config<kernel = "reference">
+!cache = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @gemms(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !cache) -> (tensor<?x32xf32>, !cache) attributes {hyc.entry = "extend"} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %q = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+  %s = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8.scale"} -> tensor<48xf32>
+  %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<48x64xi8>, tensor<48xf32>) -> tensor<?x48xf32>
+  %g = hyc.param #hyc.param<"f" : "gate"> -> tensor<8x48xf32>
+  %r = hyc.quant.matmul %y, %g {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x48xf32>, tensor<8x48xf32>) -> tensor<?x8xf32>
+  %h = hyc.param #hyc.param<"f" : "head"> -> tensor<64x8xf32>
+  %l = hyc.quant.matmul %r, %h {quant = #hyc.quant<bf16>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<64x8xf32>) -> tensor<?x64xf32>
+  %t = hyc.quant.matmul %l, %e {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
+  return %t, %c : tensor<?x32xf32>, !cache
+}
+
+// -----
+
+// Attention: decode attention and extend attention that reads its own
+// append run on the threaded paged kernel (threads capped by the heads);
+// extend attention over keys that were not appended to the cache it reads
+// stays on the reference kernel.
+
+// CHECK-LABEL: func.func @attention
+// CHECK: hyc.kv_cache.append {{.*}}<kernel = "reference">
+// CHECK: hyc.attention {{.*}}<kernel = "paged_attention", threads = 2>
+// CHECK: hyc.attention {{.*}}<kernel = "reference">
+// CHECK: hyc.paged_attention {{.*}}<kernel = "paged_attention", threads = 2>
+// REF-LABEL: func.func @attention
+// REF-NOT: paged_attention"
+!c2 = !hyc.kv_cache<num_layers = 2, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
+func.func @attention(%tok: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2, %q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %v: tensor<?x2x8xf32>) -> (tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) attributes {hyc.entry = "extend"} {
+  %c1 = hyc.kv_cache.append %c, %k, %v {layer = 0 : i64} : !c2, tensor<?x2x8xf32>, tensor<?x2x8xf32>
+  %o = hyc.attention %q, %k, %v, %c1 {layer = 0 : i64, scale = 0.35 : f32} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c2 -> tensor<?x4x8xf32>
+  %o2 = hyc.attention %q, %k, %v, %c {layer = 1 : i64, scale = 0.35 : f32} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c2 -> tensor<?x4x8xf32>
+  %o3 = hyc.paged_attention %q, %c1 {layer = 0 : i64, scale = 0.35 : f32} : tensor<?x4x8xf32>, !c2 -> tensor<?x4x8xf32>
+  return %o, %o2, %o3 : tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>
+}
