@@ -261,7 +261,8 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.quant = quant;
   pipeline.bf16Activations = bf16Activations;
   pipeline.threads = threads;
-  for (llvm::StringRef rest = args.get("disable-pass"); !rest.empty();) {
+  const std::string disabled = args.get("disable-pass");
+  for (llvm::StringRef rest = disabled; !rest.empty();) {
     auto [name, tail] = rest.split(',');
     if (!name.trim().empty())
       pipeline.disabled.insert(name.trim().str());
