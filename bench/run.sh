@@ -32,6 +32,35 @@ for name in reference avx512-f32 avx512-bf16 avx512-w8a8; do
     "$(python3 -c "print(${PREFILL[$name]} / ${PREFILL[reference]})")"
 done
 
+# The fused pipeline against the same model with every graph fusion left
+# out (--disable-pass), avx512 w8a8, on a synthetic Llama and Qwen3-MoE.
+FUSIONS=hyc-global-fuse-residual-norm
+"$HYC" synth --arch qwen3-moe --preset small --seed 1 -o "$OUT/moe-small" 2>/dev/null
+echo
+echo "== fused vs unfused graph (--disable-pass=$FUSIONS), avx512 w8a8"
+printf "%-10s %-8s %12s %12s\n" model variant decode_tok/s prefill_tok/s
+declare -A FD FP
+for model in small moe-small; do
+  for variant in fused unfused; do
+    extra=""
+    [ "$variant" = unfused ] && extra="--disable-pass=$FUSIONS"
+    art="$OUT/$model-$variant.hyc"
+    # shellcheck disable=SC2086
+    "$HYC" compile "$OUT/$model" -o "$art" --max-seq-len 512 --max-batch-tokens 128 \
+      --target avx512 --quant w8a8 $extra 2>/dev/null
+    d=$("$HYC" run "$art" --prompt-ids 1 -n 300 --temperature 0 --ignore-eos 2>&1 \
+        >/dev/null | sed -n 's/.*, \([0-9.]*\) tok\/s decode/\1/p')
+    p=$("$HYC" run "$art" --prompt-ids "$PROMPT" -n 2 --temperature 0 --ignore-eos 2>&1 \
+        >/dev/null | sed -n 's/.*tokens, \([0-9.]*\) tok\/s prefill.*/\1/p')
+    FD[$model-$variant]=$d
+    FP[$model-$variant]=$p
+    printf "%-10s %-8s %12s %12s\n" "$model" "$variant" "$d" "$p"
+  done
+  printf "%-10s %-8s %12.3f %12.3f\n" "$model" "gain" \
+    "$(python3 -c "print(${FD[$model-fused]} / ${FD[$model-unfused]})")" \
+    "$(python3 -c "print(${FP[$model-fused]} / ${FP[$model-unfused]})")"
+done
+
 KBENCH="$BUILD/bench/kernels/hyc_kernel_bench"
 if [ -x "$KBENCH" ]; then
   echo
