@@ -75,7 +75,8 @@ options:
                            its #hyc_cpu.lowering_config) | llvm (LLVM
                            dialect; `lower` is an alias)
   --disable-pass NAMES     leave out these graph passes (comma-separated:
-                           hyc-global-fuse-residual-norm), e.g. to compare
+                           hyc-global-fuse-residual-norm,
+                           hyc-global-fuse-kv-append-into-attention), e.g. to compare
                            fused and unfused artifacts
   --threads N              threads the schedule plans for (default 2)
   --print-schedule         print each op's kernel, tile and threading

@@ -30,6 +30,7 @@ bool parsePhase(const std::string &name, Phase &phase) {
 
 const std::vector<std::string> &disablablePasses() {
   static const std::vector<std::string> names = {
+      "hyc-global-fuse-kv-append-into-attention",
       "hyc-global-fuse-residual-norm",
   };
   return names;
@@ -56,6 +57,8 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
   }
   if (runs(Phase::Global) && enabled("hyc-global-fuse-residual-norm"))
     pm.addPass(createHycGlobalFuseResidualNorm());
+  if (runs(Phase::Global) && enabled("hyc-global-fuse-kv-append-into-attention"))
+    pm.addPass(createHycGlobalFuseKvAppendIntoAttention());
 
   const bool kernels = options.target != "reference";
   HycCpuSelectLoweringStrategyOptions strategy;

@@ -108,7 +108,7 @@ private:
           StringAttr::get(ctx, ks->typesName), StringAttr::get(ctx, ks->layout),
           DenseI64ArrayAttr::get(ctx, {s.tileM, s.tileN, s.tileK}), s.threads,
           s.parallelMinMacs, 1);
-    } else if (kernels && (isa<PagedAttentionOp>(op) ||
+    } else if (kernels && (isa<PagedAttentionOp, PagedAttentionAppendOp>(op) ||
                            (isa<AttentionOp>(op) &&
                             readsItsOwnAppend(cast<AttentionOp>(op))))) {
       // One (token, head) pair per work item; one split of the context: the

@@ -795,6 +795,21 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();
       })
+      .Case<PagedAttentionAppendOp>([&](PagedAttentionAppendOp a) {
+        auto q = D(a.getQuery());
+        Value layer = i64(a.getLayer()), scale = f32(a.getScale().convertToFloat());
+        if (runsOn(a, "paged_attention")) {
+          call("hyrt_cpu_paged_attention_append",
+               {kvArg, stepArg, layer, ptrOf(a.getKey()), ptrOf(a.getValue()),
+                ptrOf(a.getQuery()), q[1].value, scale, ptrOf(a.getResult())});
+          return success();
+        }
+        call("hyrt_ref_kv_cache_append",
+             {kvArg, stepArg, layer, ptrOf(a.getKey()), ptrOf(a.getValue())});
+        call("hyrt_ref_paged_attention", {kvArg, stepArg, layer, ptrOf(a.getQuery()),
+                                          q[1].value, scale, ptrOf(a.getResult())});
+        return success();
+      })
       .Case<MLAAttentionOp>([&](MLAAttentionOp a) {
         auto qn = D(a.getQNope());
         auto qp = D(a.getQPe());

@@ -77,6 +77,19 @@ def HycCpuSelectLoweringStrategy
   ];
 }
 
+def HycGlobalFuseKvAppendIntoAttention
+    : Pass<"hyc-global-fuse-kv-append-into-attention", "::mlir::ModuleOp"> {
+  let summary = "Write decode keys/values inside the decode attention kernel";
+  let description = [{
+    `%c1 = hyc.kv_cache.append %c0, %k, %v` followed by
+    `%o = hyc.paged_attention %q, %c1` of the same layer becomes
+    `%o, %c1' = hyc.paged_attention.append %q, %k, %v, %c0`; later readers of
+    the cache (the next layer's append, the returned cache) read `%c1'`.
+    Fires only when every other reader of the appended cache comes after the
+    attention in the same block. Same arithmetic: bit-identical results.
+  }];
+}
+
 def HycGlobalFuseResidualNorm
     : Pass<"hyc-global-fuse-residual-norm", "::mlir::ModuleOp"> {
   let summary = "Fold a residual add into the RMSNorm that reads the sum";

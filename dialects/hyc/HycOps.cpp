@@ -453,6 +453,49 @@ LogicalResult PagedAttentionOp::verify() {
   return success();
 }
 
+LogicalResult PagedAttentionAppendOp::verify() {
+  auto cache = cast<KVCacheType>(getCache().getType());
+  if (failed(verifyLayer(*this, getLayer(), cache)) ||
+      failed(expectRank(*this, getQuery(), 3, "query")) ||
+      failed(expectRank(*this, getKey(), 3, "key")) ||
+      failed(expectRank(*this, getValue(), 3, "value")) ||
+      failed(expectRank(*this, getResult(), 3, "result")))
+    return failure();
+  auto q = rtt(getQuery()), k = rtt(getKey()), v = rtt(getValue()),
+       r = rtt(getResult());
+  if (cache.getVHeadDim() == 0)
+    return emitOpError() << "needs a cache with values (v_head_dim > 0); use "
+                            "hyc.mla.attention for latent caches";
+  if (failed(verifyHeads(*this, q.getDimSize(1), cache.getNumKvHeads())) ||
+      failed(expectDim(*this, "query dim", q.getDimSize(2),
+                       cache.getKHeadDim(), "cache k_head_dim")) ||
+      failed(expectDim(*this, "key tokens", k.getDimSize(0), q.getDimSize(0),
+                       "query tokens")) ||
+      failed(expectDim(*this, "key heads", k.getDimSize(1),
+                       cache.getNumKvHeads(), "cache num_kv_heads")) ||
+      failed(expectDim(*this, "key dim", k.getDimSize(2), cache.getKHeadDim(),
+                       "cache k_head_dim")) ||
+      failed(expectDim(*this, "value tokens", v.getDimSize(0), q.getDimSize(0),
+                       "query tokens")) ||
+      failed(expectDim(*this, "value heads", v.getDimSize(1),
+                       cache.getNumKvHeads(), "cache num_kv_heads")) ||
+      failed(expectDim(*this, "value dim", v.getDimSize(2), cache.getVHeadDim(),
+                       "cache v_head_dim")) ||
+      failed(expectDim(*this, "result tokens", r.getDimSize(0),
+                       q.getDimSize(0), "query tokens")) ||
+      failed(expectDim(*this, "result heads", r.getDimSize(1), q.getDimSize(1),
+                       "query heads")) ||
+      failed(expectDim(*this, "result dim", r.getDimSize(2),
+                       cache.getVHeadDim(), "cache v_head_dim")))
+    return failure();
+  if (getKvSplits() < 1)
+    return emitOpError() << "kv_splits must be >= 1, got " << getKvSplits();
+  if (getScale().convertToFloat() <= 0.0f)
+    return emitOpError() << "scale must be positive, got "
+                         << getScale().convertToFloat();
+  return success();
+}
+
 LogicalResult MLAAttentionOp::verify() {
   auto cache = cast<KVCacheType>(getCache().getType());
   if (failed(verifyLayer(*this, getLayer(), cache)) ||

@@ -294,6 +294,36 @@ def Hyc_PagedAttentionOp : Hyc_Op<"paged_attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Hyc_PagedAttentionAppendOp
+    : Hyc_Op<"paged_attention.append", [Pure, AllTypesMatch<["cache", "cache_out"]>]> {
+  let summary = "Decode attention that first writes this step's keys and values";
+  let description = [{
+    `hyc.kv_cache.append` followed by `hyc.paged_attention` on the appended
+    cache, as one op (hyc-global-fuse-kv-append-into-attention): each
+    token's `key` / `value` ([T, kv_heads, dim]) are written at its position
+    of layer `layer`, then the token attends to cached positions [0, p] of
+    its sequence. Returns the attention output and the updated cache; the
+    result equals the unfused pair.
+
+    ```mlir
+    %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c0 {layer = 0 : i64, scale = 0.25 : f32}
+        : tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>,
+          !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16>
+          -> tensor<?x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Hyc_FloatTensor:$query, Hyc_FloatTensor:$key,
+                       Hyc_FloatTensor:$value, Hyc_KVCacheType:$cache,
+                       I64Attr:$layer, F32Attr:$scale,
+                       DefaultValuedAttr<I64Attr, "1">:$kv_splits);
+  let results = (outs Hyc_FloatTensor:$result, Hyc_KVCacheType:$cache_out);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $cache attr-dict `:` type($query) `,`
+    type($key) `,` type($value) `,` qualified(type($cache)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Hyc_MLAAttentionOp : Hyc_Op<"mla.attention", [Pure]> {
   let summary = "DeepSeek multi-head latent attention on the latent cache";
   let description = [{

@@ -47,6 +47,59 @@ TEST_P(Fusion, FusedEqualsUnfusedBitForBit) {
             0.0f);
 }
 
+/// Three sequences of different lengths decoded together for a few steps:
+/// every step's logits, concatenated.
+std::vector<float> batchedDecode(hyrt::Engine &engine, const std::vector<int32_t> &tokens) {
+  std::vector<int64_t> seqs;
+  std::vector<float> all, step;
+  for (size_t len : {5, 12, 20}) {
+    seqs.push_back(engine.add_sequence());
+    EXPECT_TRUE(engine
+                    .extend(seqs.back(),
+                            std::vector<int32_t>(tokens.begin(), tokens.begin() + len), &step)
+                    .ok());
+  }
+  for (size_t i = 0; i < 6; ++i) {
+    std::vector<int32_t> next = {tokens[20 + i], tokens[21 + i], tokens[22 + i]};
+    hyrt::Status st = engine.decode(seqs, next, &step);
+    EXPECT_TRUE(st.ok()) << st.message();
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  for (int64_t s : seqs)
+    EXPECT_TRUE(engine.release(s).ok());
+  return all;
+}
+
+TEST_P(Fusion, BatchedDecodeFusedEqualsUnfused) {
+  const FusionCase &c = GetParam();
+  std::string dir = sharedDir() + "/golden/" + c.model;
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0)
+    GTEST_SKIP() << dir << " is absent";
+  if (c.target != "reference" && !hyrt::host_has_cpu_feature("avx512f"))
+    GTEST_SKIP() << "host lacks avx512f: the " << c.target << " kernels cannot run";
+  std::vector<std::string> fused = {"--max-seq-len", "128", "--max-batch-tokens", "64",
+                                    "--target", c.target};
+  std::vector<std::string> unfused = fused;
+  unfused.insert(unfused.end(), {"--disable-pass", c.pass});
+  LoadedModel a = loadModel(compileOnce(dir, fused));
+  LoadedModel b = loadModel(compileOnce(dir, unfused));
+  ASSERT_TRUE(a.engine && b.engine);
+  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
+                    .get<std::vector<int32_t>>();
+  std::vector<float> x = batchedDecode(*a.engine, tokens), y = batchedDecode(*b.engine, tokens);
+  ASSERT_FALSE(x.empty());
+  EXPECT_EQ(maxAbsDiff(x, y), 0.0f);
+}
+
+std::string fusionCaseName(const ::testing::TestParamInfo<FusionCase> &info) {
+  std::string n = info.param.model + "_" + info.param.target;
+  for (char &ch : n)
+    if (ch == '-')
+      ch = '_';
+  return n;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     ResidualNorm, Fusion,
     ::testing::Values(FusionCase{"llama-tiny", "hyc-global-fuse-residual-norm", "reference"},
@@ -54,13 +107,15 @@ INSTANTIATE_TEST_SUITE_P(
                       FusionCase{"qwen3moe-tiny", "hyc-global-fuse-residual-norm", "avx512"},
                       FusionCase{"deepseekv3-tiny", "hyc-global-fuse-residual-norm",
                                  "reference"}),
-    [](const auto &info) {
-      std::string n = info.param.model + "_" + info.param.target;
-      for (char &ch : n)
-        if (ch == '-')
-          ch = '_';
-      return n;
-    });
+    fusionCaseName);
+
+INSTANTIATE_TEST_SUITE_P(
+    KvAppendIntoAttention, Fusion,
+    ::testing::Values(
+        FusionCase{"llama-tiny", "hyc-global-fuse-kv-append-into-attention", "reference"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-kv-append-into-attention", "avx512"},
+        FusionCase{"qwen3moe-tiny", "hyc-global-fuse-kv-append-into-attention", "avx512"}),
+    fusionCaseName);
 
 } // namespace
 } // namespace hyc::e2e

@@ -76,6 +76,16 @@ void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
                               const float *q, int64_t num_heads, float scale,
                               float *out);
 
+/* hyrt_ref_kv_cache_append followed by hyrt_cpu_paged_attention, in one
+ * kernel: each (token, kv head) work item writes its key/value row and then
+ * runs the query heads that share it (decode: one token per sequence; other
+ * steps write every row first). Same results as the two calls. */
+void hyrt_cpu_paged_attention_append(const hyrt_kv_cache_v0 *kv,
+                                     const hyrt_step_v0 *step, int64_t layer,
+                                     const float *k, const float *v,
+                                     const float *q, int64_t num_heads,
+                                     float scale, float *out);
+
 /* MoE expert GEMMs: rows [offsets[e], offsets[e+1]) of x multiply expert e,
  * whose packed weights follow each other (each a complete packed [N][K]
  * matrix in the scheme's layout) and, for W8A8, whose scales are

@@ -1,5 +1,6 @@
 // hyrt_cpu_paged_attention against the reference kernel it must reproduce:
-// GQA, several sequences with scrambled block tables, odd page size.
+// GQA, several sequences with scrambled block tables, odd page size; and
+// the fused append + attention kernel against the two calls it replaces.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
 
@@ -7,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -52,6 +54,50 @@ TEST(CpuPagedAttention, MatchesReference) {
         ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
             << "layer " << l << " element " << i;
     }
+  }
+}
+
+TEST(CpuPagedAttentionAppend, EqualsAppendThenAttentionBitForBit) {
+  const int64_t pages = 24, pageSize = 3, kvHeads = 2, dk = 16, dv = 12;
+  const int64_t heads = 6, maxPages = 10;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[i] = int32_t((i * 7 + 3) % pages);
+  // Decode (one token per sequence: each work item writes its own row and
+  // attends) and a step with three tokens of one sequence (rows written
+  // first, since token 17 reads the rows of tokens 15 and 16).
+  for (auto [positions, seqs, numSeqs] :
+       {std::tuple{std::vector<int32_t>{17, 4}, std::vector<int32_t>{0, 1}, int64_t(2)},
+        std::tuple{std::vector<int32_t>{15, 16, 17}, std::vector<int32_t>{0, 0, 0},
+                   int64_t(1)}}) {
+    const int64_t T = positions.size();
+    std::vector<float> k0(pages * pageSize * kvHeads * dk), v0(pages * pageSize * kvHeads * dv);
+    for (float &x : k0)
+      x = d(rng);
+    for (float &x : v0)
+      x = d(rng);
+    std::vector<float> q(T * heads * dk), newK(T * kvHeads * dk), newV(T * kvHeads * dv);
+    for (auto *vec : {&q, &newK, &newV})
+      for (float &x : *vec)
+        x = d(rng);
+    std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
+    hyrt_step_v0 step{T, numSeqs, tokens.data(), positions.data(), seqs.data(), start.data(),
+                      len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+    std::vector<float> kA = k0, vA = v0, kB = k0, vB = v0;
+    float *kpA = kA.data(), *vpA = vA.data(), *kpB = kB.data(), *vpB = vB.data();
+    hyrt_kv_cache_v0 a{1, pages, pageSize, kvHeads, dk, dv, &kpA, &vpA};
+    hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB};
+    std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
+    hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
+    hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.25f, want.data());
+    hyrt_cpu_paged_attention_append(&b, &step, 0, newK.data(), newV.data(), q.data(), heads,
+                                    0.25f, got.data());
+    EXPECT_EQ(got, want) << T << " tokens";
+    EXPECT_EQ(kA, kB);
+    EXPECT_EQ(vA, vB);
+    EXPECT_NE(kA, k0) << "nothing was appended";
   }
 }
 

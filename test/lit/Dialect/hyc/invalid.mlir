@@ -542,6 +542,33 @@ func.func @f(%q: tensor<3x8x16xf32>, %k: tensor<2x4x16xf32>, %c: !hyc.kv_cache<n
 
 // -----
 
+!c4 = !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16>
+func.func @f(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x4x16xf32>, %c: !c4) {
+  // expected-error@+1 {{key heads = 2 does not match cache num_kv_heads = 4}}
+  %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c {layer = 0 : i64, scale = 0.25 : f32} : tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x4x16xf32>, !c4 -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+!c4 = !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16>
+func.func @f(%q: tensor<?x8x16xf32>, %k: tensor<?x4x16xf32>, %v: tensor<?x4x8xf32>, %c: !c4) {
+  // expected-error@+1 {{value dim = 8 does not match cache v_head_dim = 16}}
+  %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c {layer = 0 : i64, scale = 0.25 : f32} : tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x8xf32>, !c4 -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+!c4 = !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16>
+func.func @f(%q: tensor<?x8x16xf32>, %k: tensor<?x4x16xf32>, %v: tensor<?x4x16xf32>, %c: !c4) {
+  // expected-error@+1 {{layer 2 is outside the cache's 2 layers}}
+  %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c {layer = 2 : i64, scale = 0.25 : f32} : tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, !c4 -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @f(%q: tensor<?x6x16xf32>, %c: !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16>) {
   // expected-error@+1 {{query heads 6 are not a multiple of KV heads 4}}
   %o = hyc.paged_attention %q, %c {layer = 0 : i64, scale = 0.25 : f32} : tensor<?x6x16xf32>, !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16> -> tensor<?x6x16xf32>

@@ -118,3 +118,16 @@ func.func private @attrs() attributes {
   b = #hyc.rope_scaling<linear, factor = 2.0>,
   c = #hyc.rope_scaling<none>,
   d = #hyc.quant<w8a8>}
+
+// -----
+
+!cache = !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16>
+
+// CHECK-LABEL: func.func @fused_decode_attention
+// CHECK: %{{.*}}, %[[C:.+]] = hyc.paged_attention.append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {layer = 1 : i64, scale = 2.500000e-01 : f32} : tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, !hyc.kv_cache<num_layers = 2, num_kv_heads = 4, k_head_dim = 16, v_head_dim = 16> -> tensor<?x8x16xf32>
+// CHECK: return %{{.*}}, %[[C]]
+func.func @fused_decode_attention(%q: tensor<?x8x16xf32>, %k: tensor<?x4x16xf32>, %v: tensor<?x4x16xf32>, %c0: !cache) -> (tensor<?x8x16xf32>, !cache) {
+  %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c0 {layer = 1 : i64, scale = 0.25 : f32}
+      : tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, !cache -> tensor<?x8x16xf32>
+  return %o, %c1 : tensor<?x8x16xf32>, !cache
+}
