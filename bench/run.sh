@@ -61,6 +61,20 @@ for model in small moe-small; do
     "$(python3 -c "print(${FP[$model-fused]} / ${FP[$model-unfused]})")"
 done
 
+# Extend computes the lm_head only for the last token unless every position
+# is asked for (--logits-out asks for all rows): prefill of the same
+# artifact both ways.
+echo
+echo "== prefill: last-token logits vs every position (avx512 w8a8, small)"
+art="$OUT/small-fused.hyc"
+last=$("$HYC" run "$art" --prompt-ids "$PROMPT" -n 1 --temperature 0 --ignore-eos 2>&1 \
+       >/dev/null | sed -n 's/.*tokens, \([0-9.]*\) tok\/s prefill.*/\1/p')
+every=$("$HYC" run "$art" --prompt-ids "$PROMPT" -n 1 --temperature 0 --ignore-eos \
+        --logits-out "$OUT/all-rows.npy" 2>&1 >/dev/null |
+        sed -n 's/.*tokens, \([0-9.]*\) tok\/s prefill.*/\1/p')
+printf "%-14s %12s\n%-14s %12s\n%-14s %12.3f\n" last-token "$last" every-row "$every" \
+  gain "$(python3 -c "print($last / $every)")"
+
 KBENCH="$BUILD/bench/kernels/hyc_kernel_bench"
 if [ -x "$KBENCH" ]; then
   echo

@@ -50,9 +50,11 @@ enum StepField : int64_t {
   kTokens = 16,
   kPositions = 24,
   kLogits = 80,
+  kNumLogitRows = 88,
+  kLogitRows = 96,
 };
 
-constexpr int64_t kAbiVersion = 1;
+constexpr int64_t kAbiVersion = 2;
 
 //===----------------------------------------------------------------------===//
 // Static memory plan
@@ -439,6 +441,8 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
   if (!type.hasStaticShape()) {
     if (!def) {
       dynamicLeading = numTokens;
+    } else if (isa<LogitRowsOp>(def)) {
+      dynamicLeading = loadField(stepArg, kNumLogitRows, b.getI64Type());
     } else if (auto permute = dyn_cast<MoePermuteOp>(def)) {
       auto in = dimsOf(permute.getInput());
       if (failed(in))
@@ -686,6 +690,14 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         call("hyrt_ref_embedding", {ptrOf(e.getTable()), t[0].value, t[1].value,
                                     ptrOf(e.getIds()), D(e.getIds())[0].value,
                                     ptrOf(e.getResult())});
+        return success();
+      })
+      .Case<LogitRowsOp>([&](LogitRowsOp r) {
+        auto out = D(r.getResult());
+        auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+        call("hyrt_ref_gather_rows",
+             {ptrOf(r.getInput()), loadField(stepArg, kLogitRows, ptrTy),
+              out[0].value, out[1].value, ptrOf(r.getResult())});
         return success();
       })
       .Case<RMSNormOp>([&](RMSNormOp n) {

@@ -453,6 +453,16 @@ LogicalResult PagedAttentionOp::verify() {
   return success();
 }
 
+LogicalResult LogitRowsOp::verify() {
+  if (failed(expectRank(*this, getInput(), 2, "input [tokens, dim]")))
+    return failure();
+  if (!rtt(getInput()).isDynamicDim(0))
+    return emitOpError() << "the token dim must be dynamic (the step decides "
+                            "how many rows), got "
+                         << getInput().getType();
+  return success();
+}
+
 LogicalResult PagedAttentionAppendOp::verify() {
   auto cache = cast<KVCacheType>(getCache().getType());
   if (failed(verifyLayer(*this, getLayer(), cache)) ||

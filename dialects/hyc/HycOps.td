@@ -217,6 +217,25 @@ def Hyc_QuantMatmulOp : Hyc_Op<"quant.matmul", [Pure, AttrSizedOperandSegments]>
   let hasVerifier = 1;
 }
 
+def Hyc_LogitRowsOp : Hyc_Op<"logit_rows", [Pure, SameOperandsAndResultType]> {
+  let summary = "The rows of the step whose logits are wanted";
+  let description = [{
+    Keeps the rows of `input` ([T, D]) that the step lists in its
+    `logit_rows` (runtime/include/hyrt/abi.h): the last token of each
+    sequence when the caller only samples, every token when it asks for all
+    positions (perplexity, logits dumps). The result has R <= T rows in that
+    order, so the lm_head after it runs on R rows only.
+
+    ```mlir
+    %h = hyc.logit_rows %x : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Hyc_FloatTensor:$input);
+  let results = (outs Hyc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Attention and KV cache
 //===----------------------------------------------------------------------===//

@@ -1,8 +1,9 @@
 //===- Decoder.cpp - the pre-norm decoder forward pass --------------------===//
 //
 // embed -> per layer: x += attn(rmsnorm(x)); x += mlp(rmsnorm(x)) -> norm ->
-// lm_head. `extend` attends over the cached prefix plus in-step tokens;
-// `decode` appends and attends over the paged cache.
+// lm_head. `extend` attends over the cached prefix plus in-step tokens and
+// computes logits for the rows the step asks for; `decode` appends and
+// attends over the paged cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,11 @@ Value emitDecoderForward(GraphBuilder &g, const ModelSpec &s, Value tokens,
     x = g.add(x, mlp);
   }
   x = g.rmsNorm(x, "model.norm.weight", s.rms_norm_eps);
+  // Extend needs logits only where the caller samples (the last token of
+  // each sequence) unless it asks for every position; decode always needs
+  // all of them.
+  if (entry == EntryKind::Extend)
+    x = LogitRowsOp::create(b, loc, x.getType(), x);
   std::string head = s.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   return g.linear(x, head, s.vocab_size, s.hidden_size);
 }

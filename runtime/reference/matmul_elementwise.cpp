@@ -103,3 +103,10 @@ extern "C" void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
     }
   }
 }
+
+extern "C" void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
+                                     int64_t num_rows, int64_t dim,
+                                     float *out) {
+  for (int64_t r = 0; r < num_rows; ++r)
+    std::memcpy(out + r * dim, x + int64_t(rows[r]) * dim, sizeof(float) * dim);
+}

@@ -80,9 +80,10 @@ Status Engine::check_sequence(int64_t seq, int64_t new_tokens) const {
   return Status::Ok();
 }
 
-Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode) {
+Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
+                        bool all_logits) {
   const Manifest &m = artifact_->manifest();
-  if (Status s = batch_.build(cache_, chunks, vocab_size()); !s.ok())
+  if (Status s = batch_.build(cache_, chunks, vocab_size(), all_logits); !s.ok())
     return s;
   hyrt_entry_fn_v0 fn = decode ? artifact_->decode_fn() : artifact_->extend_fn();
   const int32_t rc =
@@ -131,7 +132,9 @@ Status Engine::extend(int64_t seq, const std::vector<int32_t> &tokens,
   for (size_t begin = 0; begin < tokens.size(); begin += size_t(chunk)) {
     const size_t end = std::min(tokens.size(), begin + size_t(chunk));
     step[0].tokens.assign(tokens.begin() + begin, tokens.begin() + end);
-    if (Status s = run_step(step, /*decode=*/false); !s.ok())
+    // Without all_rows only the last token's row is computed (the lm_head
+    // of a large vocabulary costs as much as several layers).
+    if (Status s = run_step(step, /*decode=*/false, all_rows && logits); !s.ok())
       return s;
     if (!logits)
       continue;
@@ -139,7 +142,7 @@ Status Engine::extend(int64_t seq, const std::vector<int32_t> &tokens,
     if (all_rows)
       logits->insert(logits->end(), batch_.logits(0), batch_.logits(0) + n * V);
     else if (end == tokens.size())
-      logits->assign(batch_.logits(n - 1), batch_.logits(n - 1) + V);
+      logits->assign(batch_.last_logits(0), batch_.last_logits(0) + V);
   }
   return Status::Ok();
 }

@@ -158,7 +158,7 @@ KvCacheManager::block_table(int64_t seq_id) const {
 
 Status StepBatch::build(KvCacheManager &cache,
                         const std::vector<SeqChunk> &chunks,
-                        int64_t vocab_size) {
+                        int64_t vocab_size, bool all_logits) {
   if (chunks.empty())
     return Status::Error("step: expected at least one sequence, found 0");
   std::set<int64_t> seen;
@@ -220,7 +220,12 @@ Status StepBatch::build(KvCacheManager &cache,
     const std::vector<int32_t> &table = cache.block_table(c.seq_id);
     std::copy(table.begin(), table.end(), block_tables_.begin() + s * mpps);
   }
-  logits_.assign(tokens_.size() * std::max<int64_t>(vocab_size, 0), 0.f);
+  all_logits_ = all_logits;
+  logit_rows_.clear();
+  for (size_t t = 0; t < tokens_.size(); ++t)
+    if (all_logits || t + 1 == tokens_.size() || token_seq_[t + 1] != token_seq_[t])
+      logit_rows_.push_back(int32_t(t));
+  logits_.assign(logit_rows_.size() * std::max<int64_t>(vocab_size, 0), 0.f);
   return Status::Ok();
 }
 
@@ -243,6 +248,8 @@ hyrt_step_v0 *StepBatch::abi() {
   step_.block_tables = block_tables_.data();
   step_.max_pages_per_seq = max_pages_per_seq_;
   step_.logits = logits_.empty() ? nullptr : logits_.data();
+  step_.num_logit_rows = int64_t(logit_rows_.size());
+  step_.logit_rows = logit_rows_.data();
   return &step_;
 }
 

@@ -92,6 +92,55 @@ TEST_P(Fusion, BatchedDecodeFusedEqualsUnfused) {
   EXPECT_EQ(maxAbsDiff(x, y), 0.0f);
 }
 
+/// Extend computes only the last token's logits unless every row is asked
+/// for (hyc.logit_rows): that row must be the one the all-rows extend gives.
+class LastTokenLogits : public ::testing::TestWithParam<FusionCase> {};
+
+TEST_P(LastTokenLogits, EqualTheLastRowOfAllRows) {
+  const FusionCase &c = GetParam();
+  std::string dir = sharedDir() + "/golden/" + c.model;
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0)
+    GTEST_SKIP() << dir << " is absent";
+  if (c.target != "reference" && !hyrt::host_has_cpu_feature("avx512f"))
+    GTEST_SKIP() << "host lacks avx512f: the " << c.target << " kernels cannot run";
+  LoadedModel m = loadModel(compileOnce(
+      dir, {"--max-seq-len", "128", "--max-batch-tokens", "64", "--target", c.target}));
+  ASSERT_TRUE(m.engine);
+  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
+                    .get<std::vector<int32_t>>();
+  std::vector<float> all = wholeSequenceLogits(*m.engine, tokens), last;
+  int64_t seq = m.engine->add_sequence();
+  ASSERT_TRUE(m.engine->extend(seq, tokens, &last, /*all_rows=*/false).ok());
+  ASSERT_TRUE(m.engine->release(seq).ok());
+  const size_t vocab = m.engine->vocab_size();
+  ASSERT_EQ(last.size(), vocab);
+  // The reference's rows are independent of the batch: bit-identical. The
+  // generated kernels give small M (here the one row) more accumulator sets
+  // to hide FMA latency, so the lm_head's K-term sums are split differently
+  // than in a full row block: fp32 reassociation error, at most
+  // K * 2^-24 * sum|terms| ~ 128 * 6e-8 * 2 = 1.5e-5 for these logits.
+  const float d = maxAbsDiff(last, std::vector<float>(all.end() - vocab, all.end()));
+  if (c.target == "reference")
+    EXPECT_EQ(d, 0.0f);
+  else
+    EXPECT_LT(d, 1.5e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Extend, LastTokenLogits,
+    ::testing::Values(FusionCase{"llama-tiny", "", "reference"},
+                      FusionCase{"llama-tiny", "", "avx512"},
+                      FusionCase{"qwen3moe-tiny", "", "avx512"},
+                      FusionCase{"deepseekv3-tiny", "", "reference"}),
+    [](const ::testing::TestParamInfo<FusionCase> &info) {
+      std::string n = info.param.model + "_" + info.param.target;
+      for (char &ch : n)
+        if (ch == '-')
+          ch = '_';
+      return n;
+    });
+
 std::string fusionCaseName(const ::testing::TestParamInfo<FusionCase> &info) {
   std::string n = info.param.model + "_" + info.param.target;
   for (char &ch : n)

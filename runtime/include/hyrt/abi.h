@@ -23,7 +23,9 @@
 extern "C" {
 #endif
 
-#define HYRT_ABI_VERSION 1
+/* 2: hyrt_step_v0 gained logit_rows (extend computes only the rows asked
+ * for). */
+#define HYRT_ABI_VERSION 2
 
 /* One forward step over a batch of sequences. Tokens of one sequence are
  * contiguous and in position order. For decode every sequence has exactly one
@@ -39,7 +41,9 @@ typedef struct hyrt_step_v0 {
   const int32_t *seq_prefix_len;  /* [S] tokens already in the KV cache */
   const int32_t *block_tables;    /* [S][max_pages_per_seq] page ids */
   int64_t max_pages_per_seq;
-  float *logits;                  /* [T][vocab] output */
+  float *logits;                  /* [R][vocab] output, row r for token logit_rows[r] */
+  int64_t num_logit_rows;         /* R <= T: tokens whose logits are wanted */
+  const int32_t *logit_rows;      /* [R] ascending token indices (decode: all) */
 } hyrt_step_v0;
 
 /* Paged KV cache. Page p of layer l holds positions

@@ -108,7 +108,8 @@ public:
 private:
   Engine() = default;
   /// Builds, runs and commits one step; the logits stay in batch_.
-  Status run_step(const std::vector<SeqChunk> &chunks, bool decode);
+  Status run_step(const std::vector<SeqChunk> &chunks, bool decode,
+                  bool all_logits = true);
   Status check_sequence(int64_t seq, int64_t new_tokens) const;
 
   struct ArenaDeleter {

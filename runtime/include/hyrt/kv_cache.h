@@ -87,9 +87,11 @@ class StepBatch {
 public:
   /// Fills the step for `chunks` (distinct sequences, each with at least one
   /// token), allocating cache pages for prefix + new tokens. Token ids must
-  /// lie in [0, vocab_size); logits get [T][vocab_size] floats.
+  /// lie in [0, vocab_size). Logits are computed for every token when
+  /// `all_logits`, else only for the last token of each sequence (the one to
+  /// sample from): [rows][vocab_size] floats.
   Status build(KvCacheManager &cache, const std::vector<SeqChunk> &chunks,
-               int64_t vocab_size);
+               int64_t vocab_size, bool all_logits = true);
   /// Marks this step's tokens as cached (call after the artifact ran).
   Status commit(KvCacheManager &cache) const;
 
@@ -98,19 +100,23 @@ public:
   /// True when every sequence has exactly one new token.
   bool is_decode() const;
   int64_t num_tokens() const { return int64_t(tokens_.size()); }
-  /// Logits row of token t.
-  const float *logits(int64_t t) const { return &logits_[t * vocab_size_]; }
+  /// Logits rows computed by the step (every token, or one per sequence).
+  int64_t num_logit_rows() const { return int64_t(logit_rows_.size()); }
+  /// Logits row r (of token logit_rows[r]).
+  const float *logits(int64_t r) const { return &logits_[r * vocab_size_]; }
   /// Row of the last token of sequence s (the one to sample from).
   const float *last_logits(int64_t s) const {
-    return logits(seq_token_start_[s] + seq_new_len_[s] - 1);
+    const int32_t last = seq_token_start_[s] + seq_new_len_[s] - 1;
+    return logits(all_logits_ ? last : s);
   }
 
 private:
   std::vector<int64_t> seq_ids_;
   std::vector<int32_t> tokens_, positions_, token_seq_, seq_token_start_,
-      seq_new_len_, seq_prefix_len_, block_tables_;
+      seq_new_len_, seq_prefix_len_, block_tables_, logit_rows_;
   std::vector<float> logits_;
   int64_t vocab_size_ = 0, max_pages_per_seq_ = 0;
+  bool all_logits_ = true;
   hyrt_step_v0 step_{};
 };
 

@@ -44,6 +44,10 @@ void hyrt_ref_matmul_bf16_activations(const float *x, const float *w,
                                       const float *bias, int64_t M, int64_t N,
                                       int64_t K, float *out);
 
+/* out[r] = x[rows[r]] for r < num_rows (rows of `dim` floats). */
+void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
+                          int64_t num_rows, int64_t dim, float *out);
+
 /* W8A8 semantics: each row of x is quantized symmetrically per token
  * (scale = max|x|/127, q = round-to-nearest-even(x * (1/scale)) clamped to
  * [-127, 127]; a NaN or Inf in the row makes the row NaN), multiplied

@@ -1,6 +1,7 @@
 // Builds stories260K test artifacts (see artifact_fixture.h).
 #include "artifact_fixture.h"
 
+#include "hyrt/abi.h"
 #include "hyrt/tokenizer.h"
 
 #include <cstdlib>
@@ -124,7 +125,7 @@ bool write_stories_artifact(const std::string &dir,
 
   nlohmann::json m = {
       {"format", "hyc-artifact"},
-      {"abi_version", 1},
+      {"abi_version", HYRT_ABI_VERSION},
       {"target", "reference"},
       {"cpu_features", {"sse2"}},
       {"library", "model.so"},

@@ -148,6 +148,8 @@ TEST(StepBatch, ExtendThenDecode) {
   EXPECT_EQ(s->block_tables[1], m.block_table(10)[1]);
   EXPECT_EQ(s->block_tables[3], m.block_table(20)[0]);
   ASSERT_NE(s->logits, nullptr);
+  EXPECT_EQ(std::vector<int32_t>(s->logit_rows, s->logit_rows + s->num_logit_rows),
+            (std::vector<int32_t>{0, 1, 2, 3, 4}));
   s->logits[4 * 16 + 3] = 1.f;
   EXPECT_EQ(step.last_logits(1)[3], 1.f);
   ASSERT_TRUE(step.commit(m).ok());
@@ -162,6 +164,26 @@ TEST(StepBatch, ExtendThenDecode) {
   EXPECT_EQ(s->seq_prefix_len[0], 2);
   EXPECT_EQ(s->seq_prefix_len[1], 3);
   EXPECT_EQ(s->block_tables[0 * 3 + 1], m.block_table(20)[1]);
+}
+
+TEST(StepBatch, LastTokenLogitsOnly) {
+  KvCacheManager m;
+  KvCacheConfig c = small_config();
+  c.num_pages = 8;
+  ASSERT_TRUE(m.init(c).ok());
+  StepBatch step;
+  ASSERT_TRUE(step.build(m, {{10, {5, 6, 7}}, {20, {8, 9}}, {30, {4}}}, 16,
+                         /*all_logits=*/false)
+                  .ok());
+  hyrt_step_v0 *s = step.abi();
+  // The last token of each sequence: 2 (of 10), 4 (of 20), 5 (of 30).
+  EXPECT_EQ(std::vector<int32_t>(s->logit_rows, s->logit_rows + s->num_logit_rows),
+            (std::vector<int32_t>{2, 4, 5}));
+  ASSERT_NE(s->logits, nullptr);
+  s->logits[1 * 16 + 3] = 1.f; // row 1 = token 4 = last of sequence 20
+  EXPECT_EQ(step.last_logits(1)[3], 1.f);
+  EXPECT_EQ(step.last_logits(0)[3], 0.f);
+  EXPECT_EQ(step.num_logit_rows(), 3);
 }
 
 TEST(StepBatch, RejectsBadBatchesWithoutAllocating) {
