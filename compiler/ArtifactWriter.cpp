@@ -50,20 +50,55 @@ bool readTensor(const models::Checkpoint &ckpt, const std::string &name,
   return true;
 }
 
-/// A weight of the table: a checkpoint tensor, or experts stacked into
-/// [E, N, K] when the name has the form `<prefix>experts.*.<proj>`.
+/// The tensors a `<prefix>{a,b,...}<suffix>` name concatenates along rows
+/// (hyc-global-fuse-gate-up-silu names its [gate; up] weight this way);
+/// empty for a plain name.
+std::vector<std::string> braceAlternatives(const std::string &name) {
+  size_t open = name.find('{'), close = name.find('}', open);
+  if (open == std::string::npos || close == std::string::npos)
+    return {};
+  std::vector<std::string> out;
+  std::string body = name.substr(open + 1, close - open - 1);
+  for (size_t begin = 0;;) {
+    size_t comma = body.find(',', begin);
+    out.push_back(name.substr(0, open) + body.substr(begin, comma - begin) +
+                  name.substr(close + 1));
+    if (comma == std::string::npos)
+      break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+/// One matrix: a checkpoint tensor, or the row concatenation of the tensors
+/// of a brace name (equal parts).
+bool readMatrix(const models::Checkpoint &ckpt, const std::string &name,
+                int64_t numel, float *out, std::string &error) {
+  std::vector<std::string> parts = braceAlternatives(name);
+  if (parts.empty())
+    return readTensor(ckpt, name, numel, out, error);
+  const int64_t each = numel / int64_t(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!readTensor(ckpt, parts[i], each, out + int64_t(i) * each, error))
+      return false;
+  return true;
+}
+
+/// A weight of the table: a checkpoint tensor (or a brace concatenation),
+/// or experts stacked into [E, N, K] when the name has the form
+/// `<prefix>experts.*.<proj>`.
 bool readWeight(const models::Checkpoint &ckpt, const PlannedWeight &w,
                 float *out, std::string &error) {
   const std::string marker = "experts.*.";
   size_t at = w.name.find(marker);
   if (at == std::string::npos)
-    return readTensor(ckpt, w.name, numelOf(w.shape), out, error);
+    return readMatrix(ckpt, w.name, numelOf(w.shape), out, error);
   std::string prefix = w.name.substr(0, at) + "experts.";
   std::string suffix = w.name.substr(at + marker.size());
   int64_t experts = w.shape.front();
   int64_t perExpert = numelOf(w.shape) / experts;
   for (int64_t e = 0; e < experts; ++e)
-    if (!readTensor(ckpt, prefix + std::to_string(e) + "." + suffix, perExpert,
+    if (!readMatrix(ckpt, prefix + std::to_string(e) + "." + suffix, perExpert,
                     out + e * perExpert, error))
       return false;
   return true;
@@ -149,6 +184,8 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
     std::string probe = base;
     if (size_t at = probe.find("experts.*."); at != std::string::npos)
       probe.replace(at, 10, "experts.0.");
+    if (std::vector<std::string> parts = braceAlternatives(probe); !parts.empty())
+      probe = parts.front();
     const models::WeightInfo *info = ckpt.weights->find(probe);
     if (!info || info->shape.size() != 2) {
       error = "checkpoint has no 2-D tensor '" + probe + "' for the scales of " + base;
@@ -164,13 +201,21 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
     std::memcpy(bytes.data(), f32.data(), bytes.size());
     return true;
   }
+  // A brace name's parts are laid out one after the other, each in the
+  // layout on its own (a packed [gate; up] weight is two packed matrices).
+  const int64_t parts = std::max<int64_t>(1, int64_t(braceAlternatives(base).size()));
+  auto convert = [&](const float *matrix, int64_t n, int64_t k) {
+    for (int64_t i = 0; i < parts; ++i)
+      if (!matrixBytes(matrix + i * (n / parts) * k, n / parts, k, w.layout,
+                       derivation, bytes, error))
+        return false;
+    return true;
+  };
   if (shape.size() == 2)
-    return matrixBytes(f32.data(), shape[0], shape[1], w.layout, derivation,
-                       bytes, error);
+    return convert(f32.data(), shape[0], shape[1]);
   if (shape.size() == 3) {
     for (int64_t e = 0; e < shape[0]; ++e)
-      if (!matrixBytes(f32.data() + e * shape[1] * shape[2], shape[1], shape[2],
-                       w.layout, derivation, bytes, error))
+      if (!convert(f32.data() + e * shape[1] * shape[2], shape[1], shape[2]))
         return false;
     return true;
   }

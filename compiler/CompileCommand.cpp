@@ -75,6 +75,7 @@ options:
                            its #hyc_cpu.lowering_config) | llvm (LLVM
                            dialect; `lower` is an alias)
   --disable-pass NAMES     leave out these graph passes (comma-separated:
+                           hyc-global-fuse-gate-up-silu,
                            hyc-global-fuse-residual-norm,
                            hyc-global-fuse-kv-append-into-attention), e.g. to compare
                            fused and unfused artifacts

@@ -30,6 +30,7 @@ bool parsePhase(const std::string &name, Phase &phase) {
 
 const std::vector<std::string> &disablablePasses() {
   static const std::vector<std::string> names = {
+      "hyc-global-fuse-gate-up-silu",
       "hyc-global-fuse-kv-append-into-attention",
       "hyc-global-fuse-residual-norm",
   };
@@ -55,6 +56,8 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     policy.scheme = options.quant;
     pm.addPass(createHycGlobalQuantizePolicy(policy));
   }
+  if (runs(Phase::Global) && enabled("hyc-global-fuse-gate-up-silu"))
+    pm.addPass(createHycGlobalFuseGateUpSilu());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-residual-norm"))
     pm.addPass(createHycGlobalFuseResidualNorm());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-kv-append-into-attention"))

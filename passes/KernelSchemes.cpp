@@ -73,7 +73,9 @@ namespace {
 template <typename MatmulOp>
 const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
   if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
-      mm.getEpilogue() != Epilogue::none || mm.getQuant().getGroup() != 0)
+      (mm.getEpilogue() != Epilogue::none &&
+       mm.getEpilogue() != Epilogue::silu_mul) ||
+      mm.getQuant().getGroup() != 0)
     return nullptr;
   const KernelScheme *ks =
       kernelSchemeFor(mm.getQuant().getScheme(), t);
@@ -87,7 +89,10 @@ const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
 
 const KernelScheme *kernelSchemeOf(Operation *op, KernelTarget t) {
   if (auto mm = dyn_cast<QuantMatmulOp>(op))
-    return kernelSchemeOfImpl(mm, t);
+    // The gate/up driver has no bias (SwiGLU MLPs have none).
+    return mm.getEpilogue() == Epilogue::silu_mul && mm.getBias()
+               ? nullptr
+               : kernelSchemeOfImpl(mm, t);
   if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op))
     return kernelSchemeOfImpl(gm, t);
   return nullptr;

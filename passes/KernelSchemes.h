@@ -46,7 +46,8 @@ const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
                                       llvm::StringRef typesName);
 
 /// The scheme of a (grouped) matmul that can run on a generated kernel: a
-/// named weight, no fused epilogue, no K groups; null otherwise.
+/// named weight, no epilogue other than silu_mul (without bias), no K
+/// groups; null otherwise.
 const KernelScheme *kernelSchemeOf(mlir::Operation *op, KernelTarget target);
 
 /// The weight operand of a quant.matmul / moe.grouped_matmul, or null.

@@ -163,6 +163,7 @@ private:
   void call(StringRef callee, ArrayRef<Value> args);
   Value ropeTable(RopeOp op, float &mscale);
   LogicalResult emitKernelMatmul(Operation *m);
+  LogicalResult emitReferenceMatmul(Operation *m);
 
   ModuleOp module;
   func::FuncOp fn;
@@ -384,6 +385,20 @@ LogicalResult EntryLowering::plan() {
       scratchBytes = std::max(
           scratchBytes, driverScratch(*brgemmScheme(&op), (*bnd)[0], (*bnd)[1]));
     }
+  // The reference silu_mul epilogue computes [gate | up] into scratch.
+  for (Operation &op : body)
+    if (Value w = gemmWeight(&op); w && !packedWeights.count(w)) {
+      auto mm = dyn_cast<QuantMatmulOp>(op);
+      auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
+      if ((mm ? mm.getEpilogue() : gm.getEpilogue()) != Epilogue::silu_mul)
+        continue;
+      auto bnd = boundsOf(op.getOperand(0));
+      if (failed(bnd))
+        return failure();
+      auto wt = cast<RankedTensorType>(w.getType());
+      scratchBytes = std::max(scratchBytes,
+                              (*bnd)[0] * wt.getDimSize(wt.getRank() - 2) * 4);
+    }
   // Scratch is live across every GEMM call, so it sits above all buffers.
   if (scratchBytes > 0)
     scratchOffset = allocator.reserveAtEnd(scratchBytes);
@@ -589,7 +604,21 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   Value input = m->getOperand(0);
   auto x = *dimsOf(input);
   Value scratch = arenaAt(scratchOffset);
-  if (auto gm = dyn_cast<MoeGroupedMatmulOp>(m)) {
+  // [gate; up] weights: the driver pairs panel p of each half and writes
+  // silu(gate) * up, N = half the weight rows.
+  auto gm = dyn_cast<MoeGroupedMatmulOp>(m);
+  auto mm = dyn_cast<QuantMatmulOp>(m);
+  if ((gm ? gm.getEpilogue() : mm.getEpilogue()) == Epilogue::silu_mul) {
+    Value scale = gm ? gm.getScale() : mm.getScale();
+    SmallVector<Value> args = {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k)};
+    if (gm)
+      args.append({ptrOf(gm.getOffsets()), i64(w.getDimSize(0))});
+    args.append({ptrOf(gemmWeight(m)), scale ? ptrOf(scale) : null(), i64(n / 2),
+                 ptrOf(m->getResult(0)), scratch, kernel, i64(mMax), minMacs});
+    call(gm ? "hyrt_cpu_grouped_gemm_silu_mul" : "hyrt_cpu_gemm_silu_mul", args);
+    return success();
+  }
+  if (gm) {
     call("hyrt_cpu_grouped_gemm",
          {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k),
           ptrOf(gm.getOffsets()), i64(w.getDimSize(0)), ptrOf(gm.getWeight()),
@@ -597,7 +626,6 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
           ptrOf(gm.getResult()), scratch, kernel, i64(mMax), minMacs});
     return success();
   }
-  auto mm = cast<QuantMatmulOp>(m);
   SmallVector<Value> args = {ptrOf(input), x[0].value, i64(k),
                              ptrOf(mm.getWeight())};
   if (ks.scratchId == 2)
@@ -605,6 +633,58 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
                ptrOf(mm.getResult()), scratch, kernel, i64(mMax), minMacs});
   call(ks.driver, args);
+  return success();
+}
+
+/// A (grouped) GEMM on the reference kernels: f32 (or bf16-rounded) weights,
+/// optionally with bf16-rounded activations, or per-channel W8A8. A
+/// silu_mul epilogue computes [gate | up] into the scratch region and
+/// combines the halves; residual_add adds afterwards.
+LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
+  auto mm = dyn_cast<QuantMatmulOp>(op);
+  auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
+  QuantAttr quant = mm ? mm.getQuant() : gm.getQuant();
+  Epilogue epilogue = mm ? mm.getEpilogue() : gm.getEpilogue();
+  Value input = op->getOperand(0), weight = gemmWeight(op);
+  Value scale = mm ? mm.getScale() : gm.getScale();
+  QuantScheme scheme = quant.getScheme();
+  bool w8a8 = scheme == QuantScheme::w8a8 && quant.getGroup() == 0;
+  if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8)
+    return op->emitError() << "the reference target computes in f32, on "
+                              "bf16-rounded weights or per-channel w8a8; got "
+                           << quant;
+  if (gm && epilogue == Epilogue::residual_add)
+    return op->emitError("the reference target has no residual_add epilogue "
+                         "for expert GEMMs");
+  auto x = *dimsOf(input);
+  auto w = *dimsOf(weight);
+  Value rows = x[0].value, n = w[w.size() - 2].value, k = w.back().value;
+  Value out = epilogue == Epilogue::silu_mul ? arenaAt(scratchOffset)
+                                             : ptrOf(op->getResult(0));
+  Value bias = mm && mm.getBias() ? ptrOf(mm.getBias()) : null();
+  bool roundActivations = bf16Activations && scheme == QuantScheme::bf16;
+  if (mm && w8a8)
+    call("hyrt_ref_matmul_w8a8", {ptrOf(input), ptrOf(weight), ptrOf(scale), bias,
+                                  rows, n, k, out});
+  else if (mm)
+    call(roundActivations ? "hyrt_ref_matmul_bf16_activations" : "hyrt_ref_matmul",
+         {ptrOf(input), ptrOf(weight), bias, rows, n, k, out});
+  else if (w8a8)
+    call("hyrt_ref_moe_grouped_matmul_w8a8",
+         {ptrOf(input), ptrOf(weight), ptrOf(scale), ptrOf(gm.getOffsets()), rows,
+          w[0].value, n, k, out});
+  else
+    call(roundActivations ? "hyrt_ref_moe_grouped_matmul_bf16_activations"
+                          : "hyrt_ref_moe_grouped_matmul",
+         {ptrOf(input), ptrOf(weight), ptrOf(gm.getOffsets()), rows, w[0].value, n,
+          k, out});
+  if (epilogue == Epilogue::silu_mul) {
+    auto r = *dimsOf(op->getResult(0));
+    call("hyrt_ref_silu_mul_halves", {out, rows, r[1].value, ptrOf(op->getResult(0))});
+  } else if (epilogue == Epilogue::residual_add) {
+    Value count = LLVM::MulOp::create(b, loc, rows, n);
+    call("hyrt_ref_add", {out, ptrOf(mm.getResidual()), count, out});
+  }
   return success();
 }
 
@@ -721,48 +801,10 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
               ptrOf(r.getResult())});
         return success();
       })
-      .Case<QuantMatmulOp>([&](QuantMatmulOp m) -> LogicalResult {
+      .Case<QuantMatmulOp, MoeGroupedMatmulOp>([&](auto m) -> LogicalResult {
         if (packedWeights.count(m.getWeight()))
           return emitKernelMatmul(m);
-        // bf16 weights are rounded when the artifact is written; the GEMM
-        // itself runs in f32. W8A8 (per-channel) runs on int8 weights with
-        // per-token activation quantization.
-        QuantScheme scheme = m.getQuant().getScheme();
-        bool w8a8 = scheme == QuantScheme::w8a8 && m.getQuant().getGroup() == 0;
-        if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8)
-          return m.emitError() << "the reference target computes in f32, on "
-                                  "bf16-rounded weights or per-channel w8a8; got "
-                               << m.getQuant();
-        if (m.getEpilogue() == Epilogue::silu_mul)
-          return m.emitError("the silu_mul epilogue has no reference lowering; "
-                             "lower the unfused form");
-        auto x = D(m.getInput());
-        auto w = D(m.getWeight());
-        if (w8a8) {
-          call("hyrt_ref_matmul_w8a8",
-               {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getScale()),
-                m.getBias() ? ptrOf(m.getBias()) : null(), x[0].value,
-                w[0].value, w[1].value, ptrOf(m.getResult())});
-          if (m.getEpilogue() == Epilogue::residual_add) {
-            Value n = LLVM::MulOp::create(b, loc, x[0].value, w[0].value);
-            call("hyrt_ref_add", {ptrOf(m.getResult()), ptrOf(m.getResidual()),
-                                  n, ptrOf(m.getResult())});
-          }
-          return success();
-        }
-        bool roundActivations =
-            bf16Activations && m.getQuant().getScheme() == QuantScheme::bf16;
-        call(roundActivations ? "hyrt_ref_matmul_bf16_activations"
-                              : "hyrt_ref_matmul",
-             {ptrOf(m.getInput()), ptrOf(m.getWeight()),
-              m.getBias() ? ptrOf(m.getBias()) : null(), x[0].value, w[0].value,
-              w[1].value, ptrOf(m.getResult())});
-        if (m.getEpilogue() == Epilogue::residual_add) {
-          Value n = LLVM::MulOp::create(b, loc, x[0].value, w[0].value);
-          call("hyrt_ref_add", {ptrOf(m.getResult()), ptrOf(m.getResidual()), n,
-                                ptrOf(m.getResult())});
-        }
-        return success();
+        return emitReferenceMatmul(m);
       })
       .Case<AddOp>([&](AddOp a) {
         auto d = D(a.getResult());
@@ -855,34 +897,6 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
              {ptrOf(p.getInput()), ptrOf(p.getIds()), x[0].value, x[1].value,
               ids[1].value, i64(p.getNumExperts()), ptrOf(p.getResult()),
               ptrOf(p.getOffsets()), ptrOf(p.getRows())});
-        return success();
-      })
-      .Case<MoeGroupedMatmulOp>([&](MoeGroupedMatmulOp m) -> LogicalResult {
-        if (packedWeights.count(m.getWeight()))
-          return emitKernelMatmul(m);
-        // bf16 expert weights are rounded when the artifact is written.
-        QuantScheme scheme = m.getQuant().getScheme();
-        bool w8a8 = scheme == QuantScheme::w8a8 && m.getQuant().getGroup() == 0;
-        if ((scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8) ||
-            m.getEpilogue() != Epilogue::none)
-          return m.emitError("the reference target lowers f32, bf16-rounded or "
-                             "per-channel w8a8 expert GEMMs without epilogue only");
-        auto x = D(m.getInput());
-        auto w = D(m.getWeight());
-        if (w8a8) {
-          call("hyrt_ref_moe_grouped_matmul_w8a8",
-               {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getScale()),
-                ptrOf(m.getOffsets()), x[0].value, w[0].value, w[1].value,
-                w[2].value, ptrOf(m.getResult())});
-          return success();
-        }
-        bool roundActivations =
-            bf16Activations && m.getQuant().getScheme() == QuantScheme::bf16;
-        call(roundActivations ? "hyrt_ref_moe_grouped_matmul_bf16_activations"
-                              : "hyrt_ref_moe_grouped_matmul",
-             {ptrOf(m.getInput()), ptrOf(m.getWeight()), ptrOf(m.getOffsets()),
-              x[0].value, w[0].value, w[1].value, w[2].value,
-              ptrOf(m.getResult())});
         return success();
       })
       .Case<MoeUnpermuteOp>([&](MoeUnpermuteOp u) {

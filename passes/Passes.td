@@ -77,6 +77,21 @@ def HycCpuSelectLoweringStrategy
   ];
 }
 
+def HycGlobalFuseGateUpSilu
+    : Pass<"hyc-global-fuse-gate-up-silu", "::mlir::ModuleOp"> {
+  let summary = "One GEMM over [W_gate; W_up] with a SiLU-multiply epilogue";
+  let description = [{
+    Two `hyc.quant.matmul`s (or `hyc.moe.grouped_matmul`s) on the same input
+    with the same quantization, whose results are read only by one
+    `hyc.silu_mul` (gate, up), become one GEMM over the row-concatenated
+    weight with `epilogue = silu_mul`. The weight (and, for W8A8, its
+    scales) is a new parameter named `<prefix>{gate,up}<suffix>` that the
+    artifact writer assembles, each half packed on its own. Runs after the
+    quantize policy. Every output element is computed exactly as before:
+    fused and unfused results are bit-identical.
+  }];
+}
+
 def HycGlobalFuseKvAppendIntoAttention
     : Pass<"hyc-global-fuse-kv-append-into-attention", "::mlir::ModuleOp"> {
   let summary = "Write decode keys/values inside the decode attention kernel";

@@ -1,5 +1,6 @@
 // Drivers of the generated brgemm kernels (see hyrt/cpu_kernels.h).
 #include "hyrt/cpu_kernels.h"
+#include "hyrt/reference.h"
 
 #include <cmath>
 #include <cstring>
@@ -82,6 +83,104 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
   }
 }
 
+/// Activations in the form a scheme's kernel reads: rows of `lda` elements
+/// of `elem` bytes, plus per-token scales for W8A8.
+struct Activations {
+  const void *a;
+  int64_t lda, elem;
+  const float *scale;
+};
+
+/// Converts (bf16, nearest even) or quantizes (W8A8: per token, scale =
+/// max|x| / 127, stored as u8 = q + 128) x into scratch once per GEMM; f32
+/// kernels read x as it is.
+Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
+                               int64_t K, void *scratch) {
+  if (scheme == HYRT_GEMM_BF16) {
+    const int64_t lda = roundUp(K, 2);
+    uint16_t *a = static_cast<uint16_t *>(scratch);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t k = 0; k < K; ++k)
+        a[m * lda + k] = toBf16(x[m * K + k]);
+      for (int64_t k = K; k < lda; ++k)
+        a[m * lda + k] = 0;
+    }
+    return {a, lda, 2, nullptr};
+  }
+  if (scheme == HYRT_GEMM_W8A8) {
+    const int64_t lda = roundUp(K, 4);
+    // Layout: per-token scales (64-byte aligned block), then the u8 rows.
+    float *aScale = static_cast<float *>(scratch);
+    uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
+    for (int64_t m = 0; m < M; ++m) {
+      const float *row = x + m * K;
+      float amax = 0;
+      bool finite = true;
+      for (int64_t k = 0; k < K; ++k) {
+        const float v = std::fabs(row[k]);
+        finite = finite && std::isfinite(v);
+        amax = v > amax ? v : amax;
+      }
+      // A NaN or Inf activation poisons its row (scale NaN -> NaN outputs),
+      // as in the fp32 reference, instead of being quantized to something
+      // finite.
+      const float s = !finite ? NAN : (amax > 0 ? amax / 127.0f : 1.0f);
+      const float inv = finite ? 1.0f / s : 0.0f;
+      aScale[m] = s;
+      for (int64_t k = 0; k < K; ++k) {
+        float q = std::nearbyint(row[k] * inv);
+        q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
+        a[m * lda + k] = uint8_t(int32_t(q == q ? q : 0.0f) + 128);
+      }
+      for (int64_t k = K; k < lda; ++k)
+        a[m * lda + k] = 128;
+    }
+    return {a, lda, 1, aScale};
+  }
+  return {x, K, 4, nullptr};
+}
+
+/// out = silu(x Wg^T) * (x Wu^T): each thread takes panel p of both halves,
+/// computes the two [rows x 32] tiles of a row block with the same kernel
+/// and A block, and combines them with the reference silu_mul (so the result
+/// equals the unfused GEMMs followed by hyrt_ref_silu_mul bit for bit).
+void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
+                      const char *wGate, const char *wUp, int64_t panelBytes,
+                      const float *gateScale, const float *upScale, float *out,
+                      hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
+                      int64_t parallelMinMacs) {
+  const int64_t panels = (N + kPanel - 1) / kPanel;
+#pragma omp parallel for schedule(static) if (2 * M * N * K >= parallelMinMacs)
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t col = p * kPanel;
+    const int64_t cols = N - col < kPanel ? N - col : kPanel;
+    alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
+    alignas(64) float gScale[kPanel] = {}, uScale[kPanel] = {};
+    PostArgs gPost{nullptr, nullptr, nullptr}, uPost{nullptr, nullptr, nullptr};
+    if (gateScale) {
+      std::memcpy(gScale, gateScale + col, size_t(cols) * sizeof(float));
+      std::memcpy(uScale, upScale + col, size_t(cols) * sizeof(float));
+      gPost.b_scale = gScale;
+      uPost.b_scale = uScale;
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += mMax) {
+      const int64_t rows = M - m0 < mMax ? M - m0 : mMax;
+      const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
+      gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
+      kernel(aBlock, A.lda, wGate + p * panelBytes, gate, kPanel, rows, &gPost);
+      kernel(aBlock, A.lda, wUp + p * panelBytes, up, kPanel, rows, &uPost);
+      for (int64_t r = 0; r < rows; ++r)
+        hyrt_ref_silu_mul(gate + r * kPanel, up + r * kPanel, cols,
+                          out + (m0 + r) * N + col);
+    }
+  }
+}
+
+/// Bytes of one packed [N][K] matrix in a scheme's layout.
+int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
+  return (N + kPanel - 1) / kPanel * panelBytes(scheme, K);
+}
+
 } // namespace
 
 extern "C" int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M,
@@ -121,15 +220,8 @@ extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
                                    const float *bias, float *out, void *scratch,
                                    hyrt_brgemm_fn kernel, int64_t m_max,
                                    int64_t parallel_min_macs) {
-  const int64_t lda = roundUp(K, 2);
-  uint16_t *a = static_cast<uint16_t *>(scratch);
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t k = 0; k < K; ++k)
-      a[m * lda + k] = toBf16(x[m * K + k]);
-    for (int64_t k = K; k < lda; ++k)
-      a[m * lda + k] = 0;
-  }
-  runPanels(a, lda, 2, M, N, static_cast<const char *>(w_packed),
+  const Activations A = prepareActivations(HYRT_GEMM_BF16, x, M, K, scratch);
+  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
             panelBytes(HYRT_GEMM_BF16, K), nullptr, nullptr, bias, out, kernel,
             m_max, K, parallel_min_macs);
 }
@@ -139,43 +231,26 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                                    int64_t N, const float *bias, float *out,
                                    void *scratch, hyrt_brgemm_fn kernel,
                                    int64_t m_max, int64_t parallel_min_macs) {
-  const int64_t lda = roundUp(K, 4);
-  // Layout: per-token scales (64-byte aligned block), then the u8 rows.
-  float *aScale = static_cast<float *>(scratch);
-  uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
-  for (int64_t m = 0; m < M; ++m) {
-    const float *row = x + m * K;
-    float amax = 0;
-    bool finite = true;
-    for (int64_t k = 0; k < K; ++k) {
-      const float v = std::fabs(row[k]);
-      finite = finite && std::isfinite(v);
-      amax = v > amax ? v : amax;
-    }
-    // A NaN or Inf activation poisons its row (scale NaN -> NaN outputs), as
-    // in the fp32 reference, instead of being quantized to something finite.
-    const float s = !finite ? NAN : (amax > 0 ? amax / 127.0f : 1.0f);
-    const float inv = finite ? 1.0f / s : 0.0f;
-    aScale[m] = s;
-    for (int64_t k = 0; k < K; ++k) {
-      float q = std::nearbyint(row[k] * inv);
-      q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
-      a[m * lda + k] = uint8_t(int32_t(q == q ? q : 0.0f) + 128);
-    }
-    for (int64_t k = K; k < lda; ++k)
-      a[m * lda + k] = 128;
-  }
-  runPanels(a, lda, 1, M, N, static_cast<const char *>(w_packed),
-            panelBytes(HYRT_GEMM_W8A8, K), aScale, w_scale, bias, out, kernel,
+  const Activations A = prepareActivations(HYRT_GEMM_W8A8, x, M, K, scratch);
+  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
+            panelBytes(HYRT_GEMM_W8A8, K), A.scale, w_scale, bias, out, kernel,
             m_max, K, parallel_min_macs);
 }
 
-namespace {
-/// Bytes of one packed [N][K] matrix in a scheme's layout.
-int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
-  return (N + kPanel - 1) / kPanel * panelBytes(scheme, K);
+extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,
+                                       int64_t M, int64_t K,
+                                       const void *w_packed,
+                                       const float *w_scale, int64_t N,
+                                       float *out, void *scratch,
+                                       hyrt_brgemm_fn kernel, int64_t m_max,
+                                       int64_t parallel_min_macs) {
+  const Activations A = prepareActivations(scheme, x, M, K, scratch);
+  const char *w = static_cast<const char *>(w_packed);
+  runPanelsSiluMul(A, M, N, w, w + packedMatrixBytes(scheme, N, K),
+                   panelBytes(scheme, K), w_scale, w_scale ? w_scale + N : nullptr,
+                   out, kernel, m_max, K, parallel_min_macs);
 }
-} // namespace
+
 
 extern "C" void
 hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows, int64_t K,
@@ -211,5 +286,24 @@ hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows, int64_t K,
                         m_max, parallel_min_macs);
       break;
     }
+  }
+}
+
+extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
+    int32_t scheme, const float *x, int64_t rows, int64_t K,
+    const int32_t *offsets, int64_t num_experts, const void *w_packed,
+    const float *w_scale, int64_t N, float *out, void *scratch,
+    hyrt_brgemm_fn kernel, int64_t m_max, int64_t parallel_min_macs) {
+  (void)rows;
+  const char *w = static_cast<const char *>(w_packed);
+  const int64_t expertBytes = 2 * packedMatrixBytes(scheme, N, K);
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const int64_t begin = offsets[e], count = offsets[e + 1] - offsets[e];
+    if (count <= 0)
+      continue;
+    hyrt_cpu_gemm_silu_mul(scheme, x + begin * K, count, K, w + e * expertBytes,
+                           w_scale ? w_scale + e * 2 * N : nullptr, N,
+                           out + begin * N, scratch, kernel, m_max,
+                           parallel_min_macs);
   }
 }

@@ -110,3 +110,10 @@ extern "C" void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
   for (int64_t r = 0; r < num_rows; ++r)
     std::memcpy(out + r * dim, x + int64_t(rows[r]) * dim, sizeof(float) * dim);
 }
+
+extern "C" void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows,
+                                         int64_t n, float *out) {
+  for (int64_t r = 0; r < rows; ++r)
+    hyrt_ref_silu_mul(gate_up + r * 2 * n, gate_up + r * 2 * n + n, n,
+                      out + r * n);
+}

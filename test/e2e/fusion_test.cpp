@@ -17,8 +17,36 @@ namespace hyc::e2e {
 namespace {
 
 struct FusionCase {
-  std::string model, pass, target;
+  std::string model, pass, target, quant = "f32";
 };
+
+/// Compile flags of a case: target, quantization, bounds.
+std::vector<std::string> caseFlags(const FusionCase &c) {
+  return {"--max-seq-len", "128", "--max-batch-tokens", "64", "--target", c.target,
+          "--quant", c.quant};
+}
+
+/// Skips (visibly) when the host cannot run the case's kernels.
+bool hostRuns(const FusionCase &c, std::string &why) {
+  const char *need = c.target == "reference"     ? nullptr
+                     : c.target == "avx512-bf16" ? "avx512_bf16"
+                     : c.quant == "w8a8"         ? "avx512_vnni"
+                     : c.target == "avx2"        ? "avx2"
+                                                 : "avx512f";
+  if (need && !hyrt::host_has_cpu_feature(need)) {
+    why = std::string("host lacks ") + need + ": the " + c.target + " kernels cannot run";
+    return false;
+  }
+  return true;
+}
+
+std::string fusionCaseName(const ::testing::TestParamInfo<FusionCase> &info) {
+  std::string n = info.param.model + "_" + info.param.target + "_" + info.param.quant;
+  for (char &ch : n)
+    if (ch == '-')
+      ch = '_';
+  return n;
+}
 
 class Fusion : public ::testing::TestWithParam<FusionCase> {};
 
@@ -28,10 +56,9 @@ TEST_P(Fusion, FusedEqualsUnfusedBitForBit) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0)
     GTEST_SKIP() << dir << " is absent";
-  if (c.target != "reference" && !hyrt::host_has_cpu_feature("avx512f"))
-    GTEST_SKIP() << "host lacks avx512f: the " << c.target << " kernels cannot run";
-  std::vector<std::string> fused = {"--max-seq-len", "128", "--max-batch-tokens", "64",
-                                    "--target", c.target};
+  if (std::string why; !hostRuns(c, why))
+    GTEST_SKIP() << why;
+  std::vector<std::string> fused = caseFlags(c);
   std::vector<std::string> unfused = fused;
   unfused.insert(unfused.end(), {"--disable-pass", c.pass});
   LoadedModel a = loadModel(compileOnce(dir, fused));
@@ -76,10 +103,9 @@ TEST_P(Fusion, BatchedDecodeFusedEqualsUnfused) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0)
     GTEST_SKIP() << dir << " is absent";
-  if (c.target != "reference" && !hyrt::host_has_cpu_feature("avx512f"))
-    GTEST_SKIP() << "host lacks avx512f: the " << c.target << " kernels cannot run";
-  std::vector<std::string> fused = {"--max-seq-len", "128", "--max-batch-tokens", "64",
-                                    "--target", c.target};
+  if (std::string why; !hostRuns(c, why))
+    GTEST_SKIP() << why;
+  std::vector<std::string> fused = caseFlags(c);
   std::vector<std::string> unfused = fused;
   unfused.insert(unfused.end(), {"--disable-pass", c.pass});
   LoadedModel a = loadModel(compileOnce(dir, fused));
@@ -102,10 +128,9 @@ TEST_P(LastTokenLogits, EqualTheLastRowOfAllRows) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0)
     GTEST_SKIP() << dir << " is absent";
-  if (c.target != "reference" && !hyrt::host_has_cpu_feature("avx512f"))
-    GTEST_SKIP() << "host lacks avx512f: the " << c.target << " kernels cannot run";
-  LoadedModel m = loadModel(compileOnce(
-      dir, {"--max-seq-len", "128", "--max-batch-tokens", "64", "--target", c.target}));
+  if (std::string why; !hostRuns(c, why))
+    GTEST_SKIP() << why;
+  LoadedModel m = loadModel(compileOnce(dir, caseFlags(c)));
   ASSERT_TRUE(m.engine);
   auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
                     .get<std::vector<int32_t>>();
@@ -133,21 +158,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FusionCase{"llama-tiny", "", "avx512"},
                       FusionCase{"qwen3moe-tiny", "", "avx512"},
                       FusionCase{"deepseekv3-tiny", "", "reference"}),
-    [](const ::testing::TestParamInfo<FusionCase> &info) {
-      std::string n = info.param.model + "_" + info.param.target;
-      for (char &ch : n)
-        if (ch == '-')
-          ch = '_';
-      return n;
-    });
+    fusionCaseName);
 
-std::string fusionCaseName(const ::testing::TestParamInfo<FusionCase> &info) {
-  std::string n = info.param.model + "_" + info.param.target;
-  for (char &ch : n)
-    if (ch == '-')
-      ch = '_';
-  return n;
-}
 
 INSTANTIATE_TEST_SUITE_P(
     ResidualNorm, Fusion,
@@ -156,6 +168,24 @@ INSTANTIATE_TEST_SUITE_P(
                       FusionCase{"qwen3moe-tiny", "hyc-global-fuse-residual-norm", "avx512"},
                       FusionCase{"deepseekv3-tiny", "hyc-global-fuse-residual-norm",
                                  "reference"}),
+    fusionCaseName);
+
+// Every weight scheme and kernel family, dense, MoE experts and DeepSeek's
+// dense first layer plus shared experts.
+INSTANTIATE_TEST_SUITE_P(
+    GateUpSilu, Fusion,
+    ::testing::Values(
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "reference"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "reference", "w8a8"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "avx512"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "avx2"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "bf16"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "avx512-bf16", "bf16"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"},
+        FusionCase{"qwen3moe-tiny", "hyc-global-fuse-gate-up-silu", "reference"},
+        FusionCase{"qwen3moe-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"},
+        FusionCase{"qwen3moe-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "bf16"},
+        FusionCase{"deepseekv3-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"}),
     fusionCaseName);
 
 INSTANTIATE_TEST_SUITE_P(

@@ -76,6 +76,27 @@ void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
                               const float *q, int64_t num_heads, float scale,
                               float *out);
 
+/* SwiGLU on a [gate; up] weight (hyc-global-fuse-gate-up-silu): w_packed
+ * holds the packed [N][K] gate matrix followed by the packed [N][K] up
+ * matrix in `scheme`'s layout (W8A8: w_scale[2N], gate scales first);
+ * out[M][N] = silu(x Wg^T) * (x Wu^T), equal to the two GEMMs followed by
+ * hyrt_ref_silu_mul. Scratch as for one GEMM of M rows. */
+void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x, int64_t M,
+                            int64_t K, const void *w_packed,
+                            const float *w_scale, int64_t N, float *out,
+                            void *scratch, hyrt_brgemm_fn kernel,
+                            int64_t m_max, int64_t parallel_min_macs);
+
+/* hyrt_cpu_gemm_silu_mul per expert over expert-grouped rows; expert e's
+ * [gate; up] packed pair follows expert e-1's, scales are [E][2N]. */
+void hyrt_cpu_grouped_gemm_silu_mul(int32_t scheme, const float *x,
+                                    int64_t rows, int64_t K,
+                                    const int32_t *offsets, int64_t num_experts,
+                                    const void *w_packed, const float *w_scale,
+                                    int64_t N, float *out, void *scratch,
+                                    hyrt_brgemm_fn kernel, int64_t m_max,
+                                    int64_t parallel_min_macs);
+
 /* hyrt_ref_kv_cache_append followed by hyrt_cpu_paged_attention, in one
  * kernel: each (token, kv head) work item writes its key/value row and then
  * runs the query heads that share it (decode: one token per sequence; other

@@ -44,6 +44,11 @@ void hyrt_ref_matmul_bf16_activations(const float *x, const float *w,
                                       const float *bias, int64_t M, int64_t N,
                                       int64_t K, float *out);
 
+/* Rows of [gate | up] (2n floats each) -> silu(gate) * up (n floats each),
+ * through hyrt_ref_silu_mul. */
+void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows, int64_t n,
+                              float *out);
+
 /* out[r] = x[rows[r]] for r < num_rows (rows of `dim` floats). */
 void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
                           int64_t num_rows, int64_t dim, float *out);
