@@ -60,12 +60,18 @@ options:
   --quant SCHEME           f32 (default) | bf16 (bf16 weights; fp32 FMA on
                            avx512) | w8a8 (per-channel int8 weights,
                            per-token int8 activations, VNNI); the MoE
-                           router, embeddings and lm_head stay fp32. On
+                           router and an untied lm_head stay bf16 (tied
+                           embeddings keep their fp32 table). On
                            --target=reference, bf16 and w8a8 are the plain
                            semantics the kernels are tested against
   --bf16-activations       with --target=reference --quant=bf16: round GEMM
                            activations to bf16 too (the semantics of the
                            native avx512-bf16 kernels, to compare with them)
+  --keep-bf16 NAMES        with --quant w8a8: weights whose name contains one
+                           of these (comma-separated, e.g. q_proj,k_proj)
+                           stay bf16 like the router and lm_head always do
+  --keep-f32 NAMES         weights whose name contains one of these stay fp32
+                           (e.g. mlp.gate,lm_head for the old behaviour)
   --emit KIND              lib (artifact directory, default) | exe (artifact
                            plus a standalone executable OUT/model) | mlir |
                            llvm | obj
@@ -132,7 +138,7 @@ int fail(const std::string &message) {
 int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
-                  "disable-pass", "threads"},
+                  "disable-pass", "threads", "keep-bf16", "keep-f32"},
                  {"help", "bf16-activations", "print-ir-after-all",
                   "print-schedule"});
   std::string error;
@@ -263,13 +269,21 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.quant = quant;
   pipeline.bf16Activations = bf16Activations;
   pipeline.threads = threads;
-  const std::string disabled = args.get("disable-pass");
-  for (llvm::StringRef rest = disabled; !rest.empty();) {
-    auto [name, tail] = rest.split(',');
-    if (!name.trim().empty())
-      pipeline.disabled.insert(name.trim().str());
-    rest = tail;
-  }
+  auto commaList = [&](const std::string &flag) {
+    std::vector<std::string> out;
+    const std::string value = args.get(flag);
+    for (llvm::StringRef rest = value; !rest.empty();) {
+      auto [name, tail] = rest.split(',');
+      if (!name.trim().empty())
+        out.push_back(name.trim().str());
+      rest = tail;
+    }
+    return out;
+  };
+  for (const std::string &name : commaList("disable-pass"))
+    pipeline.disabled.insert(name);
+  pipeline.keepBf16 = commaList("keep-bf16");
+  pipeline.keepF32 = commaList("keep-f32");
   if (args.has("print-ir-after-all"))
     ctx.disableMultithreading();
   // Runs the phases after the last one run so far, up to `last`.

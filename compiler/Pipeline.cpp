@@ -54,6 +54,8 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
   if (runs(Phase::Global) && options.quant != "f32") {
     HycGlobalQuantizePolicyOptions policy;
     policy.scheme = options.quant;
+    policy.keepBf16.assign(options.keepBf16.begin(), options.keepBf16.end());
+    policy.keepF32.assign(options.keepF32.begin(), options.keepF32.end());
     pm.addPass(createHycGlobalQuantizePolicy(policy));
   }
   if (runs(Phase::Global) && enabled("hyc-global-fuse-gate-up-silu"))

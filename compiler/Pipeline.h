@@ -32,6 +32,7 @@ struct PipelineOptions {
   bool bf16Activations = false;
   int64_t threads = 2;
   std::set<std::string> disabled;   ///< pass names left out
+  std::vector<std::string> keepBf16, keepF32; ///< weight-name substrings
 };
 
 /// Passes --disable-pass accepts (the optional graph-level rewrites).

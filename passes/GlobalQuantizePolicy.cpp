@@ -19,9 +19,10 @@ using namespace hyc;
 
 namespace {
 
-bool keptF32(ParamOp param, const std::vector<std::string> &keep) {
+/// Whether the param's tensor name contains one of `names`.
+bool nameMatches(ParamOp param, const std::vector<std::string> &names) {
   StringRef name = param.getRef().getTensor();
-  for (const std::string &k : keep)
+  for (const std::string &k : names)
     if (name.contains(k))
       return true;
   return false;
@@ -32,7 +33,7 @@ bool keptF32(ParamOp param, const std::vector<std::string> &keep) {
 void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target,
                     const std::vector<std::string> &keep) {
   auto param = op.getWeight().getDefiningOp<ParamOp>();
-  if (!param || op.getQuant().isQuantized() || keptF32(param, keep))
+  if (!param || op.getQuant().isQuantized() || nameMatches(param, keep))
     return;
   MLIRContext *ctx = op.getContext();
   auto quant = QuantAttr::get(ctx, target, 0, {});
@@ -79,27 +80,37 @@ struct HycGlobalQuantizePolicyPass
                                  << "' is not supported (f32, bf16, w8a8)";
       return signalPassFailure();
     }
-    std::vector<std::string> keep(keepF32.begin(), keepF32.end());
-    if (keep.empty())
-      keep = {"mlp.gate.weight", "lm_head.weight", "embed_tokens.weight"};
+    std::vector<std::string> f32Names(keepF32.begin(), keepF32.end());
+    std::vector<std::string> bf16Names = {"mlp.gate.weight", "lm_head.weight",
+                                          "embed_tokens.weight"};
+    bf16Names.insert(bf16Names.end(), keepBf16.begin(), keepBf16.end());
 
     MLIRContext *ctx = &getContext();
     auto quant = QuantAttr::get(ctx, target, 0, {});
+    auto bf16 = QuantAttr::get(ctx, QuantScheme::bf16, 0, {});
     SmallVector<QuantMatmulOp> matmuls;
     getOperation().walk([&](QuantMatmulOp op) { matmuls.push_back(op); });
     SmallVector<MoeGroupedMatmulOp> grouped;
     getOperation().walk([&](MoeGroupedMatmulOp op) { grouped.push_back(op); });
     for (MoeGroupedMatmulOp op : grouped)
-      applyToExperts(op, target, keep);
+      applyToExperts(op, target, f32Names);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
       if (!param || op.getQuant().isQuantized() ||
-          op.getEpilogue() != Epilogue::none)
+          op.getEpilogue() != Epilogue::none || nameMatches(param, f32Names))
         return;
-      StringRef name = param.getRef().getTensor();
-      for (const std::string &k : keep)
-        if (name.contains(k))
-          return;
+      // Sensitive layers (router, lm_head, and what --keep-bf16 adds) stay
+      // 16-bit. A weight also read as a table (tied embeddings used as the
+      // lm_head) keeps its fp32 table: one copy serves both readers.
+      if (nameMatches(param, bf16Names)) {
+        bool onlyGemms = llvm::all_of(param->getUsers(), [&](Operation *u) {
+          auto mm = dyn_cast<QuantMatmulOp>(u);
+          return mm && mm.getWeight() == param.getResult();
+        });
+        if (target != QuantScheme::f32 && onlyGemms)
+          op.setQuantAttr(bf16);
+        return;
+      }
       if (target != QuantScheme::w8a8) {
         op.setQuantAttr(quant);
         return;

@@ -121,20 +121,26 @@ def HycGlobalFuseResidualNorm
 def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::ModuleOp"> {
   let summary = "Choose the weight precision of every linear layer";
   let description = [{
-    Sets `#hyc.quant<...>` on `hyc.quant.matmul` ops whose weight is a
-    `hyc.param`, following `--quant`: every linear layer takes `scheme`,
-    except the sensitive ones that stay fp32 (weights whose name contains one
-    of `keep-f32`: by default the MoE router `mlp.gate.weight`, `lm_head`
-    and tied embeddings used as the output head). The decision is an
-    attribute, so later passes (and lit tests) see it; packing happens when
-    the artifact is written.
+    Sets `#hyc.quant<...>` on `hyc.quant.matmul` and `hyc.moe.grouped_matmul`
+    ops whose weight is a `hyc.param`, following `scheme`: every linear layer
+    takes it, except the sensitive ones, which stay 16-bit (bf16): the MoE
+    router `mlp.gate.weight`, `lm_head` and embeddings used as the output
+    head, plus names containing one of `keep-bf16` (e.g. `q_proj,k_proj`, as
+    the 770B INT8 deployment kept its q/k projections). A weight also read as
+    a table (tied embeddings) keeps its fp32 table. Names containing one of
+    `keep-f32` stay fp32 (the old behaviour: `keep-f32=mlp.gate,lm_head`).
+    The decision is an attribute, so later passes (and lit tests) see it;
+    packing happens when the artifact is written.
   }];
   let options = [
     Option<"scheme", "scheme", "std::string", /*default=*/"\"bf16\"",
            "Weight scheme for linear layers: f32, bf16 or w8a8 (per-channel "
            "int8 weights derived at compile time, per-token int8 activations)">,
+    ListOption<"keepBf16", "keep-bf16", "std::string",
+               "Further weight-name substrings that stay bf16 (router, lm_head "
+               "and embeddings always do)">,
     ListOption<"keepF32", "keep-f32", "std::string",
-               "Weight-name substrings that stay fp32 (default: mlp.gate.weight, lm_head.weight, embed_tokens.weight)">
+               "Weight-name substrings that stay fp32">
   ];
 }
 

@@ -41,6 +41,24 @@ inline float maxAbsDiff(const std::vector<float> &a,
   return maxAbsDiff(a.data(), b.data(), a.size());
 }
 
+/// How many of the rows (of `width` values) of a and b agree to `tol`.
+/// For paths with discontinuities (rounding activations to bf16 or int8,
+/// top-k routing), where an ulp-level difference upstream can move a value
+/// to the other side of a rounding boundary: most rows must agree to
+/// accumulation error even when a few do not.
+inline size_t rowsWithin(const std::vector<float> &a, const std::vector<float> &b,
+                         size_t width, float tol) {
+  if (a.size() != b.size() || width == 0 || a.size() % width != 0) {
+    ADD_FAILURE() << "rowsWithin: sizes " << a.size() << " and " << b.size()
+                  << " are not the same multiple of " << width;
+    return 0;
+  }
+  size_t n = 0;
+  for (size_t r = 0; r < a.size() / width; ++r)
+    n += maxAbsDiff(&a[r * width], &b[r * width], width) < tol;
+  return n;
+}
+
 /// Cosine similarity of two rows, in double. Non-finite inputs fail as in
 /// maxAbsDiff and return -infinity (below any threshold).
 inline double cosine(const float *a, const float *b, size_t n) {

@@ -1,15 +1,18 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=bf16 -split-input-file | FileCheck %s --check-prefix=BF16
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8 -split-input-file | FileCheck %s --check-prefix=W8A8
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-bf16=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEPBF
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=mlp.gate,lm_head" -split-input-file | FileCheck %s --check-prefix=OLD
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: scheme 'int4' is not supported (f32, bf16, w8a8)
 
-// Linear layers take the scheme; the router and lm_head stay fp32.
+// Linear layers take the scheme; the sensitive ones (router, lm_head) stay
+// bf16 under every scheme, unless keep-f32 names them.
 
 // BF16-LABEL: func.func @mlp
 // BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x48xf32>
-// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x8xf32>
-// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x16xf32>
+// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
+// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
 
 // W8A8-LABEL: func.func @mlp
 // W8A8: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
@@ -17,12 +20,22 @@
 // W8A8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%[[S]]) {epilogue = #hyc<epilogue none>, quant = #hyc.quant<w8a8>}
 // W8A8-NOT: "model.layers.0.mlp.down_proj.weight"> -> tensor<48x64xf32>
 // W8A8: "model.layers.0.mlp.gate.weight"> -> tensor<8x48xf32>
+// W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
 // W8A8: "lm_head.weight"> -> tensor<16x8xf32>
+// W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
 
 // KEEP-LABEL: func.func @mlp
 // KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x48xf32>
-// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x8xf32>
-// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x16xf32>
+// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
+// KEEP: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
+
+// KEEPBF-LABEL: func.func @mlp
+// KEEPBF: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x48xf32>
+
+// OLD-LABEL: func.func @mlp
+// OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x48xf32>
+// OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x8xf32>
+// OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x16xf32>
 func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
   %w = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> -> tensor<48x64xf32>
   %y = hyc.quant.matmul %x, %w {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<48x64xf32>) -> tensor<?x48xf32>
@@ -31,4 +44,21 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
   %h = hyc.param #hyc.param<"f" : "lm_head.weight"> -> tensor<16x8xf32>
   %l = hyc.quant.matmul %r, %h {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
   return %l : tensor<?x16xf32>
+}
+
+// -----
+
+// Tied embeddings: the table the embedding reads is also the lm_head
+// weight; one fp32 copy serves both, so the head GEMM stays fp32.
+
+// BF16-LABEL: func.func @tied
+// BF16: hyc.embedding
+// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
+// W8A8-LABEL: func.func @tied
+// W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
+func.func @tied(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
+  %e = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> -> tensor<32x8xf32>
+  %x = hyc.embedding %e[%ids] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %l = hyc.quant.matmul %x, %e {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<32x8xf32>) -> tensor<?x32xf32>
+  return %l : tensor<?x32xf32>
 }
