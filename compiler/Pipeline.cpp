@@ -72,8 +72,10 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
                                                : "avx512";
   strategy.nativeBf16 = options.target == "avx512-bf16";
   strategy.threads = options.threads;
-  if (runs(Phase::Strategy))
+  if (runs(Phase::Strategy)) {
     pm.addPass(createHycCpuSelectLoweringStrategy(strategy));
+    pm.addPass(createHycCpuPlanMemory());
+  }
 
   HycCpuLowerToCallsOptions lowering;
   lowering.bf16Activations = options.bf16Activations;

@@ -1,7 +1,8 @@
 //===- Pipeline.h - the hyc compile pass pipeline, phase by phase -*- C++ -*-===//
 //
 //   global    graph-level rewrites on hyc ops: quantize policy, fusions
-//   strategy  hyc-cpu-select-lowering-strategy writes every op's schedule
+//   strategy  hyc-cpu-select-lowering-strategy writes every op's schedule,
+//             hyc-cpu-plan-memory every tensor's place (arena, weights)
 //   llvm      hyc-cpu-lower-to-calls applies it: LLVM dialect, memory planned
 //
 // `hyc compile --compile-to=<phase> --emit=mlir` stops after a phase;

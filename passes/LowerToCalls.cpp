@@ -12,8 +12,8 @@
 #include "passes/Passes.h"
 #include "passes/RopeFrequencies.h"
 
-#include "passes/ArenaAllocator.h"
-#include "passes/KernelSchemes.h"
+#include "passes/MemoryPlan.h"
+#include "passes/Schedule.h"
 
 #include "dialects/hyc/HycOps.h"
 #include "dialects/hyc_cpu/HycCpuDialect.h"
@@ -66,90 +66,24 @@ struct Storage {
   int64_t offset = 0; // Arena: byte offset; Weight: table index
 };
 
-/// Bytes of a tensor at its maximum shape.
-int64_t maxBytes(RankedTensorType t, ArrayRef<int64_t> bounds) {
-  int64_t n = t.getElementTypeBitWidth() / 8;
-  for (int64_t d : bounds)
-    n *= d;
-  return n;
-}
-
-/// A weight of the table: its type and the layout it is packed in.
-struct WeightEntry {
-  RankedTensorType type;
-  std::string layout; // "f32" or "bf16_vnni2"
-};
-
-/// Weights in table order, keyed by weightKey().
-using WeightTable = llvm::MapVector<std::string, WeightEntry,
-                                    std::map<std::string, unsigned>>;
-
-/// The weight-table key of a param: its tensor name, plus "#<derivation>"
-/// for tensors the compiler derives (e.g. "#w8a8", "#w8a8.scale").
-std::string weightKey(ParamOp p) {
-  std::string key = p.getRef().getTensor().str();
-  if (auto d = p->getAttrOfType<StringAttr>("hyc.quantize"))
-    key += "#" + d.str();
-  return key;
-}
-
-/// The operand whose leading dim is the token dim of `def`'s results:
-/// operand 0, except for ops whose first operand is a table or rows of
-/// another extent.
-Value tokenDimSource(Operation *def) {
-  if (auto e = dyn_cast<EmbeddingOp>(def))
-    return e.getIds();
-  if (auto u = dyn_cast<MoeUnpermuteOp>(def))
-    return u.getWeights();
-  return def->getOperand(0);
-}
-
-/// One dim of a tensor at run time: its LLVM i64 value and compile-time bound.
+/// One dim of a tensor at run time: its LLVM i64 value.
 struct Dim {
   Value value;
-  int64_t bound;
 };
-
-/// The schedule hyc-cpu-select-lowering-strategy wrote on `op`; null when
-/// it has none (the op then runs on its reference kernel).
-cpu::LoweringConfigAttr configOf(Operation *op) {
-  return op->getAttrOfType<cpu::LoweringConfigAttr>(cpu::kLoweringConfigName);
-}
-
-/// Whether `op`'s schedule names `kernel`.
-bool runsOn(Operation *op, StringRef kernel) {
-  cpu::LoweringConfigAttr c = configOf(op);
-  return c && c.getKernel() == kernel;
-}
-
-/// The generated-kernel scheme of a GEMM scheduled on `brgemm`, else null.
-const KernelScheme *brgemmScheme(Operation *op) {
-  cpu::LoweringConfigAttr c = configOf(op);
-  if (!c || c.getKernel() != "brgemm")
-    return nullptr;
-  return kernelSchemeNamed(c.getIsa().getValue(), c.getTypes().getValue());
-}
 
 class EntryLowering {
 public:
-  EntryLowering(ModuleOp module, func::FuncOp fn,
-                WeightTable &weightTable,
-                int64_t alignment, bool bf16Activations,
+  EntryLowering(ModuleOp module, func::FuncOp fn, bool bf16Activations,
                 std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels)
-      : module(module), fn(fn), weightTable(weightTable),
-        allocator(alignment), b(module.getContext()),
+      : module(module), fn(fn), b(module.getContext()),
         bf16Activations(bf16Activations), generatedKernels(generatedKernels) {}
 
-  /// Emits `llvm.func @hyc_<entry>_v0`; returns the arena bytes it needs.
-  FailureOr<int64_t> run();
+  /// Emits `llvm.func @hyc_<entry>_v0`.
+  LogicalResult run();
 
 private:
-  // Planning.
-  LogicalResult plan();
-  Value aliasRoot(Value v);
-  FailureOr<SmallVector<int64_t>> boundsOf(Value v);
-
-  // Emission.
+  /// Reads the plan of hyc-cpu-plan-memory into `storage`.
+  LogicalResult readPlan();
   LogicalResult emitOp(Operation *op);
   FailureOr<SmallVector<Dim>> dimsOf(Value v);
   Value ptrOf(Value v);
@@ -167,22 +101,16 @@ private:
 
   ModuleOp module;
   func::FuncOp fn;
-  WeightTable &weightTable;
-  ArenaAllocator allocator;
   OpBuilder b;
   bool bf16Activations;
-  /// Weights stored in a kernel layout (their GEMMs use the kernels).
-  DenseSet<Value> packedWeights;
   /// Generated kernels this module calls (name, k, m_max, isa).
   std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels;
   /// Arena bytes after the planned buffers, shared by kernels that need
-  /// scratch (bf16 activations of the GEMM drivers).
-  int64_t scratchOffset = 0, scratchBytes = 0;
+  /// scratch (converted activations, [gate | up] rows).
+  int64_t scratchOffset = 0;
   Location loc = UnknownLoc::get(module.getContext());
 
-  DenseMap<Value, Value> aliasOf;           // alias -> source
   DenseMap<Value, Storage> storage;         // root value -> storage
-  DenseMap<Value, SmallVector<int64_t>> bounds;
   DenseMap<Value, SmallVector<Dim>> dims;
   DenseMap<Value, Value> indexValues;       // index SSA -> llvm i64
 
@@ -190,218 +118,35 @@ private:
   DenseMap<Value, Value> loadedPtrs;        // root -> llvm.ptr
 };
 
-Value EntryLowering::aliasRoot(Value v) {
-  while (aliasOf.count(v))
-    v = aliasOf.lookup(v);
-  return v;
-}
-
-/// Bounds of every dim: static dims as they are, dynamic dims from
-/// hyc.assume_bounds, propagated along the producing op (token dims follow
-/// operand 0; MoE permuted rows are tokens * top_k).
-FailureOr<SmallVector<int64_t>> EntryLowering::boundsOf(Value v) {
-  auto it = bounds.find(v);
-  if (it != bounds.end())
-    return it->second;
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> result(type.getShape());
-  if (type.hasStaticShape()) {
-    bounds[v] = result;
-    return result;
-  }
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return fn.emitError() << "entry argument " << v
-                          << " has a dynamic dim without hyc.assume_bounds";
-  if (auto ab = dyn_cast<AssumeBoundsOp>(def)) {
-    ArrayRef<int64_t> ub = ab.getUpperBounds();
-    size_t j = 0;
-    for (int64_t &d : result)
-      if (ShapedType::isDynamic(d))
-        d = ub[j++];
-    bounds[v] = result;
-    return result;
-  }
-  int64_t tokenBound = -1;
-  if (auto permute = dyn_cast<MoePermuteOp>(def)) {
-    auto in = boundsOf(permute.getInput());
-    if (failed(in))
-      return failure();
-    int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
-    tokenBound = (*in)[0] * topK;
-  } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
-    auto in = boundsOf(collapse.getSrc());
-    if (failed(in))
-      return failure();
-    for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices())) {
-      int64_t n = 1;
-      for (int64_t j : group)
-        n *= (*in)[j];
-      result[i] = n;
-    }
-    bounds[v] = result;
-    return result;
-  } else if (def->getNumOperands() > 0 &&
-             isa<RankedTensorType>(def->getOperand(0).getType())) {
-    auto in = boundsOf(tokenDimSource(def));
-    if (failed(in))
-      return failure();
-    tokenBound = (*in)[0];
-  }
-  for (int64_t i = 0, e = result.size(); i < e; ++i) {
-    if (!ShapedType::isDynamic(result[i]))
-      continue;
-    if (i != 0 || tokenBound < 0)
-      return def->emitError() << "dim " << i << " of result type " << type
-                              << " is dynamic; only the leading token dim may be";
-    result[i] = tokenBound;
-  }
-  bounds[v] = result;
-  return result;
-}
-
-LogicalResult EntryLowering::plan() {
+LogicalResult EntryLowering::readPlan() {
+  auto scratch = fn->getAttrOfType<IntegerAttr>(plan::kScratchOffset);
+  if (!scratch)
+    return fn.emitError() << "entry has no memory plan (run "
+                             "hyc-cpu-plan-memory before hyc-cpu-lower-to-calls)";
+  scratchOffset = scratch.getInt();
   Block &body = fn.getBody().front();
-  // Liveness: index of the last op using each root buffer.
-  DenseMap<Operation *, int64_t> order;
-  int64_t idx = 0;
-  for (Operation &op : body)
-    order[&op] = idx++;
-
-  // Aliases and fixed storage first.
   storage[body.getArgument(0)] = {Storage::StepTokens};
   storage[body.getArgument(1)] = {Storage::StepPositions};
   for (Operation &op : body) {
-    if (auto ab = dyn_cast<AssumeBoundsOp>(op)) {
-      aliasOf[ab.getResult()] = ab.getInput();
-      // Entry arguments take the bounds asserted on them.
-      if (isa<BlockArgument>(ab.getInput())) {
-        auto bnd = boundsOf(ab.getResult());
-        if (failed(bnd))
-          return failure();
-        bounds[ab.getInput()] = *bnd;
-      }
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      auto index = p->getAttrOfType<IntegerAttr>(plan::kWeightIndex);
+      if (!index)
+        return p.emitError("weight without a table slot in the memory plan");
+      storage[p.getResult()] = {Storage::Weight, index.getInt()};
+      continue;
     }
-    else if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
-      aliasOf[e.getResult()] = e.getSrc();
-    else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op))
-      aliasOf[c.getResult()] = c.getSrc();
-    else if (auto ar = dyn_cast<AllReduceOp>(op))
-      aliasOf[ar.getResult()] = ar.getInput();
-    else if (auto p = dyn_cast<ParamOp>(op)) {
-      std::string name = weightKey(p);
-      auto type = cast<RankedTensorType>(p.getType());
-      // A weight read only by kernel GEMMs (as their B operand) is stored in
-      // the kernel's packed layout; a weight with any other reader (e.g. tied
-      // embeddings) stays row-major and its GEMMs use the reference path.
-      std::string layout = "f32";
-      const KernelScheme *packedFor = nullptr;
-      bool allKernel = !p->use_empty();
-      for (Operation *user : p->getUsers()) {
-        const KernelScheme *ks = gemmWeight(user) == p.getResult()
-                                     ? brgemmScheme(user)
-                                     : nullptr;
-        if (!ks || (packedFor && packedFor != ks))
-          allKernel = false;
-        packedFor = ks;
-      }
-      // The reference computes bf16 GEMMs in f32 on bf16-rounded weights.
-      bool allBf16Reference = !allKernel && !p->use_empty();
-      for (Operation *user : p->getUsers()) {
-        auto mm = dyn_cast<QuantMatmulOp>(user);
-        auto gm = dyn_cast<MoeGroupedMatmulOp>(user);
-        bool bf16Weight =
-            (mm && mm.getWeight() == p.getResult() &&
-             mm.getQuant().getScheme() == QuantScheme::bf16) ||
-            (gm && gm.getWeight() == p.getResult() &&
-             gm.getQuant().getScheme() == QuantScheme::bf16);
-        if (!bf16Weight)
-          allBf16Reference = false;
-      }
-      if (allKernel) {
-        layout = packedFor->layout;
-        packedWeights.insert(p.getResult());
-      } else if (allBf16Reference) {
-        layout = "bf16_as_f32";
-      } else if (type.getElementType().isInteger(8)) {
-        // W8A8 on the reference path: row-major int8 (hyrt_ref_*_w8a8).
-        layout = "i8";
-      }
-      auto it = weightTable.find(name);
-      if (it == weightTable.end())
-        weightTable.insert({name, WeightEntry{type, layout}});
-      else if (it->second.type != type || it->second.layout != layout)
-        return p.emitError() << "weight '" << name << "' is used as " << type
-                             << " (" << layout << ") and as " << it->second.type
-                             << " (" << it->second.layout << ")";
-      storage[p.getResult()] = {Storage::Weight,
-                                static_cast<int64_t>(weightTable.find(name) -
-                                                     weightTable.begin())};
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(plan::kArenaOffsets);
+    for (auto [i, r] : llvm::enumerate(op.getResults())) {
+      if (!isa<RankedTensorType>(r.getType()) || plan::aliasSource(r))
+        continue;
+      if (!offsets || int64_t(i) >= offsets.size() ||
+          offsets[i] == plan::kNotInArena)
+        return op.emitError() << "result " << i << " has no buffer in the memory plan";
+      storage[r] = offsets[i] == plan::kStepLogits
+                       ? Storage{Storage::StepLogits, 0}
+                       : Storage{Storage::Arena, offsets[i]};
     }
   }
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  Value logitsRoot = aliasRoot(ret.getOperand(0));
-  if (storage.count(logitsRoot))
-    return ret.emitError() << "the returned logits must be computed in the step";
-  storage[logitsRoot] = {Storage::StepLogits};
-
-  DenseMap<Value, int64_t> lastUse;
-  for (Operation &op : body)
-    for (Value operand : op.getOperands())
-      if (isa<RankedTensorType>(operand.getType())) {
-        Value root = aliasRoot(operand);
-        lastUse[root] = std::max(lastUse.lookup(root), order[&op]);
-      }
-
-  // Walk in order: allocate results, then free buffers whose last use is here.
-  DenseMap<int64_t, SmallVector<int64_t>> freeAt;
-  for (Operation &op : body) {
-    for (Value r : op.getResults()) {
-      auto type = dyn_cast<RankedTensorType>(r.getType());
-      if (!type || aliasOf.count(r) || storage.count(r))
-        continue;
-      auto bnd = boundsOf(r);
-      if (failed(bnd))
-        return failure();
-      int64_t offset = allocator.allocate(maxBytes(type, *bnd));
-      storage[r] = {Storage::Arena, offset};
-      // A result nobody reads (e.g. an unused residual) dies right away.
-      freeAt[std::max(lastUse.lookup(r), order[&op])].push_back(offset);
-    }
-    for (int64_t offset : freeAt.lookup(order[&op]))
-      allocator.release(offset);
-  }
-  // Bounds of aliases, for dims.
-  for (Operation &op : body)
-    for (Value r : op.getResults())
-      if (isa<RankedTensorType>(r.getType()) && failed(boundsOf(r)))
-        return failure();
-  // Scratch of the GEMM drivers (converted / quantized activations).
-  for (Operation &op : body)
-    if (Value w = gemmWeight(&op); w && packedWeights.count(w)) {
-      auto bnd = boundsOf(op.getOperand(0));
-      if (failed(bnd))
-        return failure();
-      scratchBytes = std::max(
-          scratchBytes, driverScratch(*brgemmScheme(&op), (*bnd)[0], (*bnd)[1]));
-    }
-  // The reference silu_mul epilogue computes [gate | up] into scratch.
-  for (Operation &op : body)
-    if (Value w = gemmWeight(&op); w && !packedWeights.count(w)) {
-      auto mm = dyn_cast<QuantMatmulOp>(op);
-      auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
-      if ((mm ? mm.getEpilogue() : gm.getEpilogue()) != Epilogue::silu_mul)
-        continue;
-      auto bnd = boundsOf(op.getOperand(0));
-      if (failed(bnd))
-        return failure();
-      auto wt = cast<RankedTensorType>(w.getType());
-      scratchBytes = std::max(scratchBytes,
-                              (*bnd)[0] * wt.getDimSize(wt.getRank() - 2) * 4);
-    }
-  // Scratch is live across every GEMM call, so it sits above all buffers.
-  if (scratchBytes > 0)
-    scratchOffset = allocator.reserveAtEnd(scratchBytes);
   return success();
 }
 
@@ -446,9 +191,6 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
   if (it != dims.end())
     return it->second;
   auto type = cast<RankedTensorType>(v.getType());
-  auto bnd = boundsOf(v);
-  if (failed(bnd))
-    return failure();
   SmallVector<Dim> result;
   Operation *def = v.getDefiningOp();
   // The value standing for a dynamic leading dim.
@@ -469,11 +211,11 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
       if (failed(in))
         return failure();
       for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices()))
-        result.push_back({product(*in, group.front(), group.back() + 1), (*bnd)[i]});
+        result.push_back({product(*in, group.front(), group.back() + 1)});
       dims[v] = result;
       return result;
     } else {
-      auto in = dimsOf(tokenDimSource(def));
+      auto in = dimsOf(plan::tokenDimSource(def));
       if (failed(in))
         return failure();
       dynamicLeading = (*in)[0].value;
@@ -481,14 +223,14 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
   }
   for (int64_t i = 0, e = type.getRank(); i < e; ++i) {
     int64_t d = type.getDimSize(i);
-    result.push_back({ShapedType::isDynamic(d) ? dynamicLeading : i64(d), (*bnd)[i]});
+    result.push_back({ShapedType::isDynamic(d) ? dynamicLeading : i64(d)});
   }
   dims[v] = result;
   return result;
 }
 
 Value EntryLowering::ptrOf(Value v) {
-  Value root = aliasRoot(v);
+  Value root = plan::aliasRoot(v);
   auto it = loadedPtrs.find(root);
   if (it != loadedPtrs.end())
     return it->second;
@@ -802,7 +544,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<QuantMatmulOp, MoeGroupedMatmulOp>([&](auto m) -> LogicalResult {
-        if (packedWeights.count(m.getWeight()))
+        if (brgemmScheme(m))
           return emitKernelMatmul(m);
         return emitReferenceMatmul(m);
       })
@@ -924,13 +666,13 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       });
 }
 
-FailureOr<int64_t> EntryLowering::run() {
+LogicalResult EntryLowering::run() {
   if (!fn.getBody().hasOneBlock())
     return fn.emitError("entry functions must be a single block");
   if (fn.getNumArguments() != 3)
     return fn.emitError() << "entry function needs (tokens, positions, cache), got "
                           << fn.getNumArguments() << " arguments";
-  if (failed(plan()))
+  if (failed(readPlan()))
     return failure();
 
   MLIRContext *ctx = module.getContext();
@@ -955,7 +697,7 @@ FailureOr<int64_t> EntryLowering::run() {
     if (failed(emitOp(&op)))
       return failure();
   }
-  return allocator.peakBytes();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -976,17 +718,18 @@ struct HycCpuLowerToCallsPass
       module.emitError("no function with a hyc.entry attribute to lower");
       return signalPassFailure();
     }
-    WeightTable weightTable;
-    int64_t arenaBytes = 0;
+    auto arena = module->getAttrOfType<IntegerAttr>("hyc.arena_bytes");
+    if (!arena) {
+      module.emitError("no memory plan (run hyc-cpu-plan-memory before "
+                       "hyc-cpu-lower-to-calls)");
+      return signalPassFailure();
+    }
+    int64_t arenaBytes = arena.getInt();
     std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
-      EntryLowering lowering(module, fn, weightTable, arenaAlignment,
-                             bf16Activations,
-                             kernels);
-      FailureOr<int64_t> bytes = lowering.run();
-      if (failed(bytes))
+      EntryLowering lowering(module, fn, bf16Activations, kernels);
+      if (failed(lowering.run()))
         return signalPassFailure();
-      arenaBytes = std::max(arenaBytes, *bytes);
     }
 
     OpBuilder b(module.getContext());
@@ -999,17 +742,6 @@ struct HycCpuLowerToCallsPass
                            LLVM::Linkage::External, "hyc_arena_bytes",
                            b.getI64IntegerAttr(arenaBytes));
 
-    // Record the weight table for the artifact writer: names and shapes in
-    // table order.
-    SmallVector<Attribute> names, types, layouts;
-    for (auto &[name, entry] : weightTable) {
-      names.push_back(b.getStringAttr(name));
-      types.push_back(TypeAttr::get(entry.type));
-      layouts.push_back(b.getStringAttr(entry.layout));
-    }
-    module->setAttr("hyc.weights", b.getArrayAttr(names));
-    module->setAttr("hyc.weight_types", b.getArrayAttr(types));
-    module->setAttr("hyc.weight_layouts", b.getArrayAttr(layouts));
     // Kernels for the driver to generate and embed: {name, k, m_max, isa,
     // types}.
     SmallVector<Attribute> kernelAttrs;
@@ -1023,7 +755,6 @@ struct HycCpuLowerToCallsPass
            b.getNamedAttr("types", b.getStringAttr(types))}));
     }
     module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
-    module->setAttr("hyc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
 
     // The hyc-level functions are now fully replaced; drop them and every op
     // they used.

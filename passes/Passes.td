@@ -22,11 +22,9 @@ def HycCpuLowerToCalls : Pass<"hyc-cpu-lower-to-calls", "::mlir::ModuleOp"> {
     an `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
     `runtime/include/hyrt/abi.h`:
 
-    * activation memory is planned statically at the maximum shape given by
-      `hyc.assume_bounds`: one arena, liveness-based first-fit reuse, 64-byte
-      aligned; the returned logits are written straight into `step->logits`;
-    * `hyc.param`s become loads from the weight table (index = order of first
-      use across the module, recorded in the module attribute `hyc.weights`);
+    * tensors live where hyc-cpu-plan-memory put them (arena offsets, the
+      weight table, step fields); the returned logits go straight into
+      `step->logits`;
     * each hyc op becomes one call to its `hyrt_ref_*` kernel with the actual
       token count read from the step at run time;
     * RoPE frequency tables are computed here and emitted as constant globals.
@@ -37,11 +35,29 @@ def HycCpuLowerToCalls : Pass<"hyc-cpu-lower-to-calls", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
   let options = [
-    Option<"arenaAlignment", "arena-alignment", "int64_t", /*default=*/"64",
-           "Byte alignment of every planned buffer">,
     Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
            "Reference bf16 GEMMs round their activations to bf16 first "
            "(the semantics of native-bf16 kernels, for comparing with them)">
+  ];
+}
+
+def HycCpuPlanMemory : Pass<"hyc-cpu-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Plan every activation into one arena at the maximum shape";
+  let description = [{
+    Sizes each tensor of an entry function at its bounds (dynamic dims from
+    `hyc.assume_bounds`, propagated along token dims) and gives it a byte
+    offset in one arena with liveness-based first-fit reuse; results are
+    allocated before operands are freed, so no kernel runs in place. Records
+    `hyc_cpu.arena_offsets` on each op (per result; -2: the returned logits,
+    written into the step), `hyc_cpu.weight_index` on each `hyc.param`,
+    `hyc_cpu.scratch_offset` on each entry (the kernel drivers' scratch,
+    above every buffer), and on the module the weight table
+    (`hyc.weights`, `hyc.weight_types`, `hyc.weight_layouts`: the layout of
+    the kernel the weight's GEMMs were scheduled on) and `hyc.arena_bytes`.
+  }];
+  let options = [
+    Option<"arenaAlignment", "arena-alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every planned buffer">
   ];
 }
 

@@ -1,5 +1,5 @@
-// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=avx512 --hyc-cpu-lower-to-calls | FileCheck %s
-// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" --hyc-cpu-lower-to-calls | FileCheck %s --check-prefix=NATIVE
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=avx512 --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls | FileCheck %s --check-prefix=NATIVE
 // hyc-cpu-lower-to-calls applying brgemm schedules: GEMMs on named
 // weights call the hyrt_cpu_gemm_* drivers with the address of a generated
 // kernel, weights get the kernel's layout, and the drivers' scratch sits

@@ -1,4 +1,4 @@
-// RUN: hyc-opt %s --hyc-cpu-lower-to-calls -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls -split-input-file -verify-diagnostics | FileCheck %s
 
 !cache = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 4, v_head_dim = 4>
 

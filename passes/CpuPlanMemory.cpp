@@ -1,0 +1,321 @@
+//===- CpuPlanMemory.cpp - the static memory plan at the maximum shape ----===//
+//
+// Every activation of an entry function gets a byte offset in one arena,
+// sized at its maximum shape (dynamic dims from hyc.assume_bounds):
+// liveness-based first-fit reuse, 64-byte aligned, results allocated before
+// operands are freed so that no kernel runs in place. Weights get a slot in
+// the weight table and the layout the artifact writer packs them in (the
+// layout of the kernel their GEMMs were scheduled on). Kernel drivers share
+// one scratch region above every buffer. The decisions are attributes
+// (MemoryPlan.h) that hyc-cpu-lower-to-calls reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/ArenaAllocator.h"
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+#include "passes/Schedule.h"
+
+#include "dialects/hyc/HycOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/MapVector.h"
+
+#include <map>
+
+namespace hyc {
+#define GEN_PASS_DEF_HYCCPUPLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace hyc
+
+using namespace mlir;
+using namespace hyc;
+
+namespace {
+
+/// Bytes of a tensor at its maximum shape.
+int64_t maxBytes(RankedTensorType t, ArrayRef<int64_t> bounds) {
+  int64_t n = t.getElementTypeBitWidth() / 8;
+  for (int64_t d : bounds)
+    n *= d;
+  return n;
+}
+
+/// A weight of the table: its type and the layout it is packed in.
+struct WeightEntry {
+  RankedTensorType type;
+  std::string layout;
+};
+
+/// Weights in table order, keyed by weightKey().
+using WeightTable =
+    llvm::MapVector<std::string, WeightEntry, std::map<std::string, unsigned>>;
+
+/// The weight-table key of a param: its tensor name, plus "#<derivation>"
+/// for tensors the compiler derives (e.g. "#w8a8", "#w8a8.scale").
+std::string weightKey(ParamOp p) {
+  std::string key = p.getRef().getTensor().str();
+  if (auto d = p->getAttrOfType<StringAttr>("hyc.quantize"))
+    key += "#" + d.str();
+  return key;
+}
+
+/// The layout a weight is stored in: the packed layout of the kernel its
+/// GEMMs were scheduled on (the strategy puts every reader of a weight on
+/// the same kernel or none on a kernel), else row-major: f32, bf16-rounded
+/// f32 for reference bf16 GEMMs, int8 for reference W8A8.
+std::string layoutOf(ParamOp p) {
+  bool allBf16 = !p->use_empty();
+  for (Operation *user : p->getUsers()) {
+    if (gemmWeight(user) == p.getResult())
+      if (const KernelScheme *ks = brgemmScheme(user))
+        return ks->layout;
+    auto mm = dyn_cast<QuantMatmulOp>(user);
+    auto gm = dyn_cast<MoeGroupedMatmulOp>(user);
+    allBf16 = allBf16 && gemmWeight(user) == p.getResult() &&
+              (mm ? mm.getQuant() : gm.getQuant()).getScheme() == QuantScheme::bf16;
+  }
+  if (allBf16)
+    return "bf16_as_f32";
+  if (cast<RankedTensorType>(p.getType()).getElementType().isInteger(8))
+    return "i8";
+  return "f32";
+}
+
+class EntryPlan {
+public:
+  EntryPlan(func::FuncOp fn, WeightTable &weights, int64_t alignment)
+      : fn(fn), weights(weights), allocator(alignment) {}
+
+  /// Plans the entry; returns the arena bytes it needs.
+  FailureOr<int64_t> run();
+
+private:
+  FailureOr<SmallVector<int64_t>> boundsOf(Value v);
+  LogicalResult placeWeights();
+  int64_t scratchNeeded(Operation &op, ArrayRef<int64_t> inputBounds);
+
+  func::FuncOp fn;
+  WeightTable &weights;
+  ArenaAllocator allocator;
+  DenseMap<Value, SmallVector<int64_t>> bounds;
+};
+
+/// Bounds of every dim: static dims as they are, dynamic dims from
+/// hyc.assume_bounds, propagated along the producing op (token dims follow
+/// the token-dim source; MoE permuted rows are tokens * top_k).
+FailureOr<SmallVector<int64_t>> EntryPlan::boundsOf(Value v) {
+  auto it = bounds.find(v);
+  if (it != bounds.end())
+    return it->second;
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> result(type.getShape());
+  if (type.hasStaticShape())
+    return bounds[v] = result;
+  Operation *def = v.getDefiningOp();
+  if (!def) {
+    // An entry argument takes the bounds asserted on it.
+    for (Operation *user : v.getUsers())
+      if (auto ab = dyn_cast<AssumeBoundsOp>(user))
+        return boundsOf(ab.getResult());
+    return fn.emitError() << "entry argument " << v
+                          << " has a dynamic dim without hyc.assume_bounds";
+  }
+  if (auto ab = dyn_cast<AssumeBoundsOp>(def)) {
+    ArrayRef<int64_t> ub = ab.getUpperBounds();
+    size_t j = 0;
+    for (int64_t &d : result)
+      if (ShapedType::isDynamic(d))
+        d = ub[j++];
+    return bounds[v] = result;
+  }
+  int64_t tokenBound = -1;
+  if (auto permute = dyn_cast<MoePermuteOp>(def)) {
+    auto in = boundsOf(permute.getInput());
+    if (failed(in))
+      return failure();
+    tokenBound = (*in)[0] *
+                 cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
+  } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+    auto in = boundsOf(collapse.getSrc());
+    if (failed(in))
+      return failure();
+    for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices())) {
+      int64_t n = 1;
+      for (int64_t j : group)
+        n *= (*in)[j];
+      result[i] = n;
+    }
+    return bounds[v] = result;
+  } else if (def->getNumOperands() > 0 &&
+             isa<RankedTensorType>(def->getOperand(0).getType())) {
+    auto in = boundsOf(plan::tokenDimSource(def));
+    if (failed(in))
+      return failure();
+    tokenBound = (*in)[0];
+  }
+  for (int64_t i = 0, e = result.size(); i < e; ++i) {
+    if (!ShapedType::isDynamic(result[i]))
+      continue;
+    if (i != 0 || tokenBound < 0)
+      return def->emitError() << "dim " << i << " of result type " << type
+                              << " is dynamic; only the leading token dim may be";
+    result[i] = tokenBound;
+  }
+  return bounds[v] = result;
+}
+
+LogicalResult EntryPlan::placeWeights() {
+  for (auto p : fn.getBody().getOps<ParamOp>()) {
+    std::string name = weightKey(p);
+    auto type = cast<RankedTensorType>(p.getType());
+    std::string layout = layoutOf(p);
+    auto it = weights.find(name);
+    if (it == weights.end())
+      it = weights.insert({name, WeightEntry{type, layout}}).first;
+    else if (it->second.type != type || it->second.layout != layout)
+      return p.emitError() << "weight '" << name << "' is used as " << type << " ("
+                           << layout << ") and as " << it->second.type << " ("
+                           << it->second.layout << ")";
+    p->setAttr(plan::kWeightIndex,
+               IntegerAttr::get(IntegerType::get(p.getContext(), 64),
+                                int64_t(it - weights.begin())));
+  }
+  return success();
+}
+
+/// Scratch bytes `op` needs above the planned buffers: a kernel driver's
+/// converted activations, or the [gate | up] rows of a reference silu_mul
+/// GEMM.
+int64_t EntryPlan::scratchNeeded(Operation &op, ArrayRef<int64_t> in) {
+  Value w = gemmWeight(&op);
+  if (!w)
+    return 0;
+  if (const KernelScheme *ks = brgemmScheme(&op))
+    return driverScratch(*ks, in[0], in[1]);
+  auto mm = dyn_cast<QuantMatmulOp>(op);
+  auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
+  if ((mm ? mm.getEpilogue() : gm.getEpilogue()) != Epilogue::silu_mul)
+    return 0;
+  auto wt = cast<RankedTensorType>(w.getType());
+  return in[0] * wt.getDimSize(wt.getRank() - 2) * 4;
+}
+
+FailureOr<int64_t> EntryPlan::run() {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("entry functions must be a single block");
+  Block &body = fn.getBody().front();
+  if (failed(placeWeights()))
+    return failure();
+
+  // The returned logits are written straight into step->logits.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value logits = plan::aliasRoot(ret.getOperand(0));
+  if (!logits.getDefiningOp() || isa<ParamOp>(logits.getDefiningOp()))
+    return ret.emitError() << "the returned logits must be computed in the step";
+
+  // Liveness: position of the last op reading each buffer (through aliases).
+  DenseMap<Operation *, int64_t> order;
+  for (Operation &op : body)
+    order[&op] = int64_t(order.size());
+  DenseMap<Value, int64_t> lastUse;
+  for (Operation &op : body)
+    for (Value operand : op.getOperands())
+      if (isa<RankedTensorType>(operand.getType())) {
+        Value root = plan::aliasRoot(operand);
+        lastUse[root] = std::max(lastUse.lookup(root), order[&op]);
+      }
+
+  // Walk in order: allocate results, then free buffers whose last use is here.
+  DenseMap<int64_t, SmallVector<int64_t>> freeAt;
+  Builder b(fn.getContext());
+  for (Operation &op : body) {
+    if (isa<ParamOp>(op) || op.getNumResults() == 0)
+      continue;
+    SmallVector<int64_t> offsets;
+    for (Value r : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(r.getType());
+      if (!type || plan::aliasSource(r)) {
+        offsets.push_back(plan::kNotInArena);
+        continue;
+      }
+      if (r == logits) {
+        offsets.push_back(plan::kStepLogits);
+        continue;
+      }
+      auto bnd = boundsOf(r);
+      if (failed(bnd))
+        return failure();
+      int64_t offset = allocator.allocate(maxBytes(type, *bnd));
+      offsets.push_back(offset);
+      // A result nobody reads (e.g. an unused residual) dies right away.
+      freeAt[std::max(lastUse.lookup(r), order[&op])].push_back(offset);
+    }
+    if (llvm::any_of(offsets, [](int64_t o) { return o != plan::kNotInArena; }))
+      op.setAttr(plan::kArenaOffsets, b.getDenseI64ArrayAttr(offsets));
+    for (int64_t offset : freeAt.lookup(order[&op]))
+      allocator.release(offset);
+  }
+  // Every dim must have a bound, aliases included.
+  for (Operation &op : body)
+    for (Value r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()) && failed(boundsOf(r)))
+        return failure();
+  // Scratch is live across every call that uses it, so it sits above all
+  // buffers.
+  int64_t scratch = 0;
+  for (Operation &op : body)
+    if (gemmWeight(&op)) {
+      auto in = boundsOf(op.getOperand(0));
+      if (failed(in))
+        return failure();
+      scratch = std::max(scratch, scratchNeeded(op, *in));
+    }
+  int64_t scratchOffset = scratch > 0 ? allocator.reserveAtEnd(scratch) : 0;
+  fn->setAttr(plan::kScratchOffset, b.getI64IntegerAttr(scratchOffset));
+  return allocator.peakBytes();
+}
+
+struct HycCpuPlanMemoryPass
+    : public hyc::impl::HycCpuPlanMemoryBase<HycCpuPlanMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    WeightTable weights;
+    int64_t arenaBytes = 0;
+    bool any = false;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (!fn->hasAttr("hyc.entry"))
+        continue;
+      any = true;
+      EntryPlan plan(fn, weights, arenaAlignment);
+      FailureOr<int64_t> bytes = plan.run();
+      if (failed(bytes))
+        return signalPassFailure();
+      arenaBytes = std::max(arenaBytes, *bytes);
+    }
+    if (!any) {
+      module.emitError("no function with a hyc.entry attribute to plan");
+      return signalPassFailure();
+    }
+    // The weight table for the artifact writer: names, types and layouts in
+    // table order.
+    Builder b(module.getContext());
+    SmallVector<Attribute> names, types, layouts;
+    for (auto &[name, entry] : weights) {
+      names.push_back(b.getStringAttr(name));
+      types.push_back(TypeAttr::get(entry.type));
+      layouts.push_back(b.getStringAttr(entry.layout));
+    }
+    module->setAttr("hyc.weights", b.getArrayAttr(names));
+    module->setAttr("hyc.weight_types", b.getArrayAttr(types));
+    module->setAttr("hyc.weight_layouts", b.getArrayAttr(layouts));
+    module->setAttr("hyc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+  }
+};
+
+} // namespace
