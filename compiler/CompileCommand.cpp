@@ -3,8 +3,10 @@
 // Phases (each printable with --emit=mlir --compile-to=<phase>):
 //   import    checkpoint -> hyc IR (@extend, @decode) at the requested bounds
 //   global    graph-level passes (quantize policy, fusions)
-//   strategy  every compute op carries its #hyc_cpu.lowering_config
-//   llvm      LLVM dialect calling the chosen kernels (compiler/Pipeline.h)
+//   strategy  every compute op carries its #hyc_cpu.lowering_config and
+//             every tensor its place in memory
+//   kernel    hyc_kernel ops: planned buffers and microkernel calls
+//   llvm      LLVM dialect (compiler/Pipeline.h)
 // then LLVM IR -> object -> model.so (+ weights.bin, manifest.json, tokenizer).
 //
 //===----------------------------------------------------------------------===//
@@ -78,8 +80,9 @@ options:
   --compile-to PHASE       with --emit=mlir: import (hyc IR, default) |
                            global (after the graph passes: quantize
                            policy, fusions) | strategy (every op carries
-                           its #hyc_cpu.lowering_config) | llvm (LLVM
-                           dialect; `lower` is an alias)
+                           its #hyc_cpu.lowering_config and buffer) |
+                           kernel (hyc_kernel microkernel calls) | llvm
+                           (LLVM dialect; `lower` is an alias)
   --disable-pass NAMES     leave out these graph passes (comma-separated:
                            hyc-global-fuse-gate-up-silu,
                            hyc-global-fuse-residual-norm,
@@ -174,7 +177,7 @@ int runCompileCommand(int argc, char **argv) {
   Phase lastPhase;
   if (!parsePhase(phase, lastPhase)) {
     std::fprintf(stderr,
-                 "hyc compile: --compile-to expects import|global|strategy|llvm, "
+                 "hyc compile: --compile-to expects import|global|strategy|kernel|llvm, "
                  "got '%s'\n",
                  phase.c_str());
     return 2;
@@ -308,7 +311,7 @@ int runCompileCommand(int argc, char **argv) {
     return fail(error);
   if (args.has("print-schedule"))
     std::fputs(scheduleTable(*module).c_str(), stderr);
-  if (runTo == Phase::Llvm && !runPhases(Phase::Llvm))
+  if (runTo > Phase::Strategy && !runPhases(runTo))
     return fail(error);
   if (emit == "mlir")
     return writeFile(output, printModule(*module), error) ? 0 : fail(error);

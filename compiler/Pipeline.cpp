@@ -6,6 +6,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/Support/Format.h"
 
@@ -21,6 +22,8 @@ bool parsePhase(const std::string &name, Phase &phase) {
     phase = Phase::Global;
   else if (name == "strategy")
     phase = Phase::Strategy;
+  else if (name == "kernel")
+    phase = Phase::Kernel;
   else if (name == "llvm" || name == "lower")
     phase = Phase::Llvm;
   else
@@ -77,10 +80,16 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     pm.addPass(createHycCpuPlanMemory());
   }
 
-  HycCpuLowerToCallsOptions lowering;
+  HycCpuLowerToKernelOptions lowering;
   lowering.bf16Activations = options.bf16Activations;
+  if (runs(Phase::Kernel)) {
+    pm.addPass(createHycCpuLowerToKernel(lowering));
+    // Dispatches and buffer views are Pure: equal ones merge (a kernel is
+    // dispatched once per entry, however many GEMMs share it).
+    pm.addPass(mlir::createCSEPass());
+  }
   if (runs(Phase::Llvm))
-    pm.addPass(createHycCpuLowerToCalls(lowering));
+    pm.addPass(createConvertHycKernelToLLVM());
   return true;
 }
 

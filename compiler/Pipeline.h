@@ -3,7 +3,8 @@
 //   global    graph-level rewrites on hyc ops: quantize policy, fusions
 //   strategy  hyc-cpu-select-lowering-strategy writes every op's schedule,
 //             hyc-cpu-plan-memory every tensor's place (arena, weights)
-//   llvm      hyc-cpu-lower-to-calls applies it: LLVM dialect, memory planned
+//   kernel    hyc-cpu-lower-to-kernel: hyc_kernel ops on planned buffers
+//   llvm      convert-hyc-kernel-to-llvm: the LLVM dialect
 //
 // `hyc compile --compile-to=<phase> --emit=mlir` stops after a phase;
 // `--disable-pass=<name>` drops a graph pass so tests can compare fused and
@@ -22,7 +23,7 @@
 
 namespace hyc::compiler {
 
-enum class Phase { Import, Global, Strategy, Llvm };
+enum class Phase { Import, Global, Strategy, Kernel, Llvm };
 
 /// Parses a --compile-to value (`lower` is the old name of `llvm`).
 bool parsePhase(const std::string &name, Phase &phase);

@@ -7,7 +7,7 @@
 // the weight table and the layout the artifact writer packs them in (the
 // layout of the kernel their GEMMs were scheduled on). Kernel drivers share
 // one scratch region above every buffer. The decisions are attributes
-// (MemoryPlan.h) that hyc-cpu-lower-to-calls reads.
+// (MemoryPlan.h) that hyc-cpu-lower-to-kernel reads.
 //
 //===----------------------------------------------------------------------===//
 

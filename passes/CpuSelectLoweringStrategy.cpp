@@ -2,7 +2,7 @@
 //
 // The "choose" half of CPU code generation: every compute op of an entry
 // function gets a #hyc_cpu.lowering_config saying which implementation runs
-// it and with what blocking and threading. hyc-cpu-lower-to-calls applies
+// it and with what blocking and threading. hyc-cpu-lower-to-kernel applies
 // the decisions and decides nothing itself.
 //
 //===----------------------------------------------------------------------===//

@@ -10,30 +10,43 @@
 
 include "mlir/Pass/PassBase.td"
 
-def HycCpuLowerToCalls : Pass<"hyc-cpu-lower-to-calls", "::mlir::ModuleOp"> {
-  let summary = "Lower hyc entry functions to LLVM calls into runtime kernels";
+def ConvertHycKernelToLLVM : Pass<"convert-hyc-kernel-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "Convert kernel-level entry functions to the LLVM dialect";
   let description = [{
-    Applies the schedule of hyc-cpu-select-lowering-strategy: an op whose
-    `#hyc_cpu.lowering_config` names `brgemm` calls its `hyrt_cpu_gemm_*`
-    driver with the generated kernel, tile rows and threading threshold the
-    config gives; `paged_attention` calls `hyrt_cpu_paged_attention`; every
-    other op (and any op without a config) calls its fp32 reference kernel.
-    Every `func.func` carrying `hyc.entry` becomes
-    an `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
-    `runtime/include/hyrt/abi.h`:
-
-    * tensors live where hyc-cpu-plan-memory put them (arena offsets, the
-      weight table, step fields); the returned logits go straight into
-      `step->logits`;
-    * each hyc op becomes one call to its `hyrt_ref_*` kernel with the actual
-      token count read from the step at run time;
-    * RoPE frequency tables are computed here and emitted as constant globals.
-
-    The module also gets `hyc_abi_version` and `hyc_arena_bytes` globals.
-    Ops without a reference lowering (fused epilogues, collectives across more
-    than one rank) are rejected with an error naming the op.
+    Every `func.func` carrying `hyc.entry` (after hyc-cpu-lower-to-kernel:
+    no arguments, only hyc_kernel, arith and func ops) becomes
+    `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
+    `runtime/include/hyrt/abi.h`: `hyc_kernel.buffer` -> an address (arena +
+    i64 offset, a weight-table slot, a step field), `step_size` -> a load of
+    the step, `brgemm.dispatch` -> the address of the generated kernel
+    (listed in the module attribute `hyc.kernels` for the compiler to
+    generate and embed), `constant_table` -> an internal global, `ukernel` ->
+    a call. The module gets the `hyc_abi_version` and `hyc_arena_bytes`
+    globals.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def HycCpuLowerToKernel : Pass<"hyc-cpu-lower-to-kernel", "::mlir::ModuleOp"> {
+  let summary = "Lower hyc ops to hyc_kernel microkernel calls on planned buffers";
+  let description = [{
+    Applies the schedule of hyc-cpu-select-lowering-strategy and the plan of
+    hyc-cpu-plan-memory: each entry function is rebuilt as a function of no
+    arguments whose body is hyc_kernel ops. Tensors become
+    `hyc_kernel.buffer`s (views of where the plan put them; reshapes are
+    further views, no copies), dynamic sizes `hyc_kernel.step_size` reads
+    and index arithmetic, a GEMM scheduled on `brgemm` a
+    `hyc_kernel.brgemm.dispatch` of its block kernel plus a `ukernel` call of
+    its `hyrt_cpu_gemm_*` driver with the config's row tile and threading
+    threshold, attention scheduled on `paged_attention` a call of
+    `hyrt_cpu_paged_attention[_append]`, and every other op a `ukernel` call
+    of its fp32 reference kernel; RoPE frequency tables are computed here
+    as `hyc_kernel.constant_table`s. Ops without a lowering (collectives
+    across more than one rank, unsupported quantization) are rejected with
+    an error naming the op.
+  }];
+  let dependentDialects = ["::hyc::kernel::HycKernelDialect",
+                           "::mlir::arith::ArithDialect"];
   let options = [
     Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
            "Reference bf16 GEMMs round their activations to bf16 first "

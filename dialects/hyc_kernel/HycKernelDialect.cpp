@@ -25,8 +25,10 @@ bool supportedBrgemmTypes(Type a, Type b, Type c) {
     return true;
   if (a.isBF16() && b.isBF16() && c.isF32())
     return true;
-  if (a.isInteger(8) && b.isInteger(8) && c.isInteger(32))
-    return true;
+  if (a.isInteger(8) && b.isInteger(8) && (c.isInteger(32) || c.isF32()))
+    return true; // f32: u8 x s8 with the per-token x per-channel rescale
+  if (a.isF32() && b.isBF16() && c.isF32())
+    return true; // bf16 weights widened to fp32 FMA
   if (a.isBF16() && isa<Float8E4M3FNType>(b) && c.isF32())
     return true;
   return false;
@@ -157,6 +159,45 @@ LogicalResult PagedAttentionOp::verify() {
                            << d.getHeadDim() << ") does not match the cache "
                            << cache;
   }
+  return success();
+}
+
+LogicalResult BufferOp::verify() {
+  StringRef space = getSpace();
+  static const char *const kSpaces[] = {
+      "arena",          "scratch",     "weight",          "step_tokens",
+      "step_positions", "step_logits", "step_logit_rows", "null"};
+  if (llvm::find(kSpaces, space) == std::end(kSpaces))
+    return emitOpError() << "space must be arena, scratch, weight, step_tokens, "
+                            "step_positions, step_logits, step_logit_rows or "
+                            "null, got '"
+                         << space << "'";
+  if (getOffset() < 0)
+    return emitOpError() << "offset must be non-negative, got " << getOffset();
+  auto type = cast<MemRefType>(getResult().getType());
+  if (int64_t(getSizes().size()) != type.getNumDynamicDims())
+    return emitOpError() << type << " has " << type.getNumDynamicDims()
+                         << " dynamic dims but " << getSizes().size()
+                         << " sizes were given";
+  return success();
+}
+
+LogicalResult StepSizeOp::verify() {
+  if (getField() != "num_tokens" && getField() != "num_logit_rows")
+    return emitOpError() << "field must be num_tokens or num_logit_rows, got \""
+                         << getField() << "\"";
+  return success();
+}
+
+LogicalResult UkernelOp::verify() {
+  if (!getName().starts_with("hyrt_"))
+    return emitOpError() << "names a runtime kernel (hyrt_*), got \"" << getName()
+                         << "\"";
+  for (Type t : getArgs().getTypes())
+    if (!isa<MemRefType, IndexType, IntegerType, FloatType>(t))
+      return emitOpError() << "operands must be memrefs, indices, integers or "
+                              "floats, got "
+                           << t;
   return success();
 }
 

@@ -19,7 +19,11 @@ def HycKernel_BrgemmDispatchOp : HycKernel_Op<"brgemm.dispatch", [Pure]> {
     `C[m, n] (+)= sum_b A_b[m, k] * B_b[k, n]` for an `[m, n, k]` block with
     leading dims `[lda, ldb, ldc]`. `b_layout` names the packed weight layout
     the kernel reads (`row`, `vnni2` for bf16 pairs, `vnni4` for int8 quads).
-    `m` is the maximum block height; invoke may pass fewer rows.
+    `m` is the maximum block height; invoke may pass fewer rows. `isa`
+    names the instruction set the kernel is generated for (`avx512core`,
+    `avx512bf16`, `avx512vnni`, `avx2`, `amx`); the kernel is then the
+    function `hyc_brgemm_<types>_<m>x<n>x<k>_<isa>` embedded in the
+    artifact, and the handle is its address.
 
     ```mlir
     %h = hyc_kernel.brgemm.dispatch [32, 32, 64] ld [64, 32, 32]
@@ -29,7 +33,7 @@ def HycKernel_BrgemmDispatchOp : HycKernel_Op<"brgemm.dispatch", [Pure]> {
   let arguments = (ins DenseI64ArrayAttr:$shape, DenseI64ArrayAttr:$leading_dims,
                        TypeAttr:$a_type, TypeAttr:$b_type, TypeAttr:$c_type,
                        StrAttr:$b_layout, UnitAttr:$zero_init,
-                       Hyc_EpilogueAttr:$epilogue);
+                       Hyc_EpilogueAttr:$epilogue, OptionalAttr<StrAttr>:$isa);
   let results = (outs I64:$handle);
   let assemblyFormat = [{
     $shape `ld` $leading_dims `(` $a_type `,` $b_type `->` $c_type `)` attr-dict `->` type($handle)
@@ -146,6 +150,86 @@ def HycKernel_PagedAttentionOp : HycKernel_Op<"paged_attention"> {
                        I64Attr:$layer, F32Attr:$scale);
   let assemblyFormat = [{
     $handle `,` $query `,` $cache `,` $out attr-dict `:` type($query) `,` qualified(type($cache)) `,` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Planned buffers and microkernel calls
+//===----------------------------------------------------------------------===//
+
+def HycKernel_BufferOp : HycKernel_Op<"buffer", [Pure]> {
+  let summary = "A planned buffer seen as a memref";
+  let description = [{
+    Where hyc-cpu-plan-memory put a tensor: `arena` (byte `offset` into the
+    activation arena), `scratch` (the drivers' scratch region at `offset`),
+    `weight` (slot `offset` of the weight table), a field of the step
+    (`step_tokens`, `step_positions`, `step_logits`, `step_logit_rows`), or
+    `null` (an absent
+    optional operand). `sizes` give the dynamic dims. Views of one buffer
+    with other shapes are further `buffer` ops at the same place: no copy.
+
+    ```mlir
+    %x = hyc_kernel.buffer "arena" [128] (%t) : memref<?x64xf32>
+    %w = hyc_kernel.buffer "weight" [3] : memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$space, I64Attr:$offset, Variadic<Index>:$sizes);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = [{
+    $space `[` $offset `]` (`(` $sizes^ `)`)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def HycKernel_StepSizeOp : HycKernel_Op<"step_size", [Pure]> {
+  let summary = "A size read from the step at run time";
+  let description = [{
+    `num_tokens` (tokens in the step) or `num_logit_rows` (rows of logits
+    the step asks for).
+
+    ```mlir
+    %t = hyc_kernel.step_size "num_tokens"
+    ```
+  }];
+  let arguments = (ins StrAttr:$field);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$field attr-dict";
+  let hasVerifier = 1;
+}
+
+def HycKernel_ConstantTableOp : HycKernel_Op<"constant_table", [Pure]> {
+  let summary = "Read-only data computed at compile time (e.g. RoPE frequencies)";
+  let description = [{
+    ```mlir
+    %f = hyc_kernel.constant_table dense<[1.0, 0.01]> : tensor<2xf32> -> memref<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$values);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = "$values attr-dict `->` type($result)";
+}
+
+def HycKernel_UkernelOp : HycKernel_Op<"ukernel"> {
+  let summary = "Call a runtime microkernel by name";
+  let description = [{
+    Calls the C function `name` of the runtime's kernel libraries
+    (`hyrt_ref_*`, `hyrt_cpu_*`) with its operands in order: a memref passes
+    its base address, an index or integer its value, a float its value, a
+    kernel handle the kernel's address. With `kv_step`, the KV cache and
+    the step are passed first. Reads and writes memory: calls keep their
+    order.
+
+    ```mlir
+    hyc_kernel.ukernel "hyrt_ref_rms_norm" (%x, %res, %w, %rows, %dim, %eps, %y, %r)
+        : memref<?x64xf32>, memref<0xf32>, memref<64xf32>, index, index, f32,
+          memref<?x64xf32>, memref<0xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, UnitAttr:$kv_step,
+                       Variadic<AnyType>:$args);
+  let assemblyFormat = [{
+    $name `(` $args `)` attr-dict `:` type($args)
   }];
   let hasVerifier = 1;
 }

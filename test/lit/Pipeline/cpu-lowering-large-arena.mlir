@@ -1,4 +1,4 @@
-// RUN: hyc-opt %s --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-plan-memory --hyc-cpu-lower-to-kernel --convert-hyc-kernel-to-llvm | FileCheck %s
 // Arenas past 256 MiB: buffer offsets are i64 values, not GEP's 29-bit
 // embedded constants (which would silently wrap and alias buffers).
 

@@ -1,4 +1,4 @@
-// RUN: hyc-opt %s --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-plan-memory --hyc-cpu-lower-to-kernel --convert-hyc-kernel-to-llvm -split-input-file -verify-diagnostics | FileCheck %s
 
 !cache = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 4, v_head_dim = 4>
 
@@ -12,7 +12,7 @@
 // CHECK-SAME: hyc.weights = ["embed", "norm", "wq", "wk", "wv", "wo"]
 // CHECK-DAG: llvm.mlir.global external constant @hyc_abi_version(2 : i32)
 // CHECK-DAG: llvm.mlir.global external constant @hyc_arena_bytes([[ARENA]] : i64)
-// CHECK-DAG: llvm.mlir.global internal constant @hyc_rope_inv_freq_{{[0-9]+}}(dense<[1.000000e+00, 0.00999999977]> : tensor<2xf32>)
+// CHECK-DAG: llvm.mlir.global internal constant @hyc_const_{{[0-9]+}}(dense<[1.000000e+00, 0.00999999977]> : tensor<2xf32>)
 // CHECK: llvm.func @hyc_extend_v0(%[[STEP:.+]]: !llvm.ptr, %[[KV:.+]]: !llvm.ptr, %[[W:.+]]: !llvm.ptr, %[[ARENA_PTR:.+]]: !llvm.ptr) -> i32
 // CHECK: %[[T_ADDR:.+]] = llvm.getelementptr %[[STEP]][0] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK: %[[T:.+]] = llvm.load %[[T_ADDR]] : !llvm.ptr -> i64

@@ -1,6 +1,6 @@
-// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=avx512 --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls | FileCheck %s
-// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" --hyc-cpu-plan-memory --hyc-cpu-lower-to-calls | FileCheck %s --check-prefix=NATIVE
-// hyc-cpu-lower-to-calls applying brgemm schedules: GEMMs on named
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=avx512 --hyc-cpu-plan-memory --hyc-cpu-lower-to-kernel --convert-hyc-kernel-to-llvm | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" --hyc-cpu-plan-memory --hyc-cpu-lower-to-kernel --convert-hyc-kernel-to-llvm | FileCheck %s --check-prefix=NATIVE
+// The CPU lowering applying brgemm schedules: GEMMs on named
 // weights call the hyrt_cpu_gemm_* drivers with the address of a generated
 // kernel, weights get the kernel's layout, and the drivers' scratch sits
 // above every planned buffer.

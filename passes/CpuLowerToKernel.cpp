@@ -1,41 +1,37 @@
-//===- LowerToCalls.cpp - hyc entry functions -> reference kernel calls ===//
+//===- CpuLowerToKernel.cpp - hyc ops -> hyc_kernel microkernel calls -----===//
 //
-// The last step of CPU code generation. Each entry function becomes straight
-// line LLVM code: read the step header, plan every activation into one arena
-// at its maximum shape, and call one kernel per hyc op with the run-time
-// sizes: the one its #hyc_cpu.lowering_config names (a generated brgemm
-// through its driver, the paged-attention kernel) or its hyrt_ref_* reference. The kernels' semantics are in runtime/include/hyrt/reference.h
-// and the entry ABI in runtime/include/hyrt/abi.h.
+// Applies the CPU decisions to every entry function: each hyc op becomes
+// the hyc_kernel ops that run it with the run-time sizes: planned buffers
+// (`hyc_kernel.buffer`, where hyc-cpu-plan-memory put each tensor), sizes
+// read from the step, a `hyc_kernel.brgemm.dispatch` for each generated GEMM
+// kernel, and one `hyc_kernel.ukernel` call of the kernel its
+// #hyc_cpu.lowering_config names (a GEMM driver with the dispatched kernel,
+// the paged-attention kernel) or of its hyrt_ref_* reference. The kernels'
+// semantics are in runtime/include/hyrt/reference.h and cpu_kernels.h.
+// The entry function keeps its name and `hyc.entry` but takes and returns
+// nothing: its inputs and outputs are buffers of the step.
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "passes/RopeFrequencies.h"
-
-#include "passes/MemoryPlan.h"
 #include "passes/Schedule.h"
 
 #include "dialects/hyc/HycOps.h"
-#include "dialects/hyc_cpu/HycCpuDialect.h"
+#include "dialects/hyc_kernel/HycKernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <algorithm>
-#include <map>
-
 namespace hyc {
-#define GEN_PASS_DEF_HYCCPULOWERTOCALLS
+#define GEN_PASS_DEF_HYCCPULOWERTOKERNEL
 #include "passes/Passes.h.inc"
 } // namespace hyc
 
@@ -44,41 +40,23 @@ using namespace hyc;
 
 namespace {
 
-/// Byte offsets of hyrt_step_v0 fields (abi.h, LP64).
-enum StepField : int64_t {
-  kNumTokens = 0,
-  kTokens = 16,
-  kPositions = 24,
-  kLogits = 80,
-  kNumLogitRows = 88,
-  kLogitRows = 96,
-};
-
-constexpr int64_t kAbiVersion = 2;
-
-//===----------------------------------------------------------------------===//
-// Static memory plan
-//===----------------------------------------------------------------------===//
-
 /// Where a tensor value lives at run time.
 struct Storage {
   enum Kind { Arena, Weight, StepTokens, StepPositions, StepLogits } kind;
   int64_t offset = 0; // Arena: byte offset; Weight: table index
 };
 
-/// One dim of a tensor at run time: its LLVM i64 value.
+/// One dim of a tensor at run time: an index value.
 struct Dim {
   Value value;
 };
 
 class EntryLowering {
 public:
-  EntryLowering(ModuleOp module, func::FuncOp fn, bool bf16Activations,
-                std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels)
-      : module(module), fn(fn), b(module.getContext()),
-        bf16Activations(bf16Activations), generatedKernels(generatedKernels) {}
+  EntryLowering(func::FuncOp fn, bool bf16Activations)
+      : fn(fn), b(fn.getContext()), bf16Activations(bf16Activations) {}
 
-  /// Emits `llvm.func @hyc_<entry>_v0`.
+  /// Rewrites the entry's body into hyc_kernel ops.
   LogicalResult run();
 
 private:
@@ -86,43 +64,40 @@ private:
   LogicalResult readPlan();
   LogicalResult emitOp(Operation *op);
   FailureOr<SmallVector<Dim>> dimsOf(Value v);
+  /// The buffer of tensor `v` as a memref of its shape.
   Value ptrOf(Value v);
   Value i64(int64_t v);
   Value i32(int64_t v);
   Value f32(double v);
   Value null();
+  Value mul(Value x, Value y);
   Value product(ArrayRef<Dim> dims, size_t begin, size_t end);
-  Value loadField(Value base, int64_t offset, Type type);
-  Value arenaAt(int64_t offset);
-  void call(StringRef callee, ArrayRef<Value> args);
+  Value scratch();
+  void call(StringRef callee, ArrayRef<Value> args, bool kvStep = false);
+  void callKv(StringRef callee, ArrayRef<Value> args) { call(callee, args, true); }
   Value ropeTable(RopeOp op, float &mscale);
   LogicalResult emitKernelMatmul(Operation *m);
   LogicalResult emitReferenceMatmul(Operation *m);
 
-  ModuleOp module;
   func::FuncOp fn;
   OpBuilder b;
   bool bf16Activations;
-  /// Generated kernels this module calls (name, k, m_max, isa).
-  std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> &generatedKernels;
   /// Arena bytes after the planned buffers, shared by kernels that need
   /// scratch (converted activations, [gate | up] rows).
   int64_t scratchOffset = 0;
-  Location loc = UnknownLoc::get(module.getContext());
+  Location loc = UnknownLoc::get(fn.getContext());
 
   DenseMap<Value, Storage> storage;         // root value -> storage
   DenseMap<Value, SmallVector<Dim>> dims;
-  DenseMap<Value, Value> indexValues;       // index SSA -> llvm i64
-
-  Value stepArg, kvArg, weightsArg, arenaArg, numTokens;
-  DenseMap<Value, Value> loadedPtrs;        // root -> llvm.ptr
+  DenseMap<Value, Value> indexValues;       // index SSA -> kernel-level index
+  Value numTokens;
 };
 
 LogicalResult EntryLowering::readPlan() {
   auto scratch = fn->getAttrOfType<IntegerAttr>(plan::kScratchOffset);
   if (!scratch)
     return fn.emitError() << "entry has no memory plan (run "
-                             "hyc-cpu-plan-memory before hyc-cpu-lower-to-calls)";
+                             "hyc-cpu-plan-memory before hyc-cpu-lower-to-kernel)";
   scratchOffset = scratch.getInt();
   Block &body = fn.getBody().front();
   storage[body.getArgument(0)] = {Storage::StepTokens};
@@ -151,38 +126,31 @@ LogicalResult EntryLowering::readPlan() {
 }
 
 Value EntryLowering::i64(int64_t v) {
-  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(v));
+  return arith::ConstantIndexOp::create(b, loc, v);
 }
 Value EntryLowering::i32(int64_t v) {
-  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(v));
+  return arith::ConstantIntOp::create(b, loc, v, 32);
 }
 Value EntryLowering::f32(double v) {
-  return LLVM::ConstantOp::create(b, loc, b.getF32Type(),
-                                  b.getF32FloatAttr(static_cast<float>(v)));
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
 }
 Value EntryLowering::null() {
-  return LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()));
+  return kernel::BufferOp::create(b, loc, MemRefType::get({0}, b.getF32Type()),
+                                  "null", 0, ValueRange());
 }
-
-Value EntryLowering::loadField(Value base, int64_t offset, Type type) {
-  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
-  Value addr = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), base,
-                                   ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
-  return LLVM::LoadOp::create(b, loc, type, addr);
+Value EntryLowering::mul(Value x, Value y) {
+  return arith::MulIOp::create(b, loc, x, y);
 }
-
-/// arena + offset. The offset is an i64 SSA value: GEP's embedded constants
-/// hold only 29 bits, and arenas at large bounds pass 256 MiB.
-Value EntryLowering::arenaAt(int64_t offset) {
-  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
-  return LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), arenaArg,
-                             ValueRange{i64(offset)});
+Value EntryLowering::scratch() {
+  return kernel::BufferOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), "scratch",
+      scratchOffset, ValueRange{i64(0)});
 }
 
 Value EntryLowering::product(ArrayRef<Dim> ds, size_t begin, size_t end) {
   Value p = i64(1);
   for (size_t i = begin; i < end; ++i)
-    p = LLVM::MulOp::create(b, loc, p, ds[i].value);
+    p = mul(p, ds[i].value);
   return p;
 }
 
@@ -199,13 +167,14 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
     if (!def) {
       dynamicLeading = numTokens;
     } else if (isa<LogitRowsOp>(def)) {
-      dynamicLeading = loadField(stepArg, kNumLogitRows, b.getI64Type());
+      dynamicLeading = kernel::StepSizeOp::create(b, loc, b.getIndexType(),
+                                                    b.getStringAttr("num_logit_rows"));
     } else if (auto permute = dyn_cast<MoePermuteOp>(def)) {
       auto in = dimsOf(permute.getInput());
       if (failed(in))
         return failure();
       int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
-      dynamicLeading = LLVM::MulOp::create(b, loc, (*in)[0].value, i64(topK));
+      dynamicLeading = mul((*in)[0].value, i64(topK));
     } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
       auto in = dimsOf(collapse.getSrc());
       if (failed(in))
@@ -230,53 +199,25 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
 }
 
 Value EntryLowering::ptrOf(Value v) {
-  Value root = plan::aliasRoot(v);
-  auto it = loadedPtrs.find(root);
-  if (it != loadedPtrs.end())
-    return it->second;
-  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
-  Storage s = storage.lookup(root);
-  Value p;
-  switch (s.kind) {
-  case Storage::Arena:
-    p = arenaAt(s.offset);
-    break;
-  case Storage::Weight:
-    p = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, weightsArg,
-                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(s.offset)});
-    p = LLVM::LoadOp::create(b, loc, ptrTy, p);
-    break;
-  case Storage::StepTokens:
-    p = loadField(stepArg, kTokens, ptrTy);
-    break;
-  case Storage::StepPositions:
-    p = loadField(stepArg, kPositions, ptrTy);
-    break;
-  case Storage::StepLogits:
-    p = loadField(stepArg, kLogits, ptrTy);
-    break;
-  }
-  loadedPtrs[root] = p;
-  return p;
+  auto type = cast<RankedTensorType>(v.getType());
+  auto memref = MemRefType::get(type.getShape(), type.getElementType());
+  SmallVector<Value> sizes;
+  auto d = dimsOf(v);
+  for (int64_t i = 0, e = type.getRank(); i < e; ++i)
+    if (type.isDynamicDim(i))
+      sizes.push_back((*d)[i].value);
+  Storage s = storage.lookup(plan::aliasRoot(v));
+  static const char *const kSpace[] = {"arena", "weight", "step_tokens",
+                                       "step_positions", "step_logits"};
+  return kernel::BufferOp::create(b, loc, memref, kSpace[s.kind], s.offset, sizes);
 }
 
-void EntryLowering::call(StringRef callee, ArrayRef<Value> args) {
-  auto fnOp = module.lookupSymbol<LLVM::LLVMFuncOp>(callee);
-  if (!fnOp) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    SmallVector<Type> types;
-    for (Value a : args)
-      types.push_back(a.getType());
-    auto fnType = LLVM::LLVMFunctionType::get(
-        LLVM::LLVMVoidType::get(b.getContext()), types);
-    fnOp = LLVM::LLVMFuncOp::create(b, loc, callee, fnType);
-  }
-  LLVM::CallOp::create(b, loc, fnOp, ValueRange(args));
+void EntryLowering::call(StringRef callee, ArrayRef<Value> args, bool kvStep) {
+  kernel::UkernelOp::create(b, loc, b.getStringAttr(callee),
+                            kvStep ? b.getUnitAttr() : UnitAttr(), ValueRange(args));
 }
 
-/// A constant global with the op's inverse frequencies (one per distinct
-/// configuration).
+/// A constant table with the op's inverse frequencies.
 Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
   RopeScalingAttr s = op.getScaling();
   RopeScalingParams params;
@@ -292,25 +233,11 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
   RopeTable table = computeRopeTable(op.getTheta().convertToDouble(),
                                      op.getRotaryDim(), params);
   mscale = table.mscale;
-
-  // Deduplicate by content.
-  std::string key = "hyc_rope_inv_freq";
-  llvm::hash_code h = llvm::hash_combine_range(
-      reinterpret_cast<const char *>(table.inv_freq.data()),
-      reinterpret_cast<const char *>(table.inv_freq.data() + table.inv_freq.size()));
-  key += "_" + std::to_string(static_cast<size_t>(h) & 0xffffffffu);
-  auto global = module.lookupSymbol<LLVM::GlobalOp>(key);
-  if (!global) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    int64_t n = table.inv_freq.size();
-    auto arrayTy = LLVM::LLVMArrayType::get(b.getF32Type(), n);
-    auto value = DenseElementsAttr::get(
-        RankedTensorType::get({n}, b.getF32Type()), ArrayRef<float>(table.inv_freq));
-    global = LLVM::GlobalOp::create(b, loc, arrayTy, /*isConstant=*/true,
-                                    LLVM::Linkage::Internal, key, value);
-  }
-  return LLVM::AddressOfOp::create(b, loc, global);
+  int64_t n = table.inv_freq.size();
+  auto values = DenseElementsAttr::get(RankedTensorType::get({n}, b.getF32Type()),
+                                       ArrayRef<float>(table.inv_freq));
+  return kernel::ConstantTableOp::create(
+      b, loc, MemRefType::get({n}, b.getF32Type()), values);
 }
 
 /// x · Wᵀ through the generated brgemm kernel for this scheme and K: the
@@ -327,25 +254,34 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   auto w = cast<RankedTensorType>(gemmWeight(m).getType());
   bool grouped = isa<MoeGroupedMatmulOp>(m);
   int64_t n = w.getDimSize(grouped ? 1 : 0), k = w.getDimSize(grouped ? 2 : 1);
-  std::string name = std::string("hyc_brgemm_") + ks.typesName + "_" +
-                     std::to_string(mMax) + "x32x" + std::to_string(k) + "_" +
-                     ks.isaName;
-  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
-  if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto i64Ty = b.getI64Type();
-    auto type = LLVM::LLVMFunctionType::get(
-        LLVM::LLVMVoidType::get(b.getContext()),
-        {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
-    LLVM::LLVMFuncOp::create(b, loc, name, type);
-    generatedKernels.push_back({name, k, mMax, ks.isaName + std::string(":") +
-                                          ks.typesName});
-  }
-  Value kernel = LLVM::AddressOfOp::create(b, loc, ptrTy, name);
+  // The block kernel, described once (Pure: CSE merges equal dispatches);
+  // convert-hyc-kernel-to-llvm turns it into the address of the kernel the
+  // compiler generates and embeds.
+  auto mlirType = [&](codegen::DataType t) -> Type {
+    switch (t) {
+    case codegen::DataType::bf16:
+      return b.getBF16Type();
+    case codegen::DataType::u8:
+    case codegen::DataType::s8:
+      return b.getI8Type();
+    default:
+      return b.getF32Type();
+    }
+  };
+  StringRef layout = ks.layout;
+  StringRef bLayout = layout.ends_with("vnni2")   ? "vnni2"
+                      : layout.ends_with("vnni4") ? "vnni4"
+                                                  : "row";
+  Value kernel = kernel::BrgemmDispatchOp::create(
+      b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({mMax, 32, k}),
+      b.getDenseI64ArrayAttr({k, 32, 32}), TypeAttr::get(mlirType(ks.aType)),
+      TypeAttr::get(mlirType(ks.bType)), TypeAttr::get(b.getF32Type()),
+      b.getStringAttr(bLayout), b.getUnitAttr(),
+      EpilogueAttr::get(b.getContext(), Epilogue::none),
+      b.getStringAttr(ks.isaName));
   Value input = m->getOperand(0);
   auto x = *dimsOf(input);
-  Value scratch = arenaAt(scratchOffset);
+  Value scratch = this->scratch();
   // [gate; up] weights: the driver pairs panel p of each half and writes
   // silu(gate) * up, N = half the weight rows.
   auto gm = dyn_cast<MoeGroupedMatmulOp>(m);
@@ -401,8 +337,7 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
   auto x = *dimsOf(input);
   auto w = *dimsOf(weight);
   Value rows = x[0].value, n = w[w.size() - 2].value, k = w.back().value;
-  Value out = epilogue == Epilogue::silu_mul ? arenaAt(scratchOffset)
-                                             : ptrOf(op->getResult(0));
+  Value out = epilogue == Epilogue::silu_mul ? scratch() : ptrOf(op->getResult(0));
   Value bias = mm && mm.getBias() ? ptrOf(mm.getBias()) : null();
   bool roundActivations = bf16Activations && scheme == QuantScheme::bf16;
   if (mm && w8a8)
@@ -424,7 +359,7 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
     auto r = *dimsOf(op->getResult(0));
     call("hyrt_ref_silu_mul_halves", {out, rows, r[1].value, ptrOf(op->getResult(0))});
   } else if (epilogue == Epilogue::residual_add) {
-    Value count = LLVM::MulOp::create(b, loc, rows, n);
+    Value count = mul(rows, n);
     call("hyrt_ref_add", {out, ptrOf(mm.getResidual()), count, out});
   }
   return success();
@@ -516,9 +451,11 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<LogitRowsOp>([&](LogitRowsOp r) {
         auto out = D(r.getResult());
-        auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+        Value rows = kernel::BufferOp::create(
+            b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+            "step_logit_rows", 0, ValueRange{out[0].value});
         call("hyrt_ref_gather_rows",
-             {ptrOf(r.getInput()), loadField(stepArg, kLogitRows, ptrTy),
+             {ptrOf(r.getInput()), rows,
               out[0].value, out[1].value, ptrOf(r.getResult())});
         return success();
       })
@@ -561,8 +498,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<KVCacheAppendOp>([&](KVCacheAppendOp a) {
-        call("hyrt_ref_kv_cache_append",
-             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getKey()),
+        callKv("hyrt_ref_kv_cache_append", {i64(a.getLayer()), ptrOf(a.getKey()),
               a.getValue() ? ptrOf(a.getValue()) : null()});
         return success();
       })
@@ -572,22 +508,20 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         // values were appended to the cache this attention reads: extend
         // attention is then paged attention over [0, p].
         if (runsOn(a, "paged_attention")) {
-          call("hyrt_cpu_paged_attention",
-               {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
+          callKv("hyrt_cpu_paged_attention", {i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
                 f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
           return success();
         }
-        call("hyrt_ref_attention",
-             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()),
+        callKv("hyrt_ref_attention", {i64(a.getLayer()), ptrOf(a.getQuery()),
               ptrOf(a.getKey()), ptrOf(a.getValue()), q[1].value,
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();
       })
       .Case<PagedAttentionOp>([&](PagedAttentionOp a) {
         auto q = D(a.getQuery());
-        call(runsOn(a, "paged_attention") ? "hyrt_cpu_paged_attention"
-                                          : "hyrt_ref_paged_attention",
-             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
+        callKv(runsOn(a, "paged_attention") ? "hyrt_cpu_paged_attention"
+                                            : "hyrt_ref_paged_attention",
+             {i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();
       })
@@ -595,14 +529,12 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         auto q = D(a.getQuery());
         Value layer = i64(a.getLayer()), scale = f32(a.getScale().convertToFloat());
         if (runsOn(a, "paged_attention")) {
-          call("hyrt_cpu_paged_attention_append",
-               {kvArg, stepArg, layer, ptrOf(a.getKey()), ptrOf(a.getValue()),
+          callKv("hyrt_cpu_paged_attention_append", {layer, ptrOf(a.getKey()), ptrOf(a.getValue()),
                 ptrOf(a.getQuery()), q[1].value, scale, ptrOf(a.getResult())});
           return success();
         }
-        call("hyrt_ref_kv_cache_append",
-             {kvArg, stepArg, layer, ptrOf(a.getKey()), ptrOf(a.getValue())});
-        call("hyrt_ref_paged_attention", {kvArg, stepArg, layer, ptrOf(a.getQuery()),
+        callKv("hyrt_ref_kv_cache_append", {layer, ptrOf(a.getKey()), ptrOf(a.getValue())});
+        callKv("hyrt_ref_paged_attention", {layer, ptrOf(a.getQuery()),
                                           q[1].value, scale, ptrOf(a.getResult())});
         return success();
       })
@@ -610,8 +542,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         auto qn = D(a.getQNope());
         auto qp = D(a.getQPe());
         auto kvb = D(a.getKvB());
-        call("hyrt_ref_mla_attention",
-             {kvArg, stepArg, i64(a.getLayer()), ptrOf(a.getQNope()),
+        callKv("hyrt_ref_mla_attention", {i64(a.getLayer()), ptrOf(a.getQNope()),
               ptrOf(a.getQPe()), ptrOf(a.getKvB()), qn[1].value, qn[2].value,
               qp[2].value, i64(a.getVHeadDim()), kvb[1].value,
               f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
@@ -657,7 +588,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<func::ReturnOp>([&](func::ReturnOp) {
-        LLVM::ReturnOp::create(b, loc, i32(0));
+        func::ReturnOp::create(b, loc);
         return success();
       })
       .Default([&](Operation *o) {
@@ -675,28 +606,25 @@ LogicalResult EntryLowering::run() {
   if (failed(readPlan()))
     return failure();
 
-  MLIRContext *ctx = module.getContext();
-  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
-  auto entry = fn->getAttrOfType<StringAttr>("hyc.entry");
-  std::string name = ("hyc_" + entry.getValue() + "_v0").str();
+  // The kernel-level entry reads and writes only planned buffers.
   b.setInsertionPoint(fn);
+  auto kernelFn = func::FuncOp::create(b, fn.getLoc(), fn.getSymName(),
+                                       b.getFunctionType({}, {}));
+  for (NamedAttribute a : fn->getDiscardableAttrs())
+    kernelFn->setAttr(a.getName(), a.getValue());
+  b.setInsertionPointToStart(kernelFn.addEntryBlock());
   loc = fn.getLoc();
-  auto fnType = LLVM::LLVMFunctionType::get(b.getI32Type(),
-                                            {ptrTy, ptrTy, ptrTy, ptrTy});
-  auto llvmFn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
-  Block *block = llvmFn.addEntryBlock(b);
-  b.setInsertionPointToStart(block);
-  stepArg = block->getArgument(0);
-  kvArg = block->getArgument(1);
-  weightsArg = block->getArgument(2);
-  arenaArg = block->getArgument(3);
-  numTokens = loadField(stepArg, kNumTokens, b.getI64Type());
-
+  numTokens = kernel::StepSizeOp::create(b, loc, b.getIndexType(),
+                                         b.getStringAttr("num_tokens"));
   for (Operation &op : fn.getBody().front()) {
     loc = op.getLoc();
-    if (failed(emitOp(&op)))
+    if (failed(emitOp(&op))) {
+      kernelFn.erase();
       return failure();
+    }
   }
+  fn.getBody().front().dropAllDefinedValueUses();
+  fn.erase();
   return success();
 }
 
@@ -704,8 +632,8 @@ LogicalResult EntryLowering::run() {
 // The pass
 //===----------------------------------------------------------------------===//
 
-struct HycCpuLowerToCallsPass
-    : public hyc::impl::HycCpuLowerToCallsBase<HycCpuLowerToCallsPass> {
+struct HycCpuLowerToKernelPass
+    : public hyc::impl::HycCpuLowerToKernelBase<HycCpuLowerToKernelPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -718,49 +646,10 @@ struct HycCpuLowerToCallsPass
       module.emitError("no function with a hyc.entry attribute to lower");
       return signalPassFailure();
     }
-    auto arena = module->getAttrOfType<IntegerAttr>("hyc.arena_bytes");
-    if (!arena) {
-      module.emitError("no memory plan (run hyc-cpu-plan-memory before "
-                       "hyc-cpu-lower-to-calls)");
-      return signalPassFailure();
-    }
-    int64_t arenaBytes = arena.getInt();
-    std::vector<std::tuple<std::string, int64_t, int64_t, std::string>> kernels;
     for (func::FuncOp fn : entries) {
-      EntryLowering lowering(module, fn, bf16Activations, kernels);
+      EntryLowering lowering(fn, bf16Activations);
       if (failed(lowering.run()))
         return signalPassFailure();
-    }
-
-    OpBuilder b(module.getContext());
-    b.setInsertionPointToStart(module.getBody());
-    Location loc = module.getLoc();
-    LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true,
-                           LLVM::Linkage::External, "hyc_abi_version",
-                           b.getI32IntegerAttr(kAbiVersion));
-    LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
-                           LLVM::Linkage::External, "hyc_arena_bytes",
-                           b.getI64IntegerAttr(arenaBytes));
-
-    // Kernels for the driver to generate and embed: {name, k, m_max, isa,
-    // types}.
-    SmallVector<Attribute> kernelAttrs;
-    for (auto &[name, k, mMax, isaAndTypes] : kernels) {
-      auto [isa, types] = StringRef(isaAndTypes).split(':');
-      kernelAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("name", b.getStringAttr(name)),
-           b.getNamedAttr("k", b.getI64IntegerAttr(k)),
-           b.getNamedAttr("m_max", b.getI64IntegerAttr(mMax)),
-           b.getNamedAttr("isa", b.getStringAttr(isa)),
-           b.getNamedAttr("types", b.getStringAttr(types))}));
-    }
-    module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
-
-    // The hyc-level functions are now fully replaced; drop them and every op
-    // they used.
-    for (func::FuncOp fn : entries) {
-      fn.getBody().front().dropAllDefinedValueUses();
-      fn.erase();
     }
   }
 };

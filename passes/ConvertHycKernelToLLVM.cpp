@@ -1,0 +1,312 @@
+//===- ConvertHycKernelToLLVM.cpp - hyc_kernel entries -> LLVM dialect ----===//
+//
+// The last conversion: each kernel-level entry function becomes
+// `llvm.func @hyc_<entry>_v0(step, kv, weights, arena) -> i32` following
+// runtime/include/hyrt/abi.h. Buffers become addresses (arena + offset, a
+// weight-table slot, a field of the step), step sizes become loads, a
+// brgemm dispatch becomes the address of the generated kernel (recorded in
+// `hyc.kernels` for the compiler to generate and embed), constant tables
+// become internal globals and every ukernel a call. Nothing is decided here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/KernelSchemes.h"
+#include "passes/Passes.h"
+
+#include "dialects/hyc_kernel/HycKernelDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace hyc {
+#define GEN_PASS_DEF_CONVERTHYCKERNELTOLLVM
+#include "passes/Passes.h.inc"
+} // namespace hyc
+
+using namespace mlir;
+using namespace hyc;
+
+namespace {
+
+/// Byte offsets of hyrt_step_v0 fields (abi.h, LP64).
+enum StepField : int64_t {
+  kNumTokens = 0,
+  kTokens = 16,
+  kPositions = 24,
+  kLogits = 80,
+  kNumLogitRows = 88,
+  kLogitRows = 96,
+};
+
+constexpr int64_t kAbiVersion = 2;
+
+/// A generated block kernel the module calls.
+struct KernelUse {
+  std::string name, isa, types;
+  int64_t k, mMax;
+};
+
+/// The kernel-name spelling of a dispatch's (A, B) types.
+StringRef typesName(Type a, Type b) {
+  if (a.isF32() && b.isF32())
+    return "f32f32f32";
+  if (a.isF32() && b.isBF16())
+    return "f32bf16f32";
+  if (a.isBF16() && b.isBF16())
+    return "bf16bf16f32";
+  if (a.isInteger(8) && b.isInteger(8))
+    return "u8s8f32";
+  return "";
+}
+
+class EntryConversion {
+public:
+  EntryConversion(ModuleOp module, func::FuncOp fn,
+                  std::vector<KernelUse> &kernels)
+      : module(module), fn(fn), b(module.getContext()), kernels(kernels) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult convert(Operation *op);
+  Value lookup(Value v) { return mapped.lookup(v); }
+  Value i64(int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(v));
+  }
+  Value stepField(int64_t offset, Type type);
+  Value buffer(kernel::BufferOp op);
+  Value dispatch(kernel::BrgemmDispatchOp op);
+  Value constantTable(kernel::ConstantTableOp op);
+  LogicalResult ukernel(kernel::UkernelOp op);
+
+  ModuleOp module;
+  func::FuncOp fn;
+  OpBuilder b;
+  std::vector<KernelUse> &kernels;
+  Location loc = UnknownLoc::get(module.getContext());
+  DenseMap<Value, Value> mapped;
+  Value stepArg, kvArg, weightsArg, arenaArg;
+};
+
+Value EntryConversion::stepField(int64_t offset, Type type) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  Value addr = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), stepArg,
+                                   ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+  return LLVM::LoadOp::create(b, loc, type, addr);
+}
+
+Value EntryConversion::buffer(kernel::BufferOp op) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  StringRef space = op.getSpace();
+  if (space == "arena" || space == "scratch")
+    // The offset is an i64 value: GEP's embedded constants hold only 29
+    // bits, and arenas at large bounds pass 256 MiB.
+    return LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), arenaArg,
+                               ValueRange{i64(op.getOffset())});
+  if (space == "weight") {
+    Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, weightsArg,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(op.getOffset())});
+    return LLVM::LoadOp::create(b, loc, ptrTy, slot);
+  }
+  if (space == "step_tokens")
+    return stepField(kTokens, ptrTy);
+  if (space == "step_positions")
+    return stepField(kPositions, ptrTy);
+  if (space == "step_logits")
+    return stepField(kLogits, ptrTy);
+  if (space == "step_logit_rows")
+    return stepField(kLogitRows, ptrTy);
+  return LLVM::ZeroOp::create(b, loc, ptrTy);
+}
+
+Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
+  ArrayRef<int64_t> shape = op.getShape();
+  StringRef types = typesName(op.getAType(), op.getBType());
+  std::string isa = op.getIsa() ? op.getIsa()->str() : "";
+  std::string name = "hyc_brgemm_" + types.str() + "_" + std::to_string(shape[0]) +
+                     "x" + std::to_string(shape[1]) + "x" +
+                     std::to_string(shape[2]) + "_" + isa;
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto i64Ty = b.getI64Type();
+    auto type = LLVM::LLVMFunctionType::get(
+        LLVM::LLVMVoidType::get(b.getContext()),
+        {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
+    LLVM::LLVMFuncOp::create(b, loc, name, type);
+    kernels.push_back({name, isa, types.str(), shape[2], shape[0]});
+  }
+  return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
+}
+
+Value EntryConversion::constantTable(kernel::ConstantTableOp op) {
+  auto values = cast<DenseElementsAttr>(op.getValues());
+  // One global per distinct content.
+  std::string key = "hyc_const_" + std::to_string(static_cast<size_t>(
+                                       llvm::hash_value(values.getRawData())) &
+                                   0xffffffffu);
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(key);
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto arrayTy = LLVM::LLVMArrayType::get(values.getElementType(),
+                                            values.getNumElements());
+    global = LLVM::GlobalOp::create(b, loc, arrayTy, /*isConstant=*/true,
+                                    LLVM::Linkage::Internal, key, values);
+  }
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+LogicalResult EntryConversion::ukernel(kernel::UkernelOp op) {
+  SmallVector<Value> args;
+  if (op.getKvStep())
+    args.append({kvArg, stepArg});
+  for (Value a : op.getArgs()) {
+    Value v = lookup(a);
+    if (!v)
+      return op.emitError() << "operand " << a << " was not converted";
+    args.push_back(v);
+  }
+  auto fnOp = module.lookupSymbol<LLVM::LLVMFuncOp>(op.getName());
+  if (!fnOp) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    SmallVector<Type> types;
+    for (Value a : args)
+      types.push_back(a.getType());
+    fnOp = LLVM::LLVMFuncOp::create(
+        b, loc, op.getName(),
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()), types));
+  }
+  LLVM::CallOp::create(b, loc, fnOp, ValueRange(args));
+  return success();
+}
+
+LogicalResult EntryConversion::convert(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
+        Type t = c.getType().isIndex() ? b.getI64Type() : c.getType();
+        Attribute value = c.getValue();
+        if (auto i = dyn_cast<IntegerAttr>(value))
+          value = b.getIntegerAttr(t, i.getValue().getSExtValue());
+        mapped[c] = LLVM::ConstantOp::create(b, loc, t, cast<TypedAttr>(value));
+        return success();
+      })
+      .Case<arith::MulIOp>([&](arith::MulIOp m) {
+        mapped[m] = LLVM::MulOp::create(b, loc, lookup(m.getLhs()), lookup(m.getRhs()));
+        return success();
+      })
+      .Case<kernel::StepSizeOp>([&](kernel::StepSizeOp s) {
+        mapped[s] = stepField(s.getField() == "num_tokens" ? kNumTokens : kNumLogitRows,
+                              b.getI64Type());
+        return success();
+      })
+      .Case<kernel::BufferOp>([&](kernel::BufferOp o) {
+        mapped[o] = buffer(o);
+        return success();
+      })
+      .Case<kernel::BrgemmDispatchOp>([&](kernel::BrgemmDispatchOp d) -> LogicalResult {
+        if (typesName(d.getAType(), d.getBType()).empty() || !d.getIsa())
+          return d.emitError("no generated kernel for this dispatch (types or "
+                             "isa unknown)");
+        mapped[d] = dispatch(d);
+        return success();
+      })
+      .Case<kernel::ConstantTableOp>([&](kernel::ConstantTableOp t) {
+        mapped[t] = constantTable(t);
+        return success();
+      })
+      .Case<kernel::UkernelOp>([&](kernel::UkernelOp u) { return ukernel(u); })
+      .Case<func::ReturnOp>([&](func::ReturnOp) {
+        LLVM::ReturnOp::create(
+            b, loc, LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                             b.getI32IntegerAttr(0)));
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitError() << "convert-hyc-kernel-to-llvm: unexpected '"
+                              << o->getName()
+                              << "' (run hyc-cpu-lower-to-kernel first)";
+      });
+}
+
+LogicalResult EntryConversion::run() {
+  if (fn.getNumArguments() != 0 || fn.getNumResults() != 0)
+    return fn.emitError("a kernel-level entry takes and returns nothing (run "
+                        "hyc-cpu-lower-to-kernel first)");
+  MLIRContext *ctx = module.getContext();
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  auto entry = fn->getAttrOfType<StringAttr>("hyc.entry");
+  b.setInsertionPoint(fn);
+  loc = fn.getLoc();
+  auto llvmFn = LLVM::LLVMFuncOp::create(
+      b, loc, ("hyc_" + entry.getValue() + "_v0").str(),
+      LLVM::LLVMFunctionType::get(b.getI32Type(), {ptrTy, ptrTy, ptrTy, ptrTy}));
+  Block *block = llvmFn.addEntryBlock(b);
+  b.setInsertionPointToStart(block);
+  stepArg = block->getArgument(0);
+  kvArg = block->getArgument(1);
+  weightsArg = block->getArgument(2);
+  arenaArg = block->getArgument(3);
+  for (Operation &op : fn.getBody().front()) {
+    loc = op.getLoc();
+    if (failed(convert(&op)))
+      return failure();
+  }
+  fn.erase();
+  return success();
+}
+
+struct ConvertHycKernelToLLVMPass
+    : public hyc::impl::ConvertHycKernelToLLVMBase<ConvertHycKernelToLLVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto arena = module->getAttrOfType<IntegerAttr>("hyc.arena_bytes");
+    if (!arena) {
+      module.emitError("no memory plan (hyc.arena_bytes): run "
+                       "hyc-cpu-plan-memory and hyc-cpu-lower-to-kernel first");
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> entries;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("hyc.entry"))
+        entries.push_back(fn);
+    if (entries.empty()) {
+      module.emitError("no function with a hyc.entry attribute to convert");
+      return signalPassFailure();
+    }
+    std::vector<KernelUse> kernels;
+    for (func::FuncOp fn : entries)
+      if (failed(EntryConversion(module, fn, kernels).run()))
+        return signalPassFailure();
+
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToStart(module.getBody());
+    Location loc = module.getLoc();
+    LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true,
+                           LLVM::Linkage::External, "hyc_abi_version",
+                           b.getI32IntegerAttr(kAbiVersion));
+    LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
+                           LLVM::Linkage::External, "hyc_arena_bytes",
+                           b.getI64IntegerAttr(arena.getInt()));
+    // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
+    // types}.
+    SmallVector<Attribute> kernelAttrs;
+    for (const KernelUse &k : kernels)
+      kernelAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(k.name)),
+           b.getNamedAttr("k", b.getI64IntegerAttr(k.k)),
+           b.getNamedAttr("m_max", b.getI64IntegerAttr(k.mMax)),
+           b.getNamedAttr("isa", b.getStringAttr(k.isa)),
+           b.getNamedAttr("types", b.getStringAttr(k.types))}));
+    module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
+  }
+};
+
+} // namespace

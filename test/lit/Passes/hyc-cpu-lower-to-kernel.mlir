@@ -1,0 +1,79 @@
+// RUN: hyc-opt %s --hyc-cpu-lower-to-kernel -split-input-file -verify-diagnostics | FileCheck %s
+
+// The input carries the plan of hyc-cpu-plan-memory and the schedule of
+// hyc-cpu-select-lowering-strategy (written out here, so that only this pass
+// runs). Tensors become buffers at their planned places (reshapes are views
+// of the same place), dynamic sizes come from the step, each op one
+// microkernel call; a brgemm schedule dispatches its block kernel and calls
+// the driver with the config's row tile and threading threshold.
+
+// CHECK-LABEL: func.func @extend() attributes {hyc.entry = "extend"
+// CHECK: %[[T:.+]] = hyc_kernel.step_size "num_tokens"
+// CHECK-DAG: %[[TABLE:.+]] = hyc_kernel.buffer "weight"[0] : memref<32x64xf32>
+// CHECK-DAG: %[[IDS:.+]] = hyc_kernel.buffer "step_tokens"[0] (%[[T]]) : memref<?xi32>
+// CHECK-DAG: %[[X:.+]] = hyc_kernel.buffer "arena"[0] (%[[T]]) : memref<?x64xf32>
+// CHECK: hyc_kernel.ukernel "hyrt_ref_embedding"(%[[TABLE]], %{{.*}}, %{{.*}}, %[[IDS]], %[[T]], %[[X]])
+// CHECK: %[[MIN:.+]] = arith.constant 3200000 : index
+// CHECK: %[[K:.+]] = hyc_kernel.brgemm.dispatch [14, 32, 64] ld [64, 32, 32](i8, i8 -> f32) {b_layout = "vnni4", epilogue = #hyc<epilogue none>, isa = "avx512vnni", zero_init} -> i64
+// CHECK-DAG: %[[SCRATCH:.+]] = hyc_kernel.buffer "scratch"[1792]
+// CHECK-DAG: %[[W:.+]] = hyc_kernel.buffer "weight"[1] : memref<48x64xi8>
+// CHECK-DAG: %[[S:.+]] = hyc_kernel.buffer "weight"[2] : memref<48xf32>
+// CHECK-DAG: %[[Y:.+]] = hyc_kernel.buffer "arena"[1024] (%[[T]]) : memref<?x48xf32>
+// CHECK-DAG: %[[M:.+]] = arith.constant 14 : index
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_gemm_w8a8"(%{{.*}}, %[[T]], %{{.*}}, %[[W]], %[[S]], %{{.*}}, %{{.*}}, %[[Y]], %[[SCRATCH]], %[[K]], %[[M]], %[[MIN]])
+// The logits go to the step.
+// CHECK: %[[L:.+]] = hyc_kernel.buffer "step_logits"[0] (%[[T]]) : memref<?x32xf32>
+// CHECK: hyc_kernel.ukernel "hyrt_ref_matmul"({{.*}}, %[[L]])
+// CHECK: return
+// CHECK-NOT: hyc.
+!c = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<?x32xf32>, !c) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 1792 : i64} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %q = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8", hyc_cpu.weight_index = 1 : i64} -> tensor<48x64xi8>
+  %s = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8.scale", hyc_cpu.weight_index = 2 : i64} -> tensor<48xf32>
+  %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>, hyc_cpu.arena_offsets = array<i64: 1024>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512vnni", types = "u8s8f32", layout = "s8_vnni4", tile = [14, 32, 64], threads = 2, parallel_min_macs = 3200000>} : (tensor<?x64xf32>, tensor<48x64xi8>, tensor<48xf32>) -> tensor<?x48xf32>
+  %h = hyc.param #hyc.param<"f" : "head"> {hyc_cpu.weight_index = 3 : i64} -> tensor<32x48xf32>
+  %l = hyc.quant.matmul %y, %h {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>, hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : (tensor<?x48xf32>, tensor<32x48xf32>) -> tensor<?x32xf32>
+  return %l, %c : tensor<?x32xf32>, !c
+}
+
+// -----
+
+// Decode attention with its KV write, on the paged kernel: the cache and
+// the step are passed first (kv_step), the query heads from the shape.
+
+// CHECK-LABEL: func.func @decode()
+// CHECK-DAG: %[[K:.+]] = hyc_kernel.buffer "arena"[256] (%{{.*}}) : memref<?x2x8xf32>
+// CHECK-DAG: %[[V:.+]] = hyc_kernel.buffer "arena"[256] (%{{.*}}) : memref<?x2x8xf32>
+// CHECK-DAG: %[[Q:.+]] = hyc_kernel.buffer "arena"[0] (%{{.*}}) : memref<?x4x8xf32>
+// CHECK-DAG: %[[H:.+]] = arith.constant 4 : index
+// CHECK-DAG: %[[O:.+]] = hyc_kernel.buffer "step_logits"[0] (%{{.*}}) : memref<?x4x8xf32>
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_paged_attention_append"(%{{.*}}, %[[K]], %[[V]], %[[Q]], %[[H]], %{{.*}}, %[[O]]) {kv_step}
+!c2 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
+func.func @decode(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2) -> (tensor<?x4x8xf32>, !c2) attributes {hyc.entry = "decode", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [2] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x32xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+  %e2 = hyc.param #hyc.param<"f" : "kv"> {hyc_cpu.weight_index = 1 : i64} -> tensor<32x16xf32>
+  %y = hyc.embedding %e2[%tok] {hyc_cpu.arena_offsets = array<i64: 256>} : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %c0i = arith.constant 0 : index
+  %n = tensor.dim %x, %c0i : tensor<?x32xf32>
+  %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 8] : tensor<?x32xf32> into tensor<?x4x8xf32>
+  %kv = tensor.expand_shape %y [[0], [1, 2]] output_shape [%n, 2, 8] : tensor<?x16xf32> into tensor<?x2x8xf32>
+  %o, %c1 = hyc.paged_attention.append %q, %kv, %kv, %c {layer = 0 : i64, scale = 0.35 : f32, hyc_cpu.arena_offsets = array<i64: -2, -1>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "paged_attention", threads = 2>} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c2 -> tensor<?x4x8xf32>
+  return %o, %c1 : tensor<?x4x8xf32>, !c2
+}
+
+// -----
+
+// Collectives across several ranks have no lowering yet: a clear error.
+func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x8xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  // expected-error@+1 {{the reference target runs one rank; all_reduce over group_size 2 is not supported}}
+  %r = hyc.collective.all_reduce %x {kind = #hyc<reduce_kind sum>, group_size = 2 : i64} : tensor<?x8xf32>
+  return %r, %c : tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+}
