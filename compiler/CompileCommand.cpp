@@ -86,6 +86,7 @@ options:
   --disable-pass NAMES     leave out these graph passes (comma-separated:
                            hyc-global-fuse-gate-up-silu,
                            hyc-global-fuse-residual-norm,
+                           hyc-global-fuse-moe-combine,
                            hyc-global-fuse-kv-append-into-attention), e.g. to compare
                            fused and unfused artifacts
   --threads N              threads the schedule plans for (default 2)

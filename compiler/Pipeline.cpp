@@ -35,6 +35,7 @@ const std::vector<std::string> &disablablePasses() {
   static const std::vector<std::string> names = {
       "hyc-global-fuse-gate-up-silu",
       "hyc-global-fuse-kv-append-into-attention",
+      "hyc-global-fuse-moe-combine",
       "hyc-global-fuse-residual-norm",
   };
   return names;
@@ -65,6 +66,8 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     pm.addPass(createHycGlobalFuseGateUpSilu());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-residual-norm"))
     pm.addPass(createHycGlobalFuseResidualNorm());
+  if (runs(Phase::Global) && enabled("hyc-global-fuse-moe-combine"))
+    pm.addPass(createHycGlobalFuseMoeCombine());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-kv-append-into-attention"))
     pm.addPass(createHycGlobalFuseKvAppendIntoAttention());
 

@@ -575,9 +575,18 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<MoeUnpermuteOp>([&](MoeUnpermuteOp u) {
         auto y = D(u.getInput());
         auto w = D(u.getWeights());
-        call("hyrt_ref_moe_unpermute",
+        if (u.getAddends().empty()) {
+          call("hyrt_ref_moe_unpermute",
+               {ptrOf(u.getInput()), ptrOf(u.getRows()), ptrOf(u.getWeights()),
+                w[0].value, w[1].value, y[1].value, ptrOf(u.getResult())});
+          return success();
+        }
+        auto addends = u.getAddends();
+        call("hyrt_ref_moe_unpermute_add",
              {ptrOf(u.getInput()), ptrOf(u.getRows()), ptrOf(u.getWeights()),
-              w[0].value, w[1].value, y[1].value, ptrOf(u.getResult())});
+              w[0].value, w[1].value, y[1].value, ptrOf(addends[0]),
+              addends.size() > 1 ? ptrOf(addends[1]) : null(),
+              ptrOf(u.getResult())});
         return success();
       })
       .Case<AllReduceOp>([&](AllReduceOp a) -> LogicalResult {

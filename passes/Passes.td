@@ -134,6 +134,18 @@ def HycGlobalFuseKvAppendIntoAttention
   }];
 }
 
+def HycGlobalFuseMoeCombine
+    : Pass<"hyc-global-fuse-moe-combine", "::mlir::ModuleOp"> {
+  let summary = "Add shared experts and the residual inside the MoE combine";
+  let description = [{
+    `%y = hyc.moe.unpermute ...` read only by `hyc.add %y, %s` becomes
+    `hyc.moe.unpermute ... add(%s)` at the add's place (up to two addends,
+    e.g. the shared experts' output and the residual). Runs after hyc-global-fuse-residual-norm, which takes the
+    residual add into the next norm where it can. The sum is rounded to fp32
+    before each addend, as the unfused adds do: bit-identical results.
+  }];
+}
+
 def HycGlobalFuseResidualNorm
     : Pass<"hyc-global-fuse-residual-norm", "::mlir::ModuleOp"> {
   let summary = "Fold a residual add into the RMSNorm that reads the sum";

@@ -671,6 +671,13 @@ LogicalResult MoeUnpermuteOp::verify() {
       failed(expectDim(*this, "result width", r.getDimSize(1), x.getDimSize(1),
                        "input width")))
     return failure();
+  if (getAddends().size() > 2)
+    return emitOpError() << "takes at most 2 addends, got " << getAddends().size();
+  for (Value a : getAddends())
+    if (a.getType() != getResult().getType())
+      return emitOpError() << "addend type " << a.getType()
+                           << " does not match the result type "
+                           << getResult().getType();
   return success();
 }
 

@@ -447,19 +447,25 @@ def Hyc_MoeGroupedMatmulOp : Hyc_Op<"moe.grouped_matmul", [Pure]> {
 def Hyc_MoeUnpermuteOp : Hyc_Op<"moe.unpermute", [Pure]> {
   let summary = "Weighted sum of expert outputs back to token order";
   let description = [{
-    `result[t] = sum_j weights[t, j] * input[r]` where `rows[r] = t*top_k+j`.
+    `result[t] = sum_j weights[t, j] * input[r]` where `rows[r] = t*top_k+j`,
+    then plus each of `addends` (at most two, e.g. the shared experts' output
+    and the residual; hyc-global-fuse-moe-combine folds them in), added in
+    order in fp32.
 
     ```mlir
     %y = hyc.moe.unpermute %h, %rows, %w
         : tensor<?x64xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x64xf32>
+    %z = hyc.moe.unpermute %h, %rows, %w add(%shared : tensor<?x64xf32>)
+        : tensor<?x64xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x64xf32>
     ```
   }];
   let arguments = (ins Hyc_FloatTensor:$input, RankedTensorOf<[I32]>:$rows,
-                       RankedTensorOf<[F32]>:$weights);
+                       RankedTensorOf<[F32]>:$weights,
+                       Variadic<Hyc_FloatTensor>:$addends);
   let results = (outs Hyc_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $rows `,` $weights attr-dict `:` type($input) `,` type($rows)
-    `,` type($weights) `->` type($result)
+    $input `,` $rows `,` $weights (`add` `(` $addends^ `:` type($addends) `)`)?
+    attr-dict `:` type($input) `,` type($rows) `,` type($weights) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -59,7 +59,8 @@ Value emitMoe(GraphBuilder &g, const ModelSpec &s, int64_t layer, Value h) {
   Value up = expertGemm(permute.getResult(), "up_proj.weight", inter, hidden);
   Value down = expertGemm(g.siluMul(gate, up), "down_proj.weight", hidden, inter);
   Value out = MoeUnpermuteOp::create(b, loc, g.activation({hidden}), down,
-                                     permute.getRows(), route.getWeights());
+                                     permute.getRows(), route.getWeights(),
+                                     ValueRange());
   if (m.num_shared_experts > 0)
     out = g.add(out, emitSwiGLU(g, p + "shared_experts.", h, hidden,
                                 m.shared_intermediate_size * m.num_shared_experts));

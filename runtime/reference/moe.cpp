@@ -166,10 +166,11 @@ extern "C" void hyrt_ref_moe_grouped_matmul_bf16_activations(
   }
 }
 
-extern "C" void hyrt_ref_moe_unpermute(const float *y, const int32_t *rows,
-                                       const float *weights,
-                                       int64_t num_tokens, int64_t top_k,
-                                       int64_t dim, float *out) {
+extern "C" void hyrt_ref_moe_unpermute_add(const float *y, const int32_t *rows,
+                                           const float *weights,
+                                           int64_t num_tokens, int64_t top_k,
+                                           int64_t dim, const float *add0,
+                                           const float *add1, float *out) {
   // Sum in slot order j = 0..top_k-1 for every token, whatever the row order.
   const int64_t pairs = num_tokens * top_k;
   std::vector<int64_t> row_of_pair(pairs, -1);
@@ -187,7 +188,23 @@ extern "C" void hyrt_ref_moe_unpermute(const float *y, const int32_t *rows,
       for (int64_t d = 0; d < dim; ++d)
         acc[d] += wj * double(y[r * dim + d]);
     }
-    for (int64_t d = 0; d < dim; ++d)
-      out[t * dim + d] = float(acc[d]);
+    // The sum is rounded to fp32 before the addends, as an unpermute
+    // followed by hyc.add computes it.
+    for (int64_t d = 0; d < dim; ++d) {
+      float v = float(acc[d]);
+      if (add0)
+        v = v + add0[t * dim + d];
+      if (add1)
+        v = v + add1[t * dim + d];
+      out[t * dim + d] = v;
+    }
   }
+}
+
+extern "C" void hyrt_ref_moe_unpermute(const float *y, const int32_t *rows,
+                                       const float *weights,
+                                       int64_t num_tokens, int64_t top_k,
+                                       int64_t dim, float *out) {
+  hyrt_ref_moe_unpermute_add(y, rows, weights, num_tokens, top_k, dim, nullptr,
+                             nullptr, out);
 }

@@ -188,6 +188,15 @@ INSTANTIATE_TEST_SUITE_P(
         FusionCase{"deepseekv3-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"}),
     fusionCaseName);
 
+// DeepSeek-V3 adds its shared experts to the routed ones.
+INSTANTIATE_TEST_SUITE_P(
+    MoeCombine, Fusion,
+    ::testing::Values(
+        FusionCase{"deepseekv3-tiny", "hyc-global-fuse-moe-combine", "reference"},
+        FusionCase{"deepseekv3-tiny", "hyc-global-fuse-moe-combine", "avx512", "w8a8"},
+        FusionCase{"deepseekv3-grouped-tiny", "hyc-global-fuse-moe-combine", "avx512"}),
+    fusionCaseName);
+
 INSTANTIATE_TEST_SUITE_P(
     KvAppendIntoAttention, Fusion,
     ::testing::Values(

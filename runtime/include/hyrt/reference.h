@@ -157,6 +157,12 @@ void hyrt_ref_moe_grouped_matmul_bf16_activations(
     int64_t num_experts, int64_t N, int64_t K, float *out);
 
 /* out[t] = sum_j weights[t][j] * y[r] where rows[r] == t*top_k + j. */
+/* hyrt_ref_moe_unpermute, then out[t] += add0[t] and += add1[t] in fp32
+ * (each optional). */
+void hyrt_ref_moe_unpermute_add(const float *y, const int32_t *rows,
+                                const float *weights, int64_t num_tokens,
+                                int64_t top_k, int64_t dim, const float *add0,
+                                const float *add1, float *out);
 void hyrt_ref_moe_unpermute(const float *y, const int32_t *rows,
                             const float *weights, int64_t num_tokens,
                             int64_t top_k, int64_t dim, float *out);

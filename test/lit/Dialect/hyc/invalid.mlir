@@ -846,3 +846,19 @@ func.func @f(%x: tensor<8x32xf32>) {
   %r = hyc.collective.all_to_all %x {split_dim = 0 : i64, concat_dim = 3 : i64, group_size = 2 : i64} : tensor<8x32xf32> -> tensor<4x64xf32>
   return
 }
+
+// -----
+
+func.func @f(%y: tensor<?x8xf32>, %rows: tensor<?xi32>, %w: tensor<?x2xf32>, %a: tensor<?x4xf32>) {
+  // expected-error@+1 {{addend type 'tensor<?x4xf32>' does not match the result type 'tensor<?x8xf32>'}}
+  %u = hyc.moe.unpermute %y, %rows, %w add(%a : tensor<?x4xf32>) : tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%y: tensor<?x8xf32>, %rows: tensor<?xi32>, %w: tensor<?x2xf32>, %a: tensor<?x8xf32>) {
+  // expected-error@+1 {{takes at most 2 addends, got 3}}
+  %u = hyc.moe.unpermute %y, %rows, %w add(%a, %a, %a : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) : tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  return
+}

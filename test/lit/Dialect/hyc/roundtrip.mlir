@@ -131,3 +131,12 @@ func.func @fused_decode_attention(%q: tensor<?x8x16xf32>, %k: tensor<?x4x16xf32>
       : tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, !cache -> tensor<?x8x16xf32>
   return %o, %c1 : tensor<?x8x16xf32>, !cache
 }
+
+// -----
+
+// CHECK-LABEL: func.func @combine_with_addends
+// CHECK: hyc.moe.unpermute %{{.*}}, %{{.*}}, %{{.*}} add(%{{.*}}, %{{.*}} : tensor<?x8xf32>, tensor<?x8xf32>) : tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
+func.func @combine_with_addends(%y: tensor<?x8xf32>, %rows: tensor<?xi32>, %w: tensor<?x2xf32>, %a: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %u = hyc.moe.unpermute %y, %rows, %w add(%a, %a : tensor<?x8xf32>, tensor<?x8xf32>) : tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  return %u : tensor<?x8xf32>
+}
