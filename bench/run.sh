@@ -45,7 +45,7 @@ best_rate() { # kind artifact runs args...
 
 # The fused pipeline against the same model with every graph fusion left
 # out (--disable-pass), avx512 w8a8, on a synthetic Llama and Qwen3-MoE.
-FUSIONS=hyc-global-fuse-gate-up-silu,hyc-global-fuse-residual-norm,hyc-global-fuse-moe-combine,hyc-global-fuse-kv-append-into-attention
+FUSIONS=hyc-global-fuse-activation-quant,hyc-global-fuse-gate-up-silu,hyc-global-fuse-residual-norm,hyc-global-fuse-moe-combine,hyc-global-fuse-kv-append-into-attention
 "$HYC" synth --arch qwen3-moe --preset small --seed 1 -o "$OUT/moe-small" 2>/dev/null
 echo
 echo "== fused vs unfused graph (--disable-pass=$FUSIONS), avx512 w8a8, best of 5"

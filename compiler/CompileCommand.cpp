@@ -85,6 +85,7 @@ options:
                            (LLVM dialect; `lower` is an alias)
   --disable-pass NAMES     leave out these graph passes (comma-separated:
                            hyc-global-fuse-gate-up-silu,
+                           hyc-global-fuse-activation-quant,
                            hyc-global-fuse-residual-norm,
                            hyc-global-fuse-moe-combine,
                            hyc-global-fuse-kv-append-into-attention), e.g. to compare

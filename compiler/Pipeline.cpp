@@ -33,6 +33,7 @@ bool parsePhase(const std::string &name, Phase &phase) {
 
 const std::vector<std::string> &disablablePasses() {
   static const std::vector<std::string> names = {
+      "hyc-global-fuse-activation-quant",
       "hyc-global-fuse-gate-up-silu",
       "hyc-global-fuse-kv-append-into-attention",
       "hyc-global-fuse-moe-combine",
@@ -70,6 +71,8 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     pm.addPass(createHycGlobalFuseMoeCombine());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-kv-append-into-attention"))
     pm.addPass(createHycGlobalFuseKvAppendIntoAttention());
+  if (runs(Phase::Global) && enabled("hyc-global-fuse-activation-quant"))
+    pm.addPass(createHycGlobalFuseActivationQuant());
 
   const bool kernels = options.target != "reference";
   HycCpuSelectLoweringStrategyOptions strategy;

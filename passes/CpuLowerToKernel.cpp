@@ -304,6 +304,15 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
           ptrOf(gm.getResult()), scratch, kernel, i64(mMax), minMacs});
     return success();
   }
+  if (mm.getInputScale()) {
+    // Activations quantized once by hyc.quant.quantize (quantize_u8).
+    call("hyrt_cpu_gemm_w8a8_quantized",
+         {ptrOf(input), ptrOf(mm.getInputScale()), x[0].value, i64(k),
+          ptrOf(mm.getWeight()), ptrOf(mm.getScale()), i64(n),
+          mm.getBias() ? ptrOf(mm.getBias()) : null(), ptrOf(mm.getResult()),
+          kernel, i64(mMax), minMacs});
+    return success();
+  }
   SmallVector<Value> args = {ptrOf(input), x[0].value, i64(k),
                              ptrOf(mm.getWeight())};
   if (ks.scratchId == 2)
@@ -340,7 +349,11 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
   Value out = epilogue == Epilogue::silu_mul ? scratch() : ptrOf(op->getResult(0));
   Value bias = mm && mm.getBias() ? ptrOf(mm.getBias()) : null();
   bool roundActivations = bf16Activations && scheme == QuantScheme::bf16;
-  if (mm && w8a8)
+  if (mm && mm.getInputScale())
+    call("hyrt_ref_matmul_w8a8_quantized",
+         {ptrOf(input), ptrOf(mm.getInputScale()), ptrOf(weight), ptrOf(scale),
+          bias, rows, n, k, out});
+  else if (mm && w8a8)
     call("hyrt_ref_matmul_w8a8", {ptrOf(input), ptrOf(weight), ptrOf(scale), bias,
                                   rows, n, k, out});
   else if (mm)
@@ -457,6 +470,17 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         call("hyrt_ref_gather_rows",
              {ptrOf(r.getInput()), rows,
               out[0].value, out[1].value, ptrOf(r.getResult())});
+        return success();
+      })
+      .Case<QuantizeOp>([&](QuantizeOp q) {
+        auto x = D(q.getInput());
+        if (runsOn(q, "quantize_u8"))
+          call("hyrt_cpu_quantize_rows_u8",
+               {ptrOf(q.getInput()), x[0].value, x[1].value, x[1].value,
+                ptrOf(q.getResult()), ptrOf(q.getScale())});
+        else
+          call("hyrt_ref_quantize_rows", {ptrOf(q.getInput()), x[0].value, x[1].value,
+                                          ptrOf(q.getResult()), ptrOf(q.getScale())});
         return success();
       })
       .Case<RMSNormOp>([&](RMSNormOp n) {

@@ -194,8 +194,11 @@ int64_t EntryPlan::scratchNeeded(Operation &op, ArrayRef<int64_t> in) {
   Value w = gemmWeight(&op);
   if (!w)
     return 0;
-  if (const KernelScheme *ks = brgemmScheme(&op))
-    return driverScratch(*ks, in[0], in[1]);
+  if (const KernelScheme *ks = brgemmScheme(&op)) {
+    // Activations quantized beforehand need no conversion scratch.
+    auto x = cast<RankedTensorType>(op.getOperand(0).getType());
+    return x.getElementType().isInteger(8) ? 0 : driverScratch(*ks, in[0], in[1]);
+  }
   auto mm = dyn_cast<QuantMatmulOp>(op);
   auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
   if ((mm ? mm.getEpilogue() : gm.getEpilogue()) != Epilogue::silu_mul)

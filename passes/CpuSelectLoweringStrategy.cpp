@@ -93,6 +93,23 @@ private:
   LogicalResult decide(Operation *op) {
     MLIRContext *ctx = op->getContext();
     cpu::LoweringConfigAttr config;
+    if (auto q = dyn_cast<QuantizeOp>(op)) {
+      // Quantized activations are stored the way their GEMMs read them: the
+      // kernels' u8 (q + 128) rows, or the reference's int8.
+      int64_t onKernels = 0, readers = 0;
+      for (Operation *user : q.getResult().getUsers()) {
+        ++readers;
+        onKernels += kernels && brgemmSchemeOf(user, kernelTarget) != nullptr;
+      }
+      if (onKernels != 0 && onKernels != readers)
+        return q.emitError() << "quantized activations are read by " << onKernels
+                             << " kernel GEMMs and " << readers - onKernels
+                             << " reference GEMMs; they need one layout";
+      config = cpu::LoweringConfigAttr::get(
+          ctx, onKernels ? "quantize_u8" : "reference", {}, {}, {}, {}, 1, 0, 1);
+      op->setAttr(cpu::kLoweringConfigName, config);
+      return success();
+    }
     if (const KernelScheme *ks = kernels ? brgemmSchemeOf(op, kernelTarget) : nullptr) {
       int64_t rows = kernelRows(*ks);
       if (rows <= 0)

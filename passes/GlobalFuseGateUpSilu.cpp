@@ -111,7 +111,7 @@ bool fuse(SiluMulOp silu) {
                         : Value();
     fused = QuantMatmulOp::create(b, silu.getLoc(), silu.getType(), gate.getInput(),
                                   w, s, /*bias=*/Value(), /*residual=*/Value(),
-                                  gate.getQuantAttr(), epilogue);
+                                  gate.getInputScale(), gate.getQuantAttr(), epilogue);
     silu.replaceAllUsesWith(fused->getResult(0));
     silu.erase();
     gate.erase();

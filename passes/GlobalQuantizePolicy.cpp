@@ -129,7 +129,8 @@ struct HycGlobalQuantizePolicyPass
                                param.getRef());
       s->setAttr("hyc.quantize", b.getStringAttr("w8a8.scale"));
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
-                                      q, s, op.getBias(), op.getResidual(), quant,
+                                      q, s, op.getBias(), op.getResidual(),
+                                      op.getInputScale(), quant,
                                       op.getEpilogueAttr());
       op.replaceAllUsesWith(mm.getResult());
       op.erase();

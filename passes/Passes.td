@@ -106,6 +106,19 @@ def HycCpuSelectLoweringStrategy
   ];
 }
 
+def HycGlobalFuseActivationQuant
+    : Pass<"hyc-global-fuse-activation-quant", "::mlir::ModuleOp"> {
+  let summary = "Quantize activations once for every W8A8 GEMM that reads them";
+  let description = [{
+    When a value is read only by per-channel W8A8 `hyc.quant.matmul`s (at
+    least two, e.g. q/k/v after a norm) and its K is a multiple of 4, a
+    `hyc.quant.quantize` after its producer writes the int8 values and
+    per-token scales once and the GEMMs read them through `input_scale`
+    instead of quantizing again. Runs after the other graph fusions. Same
+    quantization function: bit-identical results.
+  }];
+}
+
 def HycGlobalFuseGateUpSilu
     : Pass<"hyc-global-fuse-gate-up-silu", "::mlir::ModuleOp"> {
   let summary = "One GEMM over [W_gate; W_up] with a SiLU-multiply epilogue";

@@ -327,6 +327,23 @@ LogicalResult QuantMatmulOp::verify() {
   if (getResidual() && getResidual().getType() != r)
     return emitOpError() << "residual type " << getResidual().getType()
                          << " must equal result type " << r;
+  bool quantizedInput = x.getElementType().isInteger(8);
+  if (!quantizedInput && !isa<FloatType>(x.getElementType()))
+    return emitOpError() << "input must be float or i8, got " << x;
+  if (quantizedInput != static_cast<bool>(getInputScale()))
+    return emitOpError() << "an input_scale is given exactly with an i8 input "
+                            "(input is "
+                         << x << ")";
+  if (quantizedInput) {
+    if (getQuant().getScheme() != QuantScheme::w8a8 || getQuant().getGroup() != 0)
+      return emitOpError() << "an i8 input needs per-channel w8a8, got "
+                           << getQuant();
+    auto s = rtt(getInputScale());
+    if (s.getRank() != 2 || !compatible(s.getDimSize(0), x.getDimSize(0)) ||
+        s.getDimSize(1) != 1)
+      return emitOpError() << "input_scale must be [" << dimStr(x.getDimSize(0))
+                           << ", 1], got " << s;
+  }
   return success();
 }
 

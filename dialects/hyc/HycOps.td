@@ -195,7 +195,9 @@ def Hyc_QuantMatmulOp : Hyc_Op<"quant.matmul", [Pure, AttrSizedOperandSegments]>
   let description = [{
     `input` is [M, K], `weight` is [N', K] (Hugging Face layout). `scale` is
     required for `w8a8` ([N'] or [N', K / group]) and `fp8_e4m3`
-    ([ceil(N'/bn), ceil(K/bk)]). Epilogues: `silu_mul` treats the N' = 2N
+    ([ceil(N'/bn), ceil(K/bk)]). For per-channel `w8a8` the input may come
+    already quantized: i8 values from `hyc.quant.quantize` with their
+    per-token `input_scale` ([M, 1]). Epilogues: `silu_mul` treats the N' = 2N
     outputs as [gate | up] and returns silu(gate) * up ([M, N]);
     `residual_add` adds `residual` ([M, N]). `bias` is [N'].
 
@@ -204,15 +206,17 @@ def Hyc_QuantMatmulOp : Hyc_Op<"quant.matmul", [Pure, AttrSizedOperandSegments]>
         : (tensor<?x64xf32>, tensor<128x64xf32>) -> tensor<?x128xf32>
     ```
   }];
-  let arguments = (ins Hyc_FloatTensor:$input, Hyc_Tensor:$weight,
+  let arguments = (ins Hyc_Tensor:$input, Hyc_Tensor:$weight,
                        Optional<RankedTensorOf<[F32]>>:$scale,
                        Optional<Hyc_FloatTensor>:$bias,
                        Optional<Hyc_FloatTensor>:$residual,
+                       Optional<RankedTensorOf<[F32]>>:$input_scale,
                        Hyc_QuantAttr:$quant, Hyc_EpilogueAttr:$epilogue);
   let results = (outs Hyc_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)?
-    (`residual` `(` $residual^ `)`)? attr-dict `:` functional-type(operands, results)
+    (`residual` `(` $residual^ `)`)? (`input_scale` `(` $input_scale^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

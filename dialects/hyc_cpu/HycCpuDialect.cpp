@@ -26,8 +26,10 @@ LogicalResult LoweringConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringRef kernel,
     StringAttr isa, StringAttr types, StringAttr layout, DenseI64ArrayAttr tileAttr,
     int64_t threads, int64_t parallelMinMacs, int64_t kvSplits) {
-  if (kernel != "reference" && kernel != "brgemm" && kernel != "paged_attention")
-    return emitError() << "kernel must be reference, brgemm or paged_attention, got '"
+  if (kernel != "reference" && kernel != "brgemm" && kernel != "paged_attention" &&
+      kernel != "quantize_u8")
+    return emitError() << "kernel must be reference, brgemm, paged_attention or "
+                          "quantize_u8, got '"
                        << kernel << "'";
   ArrayRef<int64_t> tile = tileAttr ? tileAttr.asArrayRef() : ArrayRef<int64_t>();
   if (kernel == "brgemm") {

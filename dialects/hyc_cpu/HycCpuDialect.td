@@ -36,7 +36,8 @@ def HycCpu_LoweringConfigAttr
     `kernel` names the implementation: `reference` (the fp32 reference
     kernel that defines the op), `brgemm` (a generated block GEMM called by a
     threaded driver), `paged_attention` (the threaded paged-attention
-    kernel). For `brgemm`, `isa` / `types` / `layout` name the generated
+    kernel), `quantize_u8` (per-token activation quantization into the layout
+    the W8A8 drivers read, u8 = q + 128). For `brgemm`, `isa` / `types` / `layout` name the generated
     kernel (`hyc_brgemm_<types>_<tile_m>x<tile_n>x<tile_k>_<isa>`) and the
     packed weight layout it reads; `tile = [m, n, k]` is its block (`m`: the
     largest row block, N is cut in `n`-column panels, K is not split);

@@ -32,7 +32,8 @@ Value GraphBuilder::linear(Value x, const std::string &weightName, int64_t n,
   auto quant = QuantAttr::get(b.getContext(), QuantScheme::f32, 0, {});
   auto epilogue = EpilogueAttr::get(b.getContext(), Epilogue::none);
   return QuantMatmulOp::create(b, loc, activation({n}), x, w, /*scale=*/Value(),
-                               bias, /*residual=*/Value(), quant, epilogue);
+                               bias, /*residual=*/Value(),
+                               /*input_scale=*/Value(), quant, epilogue);
 }
 
 Value GraphBuilder::rmsNorm(Value x, const std::string &weightName,

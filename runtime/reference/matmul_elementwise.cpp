@@ -72,11 +72,8 @@ extern "C" void hyrt_ref_matmul_bf16_activations(const float *x, const float *w,
   hyrt_ref_matmul(rounded.data(), w, bias, M, N, K, out);
 }
 
-extern "C" void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
-                                     const float *w_scale, const float *bias,
-                                     int64_t M, int64_t N, int64_t K,
-                                     float *out) {
-  std::vector<int32_t> q(static_cast<size_t>(K));
+extern "C" void hyrt_ref_quantize_rows(const float *x, int64_t M, int64_t K,
+                                       int8_t *q, float *scale) {
   for (int64_t m = 0; m < M; ++m) {
     const float *row = x + m * K;
     float amax = 0;
@@ -85,23 +82,45 @@ extern "C" void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
       finite = finite && std::isfinite(row[k]);
       amax = std::fmax(amax, std::fabs(row[k]));
     }
-    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    const float s = amax > 0 ? amax / 127.0f : 1.0f;
     // x * (1/scale), as the kernels compute it, so that both round alike.
-    const float inv = 1.0f / scale;
+    const float inv = 1.0f / s;
+    scale[m] = finite ? s : std::nanf("");
     for (int64_t k = 0; k < K; ++k) {
       const float v = std::nearbyint(row[k] * inv);
-      q[size_t(k)] = finite ? int32_t(std::fmin(127.0f, std::fmax(-127.0f, v))) : 0;
+      q[m * K + k] = finite ? int8_t(std::fmin(127.0f, std::fmax(-127.0f, v))) : 0;
     }
+  }
+}
+
+extern "C" void hyrt_ref_matmul_w8a8_quantized(const int8_t *q,
+                                               const float *scale,
+                                               const int8_t *w_q,
+                                               const float *w_scale,
+                                               const float *bias, int64_t M,
+                                               int64_t N, int64_t K,
+                                               float *out) {
+  for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       const int8_t *wr = w_q + n * K;
       int64_t acc = 0;
       for (int64_t k = 0; k < K; ++k)
-        acc += int64_t(q[size_t(k)]) * wr[k];
+        acc += int64_t(q[m * K + k]) * wr[k];
       const double b = bias ? double(bias[n]) : 0.0;
-      out[m * N + n] = finite ? float(double(acc) * scale * w_scale[n] + b)
-                              : std::nanf("");
+      // A NaN scale (a row with NaN or Inf) makes the row NaN.
+      out[m * N + n] = float(double(acc) * scale[m] * w_scale[n] + b);
     }
-  }
+}
+
+extern "C" void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
+                                     const float *w_scale, const float *bias,
+                                     int64_t M, int64_t N, int64_t K,
+                                     float *out) {
+  std::vector<int8_t> q(static_cast<size_t>(M * K));
+  std::vector<float> scale(static_cast<size_t>(M));
+  hyrt_ref_quantize_rows(x, M, K, q.data(), scale.data());
+  hyrt_ref_matmul_w8a8_quantized(q.data(), scale.data(), w_q, w_scale, bias, M,
+                                 N, K, out);
 }
 
 extern "C" void hyrt_ref_gather_rows(const float *x, const int32_t *rows,

@@ -185,7 +185,21 @@ INSTANTIATE_TEST_SUITE_P(
         FusionCase{"qwen3moe-tiny", "hyc-global-fuse-gate-up-silu", "reference"},
         FusionCase{"qwen3moe-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"},
         FusionCase{"qwen3moe-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "bf16"},
-        FusionCase{"deepseekv3-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"}),
+        FusionCase{"deepseekv3-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"},
+        // moe_intermediate_size 16: half-filled 32-column panels.
+        FusionCase{"deepseekv3-grouped-tiny", "hyc-global-fuse-gate-up-silu", "avx512"},
+        FusionCase{"deepseekv3-grouped-tiny", "hyc-global-fuse-gate-up-silu", "avx512", "w8a8"}),
+    fusionCaseName);
+
+// Activations read by several W8A8 GEMMs (q/k/v; DeepSeek's q_a and kv_a)
+// are quantized once.
+INSTANTIATE_TEST_SUITE_P(
+    ActivationQuant, Fusion,
+    ::testing::Values(
+        FusionCase{"llama-tiny", "hyc-global-fuse-activation-quant", "reference", "w8a8"},
+        FusionCase{"llama-tiny", "hyc-global-fuse-activation-quant", "avx512", "w8a8"},
+        FusionCase{"qwen3moe-tiny", "hyc-global-fuse-activation-quant", "avx512", "w8a8"},
+        FusionCase{"deepseekv3-tiny", "hyc-global-fuse-activation-quant", "avx512", "w8a8"}),
     fusionCaseName);
 
 // DeepSeek-V3 adds its shared experts to the routed ones.

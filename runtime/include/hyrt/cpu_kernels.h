@@ -76,6 +76,23 @@ void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
                               const float *q, int64_t num_heads, float scale,
                               float *out);
 
+/* The W8A8 drivers' activation quantization on its own (hyc.quant.quantize
+ * on kernel targets): per token scale = max|x| / 127 into a_scale[M], rows
+ * of u8 = q + 128 (VNNI's unsigned operand) with `lda` >= K bytes, padded
+ * with 128 (zero). A row with NaN or Inf gets scale NaN. */
+void hyrt_cpu_quantize_rows_u8(const float *x, int64_t M, int64_t K,
+                               int64_t lda, uint8_t *a, float *a_scale);
+
+/* hyrt_cpu_gemm_w8a8 on activations already quantized by
+ * hyrt_cpu_quantize_rows_u8 with lda = K (K a multiple of 4): no scratch,
+ * no second quantization when several GEMMs read the same activations. */
+void hyrt_cpu_gemm_w8a8_quantized(const uint8_t *a, const float *a_scale,
+                                  int64_t M, int64_t K, const void *w_packed,
+                                  const float *w_scale, int64_t N,
+                                  const float *bias, float *out,
+                                  hyrt_brgemm_fn kernel, int64_t m_max,
+                                  int64_t parallel_min_macs);
+
 /* SwiGLU on a [gate; up] weight (hyc-global-fuse-gate-up-silu): w_packed
  * holds the packed [N][K] gate matrix followed by the packed [N][K] up
  * matrix in `scheme`'s layout (W8A8: w_scale[2N], gate scales first);

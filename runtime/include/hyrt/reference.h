@@ -53,11 +53,25 @@ void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows, int64_t n,
 void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
                           int64_t num_rows, int64_t dim, float *out);
 
+/* Per-token symmetric int8 (the activation half of W8A8): scale[m] =
+ * max|x[m]| / 127 (1 for an all-zero row), q = clamp(round-to-nearest-even(
+ * x * (1/scale)), -127, 127); a row with a NaN or Inf gets scale NaN and
+ * q = 0, which poisons the GEMM outputs of that row. */
+void hyrt_ref_quantize_rows(const float *x, int64_t M, int64_t K, int8_t *q,
+                            float *scale);
+/* out[m][n] = scale[m] * w_scale[n] * sum_k q[m][k] * w_q[n][k] + bias[n]
+ * (the integer sum is exact). */
+void hyrt_ref_matmul_w8a8_quantized(const int8_t *q, const float *scale,
+                                    const int8_t *w_q, const float *w_scale,
+                                    const float *bias, int64_t M, int64_t N,
+                                    int64_t K, float *out);
+
 /* W8A8 semantics: each row of x is quantized symmetrically per token
  * (scale = max|x|/127, q = round-to-nearest-even(x * (1/scale)) clamped to
  * [-127, 127]; a NaN or Inf in the row makes the row NaN), multiplied
  * exactly by the int8 weights w_q ([N][K], row-major) and rescaled:
- * out = scale_x * w_scale[n] * sum_k q_x[k] * w_q[n][k] + bias[n]. */
+ * out = scale_x * w_scale[n] * sum_k q_x[k] * w_q[n][k] + bias[n]
+ * (hyrt_ref_quantize_rows, then hyrt_ref_matmul_w8a8_quantized). */
 void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
                           const float *w_scale, const float *bias, int64_t M,
                           int64_t N, int64_t K, float *out);
