@@ -147,11 +147,18 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
 
 Value EntryConversion::constantTable(kernel::ConstantTableOp op) {
   auto values = cast<DenseElementsAttr>(op.getValues());
-  // One global per distinct content.
-  std::string key = "hyc_const_" + std::to_string(static_cast<size_t>(
-                                       llvm::hash_value(values.getRawData())) &
-                                   0xffffffffu);
+  // One global per distinct content; a hash collision with other contents
+  // gets a name of its own.
+  const std::string base =
+      "hyc_const_" + std::to_string(static_cast<size_t>(
+                                        llvm::hash_value(values.getRawData())) &
+                                    0xffffffffu);
+  std::string key = base;
   auto global = module.lookupSymbol<LLVM::GlobalOp>(key);
+  for (int suffix = 1; global && global.getValueAttr() != values; ++suffix) {
+    key = base + "_" + std::to_string(suffix);
+    global = module.lookupSymbol<LLVM::GlobalOp>(key);
+  }
   if (!global) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());

@@ -246,6 +246,15 @@ Value EntryLowering::ropeTable(RopeOp op, float &mscale) {
 LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   const KernelScheme &ks = *brgemmScheme(m);
   cpu::LoweringConfigAttr config = configOf(m);
+  // The drivers apply no residual, and the gate/up driver no bias: a
+  // schedule that says otherwise (hand-written, or stale after a rewrite)
+  // is refused instead of silently dropping them.
+  if (auto mm = dyn_cast<QuantMatmulOp>(m);
+      mm && (mm.getEpilogue() == Epilogue::residual_add ||
+             (mm.getEpilogue() == Epilogue::silu_mul && mm.getBias())))
+    return m->emitError() << "a brgemm schedule cannot apply the "
+                          << stringifyEpilogue(mm.getEpilogue())
+                          << " epilogue" << (mm.getBias() ? " with a bias" : "");
   int64_t mMax = config.getTile() ? config.getTile()[0] : 0;
   if (mMax <= 0 || mMax > 64)
     return m->emitError() << "no " << ks.isaName

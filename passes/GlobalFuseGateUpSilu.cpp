@@ -42,10 +42,10 @@ std::string braceName(StringRef a, StringRef b) {
       .str();
 }
 
-/// Two params that can be concatenated along their row dim `dim`: same file,
-/// type and derivation, neither name containing brace syntax already.
+/// Two distinct params that can be concatenated along their row dim: same
+/// file, type and derivation, neither name containing brace syntax already.
 bool concatenable(ParamOp a, ParamOp b) {
-  return a && b && a.getType() == b.getType() &&
+  return a && b && a != b && a.getType() == b.getType() &&
          a.getRef().getFile() == b.getRef().getFile() &&
          a->getAttr("hyc.quantize") == b->getAttr("hyc.quantize") &&
          !a.getRef().getTensor().contains('{') &&

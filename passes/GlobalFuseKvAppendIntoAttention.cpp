@@ -2,10 +2,9 @@
 //
 // Decode writes each new token's key and value into its cache page and then
 // attends over the page table including that row. Unfused these are two
-// kernels (a serial copy, then the threaded attention); fused, the thread
-// that handles a (token, kv head) writes that head's row and attends with
-// the query heads that share it, while the row is in cache (SGLang's fused
-// KV-buffer write). The arithmetic is unchanged: fused and unfused decode
+// kernels (a serial copy, then the threaded attention); fused, one parallel
+// region writes the rows across the threads and attends right after, while
+// the rows are in cache (SGLang's fused KV-buffer write). The arithmetic is unchanged: fused and unfused decode
 // agree bit for bit.
 //
 //===----------------------------------------------------------------------===//

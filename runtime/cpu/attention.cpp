@@ -127,25 +127,19 @@ extern "C" void hyrt_cpu_paged_attention_append(
     float scale, float *out) {
   const LayerView l = layerView(kv, layer, num_heads);
   const int64_t T = step->num_tokens;
-  // With one token per sequence (decode) the only new row a token reads is
-  // its own: the work item that writes (t, kv head) attends with that head's
-  // query heads right after, while the row is in cache. Otherwise a token
-  // may read a row another work item writes, so every row is written first.
-  const bool onePerSequence = T == step->num_seqs;
-  if (!onePerSequence)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh)
-        appendHead(step, l, k, v, t, kvh);
+  // One parallel region for both: the threads write the step's rows, meet at
+  // the barrier that ends the first loop (a token may read rows other work
+  // items wrote: its own, or in a multi-token step its predecessors'), then
+  // attend over (token, query head) as hyrt_cpu_paged_attention does.
 #pragma omp parallel if (worthThreads(step, l, num_heads))
   {
+#pragma omp for schedule(static)
+    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
+      appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
     std::vector<float> scores, acc;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg) {
-      const int64_t t = tg / l.kvHeads, kvh = tg % l.kvHeads;
-      if (onePerSequence)
-        appendHead(step, l, k, v, t, kvh);
-      for (int64_t h = kvh * l.group; h < (kvh + 1) * l.group; ++h)
-        attendHead(step, l, q, num_heads, scale, t, h, scores, acc, out);
-    }
+    for (int64_t th = 0; th < T * num_heads; ++th)
+      attendHead(step, l, q, num_heads, scale, th / num_heads, th % num_heads,
+                 scores, acc, out);
   }
 }

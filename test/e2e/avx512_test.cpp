@@ -52,7 +52,9 @@ TEST_P(Avx512Golden, F32KernelsMatchGoldenLogits) {
     std::vector<float> got = wholeSequenceLogits(*m.engine, tokens);
     float d = maxAbsDiff(got, want.data);
     std::printf("%s avx512/f32 logits_%s: max abs diff %.3g\n", GetParam().c_str(), n, d);
-    EXPECT_LE(d, 1e-3f);
+    // Only the summation order differs from the F32 golden logits: the
+    // error model of golden_test.cpp (kTolerance) applies.
+    EXPECT_LE(d, 1e-4f);
   }
   auto greedy = nlohmann::json::parse(readFile(dir + "/greedy16.json"));
   hyrt::GenerateOptions opts;
@@ -78,7 +80,7 @@ TEST_P(Avx512Golden, Avx2F32KernelsMatchGoldenLogits) {
   ASSERT_TRUE(hyrt::read_npy_f32(dir + "/logits_64.npy", &want).ok());
   float d = maxAbsDiff(wholeSequenceLogits(*m.engine, tokens), want.data);
   std::printf("%s avx2/f32 logits_64: max abs diff %.3g\n", GetParam().c_str(), d);
-  EXPECT_LE(d, 1e-3f);
+  EXPECT_LE(d, 1e-4f);
   EXPECT_LT(maxAbsDiff(wholeSequenceLogits(*m.engine, tokens),
                        incrementalLogits(*m.engine, tokens, 20)),
             1e-4);

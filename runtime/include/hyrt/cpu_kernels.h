@@ -115,9 +115,8 @@ void hyrt_cpu_grouped_gemm_silu_mul(int32_t scheme, const float *x,
                                     int64_t parallel_min_macs);
 
 /* hyrt_ref_kv_cache_append followed by hyrt_cpu_paged_attention, in one
- * kernel: each (token, kv head) work item writes its key/value row and then
- * runs the query heads that share it (decode: one token per sequence; other
- * steps write every row first). Same results as the two calls. */
+ * kernel (one parallel region: the threads write the step's key/value rows,
+ * then attend over (token, query head)). Same results as the two calls. */
 void hyrt_cpu_paged_attention_append(const hyrt_kv_cache_v0 *kv,
                                      const hyrt_step_v0 *step, int64_t layer,
                                      const float *k, const float *v,

@@ -101,4 +101,46 @@ TEST(CpuPagedAttentionAppend, EqualsAppendThenAttentionBitForBit) {
   }
 }
 
+// Long contexts take the threaded path (>= 2^18 multiply-adds): the fused
+// kernel's threads write rows that other threads' attention then reads.
+TEST(CpuPagedAttentionAppend, ThreadedLongContextEqualsTheTwoCalls) {
+  const int64_t pageSize = 16, kvHeads = 2, dk = 64, dv = 64, heads = 8;
+  const int64_t maxPages = 20, pages = 2 * maxPages;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[i] = int32_t((i * 13 + 7) % pages);
+  // Two sequences decoding at positions 300 and 200: (301 + 201) x 8 heads x
+  // 128 = 514k multiply-adds.
+  std::vector<int32_t> positions = {300, 200}, seqs = {0, 1}, tokens = {5, 5};
+  std::vector<int32_t> start = {0, 1}, len = {1, 1}, prefix = {300, 200};
+  hyrt_step_v0 step{2, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
+                    len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+  std::vector<float> k0(pages * pageSize * kvHeads * dk), v0(pages * pageSize * kvHeads * dv);
+  for (auto *vec : {&k0, &v0})
+    for (float &x : *vec)
+      x = d(rng);
+  std::vector<float> q(2 * heads * dk), newK(2 * kvHeads * dk), newV(2 * kvHeads * dv);
+  for (auto *vec : {&q, &newK, &newV})
+    for (float &x : *vec)
+      x = d(rng);
+  std::vector<float> kA = k0, vA = v0, kB = k0, vB = v0;
+  float *kpA = kA.data(), *vpA = vA.data(), *kpB = kB.data(), *vpB = vB.data();
+  hyrt_kv_cache_v0 a{1, pages, pageSize, kvHeads, dk, dv, &kpA, &vpA};
+  hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB};
+  std::vector<float> want(2 * heads * dv), got(2 * heads * dv, -7.0f), ref(2 * heads * dv);
+  hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
+  hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.125f, want.data());
+  hyrt_ref_paged_attention(&a, &step, 0, q.data(), heads, 0.125f, ref.data());
+  hyrt_cpu_paged_attention_append(&b, &step, 0, newK.data(), newV.data(), q.data(), heads,
+                                  0.125f, got.data());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(kA, kB);
+  EXPECT_EQ(vA, vB);
+  // fp32 softmax and sums over 301 positions vs the double reference.
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_NEAR(want[i], ref[i], 1e-5f * (1 + std::fabs(ref[i]))) << i;
+}
+
 } // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -156,6 +157,50 @@ TEST(CpuGemmDriver, Bf16MatchesRoundedReference) {
     auto want = refGemm(round(x), round(w), bias, c);
     for (size_t i = 0; i < out.size(); ++i)
       ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])));
+  }
+}
+
+// The gate/up driver against silu of the two f32 GEMMs: the up half starts
+// after the packed gate matrix, partial panels (N = 16, 40) included, and
+// the grouped variant strides over [gate; up] pairs per expert.
+TEST(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
+  if (!host_supports(Isa::avx512_core))
+    GTEST_SKIP() << "host lacks AVX-512";
+  for (const Case &c : {Case{3, 16, 64}, Case{17, 40, 96}, Case{40, 64, 128}}) {
+    auto x = randomVec(c.M * c.K, 11), wg = randomVec(c.N * c.K, 12),
+         wu = randomVec(c.N * c.K, 13);
+    std::vector<float> zero(c.N, 0.0f);
+    auto kernel = kernelFor(Isa::avx512_core, DataType::f32, DataType::f32, int(c.K));
+    PackedB pg = pack_b_f32(wg.data(), c.N, c.K, c.K), pu = pack_b_f32(wu.data(), c.N, c.K, c.K);
+    // [gate; up] packed back to back, and two experts of that (expert 1
+    // gets rows [1, M) with the same weights), in 64-byte aligned memory.
+    const size_t half = pg.data.size();
+    AlignedBuffer packed(2 * half), stacked(4 * half);
+    for (size_t i = 0; i < 4; ++i) {
+      const AlignedBuffer &src = i % 2 ? pu.data : pg.data;
+      if (i < 2)
+        std::memcpy(packed.data() + i * half, src.data(), half);
+      std::memcpy(stacked.data() + i * half, src.data(), half);
+    }
+    std::vector<float> out(c.M * c.N, -7.0f), grouped(c.M * c.N, -7.0f);
+    hyrt_cpu_gemm_silu_mul(HYRT_GEMM_F32, x.data(), c.M, c.K, packed.data(), nullptr, c.N,
+                           out.data(), nullptr, reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                           kernel->desc().m_max, kMinMacs);
+    const int32_t offsets[3] = {0, 1, int32_t(c.M)};
+    hyrt_cpu_grouped_gemm_silu_mul(HYRT_GEMM_F32, x.data(), c.M, c.K, offsets, 2,
+                                   stacked.data(), nullptr, c.N, grouped.data(), nullptr,
+                                   reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                                   kernel->desc().m_max, kMinMacs);
+    auto g = refGemm(x, wg, zero, c), u = refGemm(x, wu, zero, c);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double want = g[i] / (1 + std::exp(-g[i])) * u[i];
+      // fp32 sums of K products (the kernels split them over accumulators
+      // by row-block height, so grouped rows may round differently).
+      ASSERT_NEAR(out[i], want, 1e-4 * (1 + std::fabs(want)))
+          << "M=" << c.M << " N=" << c.N << " at " << i;
+      ASSERT_NEAR(grouped[i], want, 1e-4 * (1 + std::fabs(want)))
+          << "grouped, M=" << c.M << " N=" << c.N << " at " << i;
+    }
   }
 }
 
