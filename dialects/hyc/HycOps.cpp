@@ -442,32 +442,43 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
-LogicalResult PagedAttentionOp::verify() {
-  auto cache = cast<KVCacheType>(getCache().getType());
-  if (failed(verifyLayer(*this, getLayer(), cache)) ||
-      failed(expectRank(*this, getQuery(), 3, "query")) ||
-      failed(expectRank(*this, getResult(), 3, "result")))
+namespace {
+/// The checks decode attention over a paged cache shares, with or without
+/// the fused append: layer, query/result shapes against the cache, split
+/// count and scale.
+LogicalResult verifyPagedDecode(Operation *op, Value query, Value result,
+                                KVCacheType cache, int64_t layer,
+                                int64_t kvSplits, float scale) {
+  if (failed(verifyLayer(op, layer, cache)) ||
+      failed(expectRank(op, query, 3, "query")) ||
+      failed(expectRank(op, result, 3, "result")))
     return failure();
-  auto q = rtt(getQuery()), r = rtt(getResult());
+  auto q = rtt(query), r = rtt(result);
   if (cache.getVHeadDim() == 0)
-    return emitOpError() << "needs a cache with values (v_head_dim > 0); use "
-                            "hyc.mla.attention for latent caches";
-  if (failed(verifyHeads(*this, q.getDimSize(1), cache.getNumKvHeads())) ||
-      failed(expectDim(*this, "query dim", q.getDimSize(2),
-                       cache.getKHeadDim(), "cache k_head_dim")) ||
-      failed(expectDim(*this, "result tokens", r.getDimSize(0),
-                       q.getDimSize(0), "query tokens")) ||
-      failed(expectDim(*this, "result heads", r.getDimSize(1), q.getDimSize(1),
+    return op->emitOpError() << "needs a cache with values (v_head_dim > 0); use "
+                                "hyc.mla.attention for latent caches";
+  if (failed(verifyHeads(op, q.getDimSize(1), cache.getNumKvHeads())) ||
+      failed(expectDim(op, "query dim", q.getDimSize(2), cache.getKHeadDim(),
+                       "cache k_head_dim")) ||
+      failed(expectDim(op, "result tokens", r.getDimSize(0), q.getDimSize(0),
+                       "query tokens")) ||
+      failed(expectDim(op, "result heads", r.getDimSize(1), q.getDimSize(1),
                        "query heads")) ||
-      failed(expectDim(*this, "result dim", r.getDimSize(2),
-                       cache.getVHeadDim(), "cache v_head_dim")))
+      failed(expectDim(op, "result dim", r.getDimSize(2), cache.getVHeadDim(),
+                       "cache v_head_dim")))
     return failure();
-  if (getKvSplits() < 1)
-    return emitOpError() << "kv_splits must be >= 1, got " << getKvSplits();
-  if (getScale().convertToFloat() <= 0.0f)
-    return emitOpError() << "scale must be positive, got "
-                         << getScale().convertToFloat();
+  if (kvSplits < 1)
+    return op->emitOpError() << "kv_splits must be >= 1, got " << kvSplits;
+  if (scale <= 0.0f)
+    return op->emitOpError() << "scale must be positive, got " << scale;
   return success();
+}
+} // namespace
+
+LogicalResult PagedAttentionOp::verify() {
+  return verifyPagedDecode(*this, getQuery(), getResult(),
+                           cast<KVCacheType>(getCache().getType()), getLayer(),
+                           getKvSplits(), getScale().convertToFloat());
 }
 
 LogicalResult LogitRowsOp::verify() {
@@ -482,21 +493,13 @@ LogicalResult LogitRowsOp::verify() {
 
 LogicalResult PagedAttentionAppendOp::verify() {
   auto cache = cast<KVCacheType>(getCache().getType());
-  if (failed(verifyLayer(*this, getLayer(), cache)) ||
-      failed(expectRank(*this, getQuery(), 3, "query")) ||
+  if (failed(verifyPagedDecode(*this, getQuery(), getResult(), cache, getLayer(),
+                               getKvSplits(), getScale().convertToFloat())) ||
       failed(expectRank(*this, getKey(), 3, "key")) ||
-      failed(expectRank(*this, getValue(), 3, "value")) ||
-      failed(expectRank(*this, getResult(), 3, "result")))
+      failed(expectRank(*this, getValue(), 3, "value")))
     return failure();
-  auto q = rtt(getQuery()), k = rtt(getKey()), v = rtt(getValue()),
-       r = rtt(getResult());
-  if (cache.getVHeadDim() == 0)
-    return emitOpError() << "needs a cache with values (v_head_dim > 0); use "
-                            "hyc.mla.attention for latent caches";
-  if (failed(verifyHeads(*this, q.getDimSize(1), cache.getNumKvHeads())) ||
-      failed(expectDim(*this, "query dim", q.getDimSize(2),
-                       cache.getKHeadDim(), "cache k_head_dim")) ||
-      failed(expectDim(*this, "key tokens", k.getDimSize(0), q.getDimSize(0),
+  auto q = rtt(getQuery()), k = rtt(getKey()), v = rtt(getValue());
+  if (failed(expectDim(*this, "key tokens", k.getDimSize(0), q.getDimSize(0),
                        "query tokens")) ||
       failed(expectDim(*this, "key heads", k.getDimSize(1),
                        cache.getNumKvHeads(), "cache num_kv_heads")) ||
@@ -507,19 +510,8 @@ LogicalResult PagedAttentionAppendOp::verify() {
       failed(expectDim(*this, "value heads", v.getDimSize(1),
                        cache.getNumKvHeads(), "cache num_kv_heads")) ||
       failed(expectDim(*this, "value dim", v.getDimSize(2), cache.getVHeadDim(),
-                       "cache v_head_dim")) ||
-      failed(expectDim(*this, "result tokens", r.getDimSize(0),
-                       q.getDimSize(0), "query tokens")) ||
-      failed(expectDim(*this, "result heads", r.getDimSize(1), q.getDimSize(1),
-                       "query heads")) ||
-      failed(expectDim(*this, "result dim", r.getDimSize(2),
-                       cache.getVHeadDim(), "cache v_head_dim")))
+                       "cache v_head_dim")))
     return failure();
-  if (getKvSplits() < 1)
-    return emitOpError() << "kv_splits must be >= 1, got " << getKvSplits();
-  if (getScale().convertToFloat() <= 0.0f)
-    return emitOpError() << "scale must be positive, got "
-                         << getScale().convertToFloat();
   return success();
 }
 

@@ -48,29 +48,37 @@ std::string fusionCaseName(const ::testing::TestParamInfo<FusionCase> &info) {
   return n;
 }
 
-class Fusion : public ::testing::TestWithParam<FusionCase> {};
+/// The fused and the unfused artifact of the case's model (the fusion left
+/// out with --disable-pass), and the model's 33-token input.
+class Fusion : public ::testing::TestWithParam<FusionCase> {
+protected:
+  void SetUp() override {
+    const FusionCase &c = GetParam();
+    std::string dir = sharedDir() + "/golden/" + c.model;
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0)
+      GTEST_SKIP() << dir << " is absent";
+    if (std::string why; !hostRuns(c, why))
+      GTEST_SKIP() << why;
+    std::vector<std::string> flags = caseFlags(c), unfusedFlags = flags;
+    unfusedFlags.insert(unfusedFlags.end(), {"--disable-pass", c.pass});
+    fused = loadModel(compileOnce(dir, flags));
+    unfused = loadModel(compileOnce(dir, unfusedFlags));
+    ASSERT_TRUE(fused.engine && unfused.engine);
+    tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
+                 .get<std::vector<int32_t>>();
+  }
+
+  LoadedModel fused, unfused;
+  std::vector<int32_t> tokens;
+};
 
 TEST_P(Fusion, FusedEqualsUnfusedBitForBit) {
-  const FusionCase &c = GetParam();
-  std::string dir = sharedDir() + "/golden/" + c.model;
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0)
-    GTEST_SKIP() << dir << " is absent";
-  if (std::string why; !hostRuns(c, why))
-    GTEST_SKIP() << why;
-  std::vector<std::string> fused = caseFlags(c);
-  std::vector<std::string> unfused = fused;
-  unfused.insert(unfused.end(), {"--disable-pass", c.pass});
-  LoadedModel a = loadModel(compileOnce(dir, fused));
-  LoadedModel b = loadModel(compileOnce(dir, unfused));
-  ASSERT_TRUE(a.engine && b.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                    .get<std::vector<int32_t>>();
-  EXPECT_EQ(maxAbsDiff(wholeSequenceLogits(*a.engine, tokens),
-                       wholeSequenceLogits(*b.engine, tokens)),
+  EXPECT_EQ(maxAbsDiff(wholeSequenceLogits(*fused.engine, tokens),
+                       wholeSequenceLogits(*unfused.engine, tokens)),
             0.0f);
-  EXPECT_EQ(maxAbsDiff(incrementalLogits(*a.engine, tokens, 20),
-                       incrementalLogits(*b.engine, tokens, 20)),
+  EXPECT_EQ(maxAbsDiff(incrementalLogits(*fused.engine, tokens, 20),
+                       incrementalLogits(*unfused.engine, tokens, 20)),
             0.0f);
 }
 
@@ -98,22 +106,8 @@ std::vector<float> batchedDecode(hyrt::Engine &engine, const std::vector<int32_t
 }
 
 TEST_P(Fusion, BatchedDecodeFusedEqualsUnfused) {
-  const FusionCase &c = GetParam();
-  std::string dir = sharedDir() + "/golden/" + c.model;
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0)
-    GTEST_SKIP() << dir << " is absent";
-  if (std::string why; !hostRuns(c, why))
-    GTEST_SKIP() << why;
-  std::vector<std::string> fused = caseFlags(c);
-  std::vector<std::string> unfused = fused;
-  unfused.insert(unfused.end(), {"--disable-pass", c.pass});
-  LoadedModel a = loadModel(compileOnce(dir, fused));
-  LoadedModel b = loadModel(compileOnce(dir, unfused));
-  ASSERT_TRUE(a.engine && b.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                    .get<std::vector<int32_t>>();
-  std::vector<float> x = batchedDecode(*a.engine, tokens), y = batchedDecode(*b.engine, tokens);
+  std::vector<float> x = batchedDecode(*fused.engine, tokens),
+                     y = batchedDecode(*unfused.engine, tokens);
   ASSERT_FALSE(x.empty());
   EXPECT_EQ(maxAbsDiff(x, y), 0.0f);
 }
