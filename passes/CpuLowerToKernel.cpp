@@ -51,6 +51,17 @@ struct Dim {
   Value value;
 };
 
+/// The activation quantization that the strategy folded into `producer`'s
+/// kernel (its only reader, with `fused_producer`), or null.
+QuantizeOp fusedQuantizeOf(Operation *producer) {
+  Value out = producer->getResult(0);
+  if (!out.hasOneUse())
+    return {};
+  auto q = dyn_cast<QuantizeOp>(*out.getUsers().begin());
+  cpu::LoweringConfigAttr c = q ? configOf(q) : cpu::LoweringConfigAttr();
+  return c && c.getFusedProducer() ? q : QuantizeOp();
+}
+
 class EntryLowering {
 public:
   EntryLowering(func::FuncOp fn, bool bf16Activations)
@@ -483,7 +494,28 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<QuantizeOp>([&](QuantizeOp q) {
         auto x = D(q.getInput());
-        if (runsOn(q, "quantize_u8"))
+        bool u8 = runsOn(q, "quantize_u8");
+        // Folded into the producer's kernel: it writes the int8 rows itself.
+        if (auto n = q.getInput().getDefiningOp<RMSNormOp>();
+            n && configOf(q).getFusedProducer()) {
+          auto nx = D(n.getInput());
+          size_t r = nx.size();
+          call(u8 ? "hyrt_cpu_rms_norm_quantize_u8" : "hyrt_ref_rms_norm_quantize",
+               {ptrOf(n.getInput()), n.getResidual() ? ptrOf(n.getResidual()) : null(),
+                ptrOf(n.getWeight()), product(nx, 0, r - 1), nx[r - 1].value,
+                f32(n.getEpsilon().convertToFloat()), ptrOf(q.getResult()),
+                ptrOf(q.getScale()),
+                n.getResidualOut() ? ptrOf(n.getResidualOut()) : null()});
+          return success();
+        }
+        if (auto s = q.getInput().getDefiningOp<SiluMulOp>();
+            s && configOf(q).getFusedProducer()) {
+          call(u8 ? "hyrt_cpu_silu_mul_quantize_u8" : "hyrt_ref_silu_mul_quantize",
+               {ptrOf(s.getGate()), ptrOf(s.getUp()), x[0].value, x[1].value,
+                ptrOf(q.getResult()), ptrOf(q.getScale())});
+          return success();
+        }
+        if (u8)
           call("hyrt_cpu_quantize_rows_u8",
                {ptrOf(q.getInput()), x[0].value, x[1].value, x[1].value,
                 ptrOf(q.getResult()), ptrOf(q.getScale())});
@@ -493,6 +525,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<RMSNormOp>([&](RMSNormOp n) {
+        if (fusedQuantizeOf(n))
+          return success(); // computed by the quantization's kernel
         auto x = D(n.getInput());
         size_t r = x.size();
         call("hyrt_ref_rms_norm",
@@ -525,6 +559,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         return success();
       })
       .Case<SiluMulOp>([&](SiluMulOp s) {
+        if (fusedQuantizeOf(s))
+          return success(); // computed by the quantization's kernel
         auto d = D(s.getResult());
         call("hyrt_ref_silu_mul", {ptrOf(s.getGate()), ptrOf(s.getUp()),
                                    product(d, 0, d.size()), ptrOf(s.getResult())});

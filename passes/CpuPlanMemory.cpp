@@ -231,6 +231,20 @@ FailureOr<int64_t> EntryPlan::run() {
         Value root = plan::aliasRoot(operand);
         lastUse[root] = std::max(lastUse.lookup(root), order[&op]);
       }
+  // A quantization folded into its producer's kernel runs at the producer's
+  // place: the producer's operands stay live until the quantized rows are
+  // written, so the outputs never overlap inputs still being read.
+  for (auto q : body.getOps<QuantizeOp>()) {
+    cpu::LoweringConfigAttr c = configOf(q);
+    Operation *producer = q.getInput().getDefiningOp();
+    if (!c || !c.getFusedProducer() || !producer)
+      continue;
+    for (Value operand : producer->getOperands())
+      if (isa<RankedTensorType>(operand.getType())) {
+        Value root = plan::aliasRoot(operand);
+        lastUse[root] = std::max(lastUse.lookup(root), order[q]);
+      }
+  }
 
   // Walk in order: allocate results, then free buffers whose last use is here.
   DenseMap<int64_t, SmallVector<int64_t>> freeAt;

@@ -105,8 +105,17 @@ private:
         return q.emitError() << "quantized activations are read by " << onKernels
                              << " kernel GEMMs and " << readers - onKernels
                              << " reference GEMMs; they need one layout";
+      // A norm or SiLU-multiply read only by this quantization computes it in
+      // its own kernel: the fp32 rows are never written back.
+      StringAttr producer;
+      Operation *def = q.getInput().getDefiningOp();
+      if (def && q.getInput().hasOneUse() &&
+          ((isa<RMSNormOp>(def) && def->getResult(0) == q.getInput()) ||
+           isa<SiluMulOp>(def)))
+        producer = StringAttr::get(ctx, isa<RMSNormOp>(def) ? "rms_norm" : "silu_mul");
       config = cpu::LoweringConfigAttr::get(
-          ctx, onKernels ? "quantize_u8" : "reference", {}, {}, {}, {}, 1, 0, 1);
+          ctx, onKernels ? "quantize_u8" : "reference", {}, {}, {}, {}, 1, 0, 1,
+          producer);
       op->setAttr(cpu::kLoweringConfigName, config);
       return success();
     }
@@ -124,7 +133,7 @@ private:
           ctx, "brgemm", StringAttr::get(ctx, ks->isaName),
           StringAttr::get(ctx, ks->typesName), StringAttr::get(ctx, ks->layout),
           DenseI64ArrayAttr::get(ctx, {s.tileM, s.tileN, s.tileK}), s.threads,
-          s.parallelMinMacs, 1);
+          s.parallelMinMacs, 1, StringAttr());
     } else if (kernels && (isa<PagedAttentionOp, PagedAttentionAppendOp>(op) ||
                            (isa<AttentionOp>(op) &&
                             readsItsOwnAppend(cast<AttentionOp>(op))))) {
@@ -133,10 +142,10 @@ private:
       auto q = cast<RankedTensorType>(op->getOperand(0).getType());
       config = cpu::LoweringConfigAttr::get(
           ctx, "paged_attention", {}, {}, {}, {},
-          attentionThreads(machine, q.getDimSize(1)), 0, 1);
+          attentionThreads(machine, q.getDimSize(1)), 0, 1, StringAttr());
     } else {
       config = cpu::LoweringConfigAttr::get(ctx, "reference", {}, {}, {}, {}, 1,
-                                            0, 1);
+                                            0, 1, StringAttr());
     }
     op->setAttr(cpu::kLoweringConfigName, config);
     return success();

@@ -2,10 +2,12 @@
 //
 // A W8A8 GEMM quantizes its activations per token before multiplying. When
 // several W8A8 GEMMs read the same activations (q, k and v after a norm;
-// DeepSeek's q_a and kv_a projections), each quantizes them again. This pass
-// makes the quantization an op of its own, run once after the producer:
-// `hyc.quant.quantize` writes the int8 values and per-token scales, and the
-// GEMMs read them (`input_scale`). The quantization is the same function
+// DeepSeek's q_a and kv_a projections), each quantizes them again; and a
+// norm or SiLU-multiply writes fp32 rows that the next GEMM reads only to
+// quantize. This pass makes the quantization an op of its own, right after
+// the producer: `hyc.quant.quantize` writes the int8 values and per-token
+// scales once, the GEMMs read them (`input_scale`), and the strategy may
+// fold it into the producer's kernel. The quantization is the same function
 // either way, so results are bit-identical.
 //
 //===----------------------------------------------------------------------===//
@@ -35,9 +37,10 @@ bool quantizesItself(Operation *user, Value x) {
          mm.getQuant().getGroup() == 0;
 }
 
-/// Whether `x` is read only by at least two such GEMMs (one reader gains
-/// nothing from quantizing separately), with K a multiple of 4 (the
-/// kernels read the quantized rows in place, in 4-byte VNNI groups).
+/// Whether `x` is read only by such GEMMs, at least two of them or one whose
+/// input comes from an RMSNorm or SiLU-multiply (which can write int8
+/// itself), with K a multiple of 4 (the kernels read the quantized rows in
+/// place, in 4-byte VNNI groups).
 bool worthQuantizingOnce(Value x) {
   auto type = dyn_cast<RankedTensorType>(x.getType());
   if (!type || type.getRank() != 2 || !isa<FloatType>(type.getElementType()) ||
@@ -49,7 +52,12 @@ bool worthQuantizingOnce(Value x) {
       return false;
     ++readers;
   }
-  return readers >= 2;
+  // One reader gains when the producer can write the int8 rows itself (the
+  // strategy then fuses the quantization into the norm or SiLU kernel).
+  Operation *def = x.getDefiningOp();
+  bool producerQuantizes =
+      (isa<RMSNormOp>(def) && def->getResult(0) == x) || isa<SiluMulOp>(def);
+  return readers >= 2 || (readers == 1 && producerQuantizes);
 }
 
 struct HycGlobalFuseActivationQuantPass

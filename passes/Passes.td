@@ -111,7 +111,9 @@ def HycGlobalFuseActivationQuant
   let summary = "Quantize activations once for every W8A8 GEMM that reads them";
   let description = [{
     When a value is read only by per-channel W8A8 `hyc.quant.matmul`s (at
-    least two, e.g. q/k/v after a norm) and its K is a multiple of 4, a
+    least two, e.g. q/k/v after a norm; or one, when the value comes from an
+    `rms_norm` or `silu_mul`, whose kernel can then write the int8 rows
+    itself) and its K is a multiple of 4, a
     `hyc.quant.quantize` after its producer writes the int8 values and
     per-token scales once and the GEMMs read them through `input_scale`
     instead of quantizing again. Runs after the other graph fusions. Same

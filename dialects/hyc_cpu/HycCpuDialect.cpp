@@ -25,7 +25,8 @@ void HycCpuDialect::initialize() {
 LogicalResult LoweringConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringRef kernel,
     StringAttr isa, StringAttr types, StringAttr layout, DenseI64ArrayAttr tileAttr,
-    int64_t threads, int64_t parallelMinMacs, int64_t kvSplits) {
+    int64_t threads, int64_t parallelMinMacs, int64_t kvSplits,
+    StringAttr fusedProducer) {
   if (kernel != "reference" && kernel != "brgemm" && kernel != "paged_attention" &&
       kernel != "quantize_u8")
     return emitError() << "kernel must be reference, brgemm, paged_attention or "
@@ -49,5 +50,9 @@ LogicalResult LoweringConfigAttr::verify(
                        << parallelMinMacs;
   if (kvSplits < 1)
     return emitError() << "kv_splits must be at least 1, got " << kvSplits;
+  if (fusedProducer && fusedProducer.getValue() != "rms_norm" &&
+      fusedProducer.getValue() != "silu_mul")
+    return emitError() << "fused_producer must be rms_norm or silu_mul, got '"
+                       << fusedProducer.getValue() << "'";
   return success();
 }

@@ -44,7 +44,10 @@ def HycCpu_LoweringConfigAttr
     `threads` is how many threads the op may use and `parallel_min_macs`
     the smallest M*N*K worth forking for (below it one thread runs the op:
     fork/join costs more than it saves). `kv_splits` is the number of
-    splits of the context for decode attention.
+    splits of the context for decode attention. On an activation
+    quantization, `fused_producer` names the op whose kernel computes it
+    (`rms_norm`, `silu_mul`): the producer writes the int8 rows and scales
+    directly and its fp32 output is never stored.
 
     ```mlir
     #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512vnni",
@@ -62,7 +65,8 @@ def HycCpu_LoweringConfigAttr
     OptionalParameter<"mlir::DenseI64ArrayAttr">:$tile,
     DefaultValuedParameter<"int64_t", "1">:$threads,
     DefaultValuedParameter<"int64_t", "0">:$parallel_min_macs,
-    DefaultValuedParameter<"int64_t", "1">:$kv_splits
+    DefaultValuedParameter<"int64_t", "1">:$kv_splits,
+    OptionalParameter<"mlir::StringAttr">:$fused_producer
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

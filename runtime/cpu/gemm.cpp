@@ -286,33 +286,6 @@ extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
   }
 }
 
-extern "C" void hyrt_cpu_quantize_rows_u8(const float *x, int64_t M, int64_t K,
-                                          int64_t lda, uint8_t *a,
-                                          float *a_scale) {
-  for (int64_t m = 0; m < M; ++m) {
-    const float *row = x + m * K;
-    float amax = 0;
-    bool finite = true;
-    for (int64_t k = 0; k < K; ++k) {
-      const float v = std::fabs(row[k]);
-      finite = finite && std::isfinite(v);
-      amax = v > amax ? v : amax;
-    }
-    // A NaN or Inf activation poisons its row (scale NaN -> NaN outputs), as
-    // in the fp32 reference, instead of being quantized to something finite.
-    const float s = !finite ? NAN : (amax > 0 ? amax / 127.0f : 1.0f);
-    const float inv = finite ? 1.0f / s : 0.0f;
-    a_scale[m] = s;
-    for (int64_t k = 0; k < K; ++k) {
-      float q = std::nearbyint(row[k] * inv);
-      q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
-      a[m * lda + k] = uint8_t(int32_t(q == q ? q : 0.0f) + 128);
-    }
-    for (int64_t k = K; k < lda; ++k)
-      a[m * lda + k] = 128;
-  }
-}
-
 extern "C" void hyrt_cpu_gemm_w8a8_quantized(
     const uint8_t *a, const float *a_scale, int64_t M, int64_t K,
     const void *w_packed, const float *w_scale, int64_t N, const float *bias,

@@ -136,3 +136,26 @@ extern "C" void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows,
     hyrt_ref_silu_mul(gate_up + r * 2 * n, gate_up + r * 2 * n + n, n,
                       out + r * n);
 }
+
+extern "C" void hyrt_ref_rms_norm_quantize(const float *x, const float *residual,
+                                           const float *w, int64_t rows,
+                                           int64_t dim, float eps, int8_t *q,
+                                           float *scale, float *residual_out) {
+  std::vector<float> row(static_cast<size_t>(dim));
+  for (int64_t r = 0; r < rows; ++r) {
+    hyrt_ref_rms_norm(x + r * dim, residual ? residual + r * dim : nullptr, w, 1,
+                      dim, eps, row.data(),
+                      residual_out ? residual_out + r * dim : nullptr);
+    hyrt_ref_quantize_rows(row.data(), 1, dim, q + r * dim, scale + r);
+  }
+}
+
+extern "C" void hyrt_ref_silu_mul_quantize(const float *gate, const float *up,
+                                           int64_t rows, int64_t dim, int8_t *q,
+                                           float *scale) {
+  std::vector<float> row(static_cast<size_t>(dim));
+  for (int64_t r = 0; r < rows; ++r) {
+    hyrt_ref_silu_mul(gate + r * dim, up + r * dim, dim, row.data());
+    hyrt_ref_quantize_rows(row.data(), 1, dim, q + r * dim, scale + r);
+  }
+}

@@ -83,6 +83,18 @@ void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
 void hyrt_cpu_quantize_rows_u8(const float *x, int64_t M, int64_t K,
                                int64_t lda, uint8_t *a, float *a_scale);
 
+/* hyrt_ref_rms_norm (or hyrt_ref_silu_mul) with its fp32 rows quantized by
+ * hyrt_cpu_quantize_rows_u8 (lda = dim) instead of stored: the producer
+ * of W8A8 activations writing them in the drivers' layout. residual_out
+ * (the norm's sum) is still written when given. */
+void hyrt_cpu_rms_norm_quantize_u8(const float *x, const float *residual,
+                                   const float *w, int64_t rows, int64_t dim,
+                                   float eps, uint8_t *a, float *a_scale,
+                                   float *residual_out);
+void hyrt_cpu_silu_mul_quantize_u8(const float *gate, const float *up,
+                                   int64_t rows, int64_t dim, uint8_t *a,
+                                   float *a_scale);
+
 /* hyrt_cpu_gemm_w8a8 on activations already quantized by
  * hyrt_cpu_quantize_rows_u8 with lda = K (K a multiple of 4): no scratch,
  * no second quantization when several GEMMs read the same activations. */

@@ -59,6 +59,16 @@ void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
  * q = 0, which poisons the GEMM outputs of that row. */
 void hyrt_ref_quantize_rows(const float *x, int64_t M, int64_t K, int8_t *q,
                             float *scale);
+/* hyrt_ref_rms_norm / hyrt_ref_silu_mul whose fp32 rows go through
+ * hyrt_ref_quantize_rows instead of being stored (residual_out is still
+ * written when given). */
+void hyrt_ref_rms_norm_quantize(const float *x, const float *residual,
+                                const float *w, int64_t rows, int64_t dim,
+                                float eps, int8_t *q, float *scale,
+                                float *residual_out);
+void hyrt_ref_silu_mul_quantize(const float *gate, const float *up,
+                                int64_t rows, int64_t dim, int8_t *q,
+                                float *scale);
 /* out[m][n] = scale[m] * w_scale[n] * sum_k q[m][k] * w_q[n][k] + bias[n]
  * (the integer sum is exact). */
 void hyrt_ref_matmul_w8a8_quantized(const int8_t *q, const float *scale,

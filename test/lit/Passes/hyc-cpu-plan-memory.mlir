@@ -85,6 +85,31 @@ func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<
 
 // -----
 
+// A quantization folded into its producer's kernel (fused_producer) runs
+// while the producer still reads its inputs: the norm's input x (0) stays
+// live, so the quantized rows (4 x 64 i8 = 256) and scales do not reuse its
+// buffer, as they could if the norm ran first.
+
+// CHECK-LABEL: func.func @extend
+// CHECK: hyc.embedding {{.*}}arena_offsets = array<i64: 0>
+// CHECK: hyc.rms_norm {{.*}}arena_offsets = array<i64: 1024>
+// CHECK: hyc.quant.quantize {{.*}}arena_offsets = array<i64: 2048, 2304>
+!c = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<?x48xf32>, !c) attributes {hyc.entry = "extend"} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %nw = hyc.param #hyc.param<"f" : "norm"> -> tensor<64xf32>
+  %h = hyc.rms_norm %x, %nw {epsilon = 1.0e-05 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %q, %s = hyc.quant.quantize %h {quant = #hyc.quant<w8a8>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference", fused_producer = "rms_norm">} : tensor<?x64xf32> -> tensor<?x64xi8>, tensor<?x1xf32>
+  %w = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+  %ws = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8.scale"} -> tensor<48xf32>
+  %y = hyc.quant.matmul %q, %w scale(%ws) input_scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xi8>, tensor<48x64xi8>, tensor<48xf32>, tensor<?x1xf32>) -> tensor<?x48xf32>
+  return %y, %c : tensor<?x48xf32>, !c
+}
+
+// -----
+
 !c = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<32x64xf32>, !c) attributes {hyc.entry = "extend"} {
   %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x64xf32>

@@ -68,3 +68,26 @@ func.func @attention(%tok: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2, %q: tens
   %o3 = hyc.paged_attention %q, %c1 {layer = 0 : i64, scale = 0.35 : f32} : tensor<?x4x8xf32>, !c2 -> tensor<?x4x8xf32>
   return %o, %o2, %o3 : tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>
 }
+
+// -----
+
+// Activation quantization: stored as the W8A8 kernels read it (u8) or as
+// the reference reads it (i8); a norm read only by it computes it in the
+// same kernel.
+
+// CHECK-LABEL: func.func @quantize
+// CHECK: hyc.quant.quantize {{.*}}#hyc_cpu.lowering_config<kernel = "quantize_u8", fused_producer = "rms_norm">
+// REF-LABEL: func.func @quantize
+// REF: hyc.quant.quantize {{.*}}#hyc_cpu.lowering_config<kernel = "reference", fused_producer = "rms_norm">
+func.func @quantize(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x48xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) attributes {hyc.entry = "extend"} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %nw = hyc.param #hyc.param<"f" : "norm"> -> tensor<64xf32>
+  %h = hyc.rms_norm %x, %nw {epsilon = 1.0e-05 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %q, %s = hyc.quant.quantize %h {quant = #hyc.quant<w8a8>} : tensor<?x64xf32> -> tensor<?x64xi8>, tensor<?x1xf32>
+  %w = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+  %ws = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8.scale"} -> tensor<48xf32>
+  %y = hyc.quant.matmul %q, %w scale(%ws) input_scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xi8>, tensor<48x64xi8>, tensor<48xf32>, tensor<?x1xf32>) -> tensor<?x48xf32>
+  return %y, %c : tensor<?x48xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+}
