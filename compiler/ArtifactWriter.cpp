@@ -196,6 +196,10 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
   std::vector<float> f32(size_t(numelOf(shape)));
   if (!readWeight(ckpt, PlannedWeight{base, shape, "f32"}, f32.data(), error))
     return false;
+  // "copy": the same tensor stored again for another reader (a tied
+  // embedding table used as the lm_head gets its own packed copy).
+  if (derivation == "copy")
+    derivation.clear();
   if (w.layout == "f32" && derivation.empty()) {
     bytes.resize(f32.size() * 4);
     std::memcpy(bytes.data(), f32.data(), bytes.size());

@@ -62,8 +62,8 @@ options:
   --quant SCHEME           f32 (default) | bf16 (bf16 weights; fp32 FMA on
                            avx512) | w8a8 (per-channel int8 weights,
                            per-token int8 activations, VNNI); the MoE
-                           router and an untied lm_head stay bf16 (tied
-                           embeddings keep their fp32 table). On
+                           router and the lm_head stay bf16 (a tied head
+                           gets its own bf16 copy of the table). On
                            --target=reference, bf16 and w8a8 are the plain
                            semantics the kernels are tested against
   --bf16-activations       with --target=reference --quant=bf16: round GEMM

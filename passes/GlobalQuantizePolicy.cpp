@@ -101,14 +101,25 @@ struct HycGlobalQuantizePolicyPass
         return;
       // Sensitive layers (router, lm_head, and what --keep-bf16 adds) stay
       // 16-bit. A weight also read as a table (tied embeddings used as the
-      // lm_head) keeps its fp32 table: one copy serves both readers.
+      // lm_head) gets a second copy for the GEMM (derivation "copy"): the
+      // embedding keeps its fp32 rows, the head its bf16 kernel layout,
+      // instead of the head running on the fp32 table through the
+      // reference matmul.
       if (nameMatches(param, bf16Names)) {
+        if (target == QuantScheme::f32)
+          return;
         bool onlyGemms = llvm::all_of(param->getUsers(), [&](Operation *u) {
           auto mm = dyn_cast<QuantMatmulOp>(u);
           return mm && mm.getWeight() == param.getResult();
         });
-        if (target != QuantScheme::f32 && onlyGemms)
-          op.setQuantAttr(bf16);
+        if (!onlyGemms) {
+          OpBuilder b(op);
+          auto copy = ParamOp::create(b, param.getLoc(), param.getType(),
+                                      param.getRef());
+          copy->setAttr("hyc.quantize", b.getStringAttr("copy"));
+          op.getWeightMutable().assign(copy.getResult());
+        }
+        op.setQuantAttr(bf16);
         return;
       }
       if (target != QuantScheme::w8a8) {

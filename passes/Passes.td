@@ -183,7 +183,9 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
     router `mlp.gate.weight`, `lm_head` and embeddings used as the output
     head, plus names containing one of `keep-bf16` (e.g. `q_proj,k_proj`, as
     the 770B INT8 deployment kept its q/k projections). A weight also read as
-    a table (tied embeddings) keeps its fp32 table. Names containing one of
+    a table (tied embeddings used as the lm_head) gets a second param for the
+    GEMM (`hyc.quantize = "copy"`): the embedding keeps the fp32 table, the
+    head its own bf16 copy in the kernel's layout. Names containing one of
     `keep-f32` stay fp32 (the old behaviour: `keep-f32=mlp.gate,lm_head`).
     The decision is an attribute, so later passes (and lit tests) see it;
     packing happens when the artifact is written.

@@ -2,7 +2,7 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8 -split-input-file | FileCheck %s --check-prefix=W8A8
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEP
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-bf16=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEPBF
-// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=mlp.gate,lm_head" -split-input-file | FileCheck %s --check-prefix=OLD
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=mlp.gate,lm_head,embed_tokens" -split-input-file | FileCheck %s --check-prefix=OLD
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: scheme 'int4' is not supported (f32, bf16, w8a8)
 
@@ -49,13 +49,20 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // -----
 
 // Tied embeddings: the table the embedding reads is also the lm_head
-// weight; one fp32 copy serves both, so the head GEMM stays fp32.
+// weight. The embedding keeps the fp32 table; the head GEMM reads its own
+// copy of the tensor (derivation "copy"), in bf16.
 
 // BF16-LABEL: func.func @tied
-// BF16: hyc.embedding
-// BF16: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
+// BF16: %[[E:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> -> tensor<32x8xf32>
+// BF16: hyc.embedding %[[E]]
+// BF16: %[[C:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> {hyc.quantize = "copy"} -> tensor<32x8xf32>
+// BF16: hyc.quant.matmul %{{.*}}, %[[C]] {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x32xf32>
 // W8A8-LABEL: func.func @tied
-// W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
+// W8A8: {hyc.quantize = "copy"}
+// W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x32xf32>
+// OLD-LABEL: func.func @tied
+// OLD-NOT: "copy"
+// OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
 func.func @tied(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
   %e = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> -> tensor<32x8xf32>
   %x = hyc.embedding %e[%ids] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
