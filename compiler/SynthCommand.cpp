@@ -11,11 +11,16 @@
 namespace hyc::compiler {
 
 static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|small] [--seed N] -o DIR
+       hyc synth --preset dense-1b|moe-small|mla-small [--seed N] -o DIR
                  [--fp8 [--dequantized-copy DIR2]]
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
 names, model.safetensors, and a llama2.c tokenizer.bin) with seeded weights.
 ARCH: llama, qwen2, qwen3, qwen3-moe, deepseek-v3.
+The real-size presets imply the arch and write bf16 weights: dense-1b
+(Llama-3.2-1B, tied, 2.5 GB), moe-small (Qwen3-MoE layout, hidden 2048,
+64 experts top-8), mla-small (DeepSeek-V3 layout, hidden 2048, 64 experts
+top-6 + 2 shared); the shapes the benchmarks compare with other engines.
 
   --fp8                  store linear weights as e4m3 with 128x128
                          weight_scale_inv blocks (DeepSeek's FP8 format)
@@ -74,13 +79,18 @@ int runSynthCommand(int argc, char **argv) {
     return 2;
   }
   std::string out = args.get("o", args.get("output"));
-  if (out.empty() || !args.has("arch")) {
-    std::fprintf(stderr, "hyc synth: --arch and -o are required\n%s", kSynthUsage);
+  std::string preset = args.get("preset", "tiny");
+  std::string implied = models::synth_preset_arch(preset);
+  if (out.empty() || (!args.has("arch") && implied.empty())) {
+    std::fprintf(stderr,
+                 "hyc synth: -o and --arch (or a preset that implies it) are "
+                 "required\n%s",
+                 kSynthUsage);
     return 2;
   }
   models::SynthOptions options;
-  options.arch = args.get("arch");
-  options.preset = args.get("preset", "tiny");
+  options.arch = args.get("arch", implied);
+  options.preset = preset;
   options.seed = static_cast<uint64_t>(seed);
   options.output_dir = out;
   options.fp8 = args.has("fp8");

@@ -79,7 +79,8 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-io::SafetensorsEntry randomTensor(const WeightInfo &w, uint64_t seed) {
+io::SafetensorsEntry randomTensor(const WeightInfo &w, uint64_t seed,
+                                  bool bf16) {
   SplitMix64 rng(SplitMix64(seed ^ 0x6879632d73796e74ULL).next() ^
                  fnv1a(w.name));
   int64_t numel = 1;
@@ -100,8 +101,21 @@ io::SafetensorsEntry randomTensor(const WeightInfo &w, uint64_t seed) {
   }
   io::SafetensorsEntry e;
   e.name = w.name;
-  e.dtype = io::DType::F32;
   e.shape = w.shape;
+  if (bf16) {
+    // Round to nearest even; the values are finite by construction.
+    e.dtype = io::DType::BF16;
+    e.bytes.resize(values.size() * 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[i], 4);
+      bits += 0x7fffu + ((bits >> 16) & 1u);
+      const uint16_t half = uint16_t(bits >> 16);
+      std::memcpy(e.bytes.data() + 2 * i, &half, 2);
+    }
+    return e;
+  }
+  e.dtype = io::DType::F32;
   e.bytes.resize(values.size() * sizeof(float));
   std::memcpy(e.bytes.data(), values.data(), e.bytes.size());
   return e;
@@ -259,11 +273,113 @@ std::vector<std::string> synth_archs() {
   return {"llama", "qwen2", "qwen3", "qwen3-moe", "deepseek-v3"};
 }
 
+std::string synth_preset_arch(const std::string &preset) {
+  if (preset == "dense-1b")
+    return "llama";
+  if (preset == "moe-small")
+    return "qwen3-moe";
+  if (preset == "mla-small")
+    return "deepseek-v3";
+  return "";
+}
+
+namespace {
+
+/// The real-size shapes the benchmarks compare with other engines
+/// (issue 8): Llama-3.2-1B, a Qwen3-MoE and a DeepSeek-V3 layout at hidden
+/// 2048 with a 128256-token vocabulary.
+ModelSpec realSizeSpec(const std::string &preset) {
+  ModelSpec s;
+  s.vocab_size = 128256;
+  s.hidden_size = 2048;
+  s.rms_norm_eps = 1e-5;
+  s.rope.neox = true;
+  s.bos_token_id = 1;
+  s.eos_token_id = 2;
+  s.max_position_embeddings = 131072;
+  if (preset == "dense-1b") {
+    s.arch = "llama";
+    s.num_layers = 16;
+    s.num_heads = 32;
+    s.num_kv_heads = 8;
+    s.head_dim = 64;
+    s.intermediate_size = 8192;
+    s.tie_word_embeddings = true;
+    s.rope.theta = 500000.0;
+    s.rope.scaling = "llama3";
+    s.rope.factor = 32.0;
+    s.rope.low_freq_factor = 1.0;
+    s.rope.high_freq_factor = 4.0;
+    s.rope.original_max_position = 8192;
+  } else if (preset == "moe-small") {
+    s.arch = "qwen3_moe";
+    s.num_layers = 8;
+    s.num_heads = 32;
+    s.num_kv_heads = 4;
+    s.head_dim = 128;
+    s.intermediate_size = 6144;
+    s.qk_norm = true;
+    s.rms_norm_eps = 1e-6;
+    s.rope.theta = 1000000.0;
+    s.max_position_embeddings = 40960;
+    MoeSpec m;
+    m.num_experts = 64;
+    m.top_k = 8;
+    m.expert_intermediate_size = 768;
+    m.scoring = "softmax";
+    m.renormalize = true;
+    s.moe = m;
+  } else {
+    s.arch = "deepseek_v3";
+    s.num_layers = 5;
+    s.num_heads = 16;
+    s.num_kv_heads = 16;
+    s.intermediate_size = 10944;
+    s.rms_norm_eps = 1e-6;
+    s.rope.theta = 10000.0;
+    s.max_position_embeddings = 4096;
+    MlaSpec mla;
+    mla.q_lora_rank = 512;
+    mla.kv_lora_rank = 512;
+    mla.qk_nope_head_dim = 128;
+    mla.qk_rope_head_dim = 64;
+    mla.v_head_dim = 128;
+    s.mla = mla;
+    s.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+    s.rope.neox = false; // rope_interleave
+    MoeSpec m;
+    m.num_experts = 64;
+    m.top_k = 6;
+    m.expert_intermediate_size = 1408;
+    m.num_shared_experts = 2;
+    m.shared_intermediate_size = 1408;
+    m.scoring = "sigmoid";
+    m.renormalize = true;
+    m.routed_scaling_factor = 2.5;
+    m.n_group = 8;
+    m.topk_group = 4;
+    m.group_score = "top2_sum";
+    m.has_correction_bias = true;
+    m.first_k_dense = 1;
+    s.moe = m;
+  }
+  s.rope.rotary_dim = s.mla ? s.mla->qk_rope_head_dim : s.head_dim;
+  return s;
+}
+
+} // namespace
+
 Expected<ModelSpec> synth_spec(const std::string &arch_name,
                                const std::string &preset) {
+  if (std::string implied = synth_preset_arch(preset); !implied.empty()) {
+    if (!arch_name.empty() && normalizeArch(arch_name) != normalizeArch(implied))
+      return Error("synth: preset '" + preset + "' is a " + implied +
+                   " model, but --arch is '" + arch_name + "'");
+    return realSizeSpec(preset);
+  }
   if (preset != "tiny" && preset != "small")
     return Error("synth: unknown preset '" + preset +
-                 "' (supported: tiny, small)");
+                 "' (supported: tiny, small, dense-1b, moe-small, mla-small)");
   const bool small = preset == "small";
   const std::string arch = normalizeArch(arch_name);
   ModelSpec s;
@@ -357,7 +473,8 @@ Status synthesize(const SynthOptions &options) {
 
   std::vector<io::SafetensorsEntry> tensors, scales;
   for (const WeightInfo &w : required_weights(*spec)) {
-    tensors.push_back(randomTensor(w, options.seed));
+    tensors.push_back(
+        randomTensor(w, options.seed, /*bf16=*/!synth_preset_arch(options.preset).empty()));
     if (options.fp8 && w.shape.size() == 2 && isFp8Linear(w.name))
       quantizeEntry(tensors.back(), scales);
   }

@@ -20,8 +20,11 @@ struct SynthOptions {
   /// "llama", "qwen2", "qwen3", "qwen3-moe", "deepseek-v3" ('-' and '_'
   /// are interchangeable).
   std::string arch = "llama";
-  /// "tiny" (vocab 512, hidden 64, 2-3 layers) or "small" (vocab 2048,
-  /// hidden 256, 4 layers).
+  /// "tiny" (vocab 512, hidden 64, 2-3 layers), "small" (vocab 2048,
+  /// hidden 256, 4 layers), or a real-size shape with bf16 weights that
+  /// implies the arch: "dense-1b" (Llama-3.2-1B), "moe-small" (Qwen3-MoE,
+  /// hidden 2048, 64 experts top-8), "mla-small" (DeepSeek-V3 layout, hidden
+  /// 2048, 64 experts top-6 + 2 shared).
   std::string preset = "tiny";
   /// Same seed, same weights (bit for bit, on every platform).
   uint64_t seed = 0;
@@ -47,8 +50,12 @@ struct SynthOptions {
   std::string dequantize_fp8_to;
 };
 
-/// The spec synthesize() writes for `arch` / `preset`; errors list the
-/// supported values.
+/// The arch a real-size preset implies ("dense-1b" -> llama, "moe-small" ->
+/// qwen3-moe, "mla-small" -> deepseek-v3); "" for tiny / small.
+std::string synth_preset_arch(const std::string &preset);
+
+/// The spec synthesize() writes for `arch` / `preset` (an empty arch with a
+/// real-size preset takes the preset's); errors list the supported values.
 Expected<ModelSpec> synth_spec(const std::string &arch,
                                const std::string &preset);
 

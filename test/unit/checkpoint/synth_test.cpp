@@ -3,7 +3,9 @@
 // transformers' field names, and the tokenizer.bin beside it is picked up.
 #include "checkpoint_test_util.h"
 
+#include "models/checkpoint/family.h"
 #include "models/checkpoint/synth.h"
+#include "models/io/hf_config.h"
 
 #include <cmath>
 
@@ -163,6 +165,90 @@ TEST(CheckpointSynth, Errors) {
   s = synthesize(o); // a dequantized copy needs fp8
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().find("needs fp8"), std::string::npos) << s.error();
+}
+
+} // namespace
+} // namespace hyc::models::test
+
+namespace hyc::models::test {
+namespace {
+
+/// Parameters of every weight the spec needs.
+int64_t parameterCount(const ModelSpec &spec) {
+  int64_t n = 0;
+  for (const WeightInfo &w : required_weights(spec)) {
+    int64_t e = 1;
+    for (int64_t d : w.shape)
+      e *= d;
+    n += e;
+  }
+  return n;
+}
+
+// The real-size presets imply their arch, describe the published shapes
+// (issue 8's table) and survive config.json: from_hf(to_hf(spec)) == spec.
+// Their weights (GBs) are not written here.
+TEST(CheckpointSynthPresets, RealSizeShapesRoundTripThroughConfig) {
+  // Parameter counts from the shapes, independently of required_weights:
+  // dense-1b is Llama-3.2-1B (1,235,814,400 published); moe-small has per
+  // layer q/o 2048x4096, k/v 2048x512, 64 experts x 3 x 768 x 2048, a
+  // 64-way router and two q/k norms of 128, plus untied 128256 x 2048
+  // embeddings and head; mla-small has MLA projections (q_a 2048x512, q_b
+  // 512x16x192, kv_a 2048x576, kv_b 512x16x256, o 2048x2048), a dense first
+  // layer (3 x 10944 x 2048) and four MoE layers (64 + 2 shared experts of
+  // 3 x 1408 x 2048, router, correction bias).
+  const int64_t H = 2048, V = 128256;
+  const int64_t moeLayer = 2 * H * 4096 + 2 * H * 512 + 64 * 3 * 768 * H + 64 * H +
+                           2 * 128 + 2 * H;
+  const int64_t mlaAttn = H * 512 + 512 + 512 * 16 * 192 + H * 576 + 512 +
+                          512 * 16 * 256 + 16 * 128 * H + 2 * H;
+  const int64_t mlaMoe = 66 * 3 * 1408 * H + 64 * H + 64;
+  struct Want {
+    const char *preset, *arch;
+    int64_t layers, params;
+  };
+  for (const Want &w :
+       {Want{"dense-1b", "llama", 16, 1235814400},
+        Want{"moe-small", "qwen3_moe", 8, 8 * moeLayer + 2 * V * H + H},
+        Want{"mla-small", "deepseek_v3", 5,
+             5 * mlaAttn + 3 * 10944 * H + 4 * mlaMoe + 2 * V * H + H}}) {
+    Expected<ModelSpec> spec = synth_spec("", w.preset);
+    ASSERT_TRUE(spec.ok()) << spec.error();
+    EXPECT_EQ(spec->arch, w.arch) << w.preset;
+    EXPECT_EQ(spec->num_layers, w.layers) << w.preset;
+    EXPECT_EQ(spec->vocab_size, V) << w.preset;
+    EXPECT_EQ(spec->hidden_size, H) << w.preset;
+    EXPECT_EQ(parameterCount(*spec), w.params) << w.preset;
+    const detail::Family *family = detail::family_by_arch(spec->arch);
+    ASSERT_NE(family, nullptr);
+    nlohmann::json config = family->to_hf(*spec);
+    std::vector<std::string> warnings;
+    Expected<ModelSpec> back =
+        family->from_hf(io::HfConfig::from_json(config, w.preset), warnings);
+    ASSERT_TRUE(back.ok()) << back.error();
+    EXPECT_EQ(to_string(*back), to_string(*spec)) << w.preset;
+  }
+  Expected<ModelSpec> dense = synth_spec("", "dense-1b");
+  EXPECT_TRUE(dense->tie_word_embeddings);
+  EXPECT_EQ(dense->rope.scaling, "llama3");
+  EXPECT_EQ(dense->num_kv_heads, 8);
+  Expected<ModelSpec> mla = synth_spec("deepseek-v3", "mla-small");
+  ASSERT_TRUE(mla.ok()) << mla.error();
+  EXPECT_EQ(mla->moe->num_shared_experts, 2);
+  EXPECT_EQ(mla->moe->first_k_dense, 1);
+}
+
+TEST(CheckpointSynthPresets, ArchContradictingThePresetIsAnError) {
+  Expected<ModelSpec> s = synth_spec("qwen3", "dense-1b");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("preset 'dense-1b' is a llama model, but --arch is 'qwen3'"),
+            std::string::npos)
+      << s.error();
+  Expected<ModelSpec> u = synth_spec("llama", "huge");
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.error().find("supported: tiny, small, dense-1b, moe-small, mla-small"),
+            std::string::npos)
+      << u.error();
 }
 
 } // namespace
