@@ -5,12 +5,13 @@
 //   hyc perplexity  score a text file (libhyrt)
 //   hyc synth       write a seeded Hugging Face checkpoint
 //   hyc convert-gguf  Hugging Face checkpoint -> GGUF
-//   hyc bench       not implemented yet
+//   hyc bench       speed and efficiency of an artifact (BenchCommand.cpp)
 //   hyc serve       not implemented yet
 //   hyc version
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/BenchCommand.h"
 #include "compiler/CompileCommand.h"
 #include "compiler/SynthCommand.h"
 #include "hyrt/abi.h"
@@ -30,7 +31,7 @@ commands:
   perplexity  mean NLL / perplexity of an artifact over a text file
   synth       write a seeded synthetic Hugging Face checkpoint
   convert-gguf  write a Hugging Face checkpoint as GGUF (llama.cpp layout)
-  bench       benchmark an artifact (not implemented yet)
+  bench       TTFT, TPOT, tokens/s and efficiencies of an artifact
   serve       OpenAI-compatible HTTP server (not implemented yet)
   version     print version information
 
@@ -73,7 +74,9 @@ int main(int argc, char **argv) {
     return hyc::compiler::runSynthCommand(subArgc, subArgv);
   if (cmd == "convert-gguf")
     return hyc::compiler::runConvertGgufCommand(subArgc, subArgv);
-  if (cmd == "bench" || cmd == "serve")
+  if (cmd == "bench")
+    return hyc::compiler::runBenchCommand(subArgc, subArgv);
+  if (cmd == "serve")
     return notImplemented(cmd.c_str(), subArgc, subArgv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("hyc 0.1.0 (runtime ABI %d, targets: reference)\n",

@@ -20,6 +20,11 @@ if [ -f "$STORIES" ]; then
     "$HYC" compile "$STORIES" -o "$OUT/stories260K-w8a8.hyc" --max-seq-len 256 \
       --target avx512 --quant w8a8
     "$HYC" run "$OUT/stories260K-w8a8.hyc" --prompt "Once upon a time" -n 200 --temperature 0
+    echo "== hyc bench (efficiencies against this host's measured limits)"
+    "$HYC" bench "$OUT/stories260K-w8a8.hyc" --input 128 --output 64 --rounds 1 2>/dev/null
+  else
+    echo "== hyc bench (efficiencies against this host's measured limits)"
+    "$HYC" bench "$OUT/stories260K.hyc" --input 128 --output 64 --rounds 1 2>/dev/null
   fi
 else
   echo "== $STORIES not found: using a synthetic model"
@@ -27,4 +32,6 @@ else
   "$HYC" compile "$OUT/synth-llama" -o "$OUT/synth-llama.hyc" --max-seq-len 256
   echo "== hyc run: 64 sampled tokens (random weights: the text is noise)"
   "$HYC" run "$OUT/synth-llama.hyc" --prompt "Hello" -n 64 --temperature 0.8 --seed 7
+  echo "== hyc bench"
+  "$HYC" bench "$OUT/synth-llama.hyc" --input 64 --output 32 --rounds 1 2>/dev/null
 fi

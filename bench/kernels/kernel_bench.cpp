@@ -4,7 +4,7 @@
 // scales) and fp32. Prints a summary of GFLOP/s, the ratio to oneDNN, the
 // ratio to the host's measured peak and, for memory-bound shapes, the weight
 // bytes streamed per second against the measured streaming bandwidth.
-#include "peaks.h"
+#include "codegen/host_peaks.h"
 
 #include "codegen/cpu_isa.h"
 #include "codegen/gemm.h"
@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
   const CpuUse use0 = cpu_use();
   const double wall0 = now_seconds();
   std::printf("measuring host peaks on %d threads...\n", threads);
-  const hyc::bench::HostPeaks peaks = hyc::bench::measure_peaks(threads);
+  const hyc::codegen::HostPeaks peaks = hyc::codegen::measure_peaks(threads);
   std::printf("host peaks: fp32 FMA %.0f GFLOP/s, bf16 dot %.0f GFLOP/s, "
               "int8 dot %.0f GOP/s, streaming read (THP) %.1f GB/s\n",
               peaks.fp32_gflops, peaks.bf16_gflops, peaks.int8_gops,

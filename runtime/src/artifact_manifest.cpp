@@ -167,7 +167,8 @@ Status parse(const json &root, const Fields &f, Manifest *m) {
   const std::pair<const char *, int64_t *> optional_dims[] = {
       {"hidden_size", &mi.hidden_size}, {"num_layers", &mi.num_layers},
       {"num_heads", &mi.num_heads},     {"num_kv_heads", &mi.num_kv_heads},
-      {"head_dim", &mi.head_dim}};
+      {"head_dim", &mi.head_dim},       {"num_experts", &mi.num_experts},
+      {"num_experts_per_tok", &mi.num_experts_per_tok}};
   for (const auto &[key, dst] : optional_dims)
     HYRT_TRY(f.integer(*model, key, std::string("model.") + key, dst, 0,
                        false));

@@ -4,6 +4,8 @@
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -322,6 +324,63 @@ TEST(CompileErrors, MaxSeqLenBeyondModelContext) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("100000"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("512"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace hyc::e2e
+
+namespace hyc::e2e {
+namespace {
+
+// `hyc bench --json`: every field scripts read, rates consistent with the
+// step times, and the bytes per decoded token following the documented rule
+// recomputed here from the manifest (every weight read once per step; the
+// embedding table only for the step's rows).
+TEST(Bench, JsonReportOnStories260K) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  std::string art = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                                {"--max-seq-len", "256", "--max-batch-tokens", "64"});
+  CommandResult r = runHyc({"bench", art, "--input", "32", "--output", "16", "--batch",
+                            "2", "--rounds", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  for (const char *key :
+       {"decode_tok_s", "prefill_tok_s", "ttft_ms", "tpot_ms", "tpot_p50_ms", "tpot_p99_ms",
+        "decode_bytes_per_token", "stream_read_gbs", "decode_bw_efficiency",
+        "prefill_flops_per_token", "peak_gflops", "prefill_compute_efficiency"}) {
+    ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << " in " << r.out;
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  }
+  EXPECT_EQ(j["isa"], "reference");
+  EXPECT_EQ(j["batch"], 2);
+  // 2 sequences per step: tokens/s = 2 / mean step time (one round).
+  EXPECT_NEAR(j["decode_tok_s"].get<double>(), 2000.0 / j["tpot_ms"].get<double>(),
+              1e-3 * j["decode_tok_s"].get<double>());
+  auto manifest = nlohmann::json::parse(readFile(art + "/manifest.json"));
+  double bytes = 0;
+  for (const auto &t : manifest["weights"]["tensors"]) {
+    const std::string name = t["name"];
+    const double nbytes = t["nbytes"].get<double>();
+    bytes += name.find("embed_tokens.weight") != std::string::npos &&
+                     name.find("#copy") == std::string::npos
+                 ? nbytes / t["shape"][0].get<double>() * 2
+                 : nbytes;
+  }
+  EXPECT_NEAR(j["decode_bytes_per_token"].get<double>(), bytes / 2, 1.0);
+  EXPECT_LT(j["decode_bw_efficiency"].get<double>(), 1.5);
+  EXPECT_LT(j["prefill_compute_efficiency"].get<double>(), 1.5);
+}
+
+TEST(Bench, RefusesShapesBeyondTheArtifact) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  std::string art = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                                {"--max-seq-len", "256", "--max-batch-tokens", "64"});
+  CommandResult r = runHyc({"bench", art, "--input", "250", "--output", "16"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("exceed the artifact's max_seq_len 256"), std::string::npos) << r.err;
 }
 
 } // namespace

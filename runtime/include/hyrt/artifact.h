@@ -35,6 +35,8 @@ struct ModelInfo {
   std::string arch, source;
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0,
           num_kv_heads = 0, head_dim = 0;
+  /// Routed experts and experts per token (0 for dense models).
+  int64_t num_experts = 0, num_experts_per_tok = 0;
   int32_t bos_token_id = -1, eos_token_id = -1; ///< -1: none
 };
 

@@ -1,6 +1,6 @@
 // Peak measurement: Xbyak loops of 24 independent zmm dot/FMA chains per
-// thread, and a 1 GiB streaming read on transparent huge pages.
-#include "peaks.h"
+// thread, and a streaming read on transparent huge pages (host_peaks.h).
+#include "codegen/host_peaks.h"
 
 #include "codegen/pack.h"
 
@@ -9,12 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
-#include <omp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace hyc::bench {
+namespace hyc::codegen {
 
 namespace {
 
@@ -70,6 +71,15 @@ double now() {
       .count();
 }
 
+/// Runs body(thread index) on `threads` std::threads and waits for them.
+template <typename Body> void onThreads(int threads, Body body) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&body, t] { body(t); });
+  for (std::thread &th : pool)
+    th.join();
+}
+
 double compute_peak(Op op, int threads, double ops_per_instr) {
   PeakLoop code(op);
   auto fn = code.getCode<void (*)(int64_t)>();
@@ -77,8 +87,7 @@ double compute_peak(Op op, int threads, double ops_per_instr) {
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
     const double t0 = now();
-#pragma omp parallel num_threads(threads)
-    fn(iters);
+    onThreads(threads, [&](int) { fn(iters); });
     const double dt = now() - t0;
     best = std::max(best, threads * iters * 24.0 * ops_per_instr / dt * 1e-9);
   }
@@ -99,31 +108,42 @@ bool executes(Op op) {
 
 } // namespace
 
+bool executes_avx512_fma() { return executes(Op::fma_f32); }
 bool executes_bf16() { return executes(Op::dot_bf16); }
 bool executes_vnni() { return executes(Op::dot_u8s8); }
 
-HostPeaks measure_peaks(int threads) {
+HostPeaks measure_compute_peaks(int threads) {
   HostPeaks p;
-  p.fp32_gflops = compute_peak(Op::fma_f32, threads, 32);
+  if (executes_avx512_fma())
+    p.fp32_gflops = compute_peak(Op::fma_f32, threads, 32);
   if (executes_bf16())
     p.bf16_gflops = compute_peak(Op::dot_bf16, threads, 64);
   if (executes_vnni())
     p.int8_gops = compute_peak(Op::dot_u8s8, threads, 128);
-
-  const size_t bytes = size_t(1) << 30;
-  codegen::AlignedBuffer buf(bytes); // 2 MiB aligned, MADV_HUGEPAGE, touched
-  ReadLoop code;
-  auto fn = code.getCode<void (*)(const void *, int64_t)>();
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = now();
-#pragma omp parallel num_threads(threads)
-    {
-      const size_t part = bytes / omp_get_num_threads();
-      fn(buf.data() + part * omp_get_thread_num(), int64_t(part / 256));
-    }
-    p.read_gbps = std::max(p.read_gbps, bytes / (now() - t0) * 1e-9);
-  }
   return p;
 }
 
-} // namespace hyc::bench
+double measure_read_gbps(int threads, size_t bytes, int reps) {
+  if (!executes_avx512_fma())
+    return 0;
+  bytes = std::max<size_t>(bytes / (256 * size_t(threads)), 1) * 256 * threads;
+  AlignedBuffer buf(bytes); // 2 MiB aligned, MADV_HUGEPAGE, touched
+  ReadLoop code;
+  auto fn = code.getCode<void (*)(const void *, int64_t)>();
+  double best = 0;
+  const size_t part = bytes / threads;
+  for (int rep = 0; rep < reps; ++rep) {
+    const double t0 = now();
+    onThreads(threads, [&](int t) { fn(buf.data() + part * t, int64_t(part / 256)); });
+    best = std::max(best, bytes / (now() - t0) * 1e-9);
+  }
+  return best;
+}
+
+HostPeaks measure_peaks(int threads) {
+  HostPeaks p = measure_compute_peaks(threads);
+  p.read_gbps = measure_read_gbps(threads);
+  return p;
+}
+
+} // namespace hyc::codegen

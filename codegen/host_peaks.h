@@ -1,0 +1,45 @@
+//===- host_peaks.h - the host's measured compute and bandwidth limits ----===//
+//
+// Efficiencies are ratios to limits measured on the same machine in the
+// same run (the benchmark machines are shared and swing minute to minute):
+// Xbyak loops of 24 independent zmm FMA / dot-product chains per thread, and
+// a streaming read of a huge-page buffer. Used by `hyc bench` and by
+// bench/kernels. Threads are std::threads (no OpenMP runtime is started).
+//
+//===----------------------------------------------------------------------===//
+#ifndef HYC_CODEGEN_HOST_PEAKS_H
+#define HYC_CODEGEN_HOST_PEAKS_H
+
+#include <cstddef>
+
+namespace hyc::codegen {
+
+struct HostPeaks {
+  double fp32_gflops = 0; ///< vfmadd231ps zmm (0 when it cannot execute)
+  double bf16_gflops = 0; ///< vdpbf16ps zmm (0 when it cannot execute)
+  double int8_gops = 0;   ///< vpdpbusd zmm (0 when it cannot execute)
+  double read_gbps = 0;   ///< streaming read, transparent huge pages
+};
+
+/// Whether vfmadd231ps zmm / vdpbf16ps / vpdpbusd execute here (a forked
+/// probe: CPUID may hide ISA extensions the silicon has, or show ones the
+/// hypervisor traps).
+bool executes_avx512_fma();
+bool executes_bf16();
+bool executes_vnni();
+
+/// Peak of each instruction that executes here, with `threads` threads.
+HostPeaks measure_compute_peaks(int threads);
+
+/// Best of `reps` streaming reads of a `bytes` buffer (2 MiB aligned,
+/// MADV_HUGEPAGE, touched first), with `threads` threads, in GB/s. Needs
+/// AVX-512; 0 when it cannot execute.
+double measure_read_gbps(int threads, size_t bytes = size_t(1) << 30,
+                         int reps = 5);
+
+/// Both.
+HostPeaks measure_peaks(int threads);
+
+} // namespace hyc::codegen
+
+#endif // HYC_CODEGEN_HOST_PEAKS_H

@@ -1,0 +1,353 @@
+//===- BenchCommand.cpp - `hyc bench`: speed and efficiency of an artifact ===//
+//
+// Runs an artifact on synthetic prompts and reports TTFT, TPOT (mean, p50,
+// p99), prefill and decode tokens/s, and two efficiencies against limits
+// measured in the same invocation: decode bytes of weights read per token x
+// tokens/s over the streaming read bandwidth (measured between the rounds,
+// since bandwidth swings minute to minute on shared hosts), and prefill
+// FLOPs per token x tokens/s over the peak of the GEMM kernels' instruction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/BenchCommand.h"
+
+#include "codegen/host_peaks.h"
+#include "compiler/Args.h"
+#include "hyrt/artifact.h"
+#include "hyrt/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+namespace hyc::compiler {
+
+namespace {
+
+const char *kBenchUsage = R"(usage: hyc bench ARTIFACT [--input N] [--output M] [--batch B]
+                 [--rounds R] [--json]
+
+Feeds B sequences of N synthetic prompt tokens, then decodes M tokens for
+all of them together, R times, and reports:
+  TTFT (prefill of one sequence), TPOT (one decode step) mean / p50 / p99,
+  prefill and decode tokens/s, decode bytes of weights read per token and
+  their share of the streaming read bandwidth measured between the rounds
+  (huge pages), prefill FLOPs per token and their share of the measured
+  peak of the instruction the artifact's GEMM kernels use.
+
+  --input N     prompt tokens per sequence (default 128)
+  --output M    generated tokens per sequence (default 64)
+  --batch B     sequences decoded together (default 1)
+  --rounds R    repetitions; rates are medians over rounds (default 3)
+  --json        one JSON object on stdout instead of the table
+)";
+
+double seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2]
+                      : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+bool contains(const std::string &s, const char *part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// What one decode step reads and one prompt token computes, from the
+/// manifest's weight table.
+struct ModelCost {
+  double decodeBytesPerStep = 0; ///< weights read by one decode step
+  double flopsPerToken = 0;      ///< prefill GEMM FLOPs per prompt token
+};
+
+/// Every GEMM weight (rank >= 2, with its scales) is read once per decode
+/// step: a routed-expert stack (`experts.*.`) only for the experts the
+/// step's tokens activate, at most all of them; an embedding table read by
+/// the gather (not a `#copy` for the head) only for the step's rows.
+/// Prefill FLOPs: 2 per weight element per token (experts: top_k of E),
+/// except the lm_head (one row per sequence with last-token logits), plus
+/// attention's 4 x layers x heads x head_dim x (N / 2) average context.
+ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input) {
+  ModelCost c;
+  const hyrt::ModelInfo &mi = m.model;
+  const double expertShare =
+      mi.num_experts > 0
+          ? std::min(1.0, double(batch * mi.num_experts_per_tok) /
+                              double(mi.num_experts))
+          : 1.0;
+  const double expertFlopShare =
+      mi.num_experts > 0 ? double(mi.num_experts_per_tok) / double(mi.num_experts)
+                         : 1.0;
+  for (const hyrt::TensorEntry &t : m.tensors) {
+    const bool table = contains(t.name, "embed_tokens.weight") &&
+                       !contains(t.name, "#copy");
+    const bool expert = contains(t.name, "experts.*.");
+    const bool head = contains(t.name, "lm_head.weight") ||
+                      (contains(t.name, "embed_tokens.weight") &&
+                       contains(t.name, "#copy"));
+    if (table) {
+      c.decodeBytesPerStep += double(t.nbytes) / double(t.shape.empty() ? 1 : t.shape[0]) *
+                              double(batch);
+      continue;
+    }
+    const double share = expert ? expertShare : 1.0;
+    c.decodeBytesPerStep += double(t.nbytes) * share;
+    const bool scale = contains(t.name, ".scale");
+    if (t.shape.size() >= 2 && !scale && !head) {
+      double elements = 1;
+      for (int64_t d : t.shape)
+        elements *= double(d);
+      c.flopsPerToken += 2.0 * elements * (expert ? expertFlopShare : 1.0);
+    }
+  }
+  c.flopsPerToken += 4.0 * double(mi.num_layers) * double(mi.num_heads) *
+                     double(mi.head_dim) * double(input) / 2.0;
+  return c;
+}
+
+/// The peak of the instruction the artifact's GEMM kernels use.
+double kernelPeak(const hyrt::Manifest &m, const codegen::HostPeaks &p,
+                  std::string &which) {
+  const auto &f = m.cpu_features;
+  auto has = [&](const char *x) { return std::find(f.begin(), f.end(), x) != f.end(); };
+  if (has("avx512_vnni") && p.int8_gops > 0) {
+    which = "int8 vpdpbusd";
+    return p.int8_gops;
+  }
+  if (has("avx512_bf16") && p.bf16_gflops > 0) {
+    which = "bf16 vdpbf16ps";
+    return p.bf16_gflops;
+  }
+  which = "fp32 FMA";
+  return p.fp32_gflops;
+}
+
+struct Round {
+  std::vector<double> ttft, tpot;
+  double prefillSeconds = 0, decodeSeconds = 0;
+};
+
+} // namespace
+
+int runBenchCommand(int argc, char **argv) {
+  cli::Args args({"input", "output", "batch", "rounds"}, {"help", "json"});
+  std::string error;
+  if (!args.parse(argc, argv, 1, error)) {
+    std::fprintf(stderr, "hyc bench: %s\n%s", error.c_str(), kBenchUsage);
+    return 2;
+  }
+  if (args.has("help")) {
+    std::fputs(kBenchUsage, stdout);
+    return 0;
+  }
+  if (args.positionals().size() != 1) {
+    std::fprintf(stderr, "hyc bench: expected one ARTIFACT, got %zu\n%s",
+                 args.positionals().size(), kBenchUsage);
+    return 2;
+  }
+  int64_t input = 0, output = 0, batch = 0, rounds = 0;
+  if (!args.getInt("input", 128, input, error) ||
+      !args.getInt("output", 64, output, error) ||
+      !args.getInt("batch", 1, batch, error) ||
+      !args.getInt("rounds", 3, rounds, error)) {
+    std::fprintf(stderr, "hyc bench: %s\n", error.c_str());
+    return 2;
+  }
+  for (auto [name, v] : {std::pair<const char *, int64_t>{"--input", input},
+                         {"--output", output},
+                         {"--batch", batch},
+                         {"--rounds", rounds}})
+    if (v < 1) {
+      std::fprintf(stderr, "hyc bench: %s must be at least 1, got %lld\n", name,
+                   static_cast<long long>(v));
+      return 2;
+    }
+  const bool json = args.has("json");
+
+  std::unique_ptr<hyrt::Artifact> artifact;
+  if (hyrt::Status st = hyrt::Artifact::open(args.positionals()[0], {}, &artifact);
+      !st.ok()) {
+    std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+    return 1;
+  }
+  const hyrt::Manifest &m = artifact->manifest();
+  if (input + output > m.limits.max_seq_len || batch > m.limits.max_seqs) {
+    std::fprintf(stderr,
+                 "hyc bench: %lld + %lld tokens in %lld sequences exceed the "
+                 "artifact's max_seq_len %lld / max_seqs %lld\n",
+                 static_cast<long long>(input), static_cast<long long>(output),
+                 static_cast<long long>(batch),
+                 static_cast<long long>(m.limits.max_seq_len),
+                 static_cast<long long>(m.limits.max_seqs));
+    return 2;
+  }
+  hyrt::EngineOptions options;
+  options.num_pages = batch * ((input + output + options.page_size - 1) /
+                                   options.page_size +
+                               1);
+  std::unique_ptr<hyrt::Engine> engine;
+  if (hyrt::Status st = hyrt::Engine::create(artifact.get(), options, &engine);
+      !st.ok()) {
+    std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+    return 1;
+  }
+
+  const char *env = std::getenv("OMP_NUM_THREADS");
+  const int threads = env && std::atoi(env) > 0
+                          ? std::atoi(env)
+                          : int(std::max(1u, std::thread::hardware_concurrency()));
+  const bool terminal = isatty(fileno(stderr));
+  auto progress = [&](const std::string &what) {
+    if (json)
+      return;
+    if (terminal)
+      std::fprintf(stderr, "\r%-60s", what.c_str());
+    else
+      std::fprintf(stderr, "%s\n", what.c_str());
+  };
+
+  progress("measuring the host's peaks...");
+  const codegen::HostPeaks peaks = codegen::measure_compute_peaks(threads);
+  std::vector<double> bandwidth = {codegen::measure_read_gbps(threads)};
+
+  // Synthetic prompts: ids spread over the vocabulary, seeded by sequence.
+  const int64_t vocab = m.model.vocab_size;
+  auto prompt = [&](int64_t seq) {
+    std::vector<int32_t> ids(static_cast<size_t>(input));
+    for (int64_t i = 0; i < input; ++i)
+      ids[size_t(i)] = int32_t((3 + seq * 7919 + i * 104729) % vocab);
+    return ids;
+  };
+  std::vector<Round> results;
+  for (int64_t r = -1; r < rounds; ++r) { // round -1 warms up
+    const std::string label =
+        r < 0 ? "warm-up" : "round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
+    Round round;
+    std::vector<int64_t> seqs;
+    std::vector<int32_t> next;
+    std::vector<float> logits;
+    for (int64_t s = 0; s < batch; ++s) {
+      progress(label + ": prefill " + std::to_string(s + 1) + "/" +
+               std::to_string(batch));
+      seqs.push_back(engine->add_sequence());
+      const double t0 = seconds();
+      hyrt::Status st = engine->extend(seqs.back(), prompt(s), &logits,
+                                       /*all_rows=*/false);
+      const double dt = seconds() - t0;
+      if (!st.ok()) {
+        std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+        return 1;
+      }
+      round.ttft.push_back(dt);
+      round.prefillSeconds += dt;
+      next.push_back(int32_t(std::max_element(logits.begin(), logits.end()) -
+                             logits.begin()));
+    }
+    for (int64_t step = 0; step < output; ++step) {
+      if (step % 16 == 0)
+        progress(label + ": decode " + std::to_string(step) + "/" +
+                 std::to_string(output));
+      const double t0 = seconds();
+      hyrt::Status st = engine->decode(seqs, next, &logits);
+      const double dt = seconds() - t0;
+      if (!st.ok()) {
+        std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+        return 1;
+      }
+      round.tpot.push_back(dt);
+      round.decodeSeconds += dt;
+      const size_t V = size_t(vocab);
+      for (size_t s = 0; s < seqs.size(); ++s)
+        next[s] = int32_t(std::max_element(logits.begin() + s * V,
+                                           logits.begin() + (s + 1) * V) -
+                          (logits.begin() + s * V));
+    }
+    for (int64_t s : seqs)
+      (void)engine->release(s);
+    if (r >= 0)
+      results.push_back(round);
+    bandwidth.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
+  }
+  if (terminal && !json)
+    std::fprintf(stderr, "\r%-60s\r", "");
+
+  std::vector<double> ttft, tpot, prefillRates, decodeRates;
+  for (const Round &r : results) {
+    ttft.insert(ttft.end(), r.ttft.begin(), r.ttft.end());
+    tpot.insert(tpot.end(), r.tpot.begin(), r.tpot.end());
+    prefillRates.push_back(double(input * batch) / r.prefillSeconds);
+    decodeRates.push_back(double(output * batch) / r.decodeSeconds);
+  }
+  const double prefillTokS = median(prefillRates), decodeTokS = median(decodeRates);
+  const double streamGbs = median(bandwidth);
+  const ModelCost cost = modelCost(m, batch, input);
+  const double bytesPerToken = cost.decodeBytesPerStep / double(batch);
+  std::string peakName;
+  const double peak = kernelPeak(m, peaks, peakName);
+  const double bwEff = streamGbs > 0 ? bytesPerToken * decodeTokS / (streamGbs * 1e9) : 0;
+  const double computeEff =
+      peak > 0 ? cost.flopsPerToken * prefillTokS / (peak * 1e9) : 0;
+  const double tpotMean =
+      tpot.empty() ? 0 : std::accumulate(tpot.begin(), tpot.end(), 0.0) / tpot.size();
+
+  if (json) {
+    std::printf(
+        "{\"artifact\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"input\": %lld, "
+        "\"output\": %lld, \"batch\": %lld, \"rounds\": %lld, \"ttft_ms\": %.4f, "
+        "\"tpot_ms\": %.4f, \"tpot_p50_ms\": %.4f, \"tpot_p99_ms\": %.4f, "
+        "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
+        "\"decode_bytes_per_token\": %.0f, \"stream_read_gbs\": %.3f, "
+        "\"decode_bw_efficiency\": %.4f, \"prefill_flops_per_token\": %.0f, "
+        "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
+        "\"prefill_compute_efficiency\": %.4f}\n",
+        args.positionals()[0].c_str(), m.target.c_str(), threads,
+        static_cast<long long>(input), static_cast<long long>(output),
+        static_cast<long long>(batch), static_cast<long long>(rounds),
+        median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
+        percentile(tpot, 0.99) * 1e3, prefillTokS, decodeTokS, bytesPerToken,
+        streamGbs, bwEff, cost.flopsPerToken, peak, peakName.c_str(), computeEff);
+    return 0;
+  }
+  std::printf("%s (%s, %d threads): %lld prompt + %lld generated tokens, batch "
+              "%lld, %lld rounds\n",
+              args.positionals()[0].c_str(), m.target.c_str(), threads,
+              static_cast<long long>(input), static_cast<long long>(output),
+              static_cast<long long>(batch), static_cast<long long>(rounds));
+  std::printf("  TTFT %.2f ms   TPOT %.3f ms (p50 %.3f, p99 %.3f)\n",
+              median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
+              percentile(tpot, 0.99) * 1e3);
+  std::printf("  prefill %.1f tok/s   decode %.1f tok/s\n", prefillTokS, decodeTokS);
+  std::printf("  decode: %.1f MB of weights per token, %.1f GB/s of %.1f GB/s "
+              "streaming read = %.0f%%\n",
+              bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, streamGbs,
+              bwEff * 100);
+  std::printf("  prefill: %.2f GFLOP per token, %.1f GFLOP/s of %.0f (%s peak) = "
+              "%.0f%%\n",
+              cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,
+              peak, peakName.c_str(), computeEff * 100);
+  return 0;
+}
+
+} // namespace hyc::compiler
