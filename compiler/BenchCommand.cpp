@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/BenchCommand.h"
+#include "compiler/BenchProfile.h"
 
 #include "codegen/host_peaks.h"
 #include "compiler/Args.h"
@@ -32,7 +33,7 @@ namespace hyc::compiler {
 namespace {
 
 const char *kBenchUsage = R"(usage: hyc bench ARTIFACT [--input N] [--output M] [--batch B]
-                 [--rounds R] [--json]
+                 [--rounds R] [--profile] [--json]
 
 Feeds B sequences of N synthetic prompt tokens, then decodes M tokens for
 all of them together, R times, and reports:
@@ -46,6 +47,8 @@ all of them together, R times, and reports:
   --output M    generated tokens per sequence (default 64)
   --batch B     sequences decoded together (default 1)
   --rounds R    repetitions; rates are medians over rounds (default 3)
+  --profile     also time per op kind per step (the artifact marks every
+                kernel call; two clock reads per call while on)
   --json        one JSON object on stdout instead of the table
 )";
 
@@ -152,7 +155,7 @@ struct Round {
 } // namespace
 
 int runBenchCommand(int argc, char **argv) {
-  cli::Args args({"input", "output", "batch", "rounds"}, {"help", "json"});
+  cli::Args args({"input", "output", "batch", "rounds"}, {"help", "json", "profile"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc bench: %s\n%s", error.c_str(), kBenchUsage);
@@ -185,6 +188,7 @@ int runBenchCommand(int argc, char **argv) {
       return 2;
     }
   const bool json = args.has("json");
+  const bool profiling = args.has("profile");
 
   std::unique_ptr<hyrt::Artifact> artifact;
   if (hyrt::Status st = hyrt::Artifact::open(args.positionals()[0], {}, &artifact);
@@ -213,6 +217,15 @@ int runBenchCommand(int argc, char **argv) {
     std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
     return 1;
   }
+
+  hyrt_profile_v0 *marks = artifact->profile();
+  if (profiling && !marks) {
+    std::fprintf(stderr, "hyc bench: --profile: %s keeps no op-kind profile (no "
+                         "hyc_profile_v0; compiled by an older hyc): recompile it\n",
+                 args.positionals()[0].c_str());
+    return 1;
+  }
+  PhaseProfile prefillProfile, decodeProfile;
 
   const char *env = std::getenv("OMP_NUM_THREADS");
   const int threads = env && std::atoi(env) > 0
@@ -248,6 +261,9 @@ int runBenchCommand(int argc, char **argv) {
     std::vector<int64_t> seqs;
     std::vector<int32_t> next;
     std::vector<float> logits;
+    const bool marking = profiling && r >= 0;
+    if (marking)
+      PhaseProfile::start(marks);
     for (int64_t s = 0; s < batch; ++s) {
       progress(label + ": prefill " + std::to_string(s + 1) + "/" +
                std::to_string(batch));
@@ -264,6 +280,10 @@ int runBenchCommand(int argc, char **argv) {
       round.prefillSeconds += dt;
       next.push_back(int32_t(std::max_element(logits.begin(), logits.end()) -
                              logits.begin()));
+    }
+    if (marking) {
+      prefillProfile.stop(marks, batch);
+      PhaseProfile::start(marks);
     }
     for (int64_t step = 0; step < output; ++step) {
       if (step % 16 == 0)
@@ -284,6 +304,8 @@ int runBenchCommand(int argc, char **argv) {
                                            logits.begin() + (s + 1) * V) -
                           (logits.begin() + s * V));
     }
+    if (marking)
+      decodeProfile.stop(marks, output);
     for (int64_t s : seqs)
       (void)engine->release(s);
     if (r >= 0)
@@ -321,13 +343,15 @@ int runBenchCommand(int argc, char **argv) {
         "\"decode_bytes_per_token\": %.0f, \"stream_read_gbs\": %.3f, "
         "\"decode_bw_efficiency\": %.4f, \"prefill_flops_per_token\": %.0f, "
         "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
-        "\"prefill_compute_efficiency\": %.4f}\n",
+        "\"prefill_compute_efficiency\": %.4f%s%s}\n",
         args.positionals()[0].c_str(), m.target.c_str(), threads,
         static_cast<long long>(input), static_cast<long long>(output),
         static_cast<long long>(batch), static_cast<long long>(rounds),
         median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
         percentile(tpot, 0.99) * 1e3, prefillTokS, decodeTokS, bytesPerToken,
-        streamGbs, bwEff, cost.flopsPerToken, peak, peakName.c_str(), computeEff);
+        streamGbs, bwEff, cost.flopsPerToken, peak, peakName.c_str(), computeEff,
+        profiling ? ", " : "",
+        profiling ? profileJson(prefillProfile, decodeProfile).c_str() : "");
     return 0;
   }
   std::printf("%s (%s, %d threads): %lld prompt + %lld generated tokens, batch "
@@ -347,6 +371,8 @@ int runBenchCommand(int argc, char **argv) {
               "%.0f%%\n",
               cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,
               peak, peakName.c_str(), computeEff * 100);
+  if (profiling)
+    printProfile(prefillProfile, decodeProfile);
   return 0;
 }
 

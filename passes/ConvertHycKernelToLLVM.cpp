@@ -8,6 +8,11 @@
 // `hyc.kernels` for the compiler to generate and embed), constant tables
 // become internal globals and every ukernel a call. Nothing is decided here.
 //
+// Every call is preceded by `hyrt_profile_mark(kind)` (kind = the ukernel's
+// name as a constant string) and the entry ends with a mark of null: with
+// profiling off (the default) a mark is a load and a branch, with it on
+// (`hyc bench --profile`) the artifact attributes wall time to op kinds.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/KernelSchemes.h"
@@ -83,6 +88,7 @@ private:
   Value dispatch(kernel::BrgemmDispatchOp op);
   Value constantTable(kernel::ConstantTableOp op);
   LogicalResult ukernel(kernel::UkernelOp op);
+  void profileMark(StringRef kind);
 
   ModuleOp module;
   func::FuncOp fn;
@@ -170,6 +176,37 @@ Value EntryConversion::constantTable(kernel::ConstantTableOp op) {
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
+void EntryConversion::profileMark(StringRef kind) {
+  MLIRContext *ctx = b.getContext();
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  auto markFn = module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_profile_mark");
+  if (!markFn) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    markFn = LLVM::LLVMFuncOp::create(
+        b, loc, "hyrt_profile_mark",
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptrTy}));
+  }
+  Value name;
+  if (kind.empty()) {
+    name = LLVM::ZeroOp::create(b, loc, ptrTy);
+  } else {
+    const std::string symbol = ("hyc_kind_" + kind).str();
+    if (!module.lookupSymbol<LLVM::GlobalOp>(symbol)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      std::string text = kind.str();
+      text.push_back('\0');
+      LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
+          /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+          b.getStringAttr(text));
+    }
+    name = LLVM::AddressOfOp::create(b, loc, ptrTy, symbol);
+  }
+  LLVM::CallOp::create(b, loc, markFn, ValueRange{name});
+}
+
 LogicalResult EntryConversion::ukernel(kernel::UkernelOp op) {
   SmallVector<Value> args;
   if (op.getKvStep())
@@ -191,6 +228,7 @@ LogicalResult EntryConversion::ukernel(kernel::UkernelOp op) {
         b, loc, op.getName(),
         LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()), types));
   }
+  profileMark(op.getName());
   LLVM::CallOp::create(b, loc, fnOp, ValueRange(args));
   return success();
 }
@@ -231,6 +269,7 @@ LogicalResult EntryConversion::convert(Operation *op) {
       })
       .Case<kernel::UkernelOp>([&](kernel::UkernelOp u) { return ukernel(u); })
       .Case<func::ReturnOp>([&](func::ReturnOp) {
+        profileMark("");
         LLVM::ReturnOp::create(
             b, loc, LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                              b.getI32IntegerAttr(0)));
@@ -302,6 +341,18 @@ struct ConvertHycKernelToLLVMPass
     LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
                            LLVM::Linkage::External, "hyc_arena_bytes",
                            b.getI64IntegerAttr(arena.getInt()));
+    // hyc_profile_v0() -> hyrt_profile_state(): the runtime's handle on the
+    // artifact's own profile (abi.h); the libraries' symbols stay hidden.
+    {
+      auto ptrTy = LLVM::LLVMPointerType::get(module.getContext());
+      auto fnTy = LLVM::LLVMFunctionType::get(ptrTy, {});
+      auto state = LLVM::LLVMFuncOp::create(b, loc, "hyrt_profile_state", fnTy);
+      auto accessor = LLVM::LLVMFuncOp::create(b, loc, "hyc_profile_v0", fnTy);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(accessor.addEntryBlock(b));
+      Value p = LLVM::CallOp::create(b, loc, state, ValueRange{}).getResult();
+      LLVM::ReturnOp::create(b, loc, p);
+    }
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
     // types}.
     SmallVector<Attribute> kernelAttrs;

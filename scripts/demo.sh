@@ -21,7 +21,7 @@ if [ -f "$STORIES" ]; then
       --target avx512 --quant w8a8
     "$HYC" run "$OUT/stories260K-w8a8.hyc" --prompt "Once upon a time" -n 200 --temperature 0
     echo "== hyc bench (efficiencies against this host's measured limits)"
-    "$HYC" bench "$OUT/stories260K-w8a8.hyc" --input 128 --output 64 --rounds 1 2>/dev/null
+    "$HYC" bench "$OUT/stories260K-w8a8.hyc" --input 128 --output 64 --rounds 1 --profile 2>/dev/null
   else
     echo "== hyc bench (efficiencies against this host's measured limits)"
     "$HYC" bench "$OUT/stories260K.hyc" --input 128 --output 64 --rounds 1 2>/dev/null

@@ -141,6 +141,11 @@ Status Artifact::load_library(const ArtifactOptions &options) {
     return s;
   extend_ = reinterpret_cast<hyrt_entry_fn_v0>(extend);
   decode_ = reinterpret_cast<hyrt_entry_fn_v0>(decode);
+  // Optional: artifacts from before the profiler (and hand-written test
+  // fixtures) have none, and then nothing can be profiled.
+  ::dlerror();
+  if (void *profile = ::dlsym(library_, "hyc_profile_v0"))
+    profile_ = reinterpret_cast<hyrt_profile_fn_v0>(profile)();
   return Status::Ok();
 }
 

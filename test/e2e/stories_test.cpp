@@ -373,6 +373,48 @@ TEST(Bench, JsonReportOnStories260K) {
   EXPECT_LT(j["prefill_compute_efficiency"].get<double>(), 1.5);
 }
 
+// --profile: the artifact's own marks. Calls per step follow from the model
+// (stories260K: 5 layers; a reference artifact runs q and k through RoPE
+// separately, so 2 rope calls per layer; one embedding per step), and the
+// time the marks attribute lies inside the decode steps the bench times.
+TEST(Bench, ProfileCountsEveryKernelCallOfAStep) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  std::string art = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                                {"--max-seq-len", "256", "--max-batch-tokens", "64"});
+  CommandResult r = runHyc({"bench", art, "--input", "32", "--output", "16", "--rounds",
+                            "2", "--profile", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("profile")) << r.out;
+  const auto &decode = j["profile"]["decode"];
+  const auto &prefill = j["profile"]["prefill"];
+  const int64_t layers = nlohmann::json::parse(
+      readFile(art + "/manifest.json"))["model"]["num_layers"].get<int64_t>();
+  ASSERT_EQ(layers, 5);
+  for (const auto *phase : {&decode, &prefill}) {
+    ASSERT_TRUE(phase->contains("ref_rope") && phase->contains("ref_embedding")) << r.out;
+    EXPECT_DOUBLE_EQ((*phase)["ref_rope"]["calls_per_step"].get<double>(), 2.0 * layers);
+    EXPECT_DOUBLE_EQ((*phase)["ref_embedding"]["calls_per_step"].get<double>(), 1.0);
+  }
+  double marked = 0;
+  for (const auto &[kind, v] : decode.items()) {
+    EXPECT_GE(v["ms_per_step"].get<double>(), 0) << kind;
+    marked += v["ms_per_step"].get<double>();
+  }
+  // The marks sit inside each timed decode step: their sum per step cannot
+  // exceed the mean step time (a double-counted or never-closed interval
+  // would); 1 us of slack for the clocks' rounding.
+  EXPECT_GT(marked, 0);
+  EXPECT_LE(marked, j["tpot_ms"].get<double>() + 1e-3) << r.out;
+
+  CommandResult table = runHyc({"bench", art, "--input", "8", "--output", "4", "--rounds",
+                                "1", "--profile"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("op kind"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("ref_paged_attention"), std::string::npos) << table.out;
+}
+
 TEST(Bench, RefusesShapesBeyondTheArtifact) {
   if (!haveShared())
     GTEST_SKIP() << "../shared/models is absent";

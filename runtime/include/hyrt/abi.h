@@ -7,6 +7,8 @@
  *   int32_t  hyc_extend_v0(const hyrt_step_v0*, hyrt_kv_cache_v0*,
  *                          void *const *weights, void *arena);
  *   int32_t  hyc_decode_v0(same);
+ * and optionally (artifacts compiled since the profiler landed):
+ *   hyrt_profile_v0 *hyc_profile_v0(void);    the artifact's op-kind profile
  * Entry points return 0 on success. `weights` is the table of weight base
  * pointers in manifest order; `arena` is 64-byte aligned scratch of
  * hyc_arena_bytes bytes owned by the caller.
@@ -65,6 +67,28 @@ typedef struct hyrt_kv_cache_v0 {
 typedef int32_t (*hyrt_entry_fn_v0)(const hyrt_step_v0 *step,
                                     hyrt_kv_cache_v0 *kv,
                                     void *const *weights, void *arena);
+
+/* Wall time per op kind, kept by the artifact itself: generated code calls
+ * hyrt_profile_mark(kind) before every kernel call and mark(NULL) before
+ * returning, and the time between two marks goes to the first one's kind.
+ * Off unless `enabled` is set; the caller resets it by zeroing num_kinds.
+ * Single-threaded: entries run on one thread (kernels fork inside). */
+#define HYRT_PROFILE_MAX_KINDS 64
+typedef struct hyrt_profile_entry_v0 {
+  const char *kind; /* the ukernel's name, owned by the artifact */
+  int64_t calls;
+  double seconds;
+} hyrt_profile_entry_v0;
+
+typedef struct hyrt_profile_v0 {
+  int32_t enabled;
+  int32_t num_kinds;
+  hyrt_profile_entry_v0 entries[HYRT_PROFILE_MAX_KINDS];
+  int32_t current; /* index of the open interval's kind, -1 when none */
+  double started;  /* when it opened, CLOCK_MONOTONIC seconds */
+} hyrt_profile_v0;
+
+typedef hyrt_profile_v0 *(*hyrt_profile_fn_v0)(void);
 
 #ifdef __cplusplus
 }

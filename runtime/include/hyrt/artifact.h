@@ -107,6 +107,9 @@ public:
   const Manifest &manifest() const { return manifest_; }
   hyrt_entry_fn_v0 extend_fn() const { return extend_; }
   hyrt_entry_fn_v0 decode_fn() const { return decode_; }
+  /// The artifact's own op-kind profile (abi.h), null when it keeps none.
+  /// Mutable library state: set `enabled` and zero `num_kinds` to start.
+  hyrt_profile_v0 *profile() const { return profile_; }
   /// Weight base pointers in manifest order (the entry points' table).
   void *const *weights() const { return weight_ptrs_.data(); }
   int64_t num_weights() const { return int64_t(weight_ptrs_.size()); }
@@ -128,6 +131,7 @@ private:
   Manifest manifest_;
   void *library_ = nullptr; // dlopen handle
   hyrt_entry_fn_v0 extend_ = nullptr, decode_ = nullptr;
+  hyrt_profile_v0 *profile_ = nullptr;
   int64_t arena_bytes_ = 0;
   void *weights_base_ = nullptr;
   size_t weights_alloc_bytes_ = 0;

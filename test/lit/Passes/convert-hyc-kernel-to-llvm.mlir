@@ -4,13 +4,21 @@
 // fields at their abi.h offsets: tokens 16, logits 80, logit rows 96), step
 // sizes loads (num_tokens 0, num_logit_rows 88), a dispatch the address of
 // the generated kernel (listed in hyc.kernels), a ukernel a call with the
-// cache and the step first when it asks for them.
+// cache and the step first when it asks for them. Each call is preceded by a
+// profile mark naming its kind, the return by a mark of null, and the module
+// exports hyc_profile_v0 (abi.h) returning the runtime's profile state.
 
 // CHECK: module attributes {hyc.arena_bytes = 4096 : i64, hyc.kernels = [{isa = "avx512vnni", k = 64 : i64, m_max = 14 : i64, name = "hyc_brgemm_u8s8f32_14x32x64_avx512vnni", types = "u8s8f32"}]}
 // CHECK-DAG: llvm.mlir.global external constant @hyc_abi_version(2 : i32)
 // CHECK-DAG: llvm.mlir.global external constant @hyc_arena_bytes(4096 : i64)
+// CHECK-DAG: llvm.func @hyrt_profile_state() -> !llvm.ptr
+// CHECK: llvm.func @hyc_profile_v0() -> !llvm.ptr {
+// CHECK-NEXT: %[[STATE:.+]] = llvm.call @hyrt_profile_state() : () -> !llvm.ptr
+// CHECK-NEXT: llvm.return %[[STATE]] : !llvm.ptr
 // CHECK-DAG: llvm.mlir.global internal constant @hyc_const_{{[0-9]+}}(dense<[1.000000e+00, 5.000000e-01]> : tensor<2xf32>)
 // CHECK-DAG: llvm.func @hyc_brgemm_u8s8f32_14x32x64_avx512vnni(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
+// CHECK-DAG: llvm.mlir.global internal constant @hyc_kind_hyrt_ref_embedding("hyrt_ref_embedding\00")
+// CHECK-DAG: llvm.func @hyrt_profile_mark(!llvm.ptr)
 // CHECK: llvm.func @hyc_extend_v0(%[[STEP:.+]]: !llvm.ptr, %[[KV:.+]]: !llvm.ptr, %[[W:.+]]: !llvm.ptr, %[[ARENA:.+]]: !llvm.ptr) -> i32
 // CHECK: %[[TA:.+]] = llvm.getelementptr %[[STEP]][0] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK: %[[T:.+]] = llvm.load %[[TA]] : !llvm.ptr -> i64
@@ -20,16 +28,21 @@
 // CHECK: %[[IDS:.+]] = llvm.load %[[IA]] : !llvm.ptr -> !llvm.ptr
 // CHECK: %[[OFF:.+]] = llvm.mlir.constant(300000000 : i64) : i64
 // CHECK: %[[X:.+]] = llvm.getelementptr %[[ARENA]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK: llvm.call @hyrt_ref_embedding(%[[WP]], %{{.*}}, %{{.*}}, %[[IDS]], %[[T]], %[[X]])
+// CHECK: %[[KIND:.+]] = llvm.mlir.addressof @hyc_kind_hyrt_ref_embedding : !llvm.ptr
+// CHECK-NEXT: llvm.call @hyrt_profile_mark(%[[KIND]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT: llvm.call @hyrt_ref_embedding(%[[WP]], %{{.*}}, %{{.*}}, %[[IDS]], %[[T]], %[[X]])
 // CHECK: %[[K:.+]] = llvm.mlir.addressof @hyc_brgemm_u8s8f32_14x32x64_avx512vnni : !llvm.ptr
 // CHECK: %[[NULL:.+]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: llvm.call @hyrt_cpu_gemm_w8a8(%[[X]], %[[T]], {{.*}}, %[[NULL]], {{.*}}, %[[K]], %{{.*}}, %{{.*}})
+// CHECK: llvm.call @hyrt_profile_mark(
+// CHECK-NEXT: llvm.call @hyrt_cpu_gemm_w8a8(%[[X]], %[[T]], {{.*}}, %[[NULL]], {{.*}}, %[[K]], %{{.*}}, %{{.*}})
 // CHECK: %[[RA:.+]] = llvm.getelementptr %[[STEP]][88] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK: llvm.load %[[RA]] : !llvm.ptr -> i64
 // CHECK: llvm.getelementptr %[[STEP]][96]
 // CHECK: %[[TABLE:.+]] = llvm.mlir.addressof @hyc_const_{{[0-9]+}}
 // CHECK: llvm.call @hyrt_ref_paged_attention(%[[KV]], %[[STEP]], %{{.*}}, %[[TABLE]])
 // CHECK: llvm.getelementptr %[[STEP]][80]
+// CHECK: %[[END:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: llvm.call @hyrt_profile_mark(%[[END]]) : (!llvm.ptr) -> ()
 // CHECK: %[[ZERO:.+]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK: llvm.return %[[ZERO]] : i32
 // CHECK-NOT: func.func
