@@ -1,7 +1,9 @@
 // Decode/extend attention over the paged KV cache for optimized artifacts:
 // the semantics of hyrt_ref_paged_attention (reference.h) in fp32, with
-// (token, head) pairs split across OpenMP threads and the dot products /
-// value sums vectorized for the host's widest ISA (GCC target clones).
+// (token, kv head) pairs split across OpenMP threads (each item the whole
+// GQA group of query heads, so every cached row is loaded once per group)
+// and the dot products / value sums vectorized for the host's widest ISA
+// (GCC target clones).
 #include "hyrt/cpu_kernels.h"
 
 #include <algorithm>
@@ -11,8 +13,10 @@
 
 namespace {
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) float
-dot(const float *a, const float *b, int64_t n) {
+// Inlined into the clones of attendGroup below, so each clone vectorizes
+// them for its own ISA without a call per cached row.
+inline __attribute__((always_inline)) float dot(const float *a, const float *b,
+                                                int64_t n) {
   float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i)
@@ -20,8 +24,8 @@ dot(const float *a, const float *b, int64_t n) {
   return acc;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-axpy(float w, const float *x, float *y, int64_t n) {
+inline __attribute__((always_inline)) void axpy(float w, const float *x, float *y,
+                                                int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     y[i] += w * x[i];
@@ -52,35 +56,77 @@ int64_t cacheRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t,
   return int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
 }
 
-/// Query head h of token t over cached positions [0, p]: fp32 softmax with
-/// the maximum subtracted, then the weighted sum of values.
-void attendHead(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                int64_t numHeads, float scale, int64_t t, int64_t h,
-                std::vector<float> &scores, std::vector<float> &acc,
-                float *out) {
-  const int64_t kvh = h / l.group, n = int64_t(step->positions[t]) + 1;
-  const float *qh = q + (t * numHeads + h) * l.dk;
-  scores.resize(size_t(n));
-  float maxScore = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t row = cacheRow(step, l, t, j);
-    scores[j] = dot(qh, l.k + (row * l.kvHeads + kvh) * l.dk, l.dk) * scale;
-    maxScore = std::fmax(maxScore, scores[j]);
+/// Calls f(j, row) for the cached positions j in [0, n) of token t's
+/// sequence, page by page (one block-table read per page, not per row).
+template <typename F>
+inline __attribute__((always_inline)) void
+forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F f) {
+  const int32_t *blocks = step->block_tables +
+                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
+  for (int64_t p0 = 0, b = 0; p0 < n; p0 += l.page, ++b) {
+    const int64_t base = int64_t(blocks[b]) * l.page, rows = std::min(l.page, n - p0);
+    for (int64_t r = 0; r < rows; ++r)
+      f(p0 + r, base + r);
   }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) {
-    scores[j] = std::exp(scores[j] - maxScore);
-    sum += scores[j];
+}
+
+/// The query heads of kv head `kvh` (a GQA group) of token t over cached
+/// positions [0, p]: each cached key and value row is loaded once for the
+/// whole group. Per head, fp32 softmax with the maximum subtracted, then the
+/// weighted sum of values (the reference's order of operations per head).
+/// `scores` holds group rows of n + 1 floats (the scores, then their sum),
+/// `acc` group x dv.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroup(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+            int64_t numHeads, float scale, int64_t t, int64_t kvh,
+            float *scores, float *acc, float *out) {
+  const int64_t n = int64_t(step->positions[t]) + 1, G = l.group, dk = l.dk,
+                dv = l.dv;
+  const int64_t ns = n + 1; // stride of one head's scores
+  const float *qg = q + (t * numHeads + kvh * G) * dk;
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+    const float *kr = l.k + (row * l.kvHeads + kvh) * dk;
+    for (int64_t g = 0; g < G; ++g)
+      scores[g * ns + j] = dot(qg + g * dk, kr, dk) * scale;
+  });
+  for (int64_t g = 0; g < G; ++g) {
+    float *sg = scores + g * ns;
+    float maxScore = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) // std::fmax's NaN rule, without its call
+      maxScore = sg[j] > maxScore ? sg[j] : maxScore;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      sg[j] = std::exp(sg[j] - maxScore);
+      sum += sg[j];
+    }
+    sg[n] = sum;
   }
-  acc.assign(size_t(l.dv), 0.0f);
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t row = cacheRow(step, l, t, j);
-    axpy(scores[j], l.v + (row * l.kvHeads + kvh) * l.dv, acc.data(), l.dv);
+  std::fill(acc, acc + G * dv, 0.0f);
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+    const float *vr = l.v + (row * l.kvHeads + kvh) * dv;
+    for (int64_t g = 0; g < G; ++g)
+      axpy(scores[g * ns + j], vr, acc + g * dv, dv);
+  });
+  for (int64_t g = 0; g < G; ++g) {
+    float *o = out + (t * numHeads + kvh * G + g) * dv;
+    const float inv = 1.0f / scores[g * ns + n];
+    for (int64_t i = 0; i < dv; ++i)
+      o[i] = acc[g * dv + i] * inv;
   }
-  float *o = out + (t * numHeads + h) * l.dv;
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < l.dv; ++i)
-    o[i] = acc[i] * inv;
+}
+
+/// A thread's buffers for attendGroup, grown to the longest sequence seen.
+struct GroupScratch {
+  std::vector<float> scores, acc;
+};
+
+void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                   int64_t numHeads, float scale, int64_t t, int64_t kvh,
+                   GroupScratch &s, float *out) {
+  const size_t n = size_t(step->positions[t]) + 1;
+  s.scores.resize(size_t(l.group) * (n + 1));
+  s.acc.resize(size_t(l.group * l.dv));
+  attendGroup(step, l, q, numHeads, scale, t, kvh, s.scores.data(), s.acc.data(), out);
 }
 
 /// Writes kv head `kvh` of token t's key and value at the token's position.
@@ -113,11 +159,11 @@ extern "C" void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
   const int64_t T = step->num_tokens;
 #pragma omp parallel if (worthThreads(step, l, num_heads))
   {
-    std::vector<float> scores, acc;
+    GroupScratch scratch;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t th = 0; th < T * num_heads; ++th)
-      attendHead(step, l, q, num_heads, scale, th / num_heads, th % num_heads,
-                 scores, acc, out);
+    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
+      attendGroupOf(step, l, q, num_heads, scale, tg / l.kvHeads, tg % l.kvHeads,
+                    scratch, out);
   }
 }
 
@@ -136,10 +182,10 @@ extern "C" void hyrt_cpu_paged_attention_append(
 #pragma omp for schedule(static)
     for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
       appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
-    std::vector<float> scores, acc;
+    GroupScratch scratch;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t th = 0; th < T * num_heads; ++th)
-      attendHead(step, l, q, num_heads, scale, th / num_heads, th % num_heads,
-                 scores, acc, out);
+    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
+      attendGroupOf(step, l, q, num_heads, scale, tg / l.kvHeads, tg % l.kvHeads,
+                    scratch, out);
   }
 }
