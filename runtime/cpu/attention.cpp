@@ -6,12 +6,19 @@
 // (GCC target clones).
 #include "hyrt/cpu_kernels.h"
 
+#include "attention_group.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 namespace {
+
+using hyrt::cpu::LayerView;
+using hyrt::cpu::cacheRow;
+using hyrt::cpu::forEachRow;
+using hyrt::cpu::layerView;
 
 // Inlined into the clones of attendGroup below, so each clone vectorizes
 // them for its own ISA without a call per cached row.
@@ -29,45 +36,6 @@ inline __attribute__((always_inline)) void axpy(float w, const float *x, float *
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     y[i] += w * x[i];
-}
-
-/// Shapes and bases of one layer of the cache.
-struct LayerView {
-  int64_t kvHeads, dk, dv, page, group;
-  float *k, *v;
-};
-
-LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
-                    int64_t numHeads) {
-  return {kv->num_kv_heads,
-          kv->k_head_dim,
-          kv->v_head_dim,
-          kv->page_size,
-          numHeads / kv->num_kv_heads,
-          kv->k_layers[layer],
-          kv->v_layers[layer]};
-}
-
-/// Cache row of (the sequence of token t, position pos).
-int64_t cacheRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t,
-                 int64_t pos) {
-  const int32_t *blocks = step->block_tables +
-                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
-  return int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
-}
-
-/// Calls f(j, row) for the cached positions j in [0, n) of token t's
-/// sequence, page by page (one block-table read per page, not per row).
-template <typename F>
-inline __attribute__((always_inline)) void
-forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F f) {
-  const int32_t *blocks = step->block_tables +
-                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
-  for (int64_t p0 = 0, b = 0; p0 < n; p0 += l.page, ++b) {
-    const int64_t base = int64_t(blocks[b]) * l.page, rows = std::min(l.page, n - p0);
-    for (int64_t r = 0; r < rows; ++r)
-      f(p0 + r, base + r);
-  }
 }
 
 /// The query heads of kv head `kvh` (a GQA group) of token t over cached
@@ -126,7 +94,12 @@ void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const size_t n = size_t(step->positions[t]) + 1;
   s.scores.resize(size_t(l.group) * (n + 1));
   s.acc.resize(size_t(l.group * l.dv));
-  attendGroup(step, l, q, numHeads, scale, t, kvh, s.scores.data(), s.acc.data(), out);
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0)
+    hyrt::cpu::attendGroupAvx512(step, l, q, numHeads, scale, t, kvh, s.scores.data(),
+                                 out);
+  else
+    attendGroup(step, l, q, numHeads, scale, t, kvh, s.scores.data(), s.acc.data(), out);
 }
 
 /// Writes kv head `kvh` of token t's key and value at the token's position.

@@ -1,0 +1,64 @@
+// Internal to runtime/cpu: the view of one layer of the paged KV cache and
+// the GQA-group attention kernels (attention.cpp: portable target clones;
+// attention_avx512.cpp: AVX-512 intrinsics for head dims that are multiples
+// of 16).
+#ifndef HYRT_CPU_ATTENTION_GROUP_H
+#define HYRT_CPU_ATTENTION_GROUP_H
+
+#include "hyrt/abi.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace hyrt::cpu {
+
+/// Shapes and bases of one layer of the cache.
+struct LayerView {
+  int64_t kvHeads, dk, dv, page, group;
+  float *k, *v;
+};
+
+inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
+                    int64_t numHeads) {
+  return {kv->num_kv_heads,
+          kv->k_head_dim,
+          kv->v_head_dim,
+          kv->page_size,
+          numHeads / kv->num_kv_heads,
+          kv->k_layers[layer],
+          kv->v_layers[layer]};
+}
+
+/// Cache row of (the sequence of token t, position pos).
+inline int64_t cacheRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t,
+                 int64_t pos) {
+  const int32_t *blocks = step->block_tables +
+                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
+  return int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
+}
+
+/// Calls f(j, row) for the cached positions j in [0, n) of token t's
+/// sequence, page by page (one block-table read per page, not per row).
+template <typename F>
+inline __attribute__((always_inline)) void
+forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F f) {
+  const int32_t *blocks = step->block_tables +
+                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
+  for (int64_t p0 = 0, b = 0; p0 < n; p0 += l.page, ++b) {
+    const int64_t base = int64_t(blocks[b]) * l.page, rows = std::min(l.page, n - p0);
+    for (int64_t r = 0; r < rows; ++r)
+      f(p0 + r, base + r);
+  }
+}
+
+/// The query heads of kv head `kvh` of token t over its cached positions;
+/// `scores` holds group rows of n + 1 floats (see
+/// attention.cpp for the semantics). attendGroupAvx512 needs dk and dv
+/// multiples of 16 and a host with AVX-512F.
+void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                       int64_t numHeads, float scale, int64_t t, int64_t kvh,
+                       float *scores, float *out);
+
+} // namespace hyrt::cpu
+
+#endif // HYRT_CPU_ATTENTION_GROUP_H
