@@ -17,6 +17,36 @@
 
 namespace hyrt::cpu {
 
+namespace {
+
+__mmask16 tailMask(int64_t left) {
+  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+}
+
+/// e^x for 16 lanes: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for
+/// an exact n ln2), e^r by the degree-7 Taylor-like polynomial of Cephes'
+/// expf (about 1 ulp on that range), then 2^n by vscalefps, which also
+/// underflows to denormals and zero as exp does. NaN stays NaN (vmaxps and
+/// vminps return their second operand, x, when it is NaN); -inf gives 0.
+__m512 exp512(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+} // namespace
+
 void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                        int64_t numHeads, float scale, int64_t t, int64_t kvh,
                        float *scores, float *out) {
@@ -43,15 +73,21 @@ void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float
 
   for (int64_t g = 0; g < G; ++g) {
     float *sg = scores + g * ns;
-    float maxScore = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) // std::fmax's NaN rule, without its call
-      maxScore = sg[j] > maxScore ? sg[j] : maxScore;
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      sg[j] = std::exp(sg[j] - maxScore);
-      sum += sg[j];
+    // Masked tails: lanes past n read as -inf for the maximum, 0 for the sum.
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = tailMask(n - j);
+      vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, sg + j));
     }
-    sg[n] = sum;
+    const __m512 maxScore = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    __m512 vsum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = tailMask(n - j);
+      const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sg + j), maxScore));
+      _mm512_mask_storeu_ps(sg + j, m, e);
+      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+    }
+    sg[n] = _mm512_reduce_add_ps(vsum);
   }
 
   // Up to four 16-wide output slices of one head in registers while the
