@@ -47,6 +47,13 @@ __m512 exp512(__m512 x) {
 
 } // namespace
 
+void expAvx512(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tailMask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, exp512(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
 void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                        int64_t numHeads, float scale, int64_t t, int64_t kvh,
                        float *scores, float *out) {

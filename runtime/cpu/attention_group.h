@@ -59,6 +59,10 @@ void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float
                        int64_t numHeads, float scale, int64_t t, int64_t kvh,
                        float *scores, float *out);
 
+/// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
+/// softmax's exponential, exposed so that tests can hold it to std::exp.
+void expAvx512(const float *x, float *y, int64_t n);
+
 } // namespace hyrt::cpu
 
 #endif // HYRT_CPU_ATTENTION_GROUP_H

@@ -3,11 +3,13 @@
 // the fused append + attention kernel against the two calls it replaces.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
+#include "runtime/cpu/attention_group.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -71,6 +73,33 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
                          ::testing::Values(std::pair<int64_t, int64_t>{16, 12},
                                            std::pair<int64_t, int64_t>{48, 80},
                                            std::pair<int64_t, int64_t>{32, 16}));
+
+// The AVX-512 softmax's exp against std::exp over the range softmax feeds
+// it (x = score - max <= 0, down past float's underflow) and the special
+// values. Bound: Cephes' expf polynomial has a documented peak relative
+// error of 1.6e-7 on [-ln2/2, ln2/2] (n ln2 is exact with the split
+// constant, 2^n by vscalefps is exact), plus 0.5 ulp (6e-8) for the last
+// rounding: 2.2e-7, and 2^-149 absolute where the result is denormal.
+TEST(CpuSoftmaxExp, WithinTwoUlpOfStdExp) {
+  if (!__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "no AVX-512F on this host: the kernel using this exp cannot run";
+  std::vector<float> x;
+  for (float v = -110.0f; v <= 1.0f; v += 0.00731f)
+    x.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity();
+  x.insert(x.end(), {0.0f, -0.0f, -inf, std::nanf(""), 88.0f, -87.5f, -103.9f});
+  std::vector<float> y(x.size());
+  hyrt::cpu::expAvx512(x.data(), y.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = std::exp(x[i]);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(y[i])) << "exp(NaN) = " << y[i];
+      continue;
+    }
+    EXPECT_LE(std::fabs(y[i] - want), 2.2e-7f * want + 1.5e-45f)
+        << "x = " << x[i] << ": " << y[i] << " vs " << want;
+  }
+}
 
 TEST(CpuPagedAttentionAppend, EqualsAppendThenAttentionBitForBit) {
   const int64_t pages = 24, pageSize = 3, kvHeads = 2, dk = 16, dv = 12;
