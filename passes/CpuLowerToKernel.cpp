@@ -540,7 +540,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         float mscale = 1.0f;
         Value table = ropeTable(r, mscale);
         auto x = D(r.getInput());
-        call("hyrt_ref_rope",
+        call(runsOn(r, "rope") ? "hyrt_cpu_rope" : "hyrt_ref_rope",
              {ptrOf(r.getInput()), ptrOf(r.getPositions()), x[0].value, x[1].value,
               x[2].value, i64(r.getRotaryDim()),
               i32(r.getStyle() == RopeStyle::neox ? 1 : 0), table, f32(mscale),

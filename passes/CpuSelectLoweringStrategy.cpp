@@ -143,6 +143,11 @@ private:
       config = cpu::LoweringConfigAttr::get(
           ctx, "paged_attention", {}, {}, {}, {},
           attentionThreads(machine, q.getDimSize(1)), 0, 1, StringAttr());
+    } else if (kernels && isa<RopeOp>(op)) {
+      // Tokens split across the threads; the kernel forks only when the
+      // step has enough of them (runtime/cpu/rope.cpp).
+      config = cpu::LoweringConfigAttr::get(ctx, "rope", {}, {}, {}, {}, machine.threads,
+                                            0, 1, StringAttr());
     } else {
       config = cpu::LoweringConfigAttr::get(ctx, "reference", {}, {}, {}, {}, 1,
                                             0, 1, StringAttr());

@@ -135,6 +135,13 @@ void hyrt_cpu_paged_attention_append(const hyrt_kv_cache_v0 *kv,
                                      const float *q, int64_t num_heads,
                                      float scale, float *out);
 
+/* hyrt_ref_rope bit for bit (same expressions, in the same order per
+ * element), with each token's cos/sin computed once for all its heads and
+ * tokens split across threads. */
+void hyrt_cpu_rope(const float *x, const int32_t *positions, int64_t num_tokens,
+                   int64_t heads, int64_t head_dim, int64_t rotary_dim, int32_t neox,
+                   const float *inv_freq, float mscale, float *out);
+
 /* MoE expert GEMMs: rows [offsets[e], offsets[e+1]) of x multiply expert e,
  * whose packed weights follow each other (each a complete packed [N][K]
  * matrix in the scheme's layout) and, for W8A8, whose scales are

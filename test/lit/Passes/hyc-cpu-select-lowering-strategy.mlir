@@ -91,3 +91,20 @@ func.func @quantize(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache
   %y = hyc.quant.matmul %q, %w scale(%ws) input_scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xi8>, tensor<48x64xi8>, tensor<48xf32>, tensor<?x1xf32>) -> tensor<?x48xf32>
   return %y, %c : tensor<?x48xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 }
+
+// -----
+
+// RoPE runs on the kernel that computes each token's cos/sin once for all
+// its heads, tokens split over the machine's threads; the reference target
+// keeps the reference kernel.
+
+// CHECK-LABEL: func.func @rope
+// CHECK: hyc.rope {{.*}}<kernel = "rope", threads = 2>
+// ONE-LABEL: func.func @rope
+// ONE: hyc.rope {{.*}}<kernel = "rope">
+// REF-LABEL: func.func @rope
+// REF: hyc.rope {{.*}}<kernel = "reference">
+func.func @rope(%q0: tensor<?x2x4xf32>, %pos: tensor<?xi32>) -> tensor<?x2x4xf32> attributes {hyc.entry = "extend"} {
+  %qr = hyc.rope %q0, %pos {style = #hyc<rope_style neox>, rotary_dim = 4 : i64, theta = 1.0e+04 : f64, scaling = #hyc.rope_scaling<none>} : tensor<?x2x4xf32>, tensor<?xi32> -> tensor<?x2x4xf32>
+  return %qr : tensor<?x2x4xf32>
+}

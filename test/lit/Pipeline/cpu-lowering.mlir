@@ -1,4 +1,5 @@
 // RUN: hyc-opt %s --hyc-cpu-plan-memory --hyc-cpu-lower-to-kernel --convert-hyc-kernel-to-llvm -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=avx512 --hyc-cpu-plan-memory --hyc-cpu-lower-to-kernel --convert-hyc-kernel-to-llvm -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=KERNELS
 
 !cache = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 4, v_head_dim = 4>
 
@@ -20,6 +21,10 @@
 // CHECK: llvm.call @hyrt_ref_rms_norm
 // CHECK: llvm.call @hyrt_ref_matmul
 // CHECK: llvm.call @hyrt_ref_rope
+// With the avx512 strategy both RoPEs take the kernel that computes each
+// token's cos/sin once for all heads (decided by the strategy pass).
+// KERNELS-COUNT-2: llvm.call @hyrt_cpu_rope(
+// KERNELS-NOT: @hyrt_ref_rope(
 // CHECK: llvm.call @hyrt_ref_kv_cache_append(%[[KV]], %[[STEP]]
 // CHECK: llvm.call @hyrt_ref_attention(%[[KV]], %[[STEP]]
 // CHECK: %[[LOGITS_ADDR:.+]] = llvm.getelementptr %[[STEP]][80] : (!llvm.ptr) -> !llvm.ptr, i8
