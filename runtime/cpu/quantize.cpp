@@ -7,9 +7,18 @@
 #include <cmath>
 #include <vector>
 
+namespace {
+/// Rows are independent, so a step's rows split across threads once there is
+/// enough of them: a fork/join costs ~10 us here (the cost model's figure)
+/// and an element of norm + quantize about 1 ns, so from 2^15 elements
+/// (16 rows of 2048) the split pays. Decode's single row never forks.
+constexpr int64_t kParallelMinElements = int64_t(1) << 15;
+} // namespace
+
 extern "C" void hyrt_cpu_quantize_rows_u8(const float *x, int64_t M, int64_t K,
                                           int64_t lda, uint8_t *a,
                                           float *a_scale) {
+#pragma omp parallel for schedule(static) if (M * K >= kParallelMinElements)
   for (int64_t m = 0; m < M; ++m) {
     const float *row = x + m * K;
     float amax = 0;
@@ -39,21 +48,32 @@ extern "C" void hyrt_cpu_rms_norm_quantize_u8(
     int64_t dim, float eps, uint8_t *a, float *a_scale, float *residual_out) {
   // Row by row through the reference norm: the same fp32 values the unfused
   // norm would store, quantized while they are in cache.
-  std::vector<float> row(static_cast<size_t>(dim));
-  for (int64_t r = 0; r < rows; ++r) {
-    hyrt_ref_rms_norm(x + r * dim, residual ? residual + r * dim : nullptr, w, 1,
-                      dim, eps, row.data(),
-                      residual_out ? residual_out + r * dim : nullptr);
-    hyrt_cpu_quantize_rows_u8(row.data(), 1, dim, dim, a + r * dim, a_scale + r);
+#pragma omp parallel if (rows * dim >= kParallelMinElements)
+  {
+    std::vector<float> row(static_cast<size_t>(dim));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      hyrt_ref_rms_norm(x + r * dim, residual ? residual + r * dim : nullptr, w,
+                        1, dim, eps, row.data(),
+                        residual_out ? residual_out + r * dim : nullptr);
+      hyrt_cpu_quantize_rows_u8(row.data(), 1, dim, dim, a + r * dim,
+                                a_scale + r);
+    }
   }
 }
 
-extern "C" void hyrt_cpu_silu_mul_quantize_u8(const float *gate, const float *up,
-                                              int64_t rows, int64_t dim,
-                                              uint8_t *a, float *a_scale) {
-  std::vector<float> row(static_cast<size_t>(dim));
-  for (int64_t r = 0; r < rows; ++r) {
-    hyrt_ref_silu_mul(gate + r * dim, up + r * dim, dim, row.data());
-    hyrt_cpu_quantize_rows_u8(row.data(), 1, dim, dim, a + r * dim, a_scale + r);
+extern "C" void hyrt_cpu_silu_mul_quantize_u8(const float *gate,
+                                              const float *up, int64_t rows,
+                                              int64_t dim, uint8_t *a,
+                                              float *a_scale) {
+#pragma omp parallel if (rows * dim >= kParallelMinElements)
+  {
+    std::vector<float> row(static_cast<size_t>(dim));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      hyrt_ref_silu_mul(gate + r * dim, up + r * dim, dim, row.data());
+      hyrt_cpu_quantize_rows_u8(row.data(), 1, dim, dim, a + r * dim,
+                                a_scale + r);
+    }
   }
 }
