@@ -232,13 +232,28 @@ int runBenchCommand(int argc, char **argv) {
                           ? std::atoi(env)
                           : int(std::max(1u, std::thread::hardware_concurrency()));
   const bool terminal = isatty(fileno(stderr));
-  auto progress = [&](const std::string &what) {
+  // On a terminal one line redrawn in place, with a bar for the share of
+  // all rounds' steps (warm-up included) done; otherwise plain lines.
+  auto progress = [&](const std::string &what, double done = -1) {
     if (json)
       return;
-    if (terminal)
-      std::fprintf(stderr, "\r%-60s", what.c_str());
-    else
+    if (!terminal) {
       std::fprintf(stderr, "%s\n", what.c_str());
+      return;
+    }
+    std::string bar;
+    if (done >= 0) {
+      const int width = 24, filled = int(std::min(1.0, done) * width + 0.5);
+      bar = "[" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), '.') +
+            "] ";
+    }
+    std::fprintf(stderr, "\r%s%-50s", bar.c_str(), what.c_str());
+  };
+  // Steps of one round: the prefills, then the decode steps.
+  const double stepsPerRound = double(batch + output);
+  auto doneAt = [&](int64_t round, int64_t stepInRound) {
+    return (double(round + 1) * stepsPerRound + double(stepInRound)) /
+           (double(rounds + 1) * stepsPerRound);
   };
 
   progress("measuring the host's peaks...");
@@ -266,7 +281,8 @@ int runBenchCommand(int argc, char **argv) {
       PhaseProfile::start(marks);
     for (int64_t s = 0; s < batch; ++s) {
       progress(label + ": prefill " + std::to_string(s + 1) + "/" +
-               std::to_string(batch));
+                   std::to_string(batch),
+               doneAt(r, s));
       seqs.push_back(engine->add_sequence());
       const double t0 = seconds();
       hyrt::Status st = engine->extend(seqs.back(), prompt(s), &logits,
@@ -288,7 +304,8 @@ int runBenchCommand(int argc, char **argv) {
     for (int64_t step = 0; step < output; ++step) {
       if (step % 16 == 0)
         progress(label + ": decode " + std::to_string(step) + "/" +
-                 std::to_string(output));
+                     std::to_string(output),
+                 doneAt(r, batch + step));
       const double t0 = seconds();
       hyrt::Status st = engine->decode(seqs, next, &logits);
       const double dt = seconds() - t0;
@@ -313,7 +330,7 @@ int runBenchCommand(int argc, char **argv) {
     bandwidth.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
   }
   if (terminal && !json)
-    std::fprintf(stderr, "\r%-60s\r", "");
+    std::fprintf(stderr, "\r%-80s\r", "");
 
   std::vector<double> ttft, tpot, prefillRates, decodeRates;
   for (const Round &r : results) {

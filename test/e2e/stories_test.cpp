@@ -413,6 +413,9 @@ TEST(Bench, ProfileCountsEveryKernelCallOfAStep) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("op kind"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("ref_paged_attention"), std::string::npos) << table.out;
+  // Not a terminal: progress comes as plain lines on stderr, no bar.
+  EXPECT_NE(table.err.find("\nround 1/1: decode 0/4\n"), std::string::npos) << table.err;
+  EXPECT_EQ(table.err.find('\r'), std::string::npos) << table.err;
 }
 
 TEST(Bench, RefusesShapesBeyondTheArtifact) {
