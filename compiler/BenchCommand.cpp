@@ -74,6 +74,12 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
+/// The greedy next token of row `row` of a [rows][vocab] logits block.
+int32_t greedy(const std::vector<float> &logits, size_t row, size_t vocab) {
+  auto first = logits.begin() + std::ptrdiff_t(row * vocab);
+  return int32_t(std::max_element(first, first + std::ptrdiff_t(vocab)) - first);
+}
+
 bool contains(const std::string &s, const char *part) {
   return s.find(part) != std::string::npos;
 }
@@ -294,8 +300,7 @@ int runBenchCommand(int argc, char **argv) {
       }
       round.ttft.push_back(dt);
       round.prefillSeconds += dt;
-      next.push_back(int32_t(std::max_element(logits.begin(), logits.end()) -
-                             logits.begin()));
+      next.push_back(greedy(logits, 0, size_t(vocab)));
     }
     if (marking) {
       prefillProfile.stop(marks, batch);
@@ -315,11 +320,8 @@ int runBenchCommand(int argc, char **argv) {
       }
       round.tpot.push_back(dt);
       round.decodeSeconds += dt;
-      const size_t V = size_t(vocab);
       for (size_t s = 0; s < seqs.size(); ++s)
-        next[s] = int32_t(std::max_element(logits.begin() + s * V,
-                                           logits.begin() + (s + 1) * V) -
-                          (logits.begin() + s * V));
+        next[s] = greedy(logits, s, size_t(vocab));
     }
     if (marking)
       decodeProfile.stop(marks, output);

@@ -93,13 +93,14 @@ void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    GroupScratch &s, float *out) {
   const size_t n = size_t(step->positions[t]) + 1;
   s.scores.resize(size_t(l.group) * (n + 1));
-  s.acc.resize(size_t(l.group * l.dv));
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0)
+  if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
     hyrt::cpu::attendGroupAvx512(step, l, q, numHeads, scale, t, kvh, s.scores.data(),
                                  out);
-  else
-    attendGroup(step, l, q, numHeads, scale, t, kvh, s.scores.data(), s.acc.data(), out);
+    return;
+  }
+  s.acc.resize(size_t(l.group * l.dv)); // the AVX-512 kernel keeps it in registers
+  attendGroup(step, l, q, numHeads, scale, t, kvh, s.scores.data(), s.acc.data(), out);
 }
 
 /// Writes kv head `kvh` of token t's key and value at the token's position.

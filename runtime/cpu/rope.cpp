@@ -1,12 +1,14 @@
 // RoPE for optimized artifacts: the semantics of hyrt_ref_rope
-// (reference.h) bit for bit, without its two costs. The reference takes
+// (reference.h) bit for bit (both use reference/rope_math.h), without its
+// two costs. The reference takes
 // cos/sin in double for every (token, head, pair) although they depend only
 // on (token, pair); here each token's table is computed once, by the same
 // expressions, and applied to all its heads, and tokens are split across
 // OpenMP threads.
 #include "hyrt/cpu_kernels.h"
 
-#include <cmath>
+#include "../reference/rope_math.h"
+
 #include <vector>
 
 extern "C" void hyrt_cpu_rope(const float *x, const int32_t *positions,
@@ -21,25 +23,17 @@ extern "C" void hyrt_cpu_rope(const float *x, const int32_t *positions,
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < num_tokens; ++t) {
       const float pos = float(positions[t]);
-      for (int64_t i = 0; i < half; ++i) {
-        // The reference's expressions: fp32 angle, cos/sin in double.
-        const float angle = pos * inv_freq[i];
-        cs[size_t(2 * i)] = float(std::cos(double(angle))) * mscale;
-        cs[size_t(2 * i + 1)] = float(std::sin(double(angle))) * mscale;
-      }
+      for (int64_t i = 0; i < half; ++i)
+        hyrt::rope::cosSin(pos, inv_freq[i], mscale, cs[size_t(2 * i)],
+                           cs[size_t(2 * i + 1)]);
       for (int64_t h = 0; h < heads; ++h) {
         const float *xi = x + (t * heads + h) * head_dim;
         float *o = out + (t * heads + h) * head_dim;
         for (int64_t i = rotary_dim; i < head_dim; ++i)
           o[i] = xi[i];
-        for (int64_t i = 0; i < half; ++i) {
-          const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
-          const int64_t a = neox ? i : 2 * i;
-          const int64_t b = neox ? i + half : 2 * i + 1;
-          const float x0 = xi[a], x1 = xi[b];
-          o[a] = x0 * c - x1 * s;
-          o[b] = x0 * s + x1 * c;
-        }
+        for (int64_t i = 0; i < half; ++i)
+          hyrt::rope::rotatePair(xi, o, i, half, neox != 0, cs[size_t(2 * i)],
+                                 cs[size_t(2 * i + 1)]);
       }
     }
   }

@@ -1,6 +1,8 @@
 // Reference kernels for token embedding, RMSNorm and rotary embedding.
 #include "hyrt/reference.h"
 
+#include "rope_math.h"
+
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -41,6 +43,8 @@ extern "C" void hyrt_ref_rms_norm(const float *x, const float *residual,
   }
 }
 
+namespace rope = hyrt::rope;
+
 extern "C" void hyrt_ref_rope(const float *x, const int32_t *positions,
                               int64_t num_tokens, int64_t heads,
                               int64_t head_dim, int64_t rotary_dim,
@@ -55,15 +59,9 @@ extern "C" void hyrt_ref_rope(const float *x, const int32_t *positions,
       for (int64_t i = rotary_dim; i < head_dim; ++i)
         o[i] = xi[i];
       for (int64_t i = 0; i < half; ++i) {
-        // fp32 angle as in llama2.c and Hugging Face; cos/sin in double.
-        const float angle = pos * inv_freq[i];
-        const float c = float(std::cos(double(angle))) * mscale;
-        const float s = float(std::sin(double(angle))) * mscale;
-        const int64_t a = neox ? i : 2 * i;
-        const int64_t b = neox ? i + half : 2 * i + 1;
-        const float x0 = xi[a], x1 = xi[b];
-        o[a] = x0 * c - x1 * s;
-        o[b] = x0 * s + x1 * c;
+        float c, s;
+        rope::cosSin(pos, inv_freq[i], mscale, c, s);
+        rope::rotatePair(xi, o, i, half, neox != 0, c, s);
       }
     }
   }
