@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/BenchCommand.h"
+#include "compiler/BenchCost.h"
 #include "compiler/BenchProfile.h"
 
 #include "codegen/host_peaks.h"
@@ -78,79 +79,6 @@ double percentile(std::vector<double> v, double p) {
 int32_t greedy(const std::vector<float> &logits, size_t row, size_t vocab) {
   auto first = logits.begin() + std::ptrdiff_t(row * vocab);
   return int32_t(std::max_element(first, first + std::ptrdiff_t(vocab)) - first);
-}
-
-bool contains(const std::string &s, const char *part) {
-  return s.find(part) != std::string::npos;
-}
-
-/// What one decode step reads and one prompt token computes, from the
-/// manifest's weight table.
-struct ModelCost {
-  double decodeBytesPerStep = 0; ///< weights read by one decode step
-  double flopsPerToken = 0;      ///< prefill GEMM FLOPs per prompt token
-};
-
-/// Every GEMM weight (rank >= 2, with its scales) is read once per decode
-/// step: a routed-expert stack (`experts.*.`) only for the experts the
-/// step's tokens activate, at most all of them; an embedding table read by
-/// the gather (not a `#copy` for the head) only for the step's rows.
-/// Prefill FLOPs: 2 per weight element per token (experts: top_k of E),
-/// except the lm_head (one row per sequence with last-token logits), plus
-/// attention's 4 x layers x heads x head_dim x (N / 2) average context.
-ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input) {
-  ModelCost c;
-  const hyrt::ModelInfo &mi = m.model;
-  const double expertShare =
-      mi.num_experts > 0
-          ? std::min(1.0, double(batch * mi.num_experts_per_tok) /
-                              double(mi.num_experts))
-          : 1.0;
-  const double expertFlopShare =
-      mi.num_experts > 0 ? double(mi.num_experts_per_tok) / double(mi.num_experts)
-                         : 1.0;
-  for (const hyrt::TensorEntry &t : m.tensors) {
-    const bool table = contains(t.name, "embed_tokens.weight") &&
-                       !contains(t.name, "#copy");
-    const bool expert = contains(t.name, "experts.*.");
-    const bool head = contains(t.name, "lm_head.weight") ||
-                      (contains(t.name, "embed_tokens.weight") &&
-                       contains(t.name, "#copy"));
-    if (table) {
-      c.decodeBytesPerStep += double(t.nbytes) / double(t.shape.empty() ? 1 : t.shape[0]) *
-                              double(batch);
-      continue;
-    }
-    const double share = expert ? expertShare : 1.0;
-    c.decodeBytesPerStep += double(t.nbytes) * share;
-    const bool scale = contains(t.name, ".scale");
-    if (t.shape.size() >= 2 && !scale && !head) {
-      double elements = 1;
-      for (int64_t d : t.shape)
-        elements *= double(d);
-      c.flopsPerToken += 2.0 * elements * (expert ? expertFlopShare : 1.0);
-    }
-  }
-  c.flopsPerToken += 4.0 * double(mi.num_layers) * double(mi.num_heads) *
-                     double(mi.head_dim) * double(input) / 2.0;
-  return c;
-}
-
-/// The peak of the instruction the artifact's GEMM kernels use.
-double kernelPeak(const hyrt::Manifest &m, const codegen::HostPeaks &p,
-                  std::string &which) {
-  const auto &f = m.cpu_features;
-  auto has = [&](const char *x) { return std::find(f.begin(), f.end(), x) != f.end(); };
-  if (has("avx512_vnni") && p.int8_gops > 0) {
-    which = "int8 vpdpbusd";
-    return p.int8_gops;
-  }
-  if (has("avx512_bf16") && p.bf16_gflops > 0) {
-    which = "bf16 vdpbf16ps";
-    return p.bf16_gflops;
-  }
-  which = "fp32 FMA";
-  return p.fp32_gflops;
 }
 
 struct Round {
