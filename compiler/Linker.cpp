@@ -102,7 +102,7 @@ bool linkSharedLibrary(const std::vector<std::string> &inputs,
     return false;
   args.push_back(dir + "/libhyrt_reference.a");
   if (cpuKernels)
-    args.push_back("-fopenmp");
+    args.push_back("-pthread"); // the runtime's thread pool
   for (const char *flag : {"-lm", "-Wl,-z,noexecstack", "-Wl,--no-undefined",
                            "-Wl,--exclude-libs,ALL"})
     args.push_back(flag);
@@ -124,8 +124,6 @@ bool linkExecutable(const std::vector<std::string> &inputs,
       return false;
     args.push_back(dir + "/" + lib);
   }
-  if (cpuKernels)
-    args.push_back("-fopenmp");
   for (const char *flag : {"-rdynamic", "-ldl", "-lpthread", "-lm",
                            "-Wl,-z,noexecstack"})
     args.push_back(flag);

@@ -16,7 +16,7 @@ std::string runtimeLibDir();
 bool runCxxDriver(const std::vector<std::string> &args, std::string &error);
 
 /// Links the model object (and, for optimized targets, the generated
-/// kernels' assembly plus the kernel drivers of libhyrt_cpu with OpenMP)
+/// kernels' assembly plus the kernel drivers of libhyrt_cpu and its thread pool)
 /// with the reference kernels into a shared library.
 bool linkSharedLibrary(const std::vector<std::string> &inputs,
                        const std::string &output, bool cpuKernels,

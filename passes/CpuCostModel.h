@@ -17,7 +17,8 @@ namespace hyc {
 struct CpuMachine {
   /// Worker threads an op may use.
   int64_t threads = 1;
-  /// One OpenMP fork/join (parallel region start + barrier). On the shared
+  /// One split of an op across the runtime's thread pool (wake + barrier).
+  /// On the shared
   /// 2-vCPU hosts this project runs on, a region costs ~10 us once the
   /// second vCPU has to be woken (decode of small models was dominated by
   /// these barriers before GEMMs below the threshold ran serially).

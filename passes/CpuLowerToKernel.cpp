@@ -529,7 +529,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
           return success(); // computed by the quantization's kernel
         auto x = D(n.getInput());
         size_t r = x.size();
-        call("hyrt_ref_rms_norm",
+        call(runsOn(n, "rms_norm") ? "hyrt_cpu_rms_norm" : "hyrt_ref_rms_norm",
              {ptrOf(n.getInput()), n.getResidual() ? ptrOf(n.getResidual()) : null(),
               ptrOf(n.getWeight()), product(x, 0, r - 1), x[r - 1].value,
               f32(n.getEpsilon().convertToFloat()), ptrOf(n.getResult()),
@@ -562,8 +562,13 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         if (fusedQuantizeOf(s))
           return success(); // computed by the quantization's kernel
         auto d = D(s.getResult());
-        call("hyrt_ref_silu_mul", {ptrOf(s.getGate()), ptrOf(s.getUp()),
-                                   product(d, 0, d.size()), ptrOf(s.getResult())});
+        if (runsOn(s, "silu_mul"))
+          call("hyrt_cpu_silu_mul",
+               {ptrOf(s.getGate()), ptrOf(s.getUp()), product(d, 0, d.size() - 1),
+                d.back().value, ptrOf(s.getResult())});
+        else
+          call("hyrt_ref_silu_mul", {ptrOf(s.getGate()), ptrOf(s.getUp()),
+                                     product(d, 0, d.size()), ptrOf(s.getResult())});
         return success();
       })
       .Case<KVCacheAppendOp>([&](KVCacheAppendOp a) {

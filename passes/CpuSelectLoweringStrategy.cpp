@@ -143,6 +143,12 @@ private:
       config = cpu::LoweringConfigAttr::get(
           ctx, "paged_attention", {}, {}, {}, {},
           attentionThreads(machine, q.getDimSize(1)), 0, 1, StringAttr());
+    } else if (kernels && isa<RMSNormOp, SiluMulOp>(op)) {
+      // Vectorized row kernels, rows split across the threads from 2^15
+      // elements (runtime/cpu/elementwise.cpp).
+      config = cpu::LoweringConfigAttr::get(ctx, isa<RMSNormOp>(op) ? "rms_norm" : "silu_mul",
+                                            {}, {}, {}, {}, machine.threads, 0, 1,
+                                            StringAttr());
     } else if (kernels && isa<RopeOp>(op)) {
       // Tokens split across the threads; the kernel forks only when the
       // step has enough of them (runtime/cpu/rope.cpp).

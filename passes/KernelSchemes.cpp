@@ -3,6 +3,7 @@
 #include "passes/KernelSchemes.h"
 
 #include "codegen/tiles.h"
+#include "hyrt/gemm_layout.h"
 
 using namespace mlir;
 
@@ -59,14 +60,7 @@ int64_t kernelRows(const KernelScheme &ks) {
 }
 
 int64_t driverScratch(const KernelScheme &ks, int64_t m, int64_t k) {
-  auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
-  if (ks.scratchId == 1)
-    return m * up(k, 2) * 2;
-  if (ks.scratchId == 3)
-    return 0;
-  if (ks.scratchId == 2)
-    return up(m * 4, 64) + m * up(k, 4);
-  return 0;
+  return hyrt_gemm_scratch_bytes_for(ks.scratchId, m, k);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -27,10 +28,13 @@ LogicalResult LoweringConfigAttr::verify(
     StringAttr isa, StringAttr types, StringAttr layout, DenseI64ArrayAttr tileAttr,
     int64_t threads, int64_t parallelMinMacs, int64_t kvSplits,
     StringAttr fusedProducer) {
-  if (kernel != "reference" && kernel != "brgemm" && kernel != "paged_attention" &&
-      kernel != "quantize_u8")
-    return emitError() << "kernel must be reference, brgemm, paged_attention or "
-                          "quantize_u8, got '"
+  // The kernel families CpuLowerToKernel knows how to call.
+  static constexpr const char *kKernels[] = {"reference", "brgemm",   "paged_attention",
+                                             "quantize_u8", "rope",   "rms_norm",
+                                             "silu_mul"};
+  if (llvm::none_of(kKernels, [&](const char *k) { return kernel == k; }))
+    return emitError() << "kernel must be one of reference, brgemm, paged_attention, "
+                          "quantize_u8, rope, rms_norm, silu_mul; got '"
                        << kernel << "'";
   ArrayRef<int64_t> tile = tileAttr ? tileAttr.asArrayRef() : ArrayRef<int64_t>();
   if (kernel == "brgemm") {

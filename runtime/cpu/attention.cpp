@@ -1,12 +1,13 @@
 // Decode/extend attention over the paged KV cache for optimized artifacts:
 // the semantics of hyrt_ref_paged_attention (reference.h) in fp32, with
-// (token, kv head) pairs split across OpenMP threads (each item the whole
+// (token, kv head) pairs split across the runtime's threads (each item the whole
 // GQA group of query heads, so every cached row is loaded once per group)
 // and the dot products / value sums vectorized for the host's widest ISA
 // (GCC target clones).
 #include "hyrt/cpu_kernels.h"
 
 #include "attention_group.h"
+#include "thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,10 +84,12 @@ attendGroup(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   }
 }
 
-/// A thread's buffers for attendGroup, grown to the longest sequence seen.
+/// A thread's buffers for attendGroup, grown to the longest sequence seen
+/// (thread_local: the pool's workers persist, so they are reused).
 struct GroupScratch {
   std::vector<float> scores, acc;
 };
+thread_local GroupScratch tScratch;
 
 void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    int64_t numHeads, float scale, int64_t t, int64_t kvh,
@@ -113,13 +116,24 @@ void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
               v + (t * l.kvHeads + kvh) * l.dv, sizeof(float) * size_t(l.dv));
 }
 
-/// Whether the step's attention is worth a fork/join (2^18 multiply-adds).
-bool worthThreads(const hyrt_step_v0 *step, const LayerView &l,
-                  int64_t numHeads) {
+/// Threads for the step's attention: all of them from 2^18 multiply-adds,
+/// else the caller alone (waking the workers would cost more).
+int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
   int64_t work = 0;
   for (int64_t t = 0; t < step->num_tokens; ++t)
     work += (int64_t(step->positions[t]) + 1) * numHeads * (l.dk + l.dv);
-  return work >= (int64_t(1) << 18);
+  return work >= (int64_t(1) << 18) ? 1 << 30 : 1;
+}
+
+/// Every (token, kv head) group of the step, longest first come first served.
+void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+               int64_t numHeads, float scale, float *out) {
+  const int64_t T = step->num_tokens;
+  hyrt::cpu::parallelForDynamic(
+      T * l.kvHeads, threadsFor(step, l, numHeads), [&](int, int64_t tg) {
+        attendGroupOf(step, l, q, numHeads, scale, tg / l.kvHeads, tg % l.kvHeads,
+                      tScratch, out);
+      });
 }
 
 } // namespace
@@ -129,16 +143,7 @@ extern "C" void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
                                          int64_t layer, const float *q,
                                          int64_t num_heads, float scale,
                                          float *out) {
-  const LayerView l = layerView(kv, layer, num_heads);
-  const int64_t T = step->num_tokens;
-#pragma omp parallel if (worthThreads(step, l, num_heads))
-  {
-    GroupScratch scratch;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
-      attendGroupOf(step, l, q, num_heads, scale, tg / l.kvHeads, tg % l.kvHeads,
-                    scratch, out);
-  }
+  attendAll(step, layerView(kv, layer, num_heads), q, num_heads, scale, out);
 }
 
 extern "C" void hyrt_cpu_paged_attention_append(
@@ -146,20 +151,9 @@ extern "C" void hyrt_cpu_paged_attention_append(
     const float *k, const float *v, const float *q, int64_t num_heads,
     float scale, float *out) {
   const LayerView l = layerView(kv, layer, num_heads);
-  const int64_t T = step->num_tokens;
-  // One parallel region for both: the threads write the step's rows, meet at
-  // the barrier that ends the first loop (a token may read rows other work
-  // items wrote: its own, or in a multi-token step its predecessors'), then
-  // attend over (token, query head) as hyrt_cpu_paged_attention does.
-#pragma omp parallel if (worthThreads(step, l, num_heads))
-  {
-#pragma omp for schedule(static)
-    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
-      appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
-    GroupScratch scratch;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t tg = 0; tg < T * l.kvHeads; ++tg)
-      attendGroupOf(step, l, q, num_heads, scale, tg / l.kvHeads, tg % l.kvHeads,
-                    scratch, out);
-  }
+  // The step's rows first (a token may read rows of its predecessors in a
+  // multi-token step): a few KB per token, not worth waking the workers.
+  for (int64_t tg = 0; tg < step->num_tokens * l.kvHeads; ++tg)
+    appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
+  attendAll(step, l, q, num_heads, scale, out);
 }

@@ -1,6 +1,8 @@
 // Drivers of the generated brgemm kernels (see hyrt/cpu_kernels.h).
+#include "elementwise.h"
 #include "hyrt/cpu_kernels.h"
-#include "hyrt/reference.h"
+#include "hyrt/gemm_layout.h"
+#include "thread_pool.h"
 
 #include <cmath>
 #include <cstring>
@@ -48,9 +50,10 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                int64_t parallelMinMacs) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
   // Below parallelMinMacs (the compiler's schedule decision) one thread runs
-  // the GEMM: the fork/join would cost more than the work it splits.
-#pragma omp parallel for schedule(static) if (M * N * K >= parallelMinMacs)
-  for (int64_t p = 0; p < panels; ++p) {
+  // the GEMM: waking the workers would cost more than the work it splits.
+  // Panels are split in contiguous ranges: each thread streams its own
+  // slice of the weights in memory order.
+  hyrt::cpu::parallelFor(panels, M * N * K >= parallelMinMacs ? 1 << 30 : 1, [&](int64_t p) {
     const int64_t col = p * kPanel;
     const int64_t cols = N - col < kPanel ? N - col : kPanel;
     alignas(64) float tile[kMaxBlockRows * kPanel];
@@ -80,7 +83,7 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
           for (int64_t c = 0; c < cols; ++c)
             out[(m0 + r) * N + col + c] += bias[col + c];
     }
-  }
+  });
 }
 
 /// Activations in the form a scheme's kernel reads: rows of `lda` elements
@@ -97,18 +100,18 @@ struct Activations {
 Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
                                int64_t K, void *scratch) {
   if (scheme == HYRT_GEMM_BF16) {
-    const int64_t lda = roundUp(K, 2);
+    const int64_t lda = hyrt_gemm_activation_lda(K, 2, 2);
     uint16_t *a = static_cast<uint16_t *>(scratch);
-    for (int64_t m = 0; m < M; ++m) {
+    hyrt::cpu::parallelRows(M, K, [&](int64_t m) {
       for (int64_t k = 0; k < K; ++k)
         a[m * lda + k] = toBf16(x[m * K + k]);
       for (int64_t k = K; k < lda; ++k)
         a[m * lda + k] = 0;
-    }
+    });
     return {a, lda, 2, nullptr};
   }
   if (scheme == HYRT_GEMM_W8A8) {
-    const int64_t lda = roundUp(K, 4);
+    const int64_t lda = hyrt_gemm_activation_lda(K, 1, 4);
     // Layout: per-token scales (64-byte aligned block), then the u8 rows.
     float *aScale = static_cast<float *>(scratch);
     uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
@@ -120,16 +123,16 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
 
 /// out = silu(x Wg^T) * (x Wu^T): each thread takes panel p of both halves,
 /// computes the two [rows x 32] tiles of a row block with the same kernel
-/// and A block, and combines them with the reference silu_mul (so the result
-/// equals the unfused GEMMs followed by hyrt_ref_silu_mul bit for bit).
+/// and A block, and combines them with the row kernel the unfused SiLU·mul
+/// uses (elementwise.h), so the result equals the unfused GEMMs followed by
+/// hyrt_cpu_silu_mul bit for bit.
 void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
                       const char *wGate, const char *wUp, int64_t panelBytes,
                       const float *gateScale, const float *upScale, float *out,
                       hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
                       int64_t parallelMinMacs) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-#pragma omp parallel for schedule(static) if (2 * M * N * K >= parallelMinMacs)
-  for (int64_t p = 0; p < panels; ++p) {
+  hyrt::cpu::parallelFor(panels, 2 * M * N * K >= parallelMinMacs ? 1 << 30 : 1, [&](int64_t p) {
     const int64_t col = p * kPanel;
     const int64_t cols = N - col < kPanel ? N - col : kPanel;
     alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
@@ -148,10 +151,10 @@ void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
       kernel(aBlock, A.lda, wGate + p * panelBytes, gate, kPanel, rows, &gPost);
       kernel(aBlock, A.lda, wUp + p * panelBytes, up, kPanel, rows, &uPost);
       for (int64_t r = 0; r < rows; ++r)
-        hyrt_ref_silu_mul(gate + r * kPanel, up + r * kPanel, cols,
-                          out + (m0 + r) * N + col);
+        hyrt::cpu::siluMulRow(gate + r * kPanel, up + r * kPanel, cols,
+                              out + (m0 + r) * N + col);
     }
-  }
+  });
 }
 
 /// Bytes of one packed [N][K] matrix in a scheme's layout.
@@ -163,14 +166,7 @@ int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
 
 extern "C" int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M,
                                                int64_t K) {
-  switch (scheme) {
-  case HYRT_GEMM_BF16:
-    return M * roundUp(K, 2) * 2;
-  case HYRT_GEMM_W8A8:
-    return roundUp(M * 4, 64) + M * roundUp(K, 4);
-  default:
-    return 0;
-  }
+  return hyrt_gemm_scratch_bytes_for(scheme, M, K);
 }
 
 extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,

@@ -100,8 +100,9 @@ Status Artifact::load_library(const ArtifactOptions &options) {
     path = join(dir_, name);
     if (!is_regular_file(path))
       return Status::Error(path + ": library named by manifest.json not found");
-    // RTLD_NODELETE: optimized artifacts use OpenMP, whose worker threads
-    // outlive dlclose; unloading libgomp under them would crash at exit.
+    // RTLD_NODELETE: optimized artifacts keep a thread pool and thread_local
+    // kernel scratch; the code they run must outlive every thread that
+    // touched it, which only the end of the process guarantees.
     library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   }
   if (!library_) {

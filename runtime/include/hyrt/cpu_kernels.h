@@ -135,6 +135,19 @@ void hyrt_cpu_paged_attention_append(const hyrt_kv_cache_v0 *kv,
                                      const float *q, int64_t num_heads,
                                      float scale, float *out);
 
+/* RMSNorm of rows of `dim` (x + residual when residual is non-null, that
+ * sum stored to residual_out when non-null; in place allowed) and
+ * out = SiLU(gate) * up over rows of n: hyrt_ref_rms_norm /
+ * hyrt_ref_silu_mul vectorized (16-lane exp; the norm's double sum in
+ * another order) and split across threads by rows. The fused kernels
+ * (norm / SiLU + quantize, the gate/up GEMM epilogue) use the same row
+ * arithmetic, so fused and unfused artifacts agree bit for bit. */
+void hyrt_cpu_rms_norm(const float *x, const float *residual, const float *w,
+                       int64_t rows, int64_t dim, float eps, float *out,
+                       float *residual_out);
+void hyrt_cpu_silu_mul(const float *gate, const float *up, int64_t rows, int64_t n,
+                       float *out);
+
 /* hyrt_ref_rope bit for bit (same expressions, in the same order per
  * element), with each token's cos/sin computed once for all its heads and
  * tokens split across threads. */

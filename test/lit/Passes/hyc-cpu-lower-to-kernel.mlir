@@ -68,6 +68,32 @@ func.func @decode(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2) -> (tensor
 
 // -----
 
+// RMSNorm and SiLU-multiply scheduled on the vectorized row kernels: rows =
+// the leading dims from the step, row length the last dim; the reference
+// config keeps the reference kernels (one flat length for SiLU-multiply).
+
+// CHECK-LABEL: func.func @elementwise()
+// CHECK: %[[T:.+]] = hyc_kernel.step_size "num_tokens"
+// CHECK: %[[R:.+]] = arith.muli %{{.*}}, %[[T]] : index
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_rms_norm"(%{{.*}}, %{{.*}}, %{{.*}}, %[[R]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: %[[R2:.+]] = arith.muli %{{.*}}, %[[T]] : index
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_silu_mul"(%{{.*}}, %{{.*}}, %[[R2]], %{{.*}}, %{{.*}}) : memref<?x16xf32>, memref<?x16xf32>, index, index, memref<?x16xf32>
+// CHECK: hyc_kernel.ukernel "hyrt_ref_rms_norm"
+// CHECK: hyc_kernel.ukernel "hyrt_ref_silu_mul"({{.*}}) : memref<?x16xf32>, memref<?x16xf32>, index, memref<?x16xf32>
+func.func @elementwise(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x16xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x16xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %nw = hyc.param #hyc.param<"f" : "norm"> {hyc_cpu.weight_index = 1 : i64} -> tensor<16xf32>
+  %h = hyc.rms_norm %x, %nw {epsilon = 1.0e-05 : f32, hyc_cpu.arena_offsets = array<i64: 256>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "rms_norm", threads = 2>} : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %s = hyc.silu_mul %h, %x {hyc_cpu.arena_offsets = array<i64: 512>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "silu_mul", threads = 2>} : tensor<?x16xf32>
+  %h2 = hyc.rms_norm %s, %nw {epsilon = 1.0e-05 : f32, hyc_cpu.arena_offsets = array<i64: 256>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %s2 = hyc.silu_mul %h2, %x {hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : tensor<?x16xf32>
+  return %s2, %c : tensor<?x16xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+}
+
+// -----
+
 // Collectives across several ranks have no lowering yet: a clear error.
 func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 0 : i64} {
   %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>

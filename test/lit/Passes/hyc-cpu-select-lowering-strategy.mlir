@@ -108,3 +108,22 @@ func.func @rope(%q0: tensor<?x2x4xf32>, %pos: tensor<?xi32>) -> tensor<?x2x4xf32
   %qr = hyc.rope %q0, %pos {style = #hyc<rope_style neox>, rotary_dim = 4 : i64, theta = 1.0e+04 : f64, scaling = #hyc.rope_scaling<none>} : tensor<?x2x4xf32>, tensor<?xi32> -> tensor<?x2x4xf32>
   return %qr : tensor<?x2x4xf32>
 }
+
+// -----
+
+// RMSNorm and SiLU-multiply (not folded into a quantization) run on the
+// vectorized row kernels, rows split over the machine's threads.
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK: hyc.rms_norm {{.*}}<kernel = "rms_norm", threads = 2>
+// CHECK: hyc.silu_mul {{.*}}<kernel = "silu_mul", threads = 2>
+// ONE-LABEL: func.func @elementwise
+// ONE: hyc.rms_norm {{.*}}<kernel = "rms_norm">
+// REF-LABEL: func.func @elementwise
+// REF: hyc.rms_norm {{.*}}<kernel = "reference">
+// REF: hyc.silu_mul {{.*}}<kernel = "reference">
+func.func @elementwise(%x: tensor<?x16xf32>, %u: tensor<?x16xf32>, %nw: tensor<16xf32>) -> tensor<?x16xf32> attributes {hyc.entry = "extend"} {
+  %h = hyc.rms_norm %x, %nw {epsilon = 1.0e-05 : f32} : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %s = hyc.silu_mul %h, %u : tensor<?x16xf32>
+  return %s : tensor<?x16xf32>
+}

@@ -21,8 +21,10 @@
 // CHECK: llvm.call @hyrt_ref_rms_norm
 // CHECK: llvm.call @hyrt_ref_matmul
 // CHECK: llvm.call @hyrt_ref_rope
-// With the avx512 strategy both RoPEs take the kernel that computes each
+// With the avx512 strategy the norm runs on the vectorized row kernel and
+// both RoPEs take the kernel that computes each
 // token's cos/sin once for all heads (decided by the strategy pass).
+// KERNELS: llvm.call @hyrt_cpu_rms_norm(
 // KERNELS-COUNT-2: llvm.call @hyrt_cpu_rope(
 // KERNELS-NOT: @hyrt_ref_rope(
 // CHECK: llvm.call @hyrt_ref_kv_cache_append(%[[KV]], %[[STEP]]

@@ -1,0 +1,177 @@
+// The runtime's thread pool (thread_pool.h).
+//
+// Handshake: the caller publishes the job (function, context), then bumps
+// one 32-bit word holding (sequence << 8 | thread count). A worker that sees
+// the word change runs the job if its index is below the count and then
+// decrements `pending`; the caller runs slice 0 itself and waits for
+// `pending` to reach zero. Waiting is a spin on the word (with `pause`)
+// for HYRT_SPIN_US, then a futex wait; the wakers issue the futex wake only
+// when someone announced that it parked (Dekker-style, sequentially
+// consistent flag then re-check on both sides), so a busy pool makes no
+// system calls.
+#include "thread_pool.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace hyrt::cpu {
+
+namespace {
+
+constexpr int kMaxThreads = 255; // the count shares the job word with the sequence
+
+void futexWait(std::atomic<uint32_t> *word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected,
+          nullptr, nullptr, 0);
+}
+
+void futexWake(std::atomic<uint32_t> *word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE_PRIVATE, INT_MAX,
+          nullptr, nullptr, 0);
+}
+
+int envInt(const char *name, int fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  char *end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 0 && n <= INT_MAX ? int(n) : fallback;
+}
+
+/// Spins until pred() or `spin` has passed; true when pred() held.
+template <typename Pred> bool spinFor(std::chrono::nanoseconds spin, Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (int i = 1;; ++i) {
+    if (pred())
+      return true;
+    _mm_pause();
+    if ((i & 255) == 0 && std::chrono::steady_clock::now() >= deadline)
+      return pred();
+  }
+}
+
+thread_local bool tInJob = false;
+std::atomic<bool> gForked{false}; // a fork()ed child has no workers
+
+} // namespace
+
+struct ThreadPool::Impl {
+  alignas(64) std::atomic<uint32_t> job{0};     // sequence << 8 | threads
+  alignas(64) std::atomic<uint32_t> pending{0}; // workers still in the job
+  alignas(64) std::atomic<uint32_t> parkedWorkers{0};
+  std::atomic<uint32_t> callerParked{0};
+  Fn fn = nullptr;
+  void *ctx = nullptr;
+  std::atomic<bool> stop{false};
+  std::mutex busy; // one job at a time; a second caller runs inline
+  std::chrono::nanoseconds spin{200000};
+  std::vector<int> cpus;
+  std::vector<std::thread> workers;
+};
+
+ThreadPool &ThreadPool::get() {
+  static ThreadPool pool;
+  return pool;
+}
+
+ThreadPool::ThreadPool() : impl_(new Impl) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set))
+        impl_->cpus.push_back(c);
+  const int available = impl_->cpus.empty() ? 1 : int(impl_->cpus.size());
+  int n = envInt("HYRT_NUM_THREADS", envInt("OMP_NUM_THREADS", available));
+  size_ = std::max(1, std::min(n == 0 ? available : n, kMaxThreads));
+  impl_->spin = std::chrono::microseconds(envInt("HYRT_SPIN_US", 200));
+  const bool pin = envInt("HYRT_PIN", 1) != 0 && int(impl_->cpus.size()) >= size_;
+  pthread_atfork(nullptr, nullptr, [] { gForked.store(true); });
+  for (int t = 1; t < size_; ++t) {
+    impl_->workers.emplace_back([this, t] { workerLoop(t); });
+    if (pin) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(impl_->cpus[size_t(t)], &one);
+      pthread_setaffinity_np(impl_->workers.back().native_handle(), sizeof(one), &one);
+    }
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  impl_->stop.store(true);
+  impl_->job.fetch_add(1u << 8);
+  futexWake(&impl_->job);
+  for (std::thread &w : impl_->workers)
+    w.join();
+  delete impl_;
+}
+
+void ThreadPool::workerLoop(int tid) {
+  Impl &p = *impl_;
+  // The job word's value when the pool was built, not when this thread got
+  // to run: a job dispatched before then must not be taken as the baseline.
+  uint32_t seen = 0;
+  for (;;) {
+    if (!spinFor(p.spin, [&] { return p.job.load(std::memory_order_acquire) != seen; })) {
+      p.parkedWorkers.fetch_add(1);
+      while (p.job.load() == seen)
+        futexWait(&p.job, seen);
+      p.parkedWorkers.fetch_sub(1);
+    }
+    seen = p.job.load(std::memory_order_acquire);
+    if (p.stop.load())
+      return;
+    const int threads = int(seen & 0xff);
+    if (tid >= threads)
+      continue; // not in this job: the caller does not wait for us
+    tInJob = true;
+    p.fn(p.ctx, tid, threads);
+    tInJob = false;
+    if (p.pending.fetch_sub(1) == 1 && p.callerParked.load())
+      futexWake(&p.pending);
+  }
+}
+
+void ThreadPool::dispatch(int threads, Fn fn, void *ctx) {
+  threads = std::min(threads, size_);
+  Impl &p = *impl_;
+  if (threads <= 1 || tInJob || gForked.load(std::memory_order_relaxed) ||
+      !p.busy.try_lock()) {
+    fn(ctx, 0, 1);
+    return;
+  }
+  p.fn = fn;
+  p.ctx = ctx;
+  p.pending.store(uint32_t(threads - 1), std::memory_order_relaxed);
+  const uint32_t old = p.job.load(std::memory_order_relaxed);
+  p.job.store(((old >> 8) + 1) << 8 | uint32_t(threads)); // seq_cst: pairs with parkedWorkers
+  if (p.parkedWorkers.load() > 0)
+    futexWake(&p.job);
+
+  tInJob = true;
+  fn(ctx, 0, threads);
+  tInJob = false;
+
+  if (!spinFor(p.spin, [&] { return p.pending.load(std::memory_order_acquire) == 0; })) {
+    p.callerParked.store(1);
+    for (uint32_t left = p.pending.load(); left != 0; left = p.pending.load())
+      futexWait(&p.pending, left);
+    p.callerParked.store(0);
+  }
+  p.busy.unlock();
+}
+
+} // namespace hyrt::cpu

@@ -1,0 +1,44 @@
+// 16-lane helpers shared by the AVX-512 kernels (attention, elementwise).
+// Include only inside a `#pragma GCC target("avx512f")` region: everything
+// here is compiled for that target and has internal linkage, so no AVX-512
+// copy of an inline function can replace a portable one at link time.
+#ifndef HYRT_CPU_VEC_AVX512_H
+#define HYRT_CPU_VEC_AVX512_H
+
+#include <cstdint>
+#include <immintrin.h>
+
+namespace hyrt::cpu {
+namespace {
+
+inline __mmask16 tailMask(int64_t left) {
+  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+}
+
+/// e^x for 16 lanes: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for
+/// an exact n ln2), e^r by the degree-7 Taylor-like polynomial of Cephes'
+/// expf (about 1 ulp on that range), then 2^n by vscalefps, which also
+/// underflows to denormals and zero as exp does. NaN stays NaN (vmaxps and
+/// vminps return their second operand, x, when it is NaN); -inf gives 0.
+inline __m512 exp512(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+
+} // namespace
+} // namespace hyrt::cpu
+
+#endif // HYRT_CPU_VEC_AVX512_H

@@ -1,0 +1,44 @@
+/* Layout of the activations the GEMM drivers convert into scratch (bf16) or
+ * quantize (W8A8), shared by the runtime (runtime/cpu/gemm.cpp) and the
+ * compiler's memory plan (passes/KernelSchemes.cpp), which reserves the
+ * scratch. Header only, no dependencies. */
+#ifndef HYRT_GEMM_LAYOUT_H
+#define HYRT_GEMM_LAYOUT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Elements per row of converted activations of K elements of `elem` bytes
+ * read `group` at a time by the kernel (bf16: 2, u8: 4). A row stride that
+ * is a multiple of 1 KiB puts the rows of a block (up to 14-28 streams)
+ * into 1-4 of the 64 L1 sets and thrashes their 12 ways (measured: the
+ * down projection of dense-1b, K = 8192, ran at ~half the speed of the
+ * K = 2048 GEMMs); one extra cache line per row spreads them over the sets. */
+static inline int64_t hyrt_gemm_activation_lda(int64_t K, int64_t elem, int64_t group) {
+  int64_t lda = (K + group - 1) / group * group;
+  if ((lda * elem) % 1024 == 0)
+    lda += 64 / elem;
+  return lda;
+}
+
+/* Bytes of scratch for M rows: per-token scales (64-byte aligned block) then
+ * the u8 rows for W8A8; the bf16 rows for BF16; none for the f32 kernels. */
+static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int64_t K) {
+  switch (scheme) {
+  case 1: /* HYRT_GEMM_BF16 */
+    return M * hyrt_gemm_activation_lda(K, 2, 2) * 2;
+  case 2: /* HYRT_GEMM_W8A8 */
+    return (M * 4 + 63) / 64 * 64 + M * hyrt_gemm_activation_lda(K, 1, 4);
+  default:
+    return 0;
+  }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HYRT_GEMM_LAYOUT_H */

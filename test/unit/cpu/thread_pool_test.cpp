@@ -1,0 +1,103 @@
+// The runtime's thread pool (runtime/cpu/thread_pool.h): every index of a
+// split runs exactly once, nested and concurrent callers complete (inline)
+// instead of deadlocking, parked workers wake for the next job, and workers
+// are pinned to one CPU each.
+#include "runtime/cpu/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <sched.h>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using hyrt::cpu::parallelFor;
+using hyrt::cpu::parallelForDynamic;
+using hyrt::cpu::ThreadPool;
+
+TEST(ThreadPool, ParallelForVisitsEveryIndexOnce) {
+  for (int64_t n : {1, 2, 3, 7, 1000, 4099}) {
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    parallelFor(n, 1 << 30, [&](int64_t i) { seen[size_t(i)].fetch_add(1); });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(seen[size_t(i)].load(), 1) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(ThreadPool, DynamicSplitVisitsEveryIndexOnce) {
+  const int64_t n = 513;
+  std::vector<std::atomic<int>> seen(n);
+  parallelForDynamic(n, 1 << 30, [&](int, int64_t i) { seen[size_t(i)].fetch_add(1); });
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(seen[size_t(i)].load(), 1) << i;
+}
+
+TEST(ThreadPool, JobsRunOnSeveralThreadsWhenThePoolHasThem) {
+  ThreadPool &pool = ThreadPool::get();
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  int reportedThreads = 0;
+  pool.run(1 << 30, [&](int, int n) {
+    std::lock_guard<std::mutex> lock(mu);
+    ids.insert(std::this_thread::get_id());
+    reportedThreads = n;
+  });
+  EXPECT_EQ(reportedThreads, pool.size());
+  EXPECT_EQ(int(ids.size()), pool.size());
+  EXPECT_EQ(ids.count(std::this_thread::get_id()), 1u) << "the caller is thread 0";
+}
+
+TEST(ThreadPool, WorkersArePinnedToOneCpuEach) {
+  ThreadPool &pool = ThreadPool::get();
+  if (pool.size() < 2)
+    GTEST_SKIP() << "one-thread pool: no workers on this host";
+  std::vector<int> cpusOf(size_t(pool.size()), -1);
+  pool.run(1 << 30, [&](int tid, int) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    cpusOf[size_t(tid)] = CPU_COUNT(&set);
+  });
+  for (int t = 1; t < pool.size(); ++t)
+    EXPECT_EQ(cpusOf[size_t(t)], 1) << "worker " << t;
+}
+
+TEST(ThreadPool, NestedSplitsRunInline) {
+  std::atomic<int64_t> sum{0};
+  parallelFor(8, 1 << 30, [&](int64_t i) {
+    parallelFor(100, 1 << 30, [&](int64_t j) { sum.fetch_add(i * 100 + j); });
+  });
+  const int64_t n = 800;
+  EXPECT_EQ(sum.load(), n * (n - 1) / 2);
+}
+
+TEST(ThreadPool, ConcurrentCallersBothComplete) {
+  auto work = [](std::atomic<int64_t> &sum) {
+    for (int rep = 0; rep < 2000; ++rep)
+      parallelFor(16, 1 << 30, [&](int64_t i) { sum.fetch_add(i); });
+  };
+  std::atomic<int64_t> a{0}, b{0};
+  std::thread other([&] { work(b); });
+  work(a);
+  other.join();
+  EXPECT_EQ(a.load(), 2000 * 120);
+  EXPECT_EQ(b.load(), 2000 * 120);
+}
+
+TEST(ThreadPool, ParkedWorkersWakeForTheNextJob) {
+  ThreadPool &pool = ThreadPool::get();
+  for (int rep = 0; rep < 3; ++rep) {
+    // Longer than the spin (HYRT_SPIN_US, 200 us by default): workers park.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::atomic<int> ran{0};
+    pool.run(1 << 30, [&](int, int) { ran.fetch_add(1); });
+    EXPECT_EQ(ran.load(), pool.size()) << "round " << rep;
+  }
+}
+
+} // namespace
