@@ -338,7 +338,7 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
         {"k_head_dim", s.mla ? s.mla->kv_lora_rank + s.mla->qk_rope_head_dim
                              : s.head_dim},
         {"v_head_dim", s.mla ? 0 : s.head_dim},
-        {"dtype", "f32"}}},
+        {"dtype", info.kvCacheDtype}}},
       {"weights", {{"file", "weights.bin"}, {"tensors", tensors}}},
   };
   if (ckpt.tokenizer) {

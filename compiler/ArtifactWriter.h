@@ -27,6 +27,7 @@ struct ArtifactInfo {
   std::vector<std::string> cpuFeatures;
   int64_t arenaBytes = 0;
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
+  std::string kvCacheDtype = "f32"; ///< the strategy pass's decision
   std::string source;
 };
 

@@ -91,6 +91,9 @@ options:
                            hyc-global-fuse-kv-append-into-attention), e.g. to compare
                            fused and unfused artifacts
   --threads N              threads the schedule plans for (default 2)
+  --kv-cache TYPE          KV cache elements: auto (default: bf16 on kernel
+                           targets when every attention kernel reads bf16,
+                           else f32; f32 on --target=reference) | f32 | bf16
   --print-schedule         print each op's kernel, tile and threading
   --print-ir-after-all     print the IR after every pass (stderr)
   --max-seq-len N          longest sequence the artifact serves (default:
@@ -143,7 +146,7 @@ int fail(const std::string &message) {
 int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
-                  "disable-pass", "threads", "keep-bf16", "keep-f32"},
+                  "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache"},
                  {"help", "bf16-activations", "print-ir-after-all",
                   "print-schedule"});
   std::string error;
@@ -165,6 +168,12 @@ int runCompileCommand(int argc, char **argv) {
   std::string emit = args.get("emit", "lib");
   std::string phase = args.get("compile-to", "import");
   std::string target = args.get("target", "reference");
+  const std::string kvCache = args.get("kv-cache", "auto");
+  if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16") {
+    std::fprintf(stderr, "hyc compile: --kv-cache expects auto|f32|bf16, got '%s'\n",
+                 kvCache.c_str());
+    return 2;
+  }
   if (output.empty()) {
     std::fprintf(stderr, "hyc compile: missing -o OUT\n%s", kCompileUsage);
     return 2;
@@ -274,6 +283,7 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.quant = quant;
   pipeline.bf16Activations = bf16Activations;
   pipeline.threads = threads;
+  pipeline.kvCache = kvCache;
   auto commaList = [&](const std::string &flag) {
     std::vector<std::string> out;
     const std::string value = args.get(flag);
@@ -366,6 +376,8 @@ int runCompileCommand(int argc, char **argv) {
   info.cpuFeatures.assign(features.begin(), features.end());
   info.arenaBytes =
       (*module)->getAttrOfType<mlir::IntegerAttr>("hyc.arena_bytes").getInt();
+  if (auto dtype = (*module)->getAttrOfType<mlir::StringAttr>(hyc::cpu::kKvCacheDtypeName))
+    info.kvCacheDtype = dtype.getValue().str();
   info.maxSeqLen = maxSeqLen;
   info.maxBatchTokens = maxBatchTokens;
   info.maxSeqs = maxSeqs;

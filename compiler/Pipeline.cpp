@@ -81,6 +81,7 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
                                                : "avx512";
   strategy.nativeBf16 = options.target == "avx512-bf16";
   strategy.threads = options.threads;
+  strategy.kvCache = options.kvCache;
   if (runs(Phase::Strategy)) {
     pm.addPass(createHycCpuSelectLoweringStrategy(strategy));
     pm.addPass(createHycCpuPlanMemory());

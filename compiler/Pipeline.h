@@ -33,6 +33,7 @@ struct PipelineOptions {
   std::string quant = "f32";        ///< f32 | bf16 | w8a8
   bool bf16Activations = false;
   int64_t threads = 2;
+  std::string kvCache = "auto";     ///< auto | f32 | bf16
   std::set<std::string> disabled;   ///< pass names left out
   std::vector<std::string> keepBf16, keepF32; ///< weight-name substrings
 };

@@ -85,11 +85,49 @@ struct HycCpuSelectLoweringStrategyPass
           return WalkResult::interrupt();
       return WalkResult::advance();
     });
-    if (r.wasInterrupted())
+    if (r.wasInterrupted() || failed(decideKvCacheDtype(module)))
       signalPassFailure();
   }
 
 private:
+  /// The KV cache's element type, for the whole model: bf16 (half the bytes
+  /// every attention step reads) when every op that reads the cache runs on
+  /// a kernel that reads bf16 rows (the paged attention kernels; appends
+  /// only write, and every append kernel rounds to bf16); else fp32.
+  /// `kv-cache=auto` takes bf16 where possible on kernel targets and fp32 on
+  /// the reference target (the semantic baseline); `bf16` fails naming the
+  /// first op that cannot read it.
+  LogicalResult decideKvCacheDtype(ModuleOp module) {
+    if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16")
+      return module.emitError() << "hyc-cpu-select-lowering-strategy: kv-cache must be "
+                                   "auto, f32 or bf16, got '"
+                                << kvCache << "'";
+    Operation *blocker = nullptr;
+    module.walk([&](Operation *op) {
+      // Only hyc ops read the cache (func.return merely passes it on).
+      if (blocker || !isComputeOp(op) || isa<KVCacheAppendOp>(op) ||
+          llvm::none_of(op->getOperandTypes(),
+                        [](Type t) { return isa<KVCacheType>(t); }))
+        return;
+      auto config = op->getAttrOfType<cpu::LoweringConfigAttr>(cpu::kLoweringConfigName);
+      if (!config || config.getKernel() != "paged_attention")
+        blocker = op;
+    });
+    std::string dtype = "f32";
+    if (kvCache == "bf16") {
+      if (blocker)
+        return blocker->emitError()
+               << "--kv-cache bf16: " << blocker->getName()
+               << " runs on a kernel that reads an fp32 KV cache only (use "
+                  "--kv-cache f32 or auto)";
+      dtype = "bf16";
+    } else if (kvCache == "auto" && kernels && !blocker) {
+      dtype = "bf16";
+    }
+    module->setAttr(cpu::kKvCacheDtypeName, StringAttr::get(module.getContext(), dtype));
+    return success();
+  }
+
   LogicalResult decide(Operation *op) {
     MLIRContext *ctx = op->getContext();
     cpu::LoweringConfigAttr config;

@@ -102,7 +102,11 @@ def HycCpuSelectLoweringStrategy
            "bf16 GEMMs use AVX-512 BF16 dot products (vdpbf16ps, bf16 "
            "activations) instead of fp32 FMA over bf16 weights">,
     Option<"threads", "threads", "int64_t", /*default=*/"2",
-           "Worker threads the schedule plans for">
+           "Worker threads the schedule plans for">,
+    Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"auto\"",
+           "KV cache element type: auto (bf16 on kernel targets when every "
+           "op reading the cache has a bf16 kernel, else f32), f32 or bf16; "
+           "written as the module's hyc_cpu.kv_cache_dtype">
   ];
 }
 

@@ -14,6 +14,9 @@
 namespace hyc::cpu {
 /// Name of the discardable attribute that carries an op's LoweringConfigAttr.
 inline constexpr const char *kLoweringConfigName = "hyc_cpu.lowering_config";
+/// Module attribute: the KV cache's element type ("f32" | "bf16"), decided
+/// by hyc-cpu-select-lowering-strategy, written to the artifact's manifest.
+inline constexpr const char *kKvCacheDtypeName = "hyc_cpu.kv_cache_dtype";
 } // namespace hyc::cpu
 
 #endif // HYC_DIALECTS_HYC_CPU_HYCCPUDIALECT_H

@@ -9,6 +9,8 @@
 #include "attention_group.h"
 #include "thread_pool.h"
 
+#include "../reference/bf16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,21 +24,27 @@ using hyrt::cpu::forEachRow;
 using hyrt::cpu::layerView;
 
 // Inlined into the clones of attendGroup below, so each clone vectorizes
-// them for its own ISA without a call per cached row.
-inline __attribute__((always_inline)) float dot(const float *a, const float *b,
-                                                int64_t n) {
+// them for its own ISA without a call per cached row. Cache rows are fp32
+// or bf16 (widened exactly).
+inline __attribute__((always_inline)) float elem(const float *p, int64_t i) { return p[i]; }
+inline __attribute__((always_inline)) float elem(const uint16_t *p, int64_t i) {
+  return hyrt::fromBf16(p[i]);
+}
+
+template <typename T>
+inline __attribute__((always_inline)) float dot(const float *a, const T *b, int64_t n) {
   float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i)
-    acc += a[i] * b[i];
+    acc += a[i] * elem(b, i);
   return acc;
 }
 
-inline __attribute__((always_inline)) void axpy(float w, const float *x, float *y,
-                                                int64_t n) {
+template <typename T>
+inline __attribute__((always_inline)) void axpy(float w, const T *x, float *y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
-    y[i] += w * x[i];
+    y[i] += w * elem(x, i);
 }
 
 /// The query heads of kv head `kvh` (a GQA group) of token t over cached
@@ -45,16 +53,17 @@ inline __attribute__((always_inline)) void axpy(float w, const float *x, float *
 /// weighted sum of values (the reference's order of operations per head).
 /// `scores` holds group rows of n + 1 floats (the scores, then their sum),
 /// `acc` group x dv.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-attendGroup(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-            int64_t numHeads, float scale, int64_t t, int64_t kvh,
-            float *scores, float *acc, float *out) {
+template <typename T>
+inline __attribute__((always_inline)) void
+attendGroupBody(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *acc, float *out) {
   const int64_t n = int64_t(step->positions[t]) + 1, G = l.group, dk = l.dk,
                 dv = l.dv;
   const int64_t ns = n + 1; // stride of one head's scores
   const float *qg = q + (t * numHeads + kvh * G) * dk;
   forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
-    const float *kr = l.k + (row * l.kvHeads + kvh) * dk;
+    const T *kr = l.kRow<T>(row, kvh);
     for (int64_t g = 0; g < G; ++g)
       scores[g * ns + j] = dot(qg + g * dk, kr, dk) * scale;
   });
@@ -72,7 +81,7 @@ attendGroup(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   }
   std::fill(acc, acc + G * dv, 0.0f);
   forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
-    const float *vr = l.v + (row * l.kvHeads + kvh) * dv;
+    const T *vr = l.vRow<T>(row, kvh);
     for (int64_t g = 0; g < G; ++g)
       axpy(scores[g * ns + j], vr, acc + g * dv, dv);
   });
@@ -91,6 +100,20 @@ struct GroupScratch {
 };
 thread_local GroupScratch tScratch;
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroupF32(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+               int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+               float *acc, float *out) {
+  attendGroupBody<float>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroupBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *acc, float *out) {
+  attendGroupBody<uint16_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
+}
+
 void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    int64_t numHeads, float scale, int64_t t, int64_t kvh,
                    GroupScratch &s, float *out) {
@@ -98,22 +121,34 @@ void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   s.scores.resize(size_t(l.group) * (n + 1));
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
-    hyrt::cpu::attendGroupAvx512(step, l, q, numHeads, scale, t, kvh, s.scores.data(),
-                                 out);
+    if (l.bf16)
+      hyrt::cpu::attendGroupAvx512<uint16_t>(step, l, q, numHeads, scale, t, kvh,
+                                             s.scores.data(), out);
+    else
+      hyrt::cpu::attendGroupAvx512<float>(step, l, q, numHeads, scale, t, kvh,
+                                          s.scores.data(), out);
     return;
   }
   s.acc.resize(size_t(l.group * l.dv)); // the AVX-512 kernel keeps it in registers
-  attendGroup(step, l, q, numHeads, scale, t, kvh, s.scores.data(), s.acc.data(), out);
+  (l.bf16 ? attendGroupBf16 : attendGroupF32)(step, l, q, numHeads, scale, t, kvh,
+                                              s.scores.data(), s.acc.data(), out);
 }
 
 /// Writes kv head `kvh` of token t's key and value at the token's position.
 void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
                 const float *v, int64_t t, int64_t kvh) {
   const int64_t row = cacheRow(step, l, t, step->positions[t]);
-  std::memcpy(l.k + (row * l.kvHeads + kvh) * l.dk,
-              k + (t * l.kvHeads + kvh) * l.dk, sizeof(float) * size_t(l.dk));
-  std::memcpy(l.v + (row * l.kvHeads + kvh) * l.dv,
-              v + (t * l.kvHeads + kvh) * l.dv, sizeof(float) * size_t(l.dv));
+  const float *kt = k + (t * l.kvHeads + kvh) * l.dk, *vt = v + (t * l.kvHeads + kvh) * l.dv;
+  if (l.bf16) {
+    uint16_t *kr = l.kRow<uint16_t>(row, kvh), *vr = l.vRow<uint16_t>(row, kvh);
+    for (int64_t i = 0; i < l.dk; ++i)
+      kr[i] = hyrt::toBf16(kt[i]);
+    for (int64_t i = 0; i < l.dv; ++i)
+      vr[i] = hyrt::toBf16(vt[i]);
+    return;
+  }
+  std::memcpy(l.kRow<float>(row, kvh), kt, sizeof(float) * size_t(l.dk));
+  std::memcpy(l.vRow<float>(row, kvh), vt, sizeof(float) * size_t(l.dv));
 }
 
 /// Threads for the step's attention: all of them from 2^18 multiply-adds,

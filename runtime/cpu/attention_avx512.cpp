@@ -26,6 +26,16 @@ void expAvx512(const float *x, float *y, int64_t n) {
   }
 }
 
+namespace {
+/// 16 cache elements as fp32 (bf16: widen and shift into the high half).
+inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t *p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+} // namespace
+
+template <typename T>
 void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                        int64_t numHeads, float scale, int64_t t, int64_t kvh,
                        float *scores, float *out) {
@@ -34,18 +44,18 @@ void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float
   const float *qg = q + (t * numHeads + kvh * G) * dk;
 
   forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
-    const float *kr = l.k + (row * l.kvHeads + kvh) * dk;
+    const T *kr = l.kRow<T>(row, kvh);
     for (int64_t g = 0; g < G; ++g) {
       const float *qh = qg + g * dk;
-      __m512 a0 = _mm512_mul_ps(_mm512_loadu_ps(qh), _mm512_loadu_ps(kr));
+      __m512 a0 = _mm512_mul_ps(_mm512_loadu_ps(qh), load16(kr));
       __m512 a1 = _mm512_setzero_ps();
       int64_t c = 16; // two chains: dk = 64 is four slices, two per chain
       for (; c + 32 <= dk; c += 32) {
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), _mm512_loadu_ps(kr + c), a1);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c + 16), _mm512_loadu_ps(kr + c + 16), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), load16(kr + c), a1);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c + 16), load16(kr + c + 16), a0);
       }
       if (c < dk)
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), _mm512_loadu_ps(kr + c), a1);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), load16(kr + c), a1);
       scores[g * ns + j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * scale;
     }
   });
@@ -79,15 +89,15 @@ void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float
       const int64_t slices = std::min<int64_t>(4, (dv - c0) / 16);
       __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
       forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
-        const float *vr = l.v + (row * l.kvHeads + kvh) * dv + c0;
+        const T *vr = l.vRow<T>(row, kvh) + c0;
         const __m512 w = _mm512_set1_ps(sg[j]);
-        acc0 = _mm512_fmadd_ps(w, _mm512_loadu_ps(vr), acc0);
+        acc0 = _mm512_fmadd_ps(w, load16(vr), acc0);
         if (slices > 1)
-          acc1 = _mm512_fmadd_ps(w, _mm512_loadu_ps(vr + 16), acc1);
+          acc1 = _mm512_fmadd_ps(w, load16(vr + 16), acc1);
         if (slices > 2)
-          acc2 = _mm512_fmadd_ps(w, _mm512_loadu_ps(vr + 32), acc2);
+          acc2 = _mm512_fmadd_ps(w, load16(vr + 32), acc2);
         if (slices > 3)
-          acc3 = _mm512_fmadd_ps(w, _mm512_loadu_ps(vr + 48), acc3);
+          acc3 = _mm512_fmadd_ps(w, load16(vr + 48), acc3);
       });
       _mm512_storeu_ps(o + c0, _mm512_mul_ps(acc0, inv));
       if (slices > 1)
@@ -99,6 +109,13 @@ void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float
     }
   }
 }
+
+template void attendGroupAvx512<float>(const hyrt_step_v0 *, const LayerView &,
+                                       const float *, int64_t, float, int64_t, int64_t,
+                                       float *, float *);
+template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                          const float *, int64_t, float, int64_t, int64_t,
+                                          float *, float *);
 
 } // namespace hyrt::cpu
 

@@ -12,10 +12,18 @@
 
 namespace hyrt::cpu {
 
-/// Shapes and bases of one layer of the cache.
+/// Shapes and bases of one layer of the cache; rows hold T = float or
+/// uint16_t (bf16) as the cache's dtype says.
 struct LayerView {
   int64_t kvHeads, dk, dv, page, group;
-  float *k, *v;
+  void *k, *v;
+  bool bf16;
+  template <typename T> T *kRow(int64_t row, int64_t kvh) const {
+    return static_cast<T *>(k) + (row * kvHeads + kvh) * dk;
+  }
+  template <typename T> T *vRow(int64_t row, int64_t kvh) const {
+    return static_cast<T *>(v) + (row * kvHeads + kvh) * dv;
+  }
 };
 
 inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
@@ -26,7 +34,8 @@ inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
           kv->page_size,
           numHeads / kv->num_kv_heads,
           kv->k_layers[layer],
-          kv->v_layers[layer]};
+          kv->v_layers[layer],
+          kv->dtype == HYRT_KV_BF16};
 }
 
 /// Cache row of (the sequence of token t, position pos).
@@ -55,9 +64,16 @@ forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F
 /// `scores` holds group rows of n + 1 floats (see
 /// attention.cpp for the semantics). attendGroupAvx512 needs dk and dv
 /// multiples of 16 and a host with AVX-512F.
+template <typename T>
 void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                        int64_t numHeads, float scale, int64_t t, int64_t kvh,
                        float *scores, float *out);
+extern template void attendGroupAvx512<float>(const hyrt_step_v0 *, const LayerView &,
+                                              const float *, int64_t, float, int64_t,
+                                              int64_t, float *, float *);
+extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                                 const float *, int64_t, float, int64_t,
+                                                 int64_t, float *, float *);
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

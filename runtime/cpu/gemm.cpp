@@ -4,6 +4,8 @@
 #include "hyrt/gemm_layout.h"
 #include "thread_pool.h"
 
+#include "../reference/bf16.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -31,15 +33,6 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
   default:
     return K * kPanel * 4; // [K][32] f32
   }
-}
-
-uint16_t toBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
-    return uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u); // round to nearest even
-  return uint16_t(bits >> 16);
 }
 
 /// Panels x row blocks; A rows start at a + row * lda * aElem.
@@ -104,7 +97,7 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
     uint16_t *a = static_cast<uint16_t *>(scratch);
     hyrt::cpu::parallelRows(M, K, [&](int64_t m) {
       for (int64_t k = 0; k < K; ++k)
-        a[m * lda + k] = toBf16(x[m * K + k]);
+        a[m * lda + k] = hyrt::toBf16(x[m * K + k]);
       for (int64_t k = K; k < lda; ++k)
         a[m * lda + k] = 0;
     });

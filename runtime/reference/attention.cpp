@@ -2,13 +2,52 @@
 // (decode) attention and DeepSeek MLA attention on the latent cache.
 #include "hyrt/reference.h"
 
+#include "bf16.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 namespace {
+
+/// The reading kernels here take an fp32 cache: the strategy pass gives a
+/// model a bf16 cache only when every op that reads it runs on a kernel
+/// that reads bf16 (hyc-cpu-select-lowering-strategy), so another dtype
+/// here is a compiler bug, stopped before it reads garbage.
+float *f32Layer(const hyrt_kv_cache_v0 *kv, void *base, const char *kernel) {
+  if (kv->dtype != HYRT_KV_F32) {
+    std::fprintf(stderr, "%s: KV cache dtype %d, expected fp32 (internal error)\n",
+                 kernel, int(kv->dtype));
+    std::abort();
+  }
+  return static_cast<float *>(base);
+}
+
+/// Writes n floats to a cache row of the cache's dtype.
+void storeRow(const hyrt_kv_cache_v0 *kv, void *dst, const float *src, int64_t n) {
+  if (kv->dtype == HYRT_KV_BF16) {
+    uint16_t *d = static_cast<uint16_t *>(dst);
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = hyrt::toBf16(src[i]);
+  } else {
+    std::memcpy(dst, src, sizeof(float) * size_t(n));
+  }
+}
+
+/// Byte address of a cache row (all KV heads) of `pos` in sequence `seq`.
+void *cacheRowBytes(void *base, const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                    int64_t seq, int64_t pos, int64_t head_dim) {
+  const int64_t page =
+      step->block_tables[seq * step->max_pages_per_seq + pos / kv->page_size];
+  const int64_t slot = pos % kv->page_size;
+  const int64_t elem = kv->dtype == HYRT_KV_BF16 ? 2 : 4;
+  return static_cast<unsigned char *>(base) +
+         (page * kv->page_size + slot) * kv->num_kv_heads * head_dim * elem;
+}
 
 /// Address of the cache row (all KV heads) of `pos` in sequence `seq`.
 float *cache_row(float *base, const hyrt_kv_cache_v0 *kv,
@@ -61,15 +100,13 @@ extern "C" void hyrt_ref_kv_cache_append(hyrt_kv_cache_v0 *kv,
                                          const float *v) {
   const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
                 dv = kv->v_head_dim;
-  float *kbase = kv->k_layers[layer];
-  float *vbase = kv->v_layers ? kv->v_layers[layer] : nullptr;
+  void *kbase = kv->k_layers[layer];
+  void *vbase = kv->v_layers ? kv->v_layers[layer] : nullptr;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
     const int64_t s = step->token_seq[t], pos = step->positions[t];
-    std::memcpy(cache_row(kbase, kv, step, s, pos, dk), k + t * hkv * dk,
-                sizeof(float) * hkv * dk);
+    storeRow(kv, cacheRowBytes(kbase, kv, step, s, pos, dk), k + t * hkv * dk, hkv * dk);
     if (v && vbase && dv > 0)
-      std::memcpy(cache_row(vbase, kv, step, s, pos, dv), v + t * hkv * dv,
-                  sizeof(float) * hkv * dv);
+      storeRow(kv, cacheRowBytes(vbase, kv, step, s, pos, dv), v + t * hkv * dv, hkv * dv);
   }
 }
 
@@ -81,8 +118,8 @@ extern "C" void hyrt_ref_attention(const hyrt_kv_cache_v0 *kv,
   const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
                 dv = kv->v_head_dim;
   const int64_t group = num_heads / hkv;
-  float *kbase = kv->k_layers[layer];
-  float *vbase = kv->v_layers[layer];
+  float *kbase = f32Layer(kv, kv->k_layers[layer], "hyrt_ref_attention");
+  float *vbase = f32Layer(kv, kv->v_layers[layer], "hyrt_ref_attention");
   std::vector<const float *> keys, values;
   std::vector<double> scores;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
@@ -121,8 +158,8 @@ extern "C" void hyrt_ref_paged_attention(const hyrt_kv_cache_v0 *kv,
   const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
                 dv = kv->v_head_dim;
   const int64_t group = num_heads / hkv;
-  float *kbase = kv->k_layers[layer];
-  float *vbase = kv->v_layers[layer];
+  float *kbase = f32Layer(kv, kv->k_layers[layer], "hyrt_ref_paged_attention");
+  float *vbase = f32Layer(kv, kv->v_layers[layer], "hyrt_ref_paged_attention");
   std::vector<const float *> values;
   std::vector<double> scores;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
@@ -151,7 +188,7 @@ extern "C" void hyrt_ref_mla_attention(
     int64_t kv_lora_rank, float scale, float *out) {
   const int64_t row_dim = kv->k_head_dim; // kv_lora_rank + rope_dim
   const int64_t head_rows = nope_dim + v_dim;
-  float *base = kv->k_layers[layer];
+  float *base = f32Layer(kv, kv->k_layers[layer], "hyrt_ref_mla_attention");
   // Per sequence, expand every cached latent the step can see into explicit
   // per-head keys and values (the plain, non-absorbed form), then attend.
   std::vector<float> k_nope, values;

@@ -14,7 +14,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 const std::vector<int32_t> kEmptyTable;
 } // namespace
 
-void KvCacheManager::FreeDeleter::operator()(float *p) const { std::free(p); }
+void KvCacheManager::FreeDeleter::operator()(void *p) const { std::free(p); }
 
 Status KvCacheManager::init(const KvCacheConfig &c) {
   if (c.num_layers <= 0 || c.num_pages <= 0 || c.page_size <= 0 ||
@@ -28,6 +28,9 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
         " page_size=" + str(c.page_size) + " kv_heads=" + str(c.num_kv_heads) +
         " k_dim=" + str(c.k_head_dim) + " v_dim=" + str(c.v_head_dim) +
         " max_pages_per_seq=" + str(c.max_pages_per_seq));
+  if (c.dtype != HYRT_KV_F32 && c.dtype != HYRT_KV_BF16)
+    return Status::Error("invalid KV cache dtype " + str(c.dtype) +
+                         ": expected HYRT_KV_F32 (0) or HYRT_KV_BF16 (1)");
   if (c.num_pages > INT32_MAX)
     return Status::Error("KV cache num_pages " + str(c.num_pages) +
                          " exceeds the int32 page id range");
@@ -37,10 +40,10 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
   k_ptrs_.assign(c.num_layers, nullptr);
   v_ptrs_.assign(c.num_layers, nullptr);
   auto alloc = [&](int64_t head_dim, Pool *out) -> Status {
-    const uint64_t floats =
+    const uint64_t elems =
         uint64_t(c.num_pages) * c.page_size * c.num_kv_heads * head_dim;
-    const uint64_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    float *p = static_cast<float *>(std::aligned_alloc(64, bytes));
+    const uint64_t bytes = (elems * elemBytes() + 63) / 64 * 64;
+    auto *p = static_cast<unsigned char *>(std::aligned_alloc(64, bytes));
     if (!p)
       return Status::Error("KV cache: cannot allocate " + std::to_string(bytes) +
                            " bytes for one layer pool");
@@ -71,17 +74,18 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
   view_.v_head_dim = c.v_head_dim;
   view_.k_layers = k_ptrs_.data();
   view_.v_layers = v_ptrs_.data();
+  view_.dtype = c.dtype;
   return Status::Ok();
 }
 
 void KvCacheManager::zero_page(int32_t page) {
-  const int64_t row = config_.page_size * config_.num_kv_heads;
+  const int64_t row = config_.page_size * config_.num_kv_heads * elemBytes();
   for (int64_t l = 0; l < config_.num_layers; ++l) {
-    std::memset(k_ptrs_[l] + page * row * config_.k_head_dim, 0,
-                sizeof(float) * row * config_.k_head_dim);
+    std::memset(static_cast<unsigned char *>(k_ptrs_[l]) + page * row * config_.k_head_dim,
+                0, size_t(row * config_.k_head_dim));
     if (v_ptrs_[l])
-      std::memset(v_ptrs_[l] + page * row * config_.v_head_dim, 0,
-                  sizeof(float) * row * config_.v_head_dim);
+      std::memset(static_cast<unsigned char *>(v_ptrs_[l]) + page * row * config_.v_head_dim,
+                  0, size_t(row * config_.v_head_dim));
   }
 }
 

@@ -42,7 +42,7 @@ TEST_P(Avx512Golden, F32KernelsMatchGoldenLogits) {
     GTEST_SKIP() << "golden data absent";
   std::string dir = sharedDir() + "/golden/" + GetParam();
   LoadedModel m = loadModel(compileOnce(dir, {"--target", "avx512", "--max-seq-len", "128",
-                                              "--max-batch-tokens", "64"}));
+                                              "--max-batch-tokens", "64", "--kv-cache", "f32"}));
   ASSERT_TRUE(m.engine);
   auto inputs = nlohmann::json::parse(readFile(dir + "/inputs.json"));
   for (const char *n : {"7", "64"}) {
@@ -72,7 +72,7 @@ TEST_P(Avx512Golden, Avx2F32KernelsMatchGoldenLogits) {
     GTEST_SKIP() << "golden data absent";
   std::string dir = sharedDir() + "/golden/" + GetParam();
   LoadedModel m = loadModel(compileOnce(dir, {"--target", "avx2", "--max-seq-len", "128",
-                                              "--max-batch-tokens", "64"}));
+                                              "--max-batch-tokens", "64", "--kv-cache", "f32"}));
   ASSERT_TRUE(m.engine);
   auto inputs = nlohmann::json::parse(readFile(dir + "/inputs.json"));
   auto tokens = inputs["sequences"]["64"].get<std::vector<int32_t>>();
@@ -94,7 +94,7 @@ TEST_P(Avx512Golden, W8A8KernelsMatchTheW8A8ReferenceAndKvConsistent) {
   std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
   std::vector<std::string> refW8 = bounds, w8 = bounds;
   refW8.insert(refW8.end(), {"--quant", "w8a8"});
-  w8.insert(w8.end(), {"--target", "avx512", "--quant", "w8a8"});
+  w8.insert(w8.end(), {"--target", "avx512", "--quant", "w8a8", "--kv-cache", "f32"});
   LoadedModel f32 = loadModel(compileOnce(dir, bounds));
   LoadedModel ref = loadModel(compileOnce(dir, refW8));
   LoadedModel q = loadModel(compileOnce(dir, w8));
@@ -167,6 +167,92 @@ TEST_P(Avx512Golden, W8A8KernelsMatchTheW8A8ReferenceAndKvConsistent) {
   EXPECT_LT(maxAbsDiff(b, incrementalLogits(*q.engine, tokens, 20)), 1e-4);
 }
 
+// The fast artifacts as users get them (default KV cache: bf16 wherever
+// every attention kernel reads it; MLA's latent cache stays fp32 until its
+// kernel does) against the reference artifacts of the same model,
+// teacher-forced over 64 tokens, through extend (every row) and through 56
+// decode steps after an 8-token prefix: per-position logit cosine >= 0.999
+// for bf16 weights against the fp32 reference and >= 0.99 for W8A8 (issue
+// 8's bar). W8A8 is held to that against the W8A8 reference (same
+// quantization: what differs is the kernels and the cache) and, for dense
+// models, against fp32 too; an MoE router is discontinuous, so quantization
+// noise may switch a token's experts (the qwen3moe and DeepSeek notes in
+// the W8A8 tests), which no cosine bound on the logits can absorb.
+TEST_P(Avx512Golden, FastArtifactsMatchTheReferenceTeacherForced) {
+  REQUIRE_FEATURE("avx512f");
+  REQUIRE_FEATURE("avx512_vnni");
+  if (!haveGolden(GetParam()))
+    GTEST_SKIP() << "golden data absent";
+  const std::string dir = sharedDir() + "/golden/" + GetParam();
+  const bool mla = GetParam().find("deepseek") != std::string::npos;
+  const std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
+  auto tokens =
+      nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
+          .get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 64u);
+  struct Logits {
+    std::vector<float> all, inc;
+  };
+  auto logitsOf = [&](LoadedModel &m) {
+    return Logits{wholeSequenceLogits(*m.engine, tokens), incrementalLogits(*m.engine, tokens, 8)};
+  };
+  std::vector<std::string> refW8 = bounds;
+  refW8.insert(refW8.end(), {"--quant", "w8a8"});
+  LoadedModel ref = loadModel(compileOnce(dir, bounds)), refQ = loadModel(compileOnce(dir, refW8));
+  ASSERT_TRUE(ref.engine && refQ.engine);
+  const hyrt::Manifest &rm = ref.artifact->manifest();
+  const int64_t vocab = rm.model.vocab_size;
+  const bool moe = rm.model.num_experts > 0;
+  const Logits f32 = logitsOf(ref), w8 = logitsOf(refQ);
+
+  auto check = [&](const Logits &got, const Logits &want, double minCosine, const char *what) {
+    double worst = 1.0;
+    for (auto [g, w] : {std::pair{&got.all, &want.all}, std::pair{&got.inc, &want.inc}}) {
+      ASSERT_EQ(g->size(), w->size());
+      for (size_t p = 0; p < tokens.size(); ++p) {
+        const double c =
+            hyc::test::cosine(g->data() + p * vocab, w->data() + p * vocab, size_t(vocab));
+        worst = std::min(worst, c);
+        EXPECT_GE(c, minCosine) << what << " position " << p;
+      }
+    }
+    std::printf("%s %s: worst per-position cosine %.6f (bar %.3f)\n", GetParam().c_str(), what,
+                worst, minCosine);
+  };
+  for (const char *quant : {"bf16", "w8a8"}) {
+    std::vector<std::string> flags = bounds;
+    flags.insert(flags.end(), {"--target", "avx512", "--quant", quant});
+    LoadedModel fast = loadModel(compileOnce(dir, flags));
+    ASSERT_TRUE(fast.engine);
+    EXPECT_EQ(fast.artifact->manifest().kv_cache.dtype, mla ? "f32" : "bf16") << quant;
+    const Logits got = logitsOf(fast);
+    if (std::string(quant) == "bf16") {
+      check(got, f32, 0.999, "avx512 bf16 vs fp32 reference");
+    } else {
+      check(got, w8, 0.99, "avx512 w8a8 vs w8a8 reference");
+      if (!moe)
+        check(got, f32, 0.99, "avx512 w8a8 vs fp32 reference");
+    }
+  }
+}
+
+// --kv-cache bf16 where an attention kernel reads only fp32 (the reference
+// target; MLA's latent cache) fails naming the op; f32 is always possible.
+TEST_P(Avx512Golden, KvCacheBf16IsRefusedWhereAKernelCannotReadIt) {
+  if (!haveGolden(GetParam()))
+    GTEST_SKIP() << "golden data absent";
+  const std::string dir = sharedDir() + "/golden/" + GetParam();
+  const std::string out = ::testing::TempDir() + "/kvref-" + GetParam();
+  CommandResult r = runHyc({"compile", dir, "-o", out, "--kv-cache", "bf16"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-cache bf16: hyc."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reads an fp32 KV cache only"), std::string::npos) << r.err;
+  r = runHyc({"compile", dir, "-o", out, "--kv-cache", "f16"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-cache expects auto|f32|bf16, got 'f16'"), std::string::npos)
+      << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Golden, Avx512Golden,
                          ::testing::Values("llama-tiny", "qwen3moe-tiny",
                                            "deepseekv3-grouped-tiny"),
@@ -234,7 +320,7 @@ TEST(Avx512Bf16, FmaKernelsReproduceTheBf16WeightReference) {
   std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
   std::vector<std::string> refBf = bounds, bf = bounds;
   refBf.insert(refBf.end(), {"--quant", "bf16"});
-  bf.insert(bf.end(), {"--target", "avx512", "--quant", "bf16"});
+  bf.insert(bf.end(), {"--target", "avx512", "--quant", "bf16", "--kv-cache", "f32"});
   LoadedModel f32 = loadModel(compileOnce(dir, bounds));
   LoadedModel ref = loadModel(compileOnce(dir, refBf)); // f32 GEMMs, bf16-rounded weights
   LoadedModel b = loadModel(compileOnce(dir, bf));
@@ -263,7 +349,7 @@ TEST(Avx512Bf16, MoeBf16KernelsReproduceTheBf16WeightReference) {
   std::vector<std::string> refBf = {"--max-seq-len", "128", "--max-batch-tokens", "64",
                                     "--quant", "bf16"};
   std::vector<std::string> bf = refBf;
-  bf.insert(bf.end(), {"--target", "avx512"});
+  bf.insert(bf.end(), {"--target", "avx512", "--kv-cache", "f32"});
   LoadedModel ref = loadModel(compileOnce(dir, refBf));
   LoadedModel b = loadModel(compileOnce(dir, bf));
   ASSERT_TRUE(ref.engine && b.engine);
@@ -280,7 +366,7 @@ TEST(Avx512Bf16, NativeRunsWhereSupportedAndIsRefusedClearlyElsewhere) {
   std::string dir = sharedDir() + "/golden/llama-tiny";
   std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
   std::vector<std::string> native = bounds, weightsOnly = bounds, sameRounding = bounds;
-  native.insert(native.end(), {"--target", "avx512-bf16", "--quant", "bf16"});
+  native.insert(native.end(), {"--target", "avx512-bf16", "--quant", "bf16", "--kv-cache", "f32"});
   weightsOnly.insert(weightsOnly.end(), {"--quant", "bf16"});
   sameRounding.insert(sameRounding.end(), {"--quant", "bf16", "--bf16-activations"});
   std::string art = compileOnce(dir, native);

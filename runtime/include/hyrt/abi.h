@@ -51,8 +51,10 @@ typedef struct hyrt_step_v0 {
 /* Paged KV cache. Page p of layer l holds positions
  * [j*page_size, (j+1)*page_size) of a sequence whose block table has p at j.
  * Layout of one layer: k[num_pages][page_size][num_kv_heads][k_head_dim],
- * v[num_pages][page_size][num_kv_heads][v_head_dim] (fp32). MLA stores its
+ * v[num_pages][page_size][num_kv_heads][v_head_dim], elements of `dtype`
+ * (fp32, or bf16 rounded to nearest even when written). MLA stores its
  * latent (kv_lora_rank + rope dim) as k with num_kv_heads == 1 and no v. */
+enum { HYRT_KV_F32 = 0, HYRT_KV_BF16 = 1 };
 typedef struct hyrt_kv_cache_v0 {
   int64_t num_layers;
   int64_t num_pages;
@@ -60,8 +62,9 @@ typedef struct hyrt_kv_cache_v0 {
   int64_t num_kv_heads;
   int64_t k_head_dim;
   int64_t v_head_dim;
-  float **k_layers; /* [num_layers] */
-  float **v_layers; /* [num_layers], entries may be NULL when v_head_dim == 0 */
+  void **k_layers; /* [num_layers] */
+  void **v_layers; /* [num_layers], entries may be NULL when v_head_dim == 0 */
+  int32_t dtype;   /* HYRT_KV_F32 or HYRT_KV_BF16 (manifest kv_cache.dtype) */
 } hyrt_kv_cache_v0;
 
 typedef int32_t (*hyrt_entry_fn_v0)(const hyrt_step_v0 *step,

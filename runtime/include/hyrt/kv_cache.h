@@ -21,9 +21,10 @@ struct KvCacheConfig {
   int64_t k_head_dim = 0;
   int64_t v_head_dim = 0; ///< 0: no V pools (MLA latent cache)
   int64_t max_pages_per_seq = 0;
+  int32_t dtype = HYRT_KV_F32; ///< element type of the pools
 };
 
-/// Owns fp32 page pools for every layer, the free-page list and the block
+/// Owns page pools (fp32 or bf16) for every layer, the free-page list and the block
 /// table of every live sequence. Pages are zeroed when handed out.
 class KvCacheManager {
 public:
@@ -58,18 +59,19 @@ public:
 
 private:
   struct FreeDeleter {
-    void operator()(float *p) const;
+    void operator()(void *p) const;
   };
-  using Pool = std::unique_ptr<float[], FreeDeleter>;
+  using Pool = std::unique_ptr<unsigned char[], FreeDeleter>;
   struct Sequence {
     std::vector<int32_t> pages;
     int64_t length = 0;
   };
   void zero_page(int32_t page);
+  int64_t elemBytes() const { return config_.dtype == HYRT_KV_BF16 ? 2 : 4; }
 
   KvCacheConfig config_;
   std::vector<Pool> k_pools_, v_pools_;
-  std::vector<float *> k_ptrs_, v_ptrs_;
+  std::vector<void *> k_ptrs_, v_ptrs_;
   std::vector<int32_t> free_list_; // back() is handed out next
   std::map<int64_t, Sequence> seqs_;
   hyrt_kv_cache_v0 view_{};

@@ -2,6 +2,8 @@
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 threads=1" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" -split-input-file | FileCheck %s --check-prefix=NATIVE
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=reference -split-input-file | FileCheck %s --check-prefix=REF
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=f32" -split-input-file | FileCheck %s --check-prefix=KVF32
+// RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=bf16" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVBF16
 // RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy=target=sve -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: target 'sve' is not supported (reference, avx2, avx512)
 
@@ -53,7 +55,11 @@ func.func @gemms(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !cache) -> (tens
 // extend attention over keys that were not appended to the cache it reads
 // stays on the reference kernel.
 
-// CHECK-LABEL: func.func @attention
+// The cache stays fp32 here: the reference attention reads only fp32
+// (auto), and asking for bf16 names it.
+// CHECK: module attributes {hyc_cpu.kv_cache_dtype = "f32"}
+// CHECK-NEXT: func.func @attention
+// KVBF16: error: --kv-cache bf16: hyc.attention runs on a kernel that reads an fp32 KV cache only
 // CHECK: hyc.kv_cache.append {{.*}}<kernel = "reference">
 // CHECK: hyc.attention {{.*}}<kernel = "paged_attention", threads = 2>
 // CHECK: hyc.attention {{.*}}<kernel = "reference">
@@ -126,4 +132,23 @@ func.func @elementwise(%x: tensor<?x16xf32>, %u: tensor<?x16xf32>, %nw: tensor<1
   %h = hyc.rms_norm %x, %nw {epsilon = 1.0e-05 : f32} : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
   %s = hyc.silu_mul %h, %u : tensor<?x16xf32>
   return %s : tensor<?x16xf32>
+}
+
+// -----
+
+// Decode attention with its append, all on the paged kernel: the KV cache
+// becomes bf16 by default on kernel targets, stays fp32 on the reference
+// target and when asked.
+
+// CHECK: module attributes {hyc_cpu.kv_cache_dtype = "bf16"}
+// CHECK-NEXT: func.func @decode_attention
+// REF: module attributes {hyc_cpu.kv_cache_dtype = "f32"}
+// REF-NEXT: func.func @decode_attention
+// KVF32-LABEL: func.func @elementwise
+// KVF32: module attributes {hyc_cpu.kv_cache_dtype = "f32"}
+// KVF32-NEXT: func.func @decode_attention
+!c3 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
+func.func @decode_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %v: tensor<?x2x8xf32>, %c: !c3) -> (tensor<?x4x8xf32>, !c3) attributes {hyc.entry = "decode"} {
+  %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c {layer = 0 : i64, scale = 0.35 : f32} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c3 -> tensor<?x4x8xf32>
+  return %o, %c1 : tensor<?x4x8xf32>, !c3
 }

@@ -4,11 +4,13 @@
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
 #include "runtime/cpu/attention_group.h"
+#include "runtime/reference/bf16.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -19,10 +21,15 @@ namespace {
 // Head dims (dk, dv): dv = 12 takes the portable kernel; multiples of 16
 // take the AVX-512 one where the host has it (48: one two-chain step of the
 // key dot; 32: only the odd slice; dv = 80: four output slices then one).
-class CpuPagedAttention : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+// Each with an fp32 and a bf16 cache: the bf16 kernels must equal the
+// reference run on the same values widened to fp32 (widening is exact), to
+// the same fp32-accumulation tolerance.
+class CpuPagedAttention
+    : public ::testing::TestWithParam<std::tuple<std::pair<int64_t, int64_t>, bool>> {};
 
 TEST_P(CpuPagedAttention, MatchesReference) {
-  const auto [dk, dv] = GetParam();
+  const auto [dims, bf16] = GetParam();
+  const auto [dk, dv] = dims;
   if (dk % 16 == 0 && dv % 16 == 0 && !__builtin_cpu_supports("avx512f"))
     std::printf("note: no AVX-512F here, dk=%lld dv=%lld runs the portable kernel\n",
                 static_cast<long long>(dk), static_cast<long long>(dv));
@@ -31,18 +38,26 @@ TEST_P(CpuPagedAttention, MatchesReference) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<std::vector<float>> k(layers), v(layers);
-  std::vector<float *> kp, vp;
+  std::vector<std::vector<uint16_t>> kh(layers), vh(layers);
+  std::vector<void *> kp, vp, khp, vhp;
   for (int64_t l = 0; l < layers; ++l) {
-    k[l].resize(pages * pageSize * kvHeads * dk);
-    v[l].resize(pages * pageSize * kvHeads * dv);
-    for (float &x : k[l])
-      x = d(rng);
-    for (float &x : v[l])
-      x = d(rng);
+    for (auto [f, h, n] : {std::tuple{&k[l], &kh[l], dk}, std::tuple{&v[l], &vh[l], dv}}) {
+      f->resize(pages * pageSize * kvHeads * n);
+      h->resize(f->size());
+      for (size_t i = 0; i < f->size(); ++i) {
+        (*h)[i] = hyrt::toBf16(d(rng));
+        (*f)[i] = hyrt::fromBf16((*h)[i]); // the reference reads these
+      }
+    }
     kp.push_back(k[l].data());
     vp.push_back(v[l].data());
+    khp.push_back(kh[l].data());
+    vhp.push_back(vh[l].data());
   }
-  hyrt_kv_cache_v0 kv{layers, pages, pageSize, kvHeads, dk, dv, kp.data(), vp.data()};
+  hyrt_kv_cache_v0 kv{layers, pages, pageSize, kvHeads, dk, dv, kp.data(), vp.data(),
+                      HYRT_KV_F32};
+  hyrt_kv_cache_v0 kvh{layers, pages, pageSize, kvHeads, dk, dv, khp.data(), vhp.data(),
+                       HYRT_KV_BF16};
   // Two sequences decoding at positions 17 and 4, plus an extend-style step
   // of three tokens of sequence 0 at positions 15..17.
   std::vector<int32_t> blocks(2 * maxPages);
@@ -61,7 +76,8 @@ TEST_P(CpuPagedAttention, MatchesReference) {
     for (int64_t l = 0; l < layers; ++l) {
       std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
       hyrt_ref_paged_attention(&kv, &step, l, q.data(), heads, 0.25f, want.data());
-      hyrt_cpu_paged_attention(&kv, &step, l, q.data(), heads, 0.25f, got.data());
+      hyrt_cpu_paged_attention(bf16 ? &kvh : &kv, &step, l, q.data(), heads, 0.25f,
+                               got.data());
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
             << "layer " << l << " element " << i;
@@ -69,10 +85,19 @@ TEST_P(CpuPagedAttention, MatchesReference) {
   }
 }
 
+using HeadDims = std::pair<int64_t, int64_t>;
+std::string headDimsName(
+    const ::testing::TestParamInfo<std::tuple<HeadDims, bool>> &info) {
+  const HeadDims dims = std::get<0>(info.param);
+  return "dk" + std::to_string(dims.first) + "_dv" + std::to_string(dims.second) +
+         (std::get<1>(info.param) ? "_bf16" : "_f32");
+}
+
 INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
-                         ::testing::Values(std::pair<int64_t, int64_t>{16, 12},
-                                           std::pair<int64_t, int64_t>{48, 80},
-                                           std::pair<int64_t, int64_t>{32, 16}));
+                         ::testing::Combine(::testing::Values(HeadDims{16, 12}, HeadDims{48, 80},
+                                                              HeadDims{32, 16}),
+                                            ::testing::Bool()),
+                         headDimsName);
 
 // The AVX-512 softmax's exp against std::exp over the range softmax feeds
 // it (x = score - max <= 0, down past float's underflow) and the special
@@ -101,6 +126,25 @@ TEST(CpuSoftmaxExp, WithinTwoUlpOfStdExp) {
   }
 }
 
+/// A cache pool of n random elements in [-1, 1] as fp32 or bf16 bytes.
+std::vector<unsigned char> randomPool(size_t n, bool bf16, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<unsigned char> pool(n * (bf16 ? 2 : 4));
+  for (size_t i = 0; i < n; ++i) {
+    const float x = d(rng);
+    if (bf16) {
+      const uint16_t h = hyrt::toBf16(x);
+      std::memcpy(pool.data() + 2 * i, &h, 2);
+    } else {
+      std::memcpy(pool.data() + 4 * i, &x, 4);
+    }
+  }
+  return pool;
+}
+
+// The fused append + attention against the reference append then the
+// attention kernel, for an fp32 and a bf16 cache (the reference append
+// rounds to bf16 as the fused one does: the caches must agree byte for byte).
 TEST(CpuPagedAttentionAppend, EqualsAppendThenAttentionBitForBit) {
   const int64_t pages = 24, pageSize = 3, kvHeads = 2, dk = 16, dv = 12;
   const int64_t heads = 6, maxPages = 10;
@@ -112,37 +156,36 @@ TEST(CpuPagedAttentionAppend, EqualsAppendThenAttentionBitForBit) {
   // Decode (one token per sequence: each work item writes its own row and
   // attends) and a step with three tokens of one sequence (rows written
   // first, since token 17 reads the rows of tokens 15 and 16).
-  for (auto [positions, seqs, numSeqs] :
-       {std::tuple{std::vector<int32_t>{17, 4}, std::vector<int32_t>{0, 1}, int64_t(2)},
-        std::tuple{std::vector<int32_t>{15, 16, 17}, std::vector<int32_t>{0, 0, 0},
-                   int64_t(1)}}) {
-    const int64_t T = positions.size();
-    std::vector<float> k0(pages * pageSize * kvHeads * dk), v0(pages * pageSize * kvHeads * dv);
-    for (float &x : k0)
-      x = d(rng);
-    for (float &x : v0)
-      x = d(rng);
-    std::vector<float> q(T * heads * dk), newK(T * kvHeads * dk), newV(T * kvHeads * dv);
-    for (auto *vec : {&q, &newK, &newV})
-      for (float &x : *vec)
-        x = d(rng);
-    std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
-    hyrt_step_v0 step{T, numSeqs, tokens.data(), positions.data(), seqs.data(), start.data(),
-                      len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
-    std::vector<float> kA = k0, vA = v0, kB = k0, vB = v0;
-    float *kpA = kA.data(), *vpA = vA.data(), *kpB = kB.data(), *vpB = vB.data();
-    hyrt_kv_cache_v0 a{1, pages, pageSize, kvHeads, dk, dv, &kpA, &vpA};
-    hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB};
-    std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
-    hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
-    hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.25f, want.data());
-    hyrt_cpu_paged_attention_append(&b, &step, 0, newK.data(), newV.data(), q.data(), heads,
-                                    0.25f, got.data());
-    EXPECT_EQ(got, want) << T << " tokens";
-    EXPECT_EQ(kA, kB);
-    EXPECT_EQ(vA, vB);
-    EXPECT_NE(kA, k0) << "nothing was appended";
-  }
+  for (bool bf16 : {false, true})
+    for (auto [positions, seqs, numSeqs] :
+         {std::tuple{std::vector<int32_t>{17, 4}, std::vector<int32_t>{0, 1}, int64_t(2)},
+          std::tuple{std::vector<int32_t>{15, 16, 17}, std::vector<int32_t>{0, 0, 0},
+                     int64_t(1)}}) {
+      const int64_t T = positions.size();
+      const auto k0 = randomPool(size_t(pages * pageSize * kvHeads * dk), bf16, rng),
+                 v0 = randomPool(size_t(pages * pageSize * kvHeads * dv), bf16, rng);
+      std::vector<float> q(T * heads * dk), newK(T * kvHeads * dk), newV(T * kvHeads * dv);
+      for (auto *vec : {&q, &newK, &newV})
+        for (float &x : *vec)
+          x = d(rng);
+      std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
+      hyrt_step_v0 step{T, numSeqs, tokens.data(), positions.data(), seqs.data(), start.data(),
+                        len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+      auto kA = k0, vA = v0, kB = k0, vB = v0;
+      void *kpA = kA.data(), *vpA = vA.data(), *kpB = kB.data(), *vpB = vB.data();
+      const int32_t dtype = bf16 ? HYRT_KV_BF16 : HYRT_KV_F32;
+      hyrt_kv_cache_v0 a{1, pages, pageSize, kvHeads, dk, dv, &kpA, &vpA, dtype};
+      hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB, dtype};
+      std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
+      hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
+      hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.25f, want.data());
+      hyrt_cpu_paged_attention_append(&b, &step, 0, newK.data(), newV.data(), q.data(), heads,
+                                      0.25f, got.data());
+      EXPECT_EQ(got, want) << T << " tokens, bf16 " << bf16;
+      EXPECT_EQ(kA, kB);
+      EXPECT_EQ(vA, vB);
+      EXPECT_NE(kA, k0) << "nothing was appended";
+    }
 }
 
 // Long contexts take the threaded path (>= 2^18 multiply-adds): the fused
@@ -170,9 +213,9 @@ TEST(CpuPagedAttentionAppend, ThreadedLongContextEqualsTheTwoCalls) {
     for (float &x : *vec)
       x = d(rng);
   std::vector<float> kA = k0, vA = v0, kB = k0, vB = v0;
-  float *kpA = kA.data(), *vpA = vA.data(), *kpB = kB.data(), *vpB = vB.data();
-  hyrt_kv_cache_v0 a{1, pages, pageSize, kvHeads, dk, dv, &kpA, &vpA};
-  hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB};
+  void *kpA = kA.data(), *vpA = vA.data(), *kpB = kB.data(), *vpB = vB.data();
+  hyrt_kv_cache_v0 a{1, pages, pageSize, kvHeads, dk, dv, &kpA, &vpA, HYRT_KV_F32};
+  hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB, HYRT_KV_F32};
   std::vector<float> want(2 * heads * dv), got(2 * heads * dv, -7.0f), ref(2 * heads * dv);
   hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
   hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.125f, want.data());

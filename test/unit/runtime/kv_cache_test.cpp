@@ -53,23 +53,33 @@ TEST(KvCache, ViewDescribesPools) {
   EXPECT_EQ(m2.view()->v_layers[0], nullptr);
 }
 
-TEST(KvCache, AllocateFreeAndZeroOnReuse) {
+// Pages handed out again are zeroed, in every layer's K and V pool, for an
+// fp32 and a bf16 cache (2-byte elements: the page stride in bytes halves).
+class KvCacheDtype : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(KvCacheDtype, AllocateFreeAndZeroOnReuse) {
   KvCacheManager m;
-  ASSERT_TRUE(m.init(small_config()).ok());
+  KvCacheConfig c = small_config();
+  c.dtype = GetParam();
+  ASSERT_TRUE(m.init(c).ok());
   ASSERT_TRUE(m.allocate(7, 3).ok()); // 2 pages
   EXPECT_EQ(m.block_table(7).size(), 2u);
   EXPECT_EQ(m.free_pages(), 2);
   ASSERT_TRUE(m.allocate(7, 4).ok()); // still 2 pages
   EXPECT_EQ(m.free_pages(), 2);
-  // Dirty every page of the sequence in both layers, then free and reuse.
   hyrt_kv_cache_v0 *kv = m.view();
-  const int64_t k_page = 2 * 1 * 3, v_page = 2 * 1 * 2;
+  EXPECT_EQ(kv->dtype, GetParam());
+  const int64_t elem = GetParam() == HYRT_KV_BF16 ? 2 : 4;
+  // Bytes of one page: page_size x kv heads x head dim elements.
+  const int64_t k_page = 2 * 1 * 3 * elem, v_page = 2 * 1 * 2 * elem;
+  auto bytes = [](void *base) { return static_cast<unsigned char *>(base); };
+  // Dirty every page of the sequence in both layers, then free and reuse.
   for (int32_t p : m.block_table(7))
     for (int64_t l = 0; l < 2; ++l) {
       for (int64_t i = 0; i < k_page; ++i)
-        kv->k_layers[l][p * k_page + i] = 5.f;
+        bytes(kv->k_layers[l])[p * k_page + i] = 0x5a;
       for (int64_t i = 0; i < v_page; ++i)
-        kv->v_layers[l][p * v_page + i] = 5.f;
+        bytes(kv->v_layers[l])[p * v_page + i] = 0x5a;
     }
   const std::vector<int32_t> old = m.block_table(7);
   ASSERT_TRUE(m.free_sequence(7).ok());
@@ -83,13 +93,27 @@ TEST(KvCache, AllocateFreeAndZeroOnReuse) {
   for (int32_t p : pages)
     for (int64_t l = 0; l < 2; ++l) {
       for (int64_t i = 0; i < k_page; ++i)
-        ASSERT_EQ(kv->k_layers[l][p * k_page + i], 0.f);
+        ASSERT_EQ(bytes(kv->k_layers[l])[p * k_page + i], 0) << "page " << p;
       for (int64_t i = 0; i < v_page; ++i)
-        ASSERT_EQ(kv->v_layers[l][p * v_page + i], 0.f);
+        ASSERT_EQ(bytes(kv->v_layers[l])[p * v_page + i], 0) << "page " << p;
     }
   EXPECT_FALSE(m.allocate(9, 3).ok()); // pool empty
   EXPECT_EQ(old.size(), 2u);
   EXPECT_FALSE(m.free_sequence(99).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, KvCacheDtype, ::testing::Values(HYRT_KV_F32, HYRT_KV_BF16),
+                         [](const ::testing::TestParamInfo<int32_t> &i) {
+                           return std::string(i.param == HYRT_KV_BF16 ? "bf16" : "f32");
+                         });
+
+TEST(KvCache, RejectsUnknownDtype) {
+  KvCacheManager m;
+  KvCacheConfig c = small_config();
+  c.dtype = 7;
+  hyrt::Status s = m.init(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dtype 7"), std::string::npos) << s.message();
 }
 
 TEST(KvCache, ErrorsNameRequestedAndAvailable) {

@@ -28,7 +28,7 @@ inline std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.f,
 struct PagedSetup {
   int64_t page_size, num_kv_heads, k_dim, v_dim, max_pages;
   std::vector<std::vector<float>> k_pool, v_pool; // one per layer
-  std::vector<float *> k_ptrs, v_ptrs;
+  std::vector<void *> k_ptrs, v_ptrs;
   std::vector<int32_t> block_tables; // [S][max_pages]
   hyrt_kv_cache_v0 kv{};
   PagedSetup(const PagedSetup &) = delete;
