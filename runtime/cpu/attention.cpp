@@ -118,8 +118,13 @@ void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    int64_t numHeads, float scale, int64_t t, int64_t kvh,
                    GroupScratch &s, float *out) {
   const size_t n = size_t(step->positions[t]) + 1;
-  s.scores.resize(size_t(l.group) * (n + 1));
+  s.scores.resize(size_t(l.group) * (n + 1) + 16);
   static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t,
+                                                               kvh, s.scores.data(), out)
+                        : hyrt::cpu::attendRowsAvx512<float>(step, l, q, numHeads, scale, t,
+                                                            kvh, s.scores.data(), out)))
+    return;
   if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
     if (l.bf16)
       hyrt::cpu::attendGroupAvx512<uint16_t>(step, l, q, numHeads, scale, t, kvh,

@@ -13,16 +13,19 @@
 namespace hyrt::cpu {
 
 /// Shapes and bases of one layer of the cache; rows hold T = float or
-/// uint16_t (bf16) as the cache's dtype says.
+/// uint16_t (bf16) as the cache's dtype says. A row id is
+/// page * page_size * kvHeads + slot: with the head-major pages of abi.h,
+/// KV head h's row then starts at element (row + h * page_size) * dim, and
+/// row + 1 is the next slot of the same page and head.
 struct LayerView {
   int64_t kvHeads, dk, dv, page, group;
   void *k, *v;
   bool bf16;
   template <typename T> T *kRow(int64_t row, int64_t kvh) const {
-    return static_cast<T *>(k) + (row * kvHeads + kvh) * dk;
+    return static_cast<T *>(k) + (row + kvh * page) * dk;
   }
   template <typename T> T *vRow(int64_t row, int64_t kvh) const {
-    return static_cast<T *>(v) + (row * kvHeads + kvh) * dv;
+    return static_cast<T *>(v) + (row + kvh * page) * dv;
   }
 };
 
@@ -43,7 +46,7 @@ inline int64_t cacheRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t,
                  int64_t pos) {
   const int32_t *blocks = step->block_tables +
                           int64_t(step->token_seq[t]) * step->max_pages_per_seq;
-  return int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
+  return int64_t(blocks[pos / l.page]) * l.page * l.kvHeads + pos % l.page;
 }
 
 /// Calls f(j, row) for the cached positions j in [0, n) of token t's
@@ -54,7 +57,8 @@ forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F
   const int32_t *blocks = step->block_tables +
                           int64_t(step->token_seq[t]) * step->max_pages_per_seq;
   for (int64_t p0 = 0, b = 0; p0 < n; p0 += l.page, ++b) {
-    const int64_t base = int64_t(blocks[b]) * l.page, rows = std::min(l.page, n - p0);
+    const int64_t base = int64_t(blocks[b]) * l.page * l.kvHeads,
+                  rows = std::min(l.page, n - p0);
     for (int64_t r = 0; r < rows; ++r)
       f(p0 + r, base + r);
   }
@@ -74,6 +78,21 @@ extern template void attendGroupAvx512<float>(const hyrt_step_v0 *, const LayerV
 extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                                  const float *, int64_t, float, int64_t,
                                                  int64_t, float *, float *);
+
+/// The row-blocked AVX-512 kernel (attention_rows_avx512.cpp) for groups of
+/// 1, 2, 4, 8 or 16 heads, dk a multiple of 16 and dv of 32, 64 or 128;
+/// false (nothing done) for other shapes. `scores` holds n * group + 16
+/// floats.
+template <typename T>
+bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                      float *out);
+extern template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &,
+                                             const float *, int64_t, float, int64_t, int64_t,
+                                             float *, float *);
+extern template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                                const float *, int64_t, float, int64_t,
+                                                int64_t, float *, float *);
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

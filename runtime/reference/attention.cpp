@@ -38,25 +38,20 @@ void storeRow(const hyrt_kv_cache_v0 *kv, void *dst, const float *src, int64_t n
   }
 }
 
-/// Byte address of a cache row (all KV heads) of `pos` in sequence `seq`.
-void *cacheRowBytes(void *base, const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
-                    int64_t seq, int64_t pos, int64_t head_dim) {
+/// Element index of KV head `head`'s row of `pos` in sequence `seq`: pages
+/// are head-major ([page][kv head][slot][head_dim], see abi.h).
+int64_t cacheHeadRow(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step, int64_t seq,
+                     int64_t pos, int64_t head, int64_t head_dim) {
   const int64_t page =
       step->block_tables[seq * step->max_pages_per_seq + pos / kv->page_size];
   const int64_t slot = pos % kv->page_size;
-  const int64_t elem = kv->dtype == HYRT_KV_BF16 ? 2 : 4;
-  return static_cast<unsigned char *>(base) +
-         (page * kv->page_size + slot) * kv->num_kv_heads * head_dim * elem;
+  return ((page * kv->num_kv_heads + head) * kv->page_size + slot) * head_dim;
 }
 
-/// Address of the cache row (all KV heads) of `pos` in sequence `seq`.
-float *cache_row(float *base, const hyrt_kv_cache_v0 *kv,
-                 const hyrt_step_v0 *step, int64_t seq, int64_t pos,
-                 int64_t head_dim) {
-  const int64_t page =
-      step->block_tables[seq * step->max_pages_per_seq + pos / kv->page_size];
-  const int64_t slot = pos % kv->page_size;
-  return base + (page * kv->page_size + slot) * kv->num_kv_heads * head_dim;
+/// Address of KV head `head`'s row of `pos` in sequence `seq` (fp32 cache).
+float *cache_row(float *base, const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                 int64_t seq, int64_t pos, int64_t head, int64_t head_dim) {
+  return base + cacheHeadRow(kv, step, seq, pos, head, head_dim);
 }
 
 double dot(const float *a, const float *b, int64_t n) {
@@ -104,9 +99,18 @@ extern "C" void hyrt_ref_kv_cache_append(hyrt_kv_cache_v0 *kv,
   void *vbase = kv->v_layers ? kv->v_layers[layer] : nullptr;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
     const int64_t s = step->token_seq[t], pos = step->positions[t];
-    storeRow(kv, cacheRowBytes(kbase, kv, step, s, pos, dk), k + t * hkv * dk, hkv * dk);
-    if (v && vbase && dv > 0)
-      storeRow(kv, cacheRowBytes(vbase, kv, step, s, pos, dv), v + t * hkv * dv, hkv * dv);
+    const int64_t elem = kv->dtype == HYRT_KV_BF16 ? 2 : 4;
+    for (int64_t h = 0; h < hkv; ++h) {
+      storeRow(kv,
+               static_cast<unsigned char *>(kbase) +
+                   cacheHeadRow(kv, step, s, pos, h, dk) * elem,
+               k + (t * hkv + h) * dk, dk);
+      if (v && vbase && dv > 0)
+        storeRow(kv,
+                 static_cast<unsigned char *>(vbase) +
+                     cacheHeadRow(kv, step, s, pos, h, dv) * elem,
+                 v + (t * hkv + h) * dv, dv);
+    }
   }
 }
 
@@ -131,8 +135,8 @@ extern "C" void hyrt_ref_attention(const hyrt_kv_cache_v0 *kv,
       keys.clear();
       values.clear();
       for (int64_t j = 0; j < step->seq_prefix_len[s]; ++j) {
-        keys.push_back(cache_row(kbase, kv, step, s, j, dk) + g * dk);
-        values.push_back(cache_row(vbase, kv, step, s, j, dv) + g * dv);
+        keys.push_back(cache_row(kbase, kv, step, s, j, g, dk));
+        values.push_back(cache_row(vbase, kv, step, s, j, g, dv));
       }
       for (int64_t u = first; u < first + count; ++u) {
         if (step->positions[u] > p)
@@ -171,9 +175,9 @@ extern "C" void hyrt_ref_paged_attention(const hyrt_kv_cache_v0 *kv,
       values.assign(p + 1, nullptr);
       for (int64_t j = 0; j <= p; ++j) {
         scores[j] =
-            dot(qh, cache_row(kbase, kv, step, s, j, dk) + g * dk, dk) *
+            dot(qh, cache_row(kbase, kv, step, s, j, g, dk), dk) *
             double(scale);
-        values[j] = cache_row(vbase, kv, step, s, j, dv) + g * dv;
+        values[j] = cache_row(vbase, kv, step, s, j, g, dv);
       }
       softmax(scores);
       weighted_sum(scores, values, dv, out + (t * num_heads + h) * dv);
@@ -205,7 +209,7 @@ extern "C" void hyrt_ref_mla_attention(
     values.assign(n * num_heads * v_dim, 0.f);
     k_pe.assign(n, nullptr);
     for (int64_t j = 0; j < n; ++j) {
-      const float *row = cache_row(base, kv, step, s, j, row_dim);
+      const float *row = cache_row(base, kv, step, s, j, 0, row_dim);
       k_pe[j] = row + kv_lora_rank;
       for (int64_t h = 0; h < num_heads; ++h) {
         const float *wh = w_kv_b + h * head_rows * kv_lora_rank;

@@ -50,8 +50,10 @@ typedef struct hyrt_step_v0 {
 
 /* Paged KV cache. Page p of layer l holds positions
  * [j*page_size, (j+1)*page_size) of a sequence whose block table has p at j.
- * Layout of one layer: k[num_pages][page_size][num_kv_heads][k_head_dim],
- * v[num_pages][page_size][num_kv_heads][v_head_dim], elements of `dtype`
+ * Layout of one layer, head-major within a page (each KV head's rows of a
+ * page are contiguous, so attention streams them):
+ * k[num_pages][num_kv_heads][page_size][k_head_dim],
+ * v[num_pages][num_kv_heads][page_size][v_head_dim], elements of `dtype`
  * (fp32, or bf16 rounded to nearest even when written). MLA stores its
  * latent (kv_lora_rank + rope dim) as k with num_kv_heads == 1 and no v. */
 enum { HYRT_KV_F32 = 0, HYRT_KV_BF16 = 1 };

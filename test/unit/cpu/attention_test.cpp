@@ -99,6 +99,53 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
                                             ::testing::Bool()),
                          headDimsName);
 
+// The row-blocked AVX-512 kernel (groups of 1, 2, 4, 8, 16 query heads per
+// KV head; dv 32, 64, 128) against the reference: every group size with
+// every value width, fp32 and bf16 caches, positions that end inside a
+// key block (R = 16 / G rows) and inside a page of 5 rows, and more KV heads
+// than one so head-major page offsets are exercised. Same tolerance as
+// above: fp32 accumulation against the double reference.
+TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
+  if (!__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "no AVX-512F on this host: the row-blocked kernel cannot run";
+  const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[i] = int32_t((i * 11 + 5) % pages);
+  for (int64_t group : {1, 2, 4, 8, 16})
+    for (int64_t dv : {32, 64, 128})
+      for (bool bf16 : {false, true}) {
+        const int64_t dk = dv == 32 ? 48 : dv, heads = group * kvHeads;
+        std::vector<float> k(pages * pageSize * kvHeads * dk), v(pages * pageSize * kvHeads * dv);
+        std::vector<uint16_t> kh(k.size()), vh(v.size());
+        for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
+          for (size_t i = 0; i < f->size(); ++i) {
+            (*h)[i] = hyrt::toBf16(d(rng));
+            (*f)[i] = hyrt::fromBf16((*h)[i]);
+          }
+        void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
+        hyrt_kv_cache_v0 kvF{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
+        hyrt_kv_cache_v0 kvH{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
+        std::vector<int32_t> positions = {0, 16, 37, 8}, seqs = {0, 1, 1, 0};
+        const int64_t T = positions.size();
+        std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
+        hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
+                          len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+        std::vector<float> q(T * heads * dk);
+        for (float &x : q)
+          x = d(rng);
+        std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
+        hyrt_ref_paged_attention(&kvF, &step, 0, q.data(), heads, 0.3f, want.data());
+        hyrt_cpu_paged_attention(bf16 ? &kvH : &kvF, &step, 0, q.data(), heads, 0.3f,
+                                 got.data());
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
+              << "group " << group << " dv " << dv << " bf16 " << bf16 << " element " << i;
+      }
+}
+
 // The AVX-512 softmax's exp against std::exp over the range softmax feeds
 // it (x = score - max <= 0, down past float's underflow) and the special
 // values. Bound: Cephes' expf polynomial has a documented peak relative

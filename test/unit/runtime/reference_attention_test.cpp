@@ -152,20 +152,24 @@ TEST_P(RefAttentionPaged, PrefixFromCacheEqualsAllInStepAndDecode) {
 INSTANTIATE_TEST_SUITE_P(PageSizes, RefAttentionPaged,
                          ::testing::Values(int64_t(2), int64_t(4)));
 
+// Rows land where abi.h says: page from the block table, then KV head,
+// then slot (head-major pages), for two KV heads.
 TEST(RefKvCacheAppend, WritesPageFromBlockTableBitExact) {
-  PagedSetup cache(1, 2, 2, 3, 1, 3, 2);
+  PagedSetup cache(1, 2, 2, 3, 2, 3, 2);
   StepSetup step({0, 3}, {3, 2}, cache); // seq 1 positions 3, 4
-  const auto k = random_vec(5 * 3, 7), v = random_vec(5 * 2, 8);
+  const auto k = random_vec(5 * 2 * 3, 7), v = random_vec(5 * 2 * 2, 8);
   hyrt_ref_kv_cache_append(&cache.kv, &step.step, 0, k.data(), v.data());
   for (int64_t t = 0; t < 5; ++t) {
     const int64_t s = step.token_seq[t], p = step.positions[t];
     const int64_t page = cache.block_tables[s * 3 + p / 2];
-    const float *krow = &cache.k_pool[0][(page * 2 + p % 2) * 3];
-    const float *vrow = &cache.v_pool[0][(page * 2 + p % 2) * 2];
-    for (int i = 0; i < 3; ++i)
-      EXPECT_EQ(krow[i], k[t * 3 + i]);
-    for (int i = 0; i < 2; ++i)
-      EXPECT_EQ(vrow[i], v[t * 2 + i]);
+    for (int64_t h = 0; h < 2; ++h) {
+      const float *krow = &cache.k_pool[0][((page * 2 + h) * 2 + p % 2) * 3];
+      const float *vrow = &cache.v_pool[0][((page * 2 + h) * 2 + p % 2) * 2];
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(krow[i], k[(t * 2 + h) * 3 + i]) << "token " << t << " head " << h;
+      for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(vrow[i], v[(t * 2 + h) * 2 + i]) << "token " << t << " head " << h;
+    }
   }
   // K only (v == NULL) leaves v untouched.
   PagedSetup c2(1, 1, 2, 2, 1, 3, 2);

@@ -1,0 +1,206 @@
+// The GQA-group attention kernel for groups of 1, 2, 4, 8 or 16 query heads
+// per KV head and value dims of 32, 64 or 128 (every dense family hyc
+// builds), AVX-512: same semantics as attendGroup (attention.cpp), laid out
+// so that each cached row is loaded once for the whole group and no loop
+// waits on a horizontal sum.
+//
+// - Scores are stored [position][head] (G per position). The key pass takes
+//   R = 16 / G cached rows at a time: 16 accumulators (row, head), one per
+//   dot product, over the head dim; one transpose-and-add tree turns the 16
+//   into one vector of 16 scores, stored contiguously.
+// - Softmax works on that layout directly: lane i holds head i % G.
+// - The value pass loads each cached row once and feeds up to 16
+//   accumulators (heads x 16-wide slices); with more than 16, heads are
+//   split into passes over the rows (L1/L2-resident by then).
+// Each row is prefetched a few rows ahead: rows of one KV head sit one
+// cache row (all KV heads) apart, a stride the hardware prefetchers track
+// poorly once pages jump.
+#include "attention_group.h"
+
+#include <cmath>
+#include <cstdint>
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+
+#include "vec_avx512.h"
+
+namespace hyrt::cpu {
+
+namespace {
+
+inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t *p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+/// z[i] = sum of the 16 lanes of v[i].
+inline __m512 hsum16(const __m512 v[16]) {
+  __m512 w[8], x[4];
+  for (int k = 0; k < 8; ++k)
+    w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
+                         _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
+  for (int k = 0; k < 4; ++k) {
+    const __m512d a = _mm512_castps_pd(w[2 * k]), b = _mm512_castps_pd(w[2 * k + 1]);
+    x[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  // x[k] lane block L: partial sums of v[4k..4k+3] over lane block L.
+  const __m512 y0 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88),
+                                  _mm512_shuffle_f32x4(x[0], x[1], 0xdd));
+  const __m512 y1 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88),
+                                  _mm512_shuffle_f32x4(x[2], x[3], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(y0, y1, 0x88), _mm512_shuffle_f32x4(y0, y1, 0xdd));
+}
+
+template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
+  for (int64_t b = 0; b < elems * int64_t(sizeof(T)); b += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T0);
+}
+
+constexpr int64_t kAhead = 4; // value rows prefetched ahead (same page only)
+
+template <typename T, int G, int SV>
+void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *out) {
+  constexpr int R = 16 / G;
+  const int64_t n = int64_t(step->positions[t]) + 1, dk = l.dk;
+  const float *qg = q + (t * numHeads + kvh * G) * dk;
+  const __m512 vscale = _mm512_set1_ps(scale);
+
+  // Keys: R rows x G heads per block; the tail block repeats its last row
+  // in the unused slots and stores only the valid lanes.
+  for (int64_t j = 0; j < n; j += R) {
+    const T *kr[R];
+    for (int r = 0; r < R; ++r)
+      kr[r] = l.kRow<T>(cacheRow(step, l, t, j + r < n ? j + r : n - 1), kvh);
+    for (int64_t r = j + 2 * R; r < j + 3 * R && r < n; ++r) // two blocks ahead
+      prefetchRow(l.kRow<T>(cacheRow(step, l, t, r), kvh), dk);
+    __m512 acc[16];
+    for (int i = 0; i < 16; ++i)
+      acc[i] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < dk; s += 16)
+      for (int r = 0; r < R; ++r) {
+        const __m512 k = load16(kr[r] + s);
+        for (int h = 0; h < G; ++h)
+          acc[r * G + h] = _mm512_fmadd_ps(_mm512_loadu_ps(qg + h * dk + s), k, acc[r * G + h]);
+      }
+    const int64_t valid = (n - j < R ? n - j : R) * G;
+    _mm512_mask_storeu_ps(scores + j * G, tailMask(valid), _mm512_mul_ps(hsum16(acc), vscale));
+  }
+
+  // Softmax per head over [position][head]: lane i is head i % G.
+  const int64_t total = n * G;
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < total; i += 16) {
+    const __mmask16 m = tailMask(total - i);
+    vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, scores + i));
+  }
+  alignas(64) float lanes[16], maxOf[G], sumOf[G];
+  _mm512_store_ps(lanes, vmax);
+  for (int h = 0; h < G; ++h) {
+    maxOf[h] = -INFINITY;
+    for (int i = h; i < 16; i += G)
+      maxOf[h] = lanes[i] > maxOf[h] ? lanes[i] : maxOf[h];
+  }
+  for (int i = 0; i < 16; ++i)
+    lanes[i] = maxOf[i % G];
+  const __m512 maxv = _mm512_load_ps(lanes);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < total; i += 16) {
+    const __mmask16 m = tailMask(total - i);
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + i), maxv));
+    _mm512_mask_storeu_ps(scores + i, m, e);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+  }
+  _mm512_store_ps(lanes, vsum);
+  for (int h = 0; h < G; ++h) {
+    sumOf[h] = 0;
+    for (int i = h; i < 16; i += G)
+      sumOf[h] += lanes[i];
+  }
+
+  // Values: HB heads x SV slices of accumulators per pass over the rows.
+  constexpr int HB = G * SV <= 16 ? G : 16 / SV;
+  constexpr int64_t dv = 16 * SV;
+  for (int h0 = 0; h0 < G; h0 += HB) {
+    __m512 acc[HB * SV];
+    for (int i = 0; i < HB * SV; ++i)
+      acc[i] = _mm512_setzero_ps();
+    forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+      if (j + kAhead < n && j % l.page + kAhead < l.page)
+        prefetchRow(l.vRow<T>(row + kAhead, kvh), dv);
+      const T *vr = l.vRow<T>(row, kvh);
+      __m512 v[SV];
+      for (int s = 0; s < SV; ++s)
+        v[s] = load16(vr + 16 * s);
+      for (int h = 0; h < HB; ++h) {
+        const __m512 w = _mm512_set1_ps(scores[j * G + h0 + h]);
+        for (int s = 0; s < SV; ++s)
+          acc[h * SV + s] = _mm512_fmadd_ps(w, v[s], acc[h * SV + s]);
+      }
+    });
+    for (int h = 0; h < HB; ++h) {
+      float *o = out + (t * numHeads + kvh * G + h0 + h) * dv;
+      const __m512 inv = _mm512_set1_ps(1.0f / sumOf[h0 + h]);
+      for (int s = 0; s < SV; ++s)
+        _mm512_storeu_ps(o + 16 * s, _mm512_mul_ps(acc[h * SV + s], inv));
+    }
+  }
+}
+
+template <typename T, int G>
+bool dispatchSv(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *out) {
+  switch (l.dv) {
+  case 32:
+    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return true;
+  case 64:
+    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return true;
+  case 128:
+    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+template <typename T>
+bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                      float *out) {
+  if (l.dk % 16 != 0)
+    return false;
+  switch (l.group) {
+  case 1:
+    return dispatchSv<T, 1>(step, l, q, numHeads, scale, t, kvh, scores, out);
+  case 2:
+    return dispatchSv<T, 2>(step, l, q, numHeads, scale, t, kvh, scores, out);
+  case 4:
+    return dispatchSv<T, 4>(step, l, q, numHeads, scale, t, kvh, scores, out);
+  case 8:
+    return dispatchSv<T, 8>(step, l, q, numHeads, scale, t, kvh, scores, out);
+  case 16:
+    return dispatchSv<T, 16>(step, l, q, numHeads, scale, t, kvh, scores, out);
+  default:
+    return false;
+  }
+}
+
+template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &, const float *,
+                                      int64_t, float, int64_t, int64_t, float *, float *);
+template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                         const float *, int64_t, float, int64_t, int64_t,
+                                         float *, float *);
+
+} // namespace hyrt::cpu
+
+#pragma GCC pop_options
