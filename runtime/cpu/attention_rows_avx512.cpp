@@ -12,14 +12,15 @@
 // - The value pass loads each cached row once and feeds up to 16
 //   accumulators (heads x 16-wide slices); with more than 16, heads are
 //   split into passes over the rows (L1/L2-resident by then).
-// Each row is prefetched a few rows ahead: rows of one KV head sit one
-// cache row (all KV heads) apart, a stride the hardware prefetchers track
-// poorly once pages jump.
+// Rows are prefetched a fixed distance ahead through the block table: a
+// KV head's rows are contiguous within a page (head-major pages), but pages
+// jump, which the hardware prefetchers do not follow.
 #include "attention_group.h"
 
 #include <cmath>
 #include <cstdint>
 #include <immintrin.h>
+#include <vector>
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
@@ -60,7 +61,11 @@ template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
     _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T0);
 }
 
-constexpr int64_t kAhead = 4; // value rows prefetched ahead (same page only)
+// Rows prefetched ahead in the key and value passes (through the block
+// table, so across pages). Measured on a 2-vCPU Xeon with the cache in DRAM
+// (n = 4000, bf16, dense-1b heads): 0.87 ms per layer with value prefetch
+// inside a page only, 0.57-0.63 from 8 to 32 rows ahead across pages.
+constexpr int64_t kAheadK = 16, kAheadV = 16;
 
 template <typename T, int G, int SV>
 void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
@@ -71,14 +76,20 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const float *qg = q + (t * numHeads + kvh * G) * dk;
   const __m512 vscale = _mm512_set1_ps(scale);
 
+  // Row ids of positions [0, n), page by page (no division per row).
+  thread_local std::vector<int64_t> rowsBuf;
+  rowsBuf.resize(size_t(n));
+  int64_t *rows = rowsBuf.data();
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) { rows[j] = row; });
+
   // Keys: R rows x G heads per block; the tail block repeats its last row
   // in the unused slots and stores only the valid lanes.
   for (int64_t j = 0; j < n; j += R) {
     const T *kr[R];
     for (int r = 0; r < R; ++r)
-      kr[r] = l.kRow<T>(cacheRow(step, l, t, j + r < n ? j + r : n - 1), kvh);
-    for (int64_t r = j + 2 * R; r < j + 3 * R && r < n; ++r) // two blocks ahead
-      prefetchRow(l.kRow<T>(cacheRow(step, l, t, r), kvh), dk);
+      kr[r] = l.kRow<T>(rows[j + r < n ? j + r : n - 1], kvh);
+    for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < n; ++r)
+      prefetchRow(l.kRow<T>(rows[r], kvh), dk);
     __m512 acc[16];
     for (int i = 0; i < 16; ++i)
       acc[i] = _mm512_setzero_ps();
@@ -130,10 +141,10 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     __m512 acc[HB * SV];
     for (int i = 0; i < HB * SV; ++i)
       acc[i] = _mm512_setzero_ps();
-    forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
-      if (j + kAhead < n && j % l.page + kAhead < l.page)
-        prefetchRow(l.vRow<T>(row + kAhead, kvh), dv);
-      const T *vr = l.vRow<T>(row, kvh);
+    for (int64_t j = 0; j < n; ++j) {
+      if (j + kAheadV < n)
+        prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
+      const T *vr = l.vRow<T>(rows[j], kvh);
       __m512 v[SV];
       for (int s = 0; s < SV; ++s)
         v[s] = load16(vr + 16 * s);
@@ -142,7 +153,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         for (int s = 0; s < SV; ++s)
           acc[h * SV + s] = _mm512_fmadd_ps(w, v[s], acc[h * SV + s]);
       }
-    });
+    }
     for (int h = 0; h < HB; ++h) {
       float *o = out + (t * numHeads + kvh * G + h0 + h) * dv;
       const __m512 inv = _mm512_set1_ps(1.0f / sumOf[h0 + h]);

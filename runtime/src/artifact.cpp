@@ -193,7 +193,8 @@ Status Artifact::load_weights(const ArtifactOptions &options) {
                            std::to_string(bytes) + " bytes for the weights");
     weights_base_ = p;
     weights_alloc_bytes_ = bytes;
-    ::madvise(p, bytes, MADV_HUGEPAGE); // advisory; THP may be disabled
+    // Advisory either way: THP may be disabled on the host.
+    ::madvise(p, bytes, options.huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     int64_t done = 0;
     while (done < file_size) {
       const ssize_t n = ::pread(fd, static_cast<char *>(p) + done,

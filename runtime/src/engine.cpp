@@ -34,6 +34,7 @@ Status Engine::create(const Artifact *artifact, const EngineOptions &options,
   cc.k_head_dim = m.kv_cache.k_head_dim;
   cc.v_head_dim = m.kv_cache.v_head_dim;
   cc.dtype = m.kv_cache.dtype == "bf16" ? HYRT_KV_BF16 : HYRT_KV_F32;
+  cc.huge_pages = options.huge_pages;
   cc.page_size = options.page_size;
   cc.max_pages_per_seq =
       (m.limits.max_seq_len + options.page_size - 1) / options.page_size;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <sys/mman.h>
 
 namespace hyrt {
 
@@ -42,11 +43,15 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
   auto alloc = [&](int64_t head_dim, Pool *out) -> Status {
     const uint64_t elems =
         uint64_t(c.num_pages) * c.page_size * c.num_kv_heads * head_dim;
-    const uint64_t bytes = (elems * elemBytes() + 63) / 64 * 64;
-    auto *p = static_cast<unsigned char *>(std::aligned_alloc(64, bytes));
+    constexpr uint64_t kHuge = uint64_t(2) << 20;
+    const uint64_t align = elems * elemBytes() >= kHuge ? kHuge : 64;
+    const uint64_t bytes = (elems * elemBytes() + align - 1) / align * align;
+    auto *p = static_cast<unsigned char *>(std::aligned_alloc(align, bytes));
     if (!p)
       return Status::Error("KV cache: cannot allocate " + std::to_string(bytes) +
                            " bytes for one layer pool");
+    if (align == kHuge) // advisory: THP may be disabled on the host
+      ::madvise(p, bytes, c.huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     out->reset(p);
     return Status::Ok();
   };

@@ -332,6 +332,21 @@ TEST(CompileErrors, MaxSeqLenBeyondModelContext) {
 namespace hyc::e2e {
 namespace {
 
+// --no-huge-pages runs the same benchmark on 4 KiB pages and says so.
+TEST(Bench, NoHugePagesIsReported) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  std::string art = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                                {"--max-seq-len", "256", "--max-batch-tokens", "64"});
+  CommandResult r = runHyc({"bench", art, "--input", "8", "--output", "4", "--rounds", "1",
+                            "--json", "--no-huge-pages"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["huge_pages"], false);
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+}
+
 // `hyc bench --json`: every field scripts read, rates consistent with the
 // step times, and the bytes per decoded token following the documented rule
 // recomputed here from the manifest (every weight read once per step; the
@@ -355,6 +370,8 @@ TEST(Bench, JsonReportOnStories260K) {
   }
   EXPECT_EQ(j["isa"], "reference");
   EXPECT_EQ(j["batch"], 2);
+  EXPECT_EQ(j["kv_cache_dtype"], "f32"); // the reference target keeps fp32
+  EXPECT_EQ(j["huge_pages"], true);
   // 2 sequences per step: tokens/s = 2 / mean step time (one round).
   EXPECT_NEAR(j["decode_tok_s"].get<double>(), 2000.0 / j["tpot_ms"].get<double>(),
               1e-3 * j["decode_tok_s"].get<double>());

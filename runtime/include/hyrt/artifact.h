@@ -78,6 +78,9 @@ struct ArtifactOptions {
   /// Map weights.bin (fast start, page-cache backed) instead of reading it
   /// into anonymous huge-page memory.
   bool mmap_weights = false;
+  /// Ask for transparent huge pages on the weights read into memory
+  /// (MADV_HUGEPAGE; false: MADV_NOHUGEPAGE, to measure what they buy).
+  bool huge_pages = true;
   /// Refuse to load when the host lacks a manifest cpu_features entry.
   bool check_cpu_features = true;
   /// Replaces manifest `library` when not empty. "self" (here or in the

@@ -23,6 +23,8 @@ struct EngineOptions {
   /// Pages in the pool; 0 sizes it for limits.max_seqs sequences of
   /// limits.max_seq_len positions.
   int64_t num_pages = 0;
+  /// Transparent huge pages for the KV cache pools (see KvCacheConfig).
+  bool huge_pages = true;
 };
 
 /// Options of Engine::generate.

@@ -22,6 +22,11 @@ struct KvCacheConfig {
   int64_t v_head_dim = 0; ///< 0: no V pools (MLA latent cache)
   int64_t max_pages_per_seq = 0;
   int32_t dtype = HYRT_KV_F32; ///< element type of the pools
+  /// Pools of 2 MiB or more start on 2 MiB boundaries with MADV_HUGEPAGE
+  /// (attention walks a head's rows page by page across the whole pool:
+  /// with 4 KiB pages nearly every cache page is a TLB miss); false asks
+  /// for MADV_NOHUGEPAGE.
+  bool huge_pages = true;
 };
 
 /// Owns page pools (fp32 or bf16) for every layer, the free-page list and the block
