@@ -114,29 +114,38 @@ attendGroupBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   attendGroupBody<uint16_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
 }
 
-void attendGroupOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                   int64_t numHeads, float scale, int64_t t, int64_t kvh,
+/// Tokens t .. t + tq - 1 (one sequence, consecutive positions) of KV head
+/// kvh: the row-blocked kernel takes them together where it applies; the
+/// other kernels take one token at a time.
+void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                   int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                    GroupScratch &s, float *out) {
-  const size_t n = size_t(step->positions[t]) + 1;
-  s.scores.resize(size_t(l.group) * (n + 1) + 16);
+  const size_t nMax = size_t(step->positions[t] + tq);
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t,
-                                                               kvh, s.scores.data(), out)
-                        : hyrt::cpu::attendRowsAvx512<float>(step, l, q, numHeads, scale, t,
-                                                            kvh, s.scores.data(), out)))
-    return;
-  if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
-    if (l.bf16)
-      hyrt::cpu::attendGroupAvx512<uint16_t>(step, l, q, numHeads, scale, t, kvh,
-                                             s.scores.data(), out);
-    else
-      hyrt::cpu::attendGroupAvx512<float>(step, l, q, numHeads, scale, t, kvh,
-                                          s.scores.data(), out);
-    return;
+  if (avx512) {
+    s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
+    if (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t, tq, kvh,
+                                                       s.scores.data(), out)
+               : hyrt::cpu::attendRowsAvx512<float>(step, l, q, numHeads, scale, t, tq, kvh,
+                                                    s.scores.data(), out))
+      return;
   }
-  s.acc.resize(size_t(l.group * l.dv)); // the AVX-512 kernel keeps it in registers
-  (l.bf16 ? attendGroupBf16 : attendGroupF32)(step, l, q, numHeads, scale, t, kvh,
-                                              s.scores.data(), s.acc.data(), out);
+  for (int64_t u = t; u < t + tq; ++u) {
+    const size_t n = size_t(step->positions[u]) + 1;
+    s.scores.resize(size_t(l.group) * (n + 1));
+    if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
+      if (l.bf16)
+        hyrt::cpu::attendGroupAvx512<uint16_t>(step, l, q, numHeads, scale, u, kvh,
+                                               s.scores.data(), out);
+      else
+        hyrt::cpu::attendGroupAvx512<float>(step, l, q, numHeads, scale, u, kvh,
+                                            s.scores.data(), out);
+      continue;
+    }
+    s.acc.resize(size_t(l.group * l.dv)); // the AVX-512 kernel keeps it in registers
+    (l.bf16 ? attendGroupBf16 : attendGroupF32)(step, l, q, numHeads, scale, u, kvh,
+                                                s.scores.data(), s.acc.data(), out);
+  }
 }
 
 /// Writes kv head `kvh` of token t's key and value at the token's position.
@@ -165,15 +174,39 @@ int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
   return work >= (int64_t(1) << 18) ? 1 << 30 : 1;
 }
 
-/// Every (token, kv head) group of the step, longest first come first served.
+/// Tokens per work item in an extend step: each cached row is read once per
+/// block from memory; a block's scores (8 x positions x group floats) stay
+/// in L2 up to a few thousand positions.
+constexpr int64_t kTokenBlock = 8;
+
+/// Every (token block, kv head) of the step, first come first served: a
+/// block is up to kTokenBlock consecutive tokens of one sequence at
+/// consecutive positions (an extend chunk); decode tokens are blocks of one.
 void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                int64_t numHeads, float scale, float *out) {
   const int64_t T = step->num_tokens;
-  hyrt::cpu::parallelForDynamic(
-      T * l.kvHeads, threadsFor(step, l, numHeads), [&](int, int64_t tg) {
-        attendGroupOf(step, l, q, numHeads, scale, tg / l.kvHeads, tg % l.kvHeads,
-                      tScratch, out);
-      });
+  // The caller's buffer, captured by reference below (a lambda running on a
+  // worker would otherwise see that worker's own thread_local instance).
+  thread_local std::vector<std::pair<int64_t, int64_t>> callerBlocks;
+  std::vector<std::pair<int64_t, int64_t>> &blocks = callerBlocks; // (first token, count)
+  blocks.clear();
+  for (int64_t t = 0; t < T; ++t) {
+    if (!blocks.empty()) {
+      auto &[t0, count] = blocks.back();
+      const int64_t last = t0 + count - 1;
+      if (count < kTokenBlock && step->token_seq[t] == step->token_seq[last] &&
+          step->positions[t] == step->positions[last] + 1) {
+        ++count;
+        continue;
+      }
+    }
+    blocks.push_back({t, 1});
+  }
+  const int64_t items = int64_t(blocks.size()) * l.kvHeads;
+  hyrt::cpu::parallelForDynamic(items, threadsFor(step, l, numHeads), [&](int, int64_t i) {
+    const auto [t0, count] = blocks[size_t(i / l.kvHeads)];
+    attendBlockOf(step, l, q, numHeads, scale, t0, count, i % l.kvHeads, tScratch, out);
+  });
 }
 
 } // namespace

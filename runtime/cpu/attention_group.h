@@ -80,19 +80,20 @@ extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const Lay
                                                  int64_t, float *, float *);
 
 /// The row-blocked AVX-512 kernel (attention_rows_avx512.cpp) for groups of
-/// 1, 2, 4, 8 or 16 heads, dk a multiple of 16 and dv of 32, 64 or 128;
-/// false (nothing done) for other shapes. `scores` holds n * group + 16
-/// floats.
+/// 1, 2, 4, 8 or 16 heads, dk a multiple of 16 and dv of 32, 64 or 128, over
+/// tokens t .. t + tq - 1 of one sequence at consecutive positions; false
+/// (nothing done) for other shapes. `scores` holds
+/// tq * ((positions[t] + tq) * group + 16) floats.
 template <typename T>
 bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
-                      float *out);
+                      int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                      float *scores, float *out);
 extern template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &,
                                              const float *, int64_t, float, int64_t, int64_t,
-                                             float *, float *);
+                                             int64_t, float *, float *);
 extern template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                                 const float *, int64_t, float, int64_t,
-                                                int64_t, float *, float *);
+                                                int64_t, int64_t, float *, float *);
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

@@ -17,6 +17,7 @@
 // jump, which the hardware prefetchers do not follow.
 #include "attention_group.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <immintrin.h>
@@ -67,50 +68,16 @@ template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
 // inside a page only, 0.57-0.63 from 8 to 32 rows ahead across pages.
 constexpr int64_t kAheadK = 16, kAheadV = 16;
 
-template <typename T, int G, int SV>
-void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
-                float *out) {
-  constexpr int R = 16 / G;
-  const int64_t n = int64_t(step->positions[t]) + 1, dk = l.dk;
-  const float *qg = q + (t * numHeads + kvh * G) * dk;
-  const __m512 vscale = _mm512_set1_ps(scale);
-
-  // Row ids of positions [0, n), page by page (no division per row).
-  thread_local std::vector<int64_t> rowsBuf;
-  rowsBuf.resize(size_t(n));
-  int64_t *rows = rowsBuf.data();
-  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) { rows[j] = row; });
-
-  // Keys: R rows x G heads per block; the tail block repeats its last row
-  // in the unused slots and stores only the valid lanes.
-  for (int64_t j = 0; j < n; j += R) {
-    const T *kr[R];
-    for (int r = 0; r < R; ++r)
-      kr[r] = l.kRow<T>(rows[j + r < n ? j + r : n - 1], kvh);
-    for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < n; ++r)
-      prefetchRow(l.kRow<T>(rows[r], kvh), dk);
-    __m512 acc[16];
-    for (int i = 0; i < 16; ++i)
-      acc[i] = _mm512_setzero_ps();
-    for (int64_t s = 0; s < dk; s += 16)
-      for (int r = 0; r < R; ++r) {
-        const __m512 k = load16(kr[r] + s);
-        for (int h = 0; h < G; ++h)
-          acc[r * G + h] = _mm512_fmadd_ps(_mm512_loadu_ps(qg + h * dk + s), k, acc[r * G + h]);
-      }
-    const int64_t valid = (n - j < R ? n - j : R) * G;
-    _mm512_mask_storeu_ps(scores + j * G, tailMask(valid), _mm512_mul_ps(hsum16(acc), vscale));
-  }
-
-  // Softmax per head over [position][head]: lane i is head i % G.
+/// Softmax in place over n positions x G heads ([position][head], lane i is
+/// head i % G); sumOf[h] gets head h's sum of exponentials.
+template <int G> void softmaxRows(float *scores, int64_t n, float *sumOf) {
   const int64_t total = n * G;
   __m512 vmax = _mm512_set1_ps(-INFINITY);
   for (int64_t i = 0; i < total; i += 16) {
     const __mmask16 m = tailMask(total - i);
     vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, scores + i));
   }
-  alignas(64) float lanes[16], maxOf[G], sumOf[G];
+  alignas(64) float lanes[16], maxOf[G];
   _mm512_store_ps(lanes, vmax);
   for (int h = 0; h < G; ++h) {
     maxOf[h] = -INFINITY;
@@ -133,49 +100,118 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     for (int i = h; i < 16; i += G)
       sumOf[h] += lanes[i];
   }
+}
 
-  // Values: HB heads x SV slices of accumulators per pass over the rows.
-  constexpr int HB = G * SV <= 16 ? G : 16 / SV;
-  constexpr int64_t dv = 16 * SV;
-  for (int h0 = 0; h0 < G; h0 += HB) {
-    __m512 acc[HB * SV];
-    for (int i = 0; i < HB * SV; ++i)
-      acc[i] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; ++j) {
-      if (j + kAheadV < n)
-        prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
-      const T *vr = l.vRow<T>(rows[j], kvh);
-      __m512 v[SV];
-      for (int s = 0; s < SV; ++s)
-        v[s] = load16(vr + 16 * s);
-      for (int h = 0; h < HB; ++h) {
-        const __m512 w = _mm512_set1_ps(scores[j * G + h0 + h]);
-        for (int s = 0; s < SV; ++s)
-          acc[h * SV + s] = _mm512_fmadd_ps(w, v[s], acc[h * SV + s]);
-      }
-    }
-    for (int h = 0; h < HB; ++h) {
-      float *o = out + (t * numHeads + kvh * G + h0 + h) * dv;
-      const __m512 inv = _mm512_set1_ps(1.0f / sumOf[h0 + h]);
-      for (int s = 0; s < SV; ++s)
-        _mm512_storeu_ps(o + 16 * s, _mm512_mul_ps(acc[h * SV + s], inv));
+/// Tokens t0 .. t0 + tq - 1 of one sequence at consecutive positions (a
+/// decode token is tq = 1; an extend step's tokens come in blocks), KV head
+/// kvh. Token u sees positions [0, p0 + u]. Each block of cached rows comes
+/// from memory once and serves every token of the block from L1.
+template <typename T, int G, int SV>
+void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t0, int64_t tq, int64_t kvh,
+                float *scores, float *out) {
+  constexpr int R = 16 / G;
+  constexpr int HB = G * SV <= 16 ? G : 16 / SV; // heads per value pass
+  constexpr int64_t dv = 16 * SV, kValueBlock = 64;
+  const int64_t p0 = step->positions[t0], nMax = p0 + tq, dk = l.dk;
+  const int64_t stride = nMax * G + 16; // one token's scores
+  const __m512 vscale = _mm512_set1_ps(scale);
+
+  // Row ids of positions [0, nMax), page by page (no division per row).
+  thread_local std::vector<int64_t> rowsBuf;
+  rowsBuf.resize(size_t(nMax));
+  int64_t *rows = rowsBuf.data();
+  forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
+
+  // Keys: R rows x G heads per block; the tail block repeats its last row
+  // in the unused slots and stores only the valid lanes.
+  for (int64_t j = 0; j < nMax; j += R) {
+    const T *kr[R];
+    for (int r = 0; r < R; ++r)
+      kr[r] = l.kRow<T>(rows[j + r < nMax ? j + r : nMax - 1], kvh);
+    for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < nMax; ++r)
+      prefetchRow(l.kRow<T>(rows[r], kvh), dk);
+    for (int64_t u = 0; u < tq; ++u) {
+      const int64_t n = p0 + u + 1;
+      if (j >= n)
+        continue;
+      const float *qg = q + ((t0 + u) * numHeads + kvh * G) * dk;
+      __m512 acc[16];
+      for (int i = 0; i < 16; ++i)
+        acc[i] = _mm512_setzero_ps();
+      for (int64_t s = 0; s < dk; s += 16)
+        for (int r = 0; r < R; ++r) {
+          const __m512 k = load16(kr[r] + s);
+          for (int h = 0; h < G; ++h)
+            acc[r * G + h] =
+                _mm512_fmadd_ps(_mm512_loadu_ps(qg + h * dk + s), k, acc[r * G + h]);
+        }
+      const int64_t valid = (n - j < R ? n - j : R) * G;
+      _mm512_mask_storeu_ps(scores + u * stride + j * G, tailMask(valid),
+                            _mm512_mul_ps(hsum16(acc), vscale));
     }
   }
+
+  thread_local std::vector<float> sumsBuf, accBuf;
+  sumsBuf.resize(size_t(tq * G));
+  accBuf.assign(size_t(tq * G * dv), 0.0f);
+  for (int64_t u = 0; u < tq; ++u)
+    softmaxRows<G>(scores + u * stride, p0 + u + 1, sumsBuf.data() + u * G);
+
+  // Values, kValueBlock rows at a time (L1-resident for the block's other
+  // tokens): per token, HB heads x SV slices of accumulators per pass.
+  for (int64_t jb = 0; jb < nMax; jb += kValueBlock) {
+    for (int64_t u = 0; u < tq; ++u) {
+      const int64_t jEnd = std::min(jb + kValueBlock, p0 + u + 1);
+      if (jb >= jEnd)
+        continue;
+      const float *su = scores + u * stride;
+      for (int h0 = 0; h0 < G; h0 += HB) {
+        float *au = accBuf.data() + (u * G + h0) * dv;
+        __m512 acc[HB * SV];
+        for (int i = 0; i < HB * SV; ++i)
+          acc[i] = _mm512_loadu_ps(au + 16 * i);
+        for (int64_t j = jb; j < jEnd; ++j) {
+          if (u == 0 && h0 == 0 && j + kAheadV < nMax)
+            prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
+          const T *vr = l.vRow<T>(rows[j], kvh);
+          __m512 v[SV];
+          for (int s = 0; s < SV; ++s)
+            v[s] = load16(vr + 16 * s);
+          for (int h = 0; h < HB; ++h) {
+            const __m512 w = _mm512_set1_ps(su[j * G + h0 + h]);
+            for (int s = 0; s < SV; ++s)
+              acc[h * SV + s] = _mm512_fmadd_ps(w, v[s], acc[h * SV + s]);
+          }
+        }
+        for (int i = 0; i < HB * SV; ++i)
+          _mm512_storeu_ps(au + 16 * i, acc[i]);
+      }
+    }
+  }
+  for (int64_t u = 0; u < tq; ++u)
+    for (int h = 0; h < G; ++h) {
+      const float *au = accBuf.data() + (u * G + h) * dv;
+      float *o = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
+      const __m512 inv = _mm512_set1_ps(1.0f / sumsBuf[size_t(u * G + h)]);
+      for (int s = 0; s < SV; ++s)
+        _mm512_storeu_ps(o + 16 * s, _mm512_mul_ps(_mm512_loadu_ps(au + 16 * s), inv));
+    }
 }
 
 template <typename T, int G>
 bool dispatchSv(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
-                float *out) {
+                int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                float *scores, float *out) {
   switch (l.dv) {
   case 32:
-    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
     return true;
   case 64:
-    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
     return true;
   case 128:
-    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
     return true;
   default:
     return false;
@@ -186,31 +222,32 @@ bool dispatchSv(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 
 template <typename T>
 bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
-                      float *out) {
+                      int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                      float *scores, float *out) {
   if (l.dk % 16 != 0)
     return false;
   switch (l.group) {
   case 1:
-    return dispatchSv<T, 1>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return dispatchSv<T, 1>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
   case 2:
-    return dispatchSv<T, 2>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return dispatchSv<T, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
   case 4:
-    return dispatchSv<T, 4>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return dispatchSv<T, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
   case 8:
-    return dispatchSv<T, 8>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return dispatchSv<T, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
   case 16:
-    return dispatchSv<T, 16>(step, l, q, numHeads, scale, t, kvh, scores, out);
+    return dispatchSv<T, 16>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
   default:
     return false;
   }
 }
 
 template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &, const float *,
-                                      int64_t, float, int64_t, int64_t, float *, float *);
+                                      int64_t, float, int64_t, int64_t, int64_t, float *,
+                                      float *);
 template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                          const float *, int64_t, float, int64_t, int64_t,
-                                         float *, float *);
+                                         int64_t, float *, float *);
 
 } // namespace hyrt::cpu
 

@@ -102,8 +102,9 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
 // The row-blocked AVX-512 kernel (groups of 1, 2, 4, 8, 16 query heads per
 // KV head; dv 32, 64, 128) against the reference: every group size with
 // every value width, fp32 and bf16 caches, positions that end inside a
-// key block (R = 16 / G rows) and inside a page of 5 rows, and more KV heads
-// than one so head-major page offsets are exercised. Same tolerance as
+// key block (R = 16 / G rows) and inside a page of 5 rows, more KV heads
+// than one so head-major page offsets are exercised, and blocks of
+// consecutive tokens sharing each row load (extend). Same tolerance as
 // above: fp32 accumulation against the double reference.
 TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
   if (!__builtin_cpu_supports("avx512f"))
@@ -128,21 +129,34 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
         void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
         hyrt_kv_cache_v0 kvF{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
         hyrt_kv_cache_v0 kvH{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
-        std::vector<int32_t> positions = {0, 16, 37, 8}, seqs = {0, 1, 1, 0};
-        const int64_t T = positions.size();
-        std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
-        hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
-                          len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
-        std::vector<float> q(T * heads * dk);
-        for (float &x : q)
-          x = d(rng);
-        std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
-        hyrt_ref_paged_attention(&kvF, &step, 0, q.data(), heads, 0.3f, want.data());
-        hyrt_cpu_paged_attention(bf16 ? &kvH : &kvF, &step, 0, q.data(), heads, 0.3f,
-                                 got.data());
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
-              << "group " << group << " dv " << dv << " bf16 " << bf16 << " element " << i;
+        // Single tokens at scattered positions (decode-like), then an
+        // extend-like step: 19 consecutive tokens of sequence 0 (blocks of
+        // 8, 8 and 3 tokens; the last block's tokens end inside a key block)
+        // and one token of sequence 1.
+        std::vector<int32_t> extendPos(19), extendSeq(19, 0);
+        for (int i = 0; i < 19; ++i)
+          extendPos[size_t(i)] = 21 + i;
+        extendPos.push_back(9);
+        extendSeq.push_back(1);
+        for (auto [positions, seqs] :
+             {std::pair{std::vector<int32_t>{0, 16, 37, 8}, std::vector<int32_t>{0, 1, 1, 0}},
+              std::pair{extendPos, extendSeq}}) {
+          const int64_t T = positions.size();
+          std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
+          hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
+                            len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+          std::vector<float> q(T * heads * dk);
+          for (float &x : q)
+            x = d(rng);
+          std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
+          hyrt_ref_paged_attention(&kvF, &step, 0, q.data(), heads, 0.3f, want.data());
+          hyrt_cpu_paged_attention(bf16 ? &kvH : &kvF, &step, 0, q.data(), heads, 0.3f,
+                                   got.data());
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
+                << "group " << group << " dv " << dv << " bf16 " << bf16 << " T " << T
+                << " element " << i;
+        }
       }
 }
 
