@@ -69,6 +69,9 @@ options:
   --bf16-activations       with --target=reference --quant=bf16: round GEMM
                            activations to bf16 too (the semantics of the
                            native avx512-bf16 kernels, to compare with them)
+  --quant-lm-head TYPE     with --quant w8a8: bf16 (default) or int8 output
+                           head (half the bytes of decode's largest read;
+                           a tied head quantizes its own copy)
   --keep-bf16 NAMES        with --quant w8a8: weights whose name contains one
                            of these (comma-separated, e.g. q_proj,k_proj)
                            stay bf16 like the router and lm_head always do
@@ -146,7 +149,8 @@ int fail(const std::string &message) {
 int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
-                  "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache"},
+                  "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache",
+                  "quant-lm-head"},
                  {"help", "bf16-activations", "print-ir-after-all",
                   "print-schedule"});
   std::string error;
@@ -200,6 +204,12 @@ int runCompileCommand(int argc, char **argv) {
   std::string quant = args.get("quant", "f32");
   if (quant != "f32" && quant != "bf16" && quant != "w8a8")
     return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
+  const std::string quantLmHead = args.get("quant-lm-head", "bf16");
+  if (quantLmHead != "bf16" && quantLmHead != "int8")
+    return fail("--quant-lm-head expects bf16|int8, got '" + quantLmHead + "'");
+  if (quantLmHead == "int8" && quant != "w8a8")
+    return fail("--quant-lm-head int8 needs --quant w8a8 (the head's activations are "
+                "quantized per token like the other W8A8 layers), got --quant " + quant);
   if (target == "avx2" && quant != "f32")
     return fail("--target avx2 has fp32 kernels only; --quant " + quant +
                 " needs --target avx512");
@@ -284,6 +294,7 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.bf16Activations = bf16Activations;
   pipeline.threads = threads;
   pipeline.kvCache = kvCache;
+  pipeline.quantLmHead = quantLmHead;
   auto commaList = [&](const std::string &flag) {
     std::vector<std::string> out;
     const std::string value = args.get(flag);

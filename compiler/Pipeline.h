@@ -36,6 +36,7 @@ struct PipelineOptions {
   std::string kvCache = "auto";     ///< auto | f32 | bf16
   std::set<std::string> disabled;   ///< pass names left out
   std::vector<std::string> keepBf16, keepF32; ///< weight-name substrings
+  std::string quantLmHead = "bf16";  ///< bf16 | int8 (with quant w8a8)
 };
 
 /// Passes --disable-pass accepts (the optional graph-level rewrites).

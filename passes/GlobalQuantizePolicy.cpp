@@ -80,6 +80,21 @@ struct HycGlobalQuantizePolicyPass
                                  << "' is not supported (f32, bf16, w8a8)";
       return signalPassFailure();
     }
+    if (lmHead != "bf16" && lmHead != "int8") {
+      getOperation().emitError() << "hyc-global-quantize-policy: lm-head must be bf16 "
+                                    "or int8, got '"
+                                 << lmHead << "'";
+      return signalPassFailure();
+    }
+    if (lmHead == "int8" && target != QuantScheme::w8a8) {
+      getOperation().emitError() << "hyc-global-quantize-policy: an int8 lm_head needs "
+                                    "scheme w8a8 (its activations are quantized per "
+                                    "token), got scheme '"
+                                 << scheme << "'";
+      return signalPassFailure();
+    }
+    // The output head: its own weight, or the embedding table when tied.
+    const std::vector<std::string> headNames = {"lm_head.weight", "embed_tokens.weight"};
     std::vector<std::string> f32Names(keepF32.begin(), keepF32.end());
     std::vector<std::string> bf16Names = {"mlp.gate.weight", "lm_head.weight",
                                           "embed_tokens.weight"};
@@ -105,7 +120,8 @@ struct HycGlobalQuantizePolicyPass
       // embedding keeps its fp32 rows, the head its bf16 kernel layout,
       // instead of the head running on the fp32 table through the
       // reference matmul.
-      if (nameMatches(param, bf16Names)) {
+      const bool int8Head = lmHead == "int8" && nameMatches(param, headNames);
+      if (nameMatches(param, bf16Names) && !int8Head) {
         if (target == QuantScheme::f32)
           return;
         bool onlyGemms = llvm::all_of(param->getUsers(), [&](Operation *u) {

@@ -202,7 +202,12 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
                "Further weight-name substrings that stay bf16 (router, lm_head "
                "and embeddings always do)">,
     ListOption<"keepF32", "keep-f32", "std::string",
-               "Weight-name substrings that stay fp32">
+               "Weight-name substrings that stay fp32">,
+    Option<"lmHead", "lm-head", "std::string", /*default=*/"\"bf16\"",
+           "The output head's precision under scheme=w8a8: bf16 (default) "
+           "or int8 (per-channel int8 like the other linear layers, half the "
+           "bytes of the largest decode read; a tied head quantizes its own "
+           "copy, the embedding keeps its table)">
   ];
 }
 

@@ -3,6 +3,9 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEP
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-bf16=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEPBF
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=mlp.gate,lm_head,embed_tokens" -split-input-file | FileCheck %s --check-prefix=OLD
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 lm-head=int8" -split-input-file | FileCheck %s --check-prefix=HEAD8
+// RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=bf16 lm-head=int8" 2>&1 | FileCheck %s --check-prefix=HEADBAD
+// HEADBAD: an int8 lm_head needs scheme w8a8 (its activations are quantized per token), got scheme 'bf16'
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: scheme 'int4' is not supported (f32, bf16, w8a8)
 
@@ -32,6 +35,13 @@
 // KEEPBF-LABEL: func.func @mlp
 // KEEPBF: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x48xf32>
 
+// lm-head=int8: the head joins the W8A8 layers; the router stays bf16.
+// HEAD8-LABEL: func.func @mlp
+// HEAD8: "model.layers.0.mlp.gate.weight"> -> tensor<8x48xf32>
+// HEAD8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
+// HEAD8: %[[HQ:.+]] = hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "w8a8"} -> tensor<16x8xi8>
+// HEAD8: hyc.quant.matmul %{{.*}}, %[[HQ]] scale(%{{.*}}) {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x16xf32>
+
 // OLD-LABEL: func.func @mlp
 // OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x48xf32>
 // OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x8xf32>
@@ -60,6 +70,11 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // W8A8-LABEL: func.func @tied
 // W8A8: {hyc.quantize = "copy"}
 // W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x32xf32>
+// HEAD8-LABEL: func.func @tied
+// HEAD8: %[[E:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> -> tensor<32x8xf32>
+// HEAD8: hyc.embedding %[[E]]
+// HEAD8: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> {hyc.quantize = "w8a8"} -> tensor<32x8xi8>
+// HEAD8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%{{.*}}) {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x32xf32>
 // OLD-LABEL: func.func @tied
 // OLD-NOT: "copy"
 // OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
