@@ -122,7 +122,9 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    GroupScratch &s, float *out) {
   const size_t nMax = size_t(step->positions[t] + tq);
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) {
+  static const bool rowsKernel =
+      avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  if (rowsKernel) {
     s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
     if (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t, tq, kvh,
                                                        s.scores.data(), out)

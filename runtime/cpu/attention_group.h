@@ -79,8 +79,8 @@ extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const Lay
                                                  const float *, int64_t, float, int64_t,
                                                  int64_t, float *, float *);
 
-/// The row-blocked AVX-512 kernel (attention_rows_avx512.cpp) for groups of
-/// 1, 2, 4, 8 or 16 heads, dk a multiple of 16 and dv of 32, 64 or 128, over
+/// The row-blocked AVX-512F+BW+VL kernel (attention_rows_avx512.cpp) for groups
+/// of 1, 2, 4, 8 or 16 heads, dk up to 1024 and dv up to 128, over
 /// tokens t .. t + tq - 1 of one sequence at consecutive positions; false
 /// (nothing done) for other shapes. `scores` holds
 /// tq * ((positions[t] + tq) * group + 16) floats.

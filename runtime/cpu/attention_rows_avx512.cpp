@@ -1,6 +1,7 @@
 // The GQA-group attention kernel for groups of 1, 2, 4, 8 or 16 query heads
-// per KV head and value dims of 32, 64 or 128 (every dense family hyc
-// builds), AVX-512: same semantics as attendGroup (attention.cpp), laid out
+// per KV head and value dims up to 128 (every dense family hyc builds, down
+// to stories260K's 8; tails masked), AVX-512F+BW+VL: same semantics as
+// attendGroup (attention.cpp), laid out
 // so that each cached row is loaded once for the whole group and no loop
 // waits on a horizontal sum.
 //
@@ -24,7 +25,7 @@
 #include <vector>
 
 #pragma GCC push_options
-#pragma GCC target("avx512f")
+#pragma GCC target("avx512f,avx512bw,avx512vl")
 
 #include "vec_avx512.h"
 
@@ -32,6 +33,11 @@ namespace hyrt::cpu {
 
 namespace {
 
+inline __m512 load16(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load16(const uint16_t *p, __mmask16 m) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
 inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t *p) {
   const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
@@ -112,8 +118,13 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                 float *scores, float *out) {
   constexpr int R = 16 / G;
   constexpr int HB = G * SV <= 16 ? G : 16 / SV; // heads per value pass
-  constexpr int64_t dv = 16 * SV, kValueBlock = 64;
-  const int64_t p0 = step->positions[t0], nMax = p0 + tq, dk = l.dk;
+  constexpr int64_t kValueBlock = 64, dvPad = 16 * SV; // accumulator stride
+  const int64_t p0 = step->positions[t0], nMax = p0 + tq, dk = l.dk, dv = l.dv;
+  // SV slices cover dv (16 * (SV - 1) < dv <= 16 * SV); lanes past dv are
+  // masked off on load and store.
+  __mmask16 vMask[SV];
+  for (int s = 0; s < SV; ++s)
+    vMask[s] = dv > 16 * s ? tailMask(dv - 16 * s) : __mmask16(0);
   const int64_t stride = nMax * G + 16; // one token's scores
   const __m512 vscale = _mm512_set1_ps(scale);
 
@@ -139,13 +150,15 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
       __m512 acc[16];
       for (int i = 0; i < 16; ++i)
         acc[i] = _mm512_setzero_ps();
-      for (int64_t s = 0; s < dk; s += 16)
+      for (int64_t s = 0; s < dk; s += 16) {
+        const __mmask16 m = tailMask(dk - s); // zero lanes past dk on both sides
         for (int r = 0; r < R; ++r) {
-          const __m512 k = load16(kr[r] + s);
+          const __m512 k = load16(kr[r] + s, m);
           for (int h = 0; h < G; ++h)
             acc[r * G + h] =
-                _mm512_fmadd_ps(_mm512_loadu_ps(qg + h * dk + s), k, acc[r * G + h]);
+                _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qg + h * dk + s), k, acc[r * G + h]);
         }
+      }
       const int64_t valid = (n - j < R ? n - j : R) * G;
       _mm512_mask_storeu_ps(scores + u * stride + j * G, tailMask(valid),
                             _mm512_mul_ps(hsum16(acc), vscale));
@@ -154,7 +167,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 
   thread_local std::vector<float> sumsBuf, accBuf;
   sumsBuf.resize(size_t(tq * G));
-  accBuf.assign(size_t(tq * G * dv), 0.0f);
+  accBuf.assign(size_t(tq * G * dvPad), 0.0f);
   for (int64_t u = 0; u < tq; ++u)
     softmaxRows<G>(scores + u * stride, p0 + u + 1, sumsBuf.data() + u * G);
 
@@ -167,7 +180,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         continue;
       const float *su = scores + u * stride;
       for (int h0 = 0; h0 < G; h0 += HB) {
-        float *au = accBuf.data() + (u * G + h0) * dv;
+        float *au = accBuf.data() + (u * G + h0) * dvPad;
         __m512 acc[HB * SV];
         for (int i = 0; i < HB * SV; ++i)
           acc[i] = _mm512_loadu_ps(au + 16 * i);
@@ -177,7 +190,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
           const T *vr = l.vRow<T>(rows[j], kvh);
           __m512 v[SV];
           for (int s = 0; s < SV; ++s)
-            v[s] = load16(vr + 16 * s);
+            v[s] = load16(vr + 16 * s, vMask[s]);
           for (int h = 0; h < HB; ++h) {
             const __m512 w = _mm512_set1_ps(su[j * G + h0 + h]);
             for (int s = 0; s < SV; ++s)
@@ -191,11 +204,12 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   }
   for (int64_t u = 0; u < tq; ++u)
     for (int h = 0; h < G; ++h) {
-      const float *au = accBuf.data() + (u * G + h) * dv;
+      const float *au = accBuf.data() + (u * G + h) * dvPad;
       float *o = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
       const __m512 inv = _mm512_set1_ps(1.0f / sumsBuf[size_t(u * G + h)]);
       for (int s = 0; s < SV; ++s)
-        _mm512_storeu_ps(o + 16 * s, _mm512_mul_ps(_mm512_loadu_ps(au + 16 * s), inv));
+        _mm512_mask_storeu_ps(o + 16 * s, vMask[s],
+                              _mm512_mul_ps(_mm512_loadu_ps(au + 16 * s), inv));
     }
 }
 
@@ -203,19 +217,18 @@ template <typename T, int G>
 bool dispatchSv(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                 int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                 float *scores, float *out) {
-  switch (l.dv) {
-  case 32:
-    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
-    return true;
-  case 64:
-    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
-    return true;
-  case 128:
-    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
-    return true;
-  default:
+  // Value widths up to 128 in power-of-two slice counts (masked tails).
+  if (l.dv <= 0 || l.dv > 128)
     return false;
-  }
+  if (l.dv <= 16)
+    attendRows<T, G, 1>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+  else if (l.dv <= 32)
+    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+  else if (l.dv <= 64)
+    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+  else
+    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+  return true;
 }
 
 } // namespace
@@ -224,7 +237,7 @@ template <typename T>
 bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                       int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                       float *scores, float *out) {
-  if (l.dk % 16 != 0)
+  if (l.dk <= 0 || l.dk > 1024)
     return false;
   switch (l.group) {
   case 1:

@@ -100,15 +100,16 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
                          headDimsName);
 
 // The row-blocked AVX-512 kernel (groups of 1, 2, 4, 8, 16 query heads per
-// KV head; dv 32, 64, 128) against the reference: every group size with
-// every value width, fp32 and bf16 caches, positions that end inside a
+// KV head; dv up to 128, masked tails) against the reference: every group
+// size with value widths on and off the 16-lane grid, fp32 and bf16 caches, positions that end inside a
 // key block (R = 16 / G rows) and inside a page of 5 rows, more KV heads
 // than one so head-major page offsets are exercised, and blocks of
 // consecutive tokens sharing each row load (extend). Same tolerance as
 // above: fp32 accumulation against the double reference.
 TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
-  if (!__builtin_cpu_supports("avx512f"))
-    GTEST_SKIP() << "no AVX-512F on this host: the row-blocked kernel cannot run";
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the row-blocked kernel cannot run";
   const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> d(-1, 1);
@@ -116,9 +117,11 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
   for (int64_t i = 0; i < 2 * maxPages; ++i)
     blocks[i] = int32_t((i * 11 + 5) % pages);
   for (int64_t group : {1, 2, 4, 8, 16})
-    for (int64_t dv : {32, 64, 128})
+    for (int64_t dv : {8, 32, 40, 64, 128})
       for (bool bf16 : {false, true}) {
-        const int64_t dk = dv == 32 ? 48 : dv, heads = group * kvHeads;
+        // dk: on the grid, and off it (8: one masked slice; 24: one and a half).
+        const int64_t dk = dv == 32 ? 48 : dv == 8 ? 8 : dv == 40 ? 24 : dv,
+                      heads = group * kvHeads;
         std::vector<float> k(pages * pageSize * kvHeads * dk), v(pages * pageSize * kvHeads * dv);
         std::vector<uint16_t> kh(k.size()), vh(v.size());
         for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
