@@ -17,7 +17,8 @@ bool contains(const std::string &s, const char *part) {
 /// Every GEMM weight (rank >= 2, with its scales) is read once per decode
 /// step: a routed-expert stack (`experts.*.`) only for the experts the
 /// step's tokens activate, at most all of them; an embedding table read by
-/// the gather (not a `#copy` for the head) only for the step's rows.
+/// the gather only for the step's rows. A tensor derived from the table
+/// (`#copy`, `#w8a8`, `#w8a8.scale`: a tied head's own weights) is the head.
 /// Prefill FLOPs: 2 per weight element per token (experts: top_k of E),
 /// except the lm_head (one row per sequence with last-token logits), plus
 /// attention's 4 x layers x heads x head_dim x (N / 2) average context.
@@ -33,12 +34,11 @@ ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input) {
       mi.num_experts > 0 ? double(mi.num_experts_per_tok) / double(mi.num_experts)
                          : 1.0;
   for (const hyrt::TensorEntry &t : m.tensors) {
-    const bool table = contains(t.name, "embed_tokens.weight") &&
-                       !contains(t.name, "#copy");
+    const bool embed = contains(t.name, "embed_tokens.weight");
+    const bool derived = contains(t.name, "#");
+    const bool table = embed && !derived;
     const bool expert = contains(t.name, "experts.*.");
-    const bool head = contains(t.name, "lm_head.weight") ||
-                      (contains(t.name, "embed_tokens.weight") &&
-                       contains(t.name, "#copy"));
+    const bool head = contains(t.name, "lm_head.weight") || (embed && derived);
     if (table) {
       c.decodeBytesPerStep += double(t.nbytes) / double(t.shape.empty() ? 1 : t.shape[0]) *
                               double(batch);

@@ -4,6 +4,8 @@
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
+#include "hyrt/cpu_features.h"
+
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -380,14 +382,44 @@ TEST(Bench, JsonReportOnStories260K) {
   for (const auto &t : manifest["weights"]["tensors"]) {
     const std::string name = t["name"];
     const double nbytes = t["nbytes"].get<double>();
+    // The table itself (no derivation suffix): only the 2 rows gathered.
     bytes += name.find("embed_tokens.weight") != std::string::npos &&
-                     name.find("#copy") == std::string::npos
+                     name.find('#') == std::string::npos
                  ? nbytes / t["shape"][0].get<double>() * 2
                  : nbytes;
   }
   EXPECT_NEAR(j["decode_bytes_per_token"].get<double>(), bytes / 2, 1.0);
   EXPECT_LT(j["decode_bw_efficiency"].get<double>(), 1.5);
   EXPECT_LT(j["prefill_compute_efficiency"].get<double>(), 1.5);
+}
+
+// An int8 tied head (`#w8a8` and its scales, derived from the table) is
+// read whole every decode step; only the table itself is read by rows.
+TEST(Bench, Int8TiedHeadCountsAsTheHead) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  if (!hyrt::host_has_cpu_feature("avx512_vnni"))
+    GTEST_SKIP() << "host lacks avx512_vnni: a W8A8 artifact cannot run here";
+  std::string q8 = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                               {"--max-seq-len", "256", "--max-batch-tokens", "64", "--target",
+                                "avx512", "--quant", "w8a8", "--quant-lm-head", "int8"});
+  CommandResult r8 =
+      runHyc({"bench", q8, "--input", "8", "--output", "4", "--rounds", "1", "--json"});
+  ASSERT_EQ(r8.exit_code, 0) << r8.err;
+  auto j8 = nlohmann::json::parse(r8.out, nullptr, false);
+  ASSERT_TRUE(j8.is_object()) << r8.out;
+  auto m8 = nlohmann::json::parse(readFile(q8 + "/manifest.json"));
+  double head = 0, all = 0;
+  for (const auto &t : m8["weights"]["tensors"]) {
+    const std::string name = t["name"];
+    if (name.find("embed_tokens.weight#w8a8") != std::string::npos)
+      head += t["nbytes"].get<double>();
+    all += name == "model.embed_tokens.weight"
+               ? t["nbytes"].get<double>() / t["shape"][0].get<double>()
+               : t["nbytes"].get<double>();
+  }
+  ASSERT_GT(head, 0) << m8["weights"].dump();
+  EXPECT_NEAR(j8["decode_bytes_per_token"].get<double>(), all, 1.0);
 }
 
 // --profile: the artifact's own marks. Calls per step follow from the model
