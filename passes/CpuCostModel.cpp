@@ -39,4 +39,12 @@ int64_t attentionThreads(const CpuMachine &machine, int64_t rows) {
   return std::max<int64_t>(1, std::min<int64_t>(machine.threads, rows));
 }
 
+int64_t attentionKvSplits(const CpuMachine &machine, int64_t kvHeads) {
+  // One decode token has kvHeads work items: split each into enough
+  // position ranges for every thread to get one (a batch fills the threads
+  // with more tokens; the kernel only splits long contexts), at most 16.
+  const int64_t heads = std::max<int64_t>(1, kvHeads);
+  return std::min<int64_t>(16, std::max<int64_t>(1, (machine.threads + heads - 1) / heads));
+}
+
 } // namespace hyc

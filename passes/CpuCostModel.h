@@ -52,6 +52,10 @@ GemmSchedule scheduleGemm(const CpuMachine &machine, int64_t n, int64_t k,
 /// Threads for decode/extend attention over `rows` (token, head) pairs.
 int64_t attentionThreads(const CpuMachine &machine, int64_t rows);
 
+/// KV splits per decode token (flash decoding): enough position ranges for
+/// one token's KV heads to occupy every thread, at most 16.
+int64_t attentionKvSplits(const CpuMachine &machine, int64_t kvHeads);
+
 } // namespace hyc
 
 #endif // HYC_PASSES_CPUCOSTMODEL_H

@@ -583,7 +583,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         // attention is then paged attention over [0, p].
         if (runsOn(a, "paged_attention")) {
           callKv("hyrt_cpu_paged_attention", {i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
-                f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
+                f32(a.getScale().convertToFloat()), ptrOf(a.getResult()),
+                i64(configOf(a).getKvSplits())});
           return success();
         }
         callKv("hyrt_ref_attention", {i64(a.getLayer()), ptrOf(a.getQuery()),
@@ -593,10 +594,15 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       })
       .Case<PagedAttentionOp>([&](PagedAttentionOp a) {
         auto q = D(a.getQuery());
-        callKv(runsOn(a, "paged_attention") ? "hyrt_cpu_paged_attention"
-                                            : "hyrt_ref_paged_attention",
-             {i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
-              f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
+        if (runsOn(a, "paged_attention"))
+          callKv("hyrt_cpu_paged_attention",
+                 {i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
+                  f32(a.getScale().convertToFloat()), ptrOf(a.getResult()),
+                  i64(configOf(a).getKvSplits())});
+        else
+          callKv("hyrt_ref_paged_attention",
+                 {i64(a.getLayer()), ptrOf(a.getQuery()), q[1].value,
+                  f32(a.getScale().convertToFloat()), ptrOf(a.getResult())});
         return success();
       })
       .Case<PagedAttentionAppendOp>([&](PagedAttentionAppendOp a) {
@@ -604,7 +610,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         Value layer = i64(a.getLayer()), scale = f32(a.getScale().convertToFloat());
         if (runsOn(a, "paged_attention")) {
           callKv("hyrt_cpu_paged_attention_append", {layer, ptrOf(a.getKey()), ptrOf(a.getValue()),
-                ptrOf(a.getQuery()), q[1].value, scale, ptrOf(a.getResult())});
+                ptrOf(a.getQuery()), q[1].value, scale, ptrOf(a.getResult()),
+                i64(configOf(a).getKvSplits())});
           return success();
         }
         callKv("hyrt_ref_kv_cache_append", {layer, ptrOf(a.getKey()), ptrOf(a.getValue())});

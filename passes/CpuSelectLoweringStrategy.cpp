@@ -175,12 +175,20 @@ private:
     } else if (kernels && (isa<PagedAttentionOp, PagedAttentionAppendOp>(op) ||
                            (isa<AttentionOp>(op) &&
                             readsItsOwnAppend(cast<AttentionOp>(op))))) {
-      // One (token, head) pair per work item; one split of the context: the
-      // kernel has no flash-decoding split yet.
+      // Work items are (token block, KV head); a decode step with fewer KV
+      // heads than threads splits each token's positions so every thread
+      // has a range (flash decoding; the kernel keeps each range >= 256
+      // positions and merges the partial softmaxes).
       auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+      int64_t kvHeads = 1;
+      for (Type t : op->getOperandTypes())
+        if (auto c = dyn_cast<KVCacheType>(t))
+          kvHeads = c.getNumKvHeads();
+      const bool decode = isa<PagedAttentionOp, PagedAttentionAppendOp>(op);
       config = cpu::LoweringConfigAttr::get(
           ctx, "paged_attention", {}, {}, {}, {},
-          attentionThreads(machine, q.getDimSize(1)), 0, 1, StringAttr());
+          attentionThreads(machine, q.getDimSize(1)), 0,
+          decode ? attentionKvSplits(machine, kvHeads) : 1, StringAttr());
     } else if (kernels && isa<RMSNormOp, SiluMulOp>(op)) {
       // Vectorized row kernels, rows split across the threads from 2^15
       // elements (runtime/cpu/elementwise.cpp).

@@ -114,6 +114,14 @@ attendGroupBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   attendGroupBody<uint16_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
 }
 
+/// Whether the row-blocked kernel (attention_rows_avx512.cpp) runs here.
+bool rowsKernelHere() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
 /// Tokens t .. t + tq - 1 (one sequence, consecutive positions) of KV head
 /// kvh: the row-blocked kernel takes them together where it applies; the
 /// other kernels take one token at a time.
@@ -122,9 +130,7 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    GroupScratch &s, float *out) {
   const size_t nMax = size_t(step->positions[t] + tq);
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  static const bool rowsKernel =
-      avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  if (rowsKernel) {
+  if (rowsKernelHere()) {
     s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
     if (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t, tq, kvh,
                                                        s.scores.data(), out)
@@ -181,16 +187,57 @@ int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
 /// in L2 up to a few thousand positions.
 constexpr int64_t kTokenBlock = 8;
 
+/// A KV split covers at least this many positions: below it the merge and
+/// the extra work item cost more than the split saves.
+constexpr int64_t kMinSplitRows = 256;
+
+/// A work item: tokens [t0, t0 + count) of one sequence and a KV head;
+/// for a split decode token, positions [begin, end) into partial slot
+/// `slot` (-1: unsplit).
+struct Item {
+  int64_t t0, count, kvh, begin, end, slot;
+};
+
+/// Merges the partial results of one decode token's KV splits into its
+/// output rows (the flash-decoding combine): weights e^(m_s - M) per split.
+void mergeSplits(const LayerView &l, const float *partials, int64_t splits, int64_t t,
+                 int64_t kvh, int64_t numHeads, float *out) {
+  const int64_t stride = hyrt::cpu::kvSplitFloats(l), dvPad = stride / l.group - 2;
+  for (int64_t h = 0; h < l.group; ++h) {
+    float m = -INFINITY;
+    for (int64_t s = 0; s < splits; ++s)
+      m = std::max(m, partials[s * stride + l.group * dvPad + h]);
+    float *o = out + (t * numHeads + kvh * l.group + h) * l.dv;
+    std::fill(o, o + l.dv, 0.0f);
+    float sum = 0;
+    for (int64_t s = 0; s < splits; ++s) {
+      const float *p = partials + s * stride;
+      const float w = std::exp(p[l.group * dvPad + h] - m);
+      sum += w * p[l.group * dvPad + l.group + h];
+      for (int64_t d = 0; d < l.dv; ++d)
+        o[d] += w * p[h * dvPad + d];
+    }
+    for (int64_t d = 0; d < l.dv; ++d)
+      o[d] /= sum;
+  }
+}
+
 /// Every (token block, kv head) of the step, first come first served: a
 /// block is up to kTokenBlock consecutive tokens of one sequence at
-/// consecutive positions (an extend chunk); decode tokens are blocks of one.
+/// consecutive positions (an extend chunk); decode tokens are blocks of one,
+/// split into up to `kvSplits` position ranges (the schedule's decision;
+/// at least kMinSplitRows each) and merged after.
 void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-               int64_t numHeads, float scale, float *out) {
+               int64_t numHeads, float scale, float *out, int64_t kvSplits) {
   const int64_t T = step->num_tokens;
-  // The caller's buffer, captured by reference below (a lambda running on a
-  // worker would otherwise see that worker's own thread_local instance).
+  // The caller's buffers, captured by reference below (a lambda running on
+  // a worker would otherwise see that worker's own thread_local instance).
   thread_local std::vector<std::pair<int64_t, int64_t>> callerBlocks;
+  thread_local std::vector<Item> callerItems;
+  thread_local std::vector<float> callerPartials;
   std::vector<std::pair<int64_t, int64_t>> &blocks = callerBlocks; // (first token, count)
+  std::vector<Item> &items = callerItems;
+  std::vector<float> &partials = callerPartials;
   blocks.clear();
   for (int64_t t = 0; t < T; ++t) {
     if (!blocks.empty()) {
@@ -204,11 +251,56 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     }
     blocks.push_back({t, 1});
   }
-  const int64_t items = int64_t(blocks.size()) * l.kvHeads;
-  hyrt::cpu::parallelForDynamic(items, threadsFor(step, l, numHeads), [&](int, int64_t i) {
-    const auto [t0, count] = blocks[size_t(i / l.kvHeads)];
-    attendBlockOf(step, l, q, numHeads, scale, t0, count, i % l.kvHeads, tScratch, out);
-  });
+  items.clear();
+  int64_t slots = 0;
+  const bool splitting = kvSplits > 1 && rowsKernelHere();
+  for (const auto &[t0, count] : blocks)
+    for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh) {
+      const int64_t n = int64_t(step->positions[t0]) + 1;
+      const int64_t splits =
+          splitting && count == 1 ? std::min(kvSplits, n / kMinSplitRows) : 1;
+      if (splits <= 1) {
+        items.push_back({t0, count, kvh, 0, 0, -1});
+        continue;
+      }
+      for (int64_t s = 0; s < splits; ++s)
+        items.push_back({t0, 1, kvh, n * s / splits, n * (s + 1) / splits, slots++});
+    }
+  const int64_t splitFloats = hyrt::cpu::kvSplitFloats(l);
+  partials.resize(size_t(slots * splitFloats));
+  hyrt::cpu::parallelForDynamic(
+      int64_t(items.size()), threadsFor(step, l, numHeads), [&](int, int64_t i) {
+        const Item &it = items[size_t(i)];
+        if (it.slot < 0) {
+          attendBlockOf(step, l, q, numHeads, scale, it.t0, it.count, it.kvh, tScratch, out);
+          return;
+        }
+        const hyrt::cpu::KvSplit split{it.begin, it.end, partials.data() + it.slot * splitFloats};
+        tScratch.scores.resize(size_t((it.end - it.begin) * l.group + 16 +
+                                      (step->positions[it.t0] + 1) * l.group));
+        if (l.bf16)
+          hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
+                                                tScratch.scores.data(), out, &split);
+        else
+          hyrt::cpu::attendRowsAvx512<float>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
+                                             tScratch.scores.data(), out, &split);
+      });
+  if (slots == 0)
+    return;
+  // Items of one token and KV head are consecutive with consecutive slots.
+  for (size_t i = 0; i < items.size();) {
+    size_t e = i;
+    while (e < items.size() && items[e].slot >= 0 && items[e].t0 == items[i].t0 &&
+           items[e].kvh == items[i].kvh)
+      ++e;
+    if (e == i) {
+      ++i;
+      continue;
+    }
+    mergeSplits(l, partials.data() + items[i].slot * splitFloats, int64_t(e - i), items[i].t0,
+                items[i].kvh, numHeads, out);
+    i = e;
+  }
 }
 
 } // namespace
@@ -217,18 +309,18 @@ extern "C" void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
                                          const hyrt_step_v0 *step,
                                          int64_t layer, const float *q,
                                          int64_t num_heads, float scale,
-                                         float *out) {
-  attendAll(step, layerView(kv, layer, num_heads), q, num_heads, scale, out);
+                                         float *out, int64_t kv_splits) {
+  attendAll(step, layerView(kv, layer, num_heads), q, num_heads, scale, out, kv_splits);
 }
 
 extern "C" void hyrt_cpu_paged_attention_append(
     const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step, int64_t layer,
     const float *k, const float *v, const float *q, int64_t num_heads,
-    float scale, float *out) {
+    float scale, float *out, int64_t kv_splits) {
   const LayerView l = layerView(kv, layer, num_heads);
   // The step's rows first (a token may read rows of its predecessors in a
   // multi-token step): a few KB per token, not worth waking the workers.
   for (int64_t tg = 0; tg < step->num_tokens * l.kvHeads; ++tg)
     appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
-  attendAll(step, l, q, num_heads, scale, out);
+  attendAll(step, l, q, num_heads, scale, out, kv_splits);
 }

@@ -79,6 +79,22 @@ extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const Lay
                                                  const float *, int64_t, float, int64_t,
                                                  int64_t, float *, float *);
 
+/// One KV split of a decode token (flash decoding): positions [begin, end)
+/// and where the partial result goes: [group][16 * ceil(dv / 16) rounded up
+/// to the kernel's slice count] unnormalized outputs, then `group` maxima,
+/// then `group` sums of exponentials (kvSplitFloats).
+struct KvSplit {
+  int64_t begin, end;
+  float *partial;
+};
+
+/// Floats of one split's partial result.
+inline int64_t kvSplitFloats(const LayerView &l) {
+  const int64_t slices = (l.dv + 15) / 16;
+  const int64_t sv = slices <= 1 ? 1 : slices <= 2 ? 2 : slices <= 4 ? 4 : 8;
+  return l.group * (16 * sv + 2);
+}
+
 /// The row-blocked AVX-512F+BW+VL kernel (attention_rows_avx512.cpp) for groups
 /// of 1, 2, 4, 8 or 16 heads, dk up to 1024 and dv up to 128, over
 /// tokens t .. t + tq - 1 of one sequence at consecutive positions; false
@@ -87,13 +103,14 @@ extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const Lay
 template <typename T>
 bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                       int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
-                      float *scores, float *out);
+                      float *scores, float *out, const KvSplit *split = nullptr);
 extern template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &,
                                              const float *, int64_t, float, int64_t, int64_t,
-                                             int64_t, float *, float *);
+                                             int64_t, float *, float *, const KvSplit *);
 extern template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                                 const float *, int64_t, float, int64_t,
-                                                int64_t, int64_t, float *, float *);
+                                                int64_t, int64_t, float *, float *,
+                                                const KvSplit *);
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

@@ -75,8 +75,9 @@ template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
 constexpr int64_t kAheadK = 16, kAheadV = 16;
 
 /// Softmax in place over n positions x G heads ([position][head], lane i is
-/// head i % G); sumOf[h] gets head h's sum of exponentials.
-template <int G> void softmaxRows(float *scores, int64_t n, float *sumOf) {
+/// head i % G), unnormalized; sumOf[h] gets head h's sum of exponentials
+/// and maxOut[h] (when given) the maximum subtracted.
+template <int G> void softmaxRows(float *scores, int64_t n, float *sumOf, float *maxOut) {
   const int64_t total = n * G;
   __m512 vmax = _mm512_set1_ps(-INFINITY);
   for (int64_t i = 0; i < total; i += 16) {
@@ -92,6 +93,9 @@ template <int G> void softmaxRows(float *scores, int64_t n, float *sumOf) {
   }
   for (int i = 0; i < 16; ++i)
     lanes[i] = maxOf[i % G];
+  if (maxOut)
+    for (int h = 0; h < G; ++h)
+      maxOut[h] = maxOf[h];
   const __m512 maxv = _mm512_load_ps(lanes);
   __m512 vsum = _mm512_setzero_ps();
   for (int64_t i = 0; i < total; i += 16) {
@@ -112,10 +116,12 @@ template <int G> void softmaxRows(float *scores, int64_t n, float *sumOf) {
 /// decode token is tq = 1; an extend step's tokens come in blocks), KV head
 /// kvh. Token u sees positions [0, p0 + u]. Each block of cached rows comes
 /// from memory once and serves every token of the block from L1.
+/// With `split` (tq = 1 only) the token sees positions [begin, end) and the
+/// result is a partial one: unnormalized output, maximum and sum per head.
 template <typename T, int G, int SV>
 void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                 int64_t numHeads, float scale, int64_t t0, int64_t tq, int64_t kvh,
-                float *scores, float *out) {
+                float *scores, float *out, const KvSplit *split) {
   constexpr int R = 16 / G;
   constexpr int HB = G * SV <= 16 ? G : 16 / SV; // heads per value pass
   constexpr int64_t kValueBlock = 64, dvPad = 16 * SV; // accumulator stride
@@ -125,6 +131,9 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   __mmask16 vMask[SV];
   for (int s = 0; s < SV; ++s)
     vMask[s] = dv > 16 * s ? tailMask(dv - 16 * s) : __mmask16(0);
+  // Positions [j0, nOf(u)) of token u; scores are stored from j0 on.
+  const int64_t j0 = split ? split->begin : 0;
+  auto nOf = [&](int64_t u) { return split ? split->end : p0 + u + 1; };
   const int64_t stride = nMax * G + 16; // one token's scores
   const __m512 vscale = _mm512_set1_ps(scale);
 
@@ -136,14 +145,15 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 
   // Keys: R rows x G heads per block; the tail block repeats its last row
   // in the unused slots and stores only the valid lanes.
-  for (int64_t j = 0; j < nMax; j += R) {
+  const int64_t jStop = nOf(tq - 1); // the last token sees the most rows
+  for (int64_t j = j0; j < jStop; j += R) {
     const T *kr[R];
     for (int r = 0; r < R; ++r)
-      kr[r] = l.kRow<T>(rows[j + r < nMax ? j + r : nMax - 1], kvh);
-    for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < nMax; ++r)
+      kr[r] = l.kRow<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh);
+    for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < jStop; ++r)
       prefetchRow(l.kRow<T>(rows[r], kvh), dk);
     for (int64_t u = 0; u < tq; ++u) {
-      const int64_t n = p0 + u + 1;
+      const int64_t n = nOf(u);
       if (j >= n)
         continue;
       const float *qg = q + ((t0 + u) * numHeads + kvh * G) * dk;
@@ -160,7 +170,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         }
       }
       const int64_t valid = (n - j < R ? n - j : R) * G;
-      _mm512_mask_storeu_ps(scores + u * stride + j * G, tailMask(valid),
+      _mm512_mask_storeu_ps(scores + u * stride + (j - j0) * G, tailMask(valid),
                             _mm512_mul_ps(hsum16(acc), vscale));
     }
   }
@@ -169,13 +179,14 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   sumsBuf.resize(size_t(tq * G));
   accBuf.assign(size_t(tq * G * dvPad), 0.0f);
   for (int64_t u = 0; u < tq; ++u)
-    softmaxRows<G>(scores + u * stride, p0 + u + 1, sumsBuf.data() + u * G);
+    softmaxRows<G>(scores + u * stride, nOf(u) - j0, sumsBuf.data() + u * G,
+                   split ? split->partial + G * dvPad : nullptr);
 
   // Values, kValueBlock rows at a time (L1-resident for the block's other
   // tokens): per token, HB heads x SV slices of accumulators per pass.
-  for (int64_t jb = 0; jb < nMax; jb += kValueBlock) {
+  for (int64_t jb = j0; jb < jStop; jb += kValueBlock) {
     for (int64_t u = 0; u < tq; ++u) {
-      const int64_t jEnd = std::min(jb + kValueBlock, p0 + u + 1);
+      const int64_t jEnd = std::min(jb + kValueBlock, nOf(u));
       if (jb >= jEnd)
         continue;
       const float *su = scores + u * stride;
@@ -185,14 +196,14 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         for (int i = 0; i < HB * SV; ++i)
           acc[i] = _mm512_loadu_ps(au + 16 * i);
         for (int64_t j = jb; j < jEnd; ++j) {
-          if (u == 0 && h0 == 0 && j + kAheadV < nMax)
+          if (u == 0 && h0 == 0 && j + kAheadV < jStop)
             prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
           const T *vr = l.vRow<T>(rows[j], kvh);
           __m512 v[SV];
           for (int s = 0; s < SV; ++s)
             v[s] = load16(vr + 16 * s, vMask[s]);
           for (int h = 0; h < HB; ++h) {
-            const __m512 w = _mm512_set1_ps(su[j * G + h0 + h]);
+            const __m512 w = _mm512_set1_ps(su[(j - j0) * G + h0 + h]);
             for (int s = 0; s < SV; ++s)
               acc[h * SV + s] = _mm512_fmadd_ps(w, v[s], acc[h * SV + s]);
           }
@@ -201,6 +212,11 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
           _mm512_storeu_ps(au + 16 * i, acc[i]);
       }
     }
+  }
+  if (split) { // [G][dvPad] unnormalized outputs, then G maxima, G sums
+    std::copy(accBuf.begin(), accBuf.begin() + G * dvPad, split->partial);
+    std::copy(sumsBuf.begin(), sumsBuf.begin() + G, split->partial + G * dvPad + G);
+    return;
   }
   for (int64_t u = 0; u < tq; ++u)
     for (int h = 0; h < G; ++h) {
@@ -216,18 +232,18 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 template <typename T, int G>
 bool dispatchSv(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                 int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
-                float *scores, float *out) {
+                float *scores, float *out, const KvSplit *split) {
   // Value widths up to 128 in power-of-two slice counts (masked tails).
   if (l.dv <= 0 || l.dv > 128)
     return false;
   if (l.dv <= 16)
-    attendRows<T, G, 1>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    attendRows<T, G, 1>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   else if (l.dv <= 32)
-    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    attendRows<T, G, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   else if (l.dv <= 64)
-    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    attendRows<T, G, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   else
-    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    attendRows<T, G, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   return true;
 }
 
@@ -236,20 +252,20 @@ bool dispatchSv(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 template <typename T>
 bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                       int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
-                      float *scores, float *out) {
+                      float *scores, float *out, const KvSplit *split) {
   if (l.dk <= 0 || l.dk > 1024)
     return false;
   switch (l.group) {
   case 1:
-    return dispatchSv<T, 1>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    return dispatchSv<T, 1>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   case 2:
-    return dispatchSv<T, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    return dispatchSv<T, 2>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   case 4:
-    return dispatchSv<T, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    return dispatchSv<T, 4>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   case 8:
-    return dispatchSv<T, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    return dispatchSv<T, 8>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   case 16:
-    return dispatchSv<T, 16>(step, l, q, numHeads, scale, t, tq, kvh, scores, out);
+    return dispatchSv<T, 16>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
   default:
     return false;
   }
@@ -257,10 +273,10 @@ bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float 
 
 template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &, const float *,
                                       int64_t, float, int64_t, int64_t, int64_t, float *,
-                                      float *);
+                                      float *, const KvSplit *);
 template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                          const float *, int64_t, float, int64_t, int64_t,
-                                         int64_t, float *, float *);
+                                         int64_t, float *, float *, const KvSplit *);
 
 } // namespace hyrt::cpu
 

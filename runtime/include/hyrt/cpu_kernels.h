@@ -70,11 +70,14 @@ void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
 /* hyrt_ref_paged_attention's semantics (token t at position p attends to
  * cached positions [0, p] of its sequence) in fp32, threads over (token,
  * head). Also serves extend attention when the step's keys and values were
- * appended to the cache before it (the compiler checks that). */
+ * appended to the cache before it (the compiler checks that). A decode
+ * token's positions may be split into up to kv_splits ranges (flash
+ * decoding; the schedule's `kv_splits`), each at least 256 positions, whose
+ * partial results are merged; 1 = no split. */
 void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
                               const hyrt_step_v0 *step, int64_t layer,
                               const float *q, int64_t num_heads, float scale,
-                              float *out);
+                              float *out, int64_t kv_splits);
 
 /* The W8A8 drivers' activation quantization on its own (hyc.quant.quantize
  * on kernel targets): per token scale = max|x| / 127 into a_scale[M], rows
@@ -133,7 +136,7 @@ void hyrt_cpu_paged_attention_append(const hyrt_kv_cache_v0 *kv,
                                      const hyrt_step_v0 *step, int64_t layer,
                                      const float *k, const float *v,
                                      const float *q, int64_t num_heads,
-                                     float scale, float *out);
+                                     float scale, float *out, int64_t kv_splits);
 
 /* RMSNorm of rows of `dim` (x + residual when residual is non-null, that
  * sum stored to residual_out when non-null; in place allowed) and

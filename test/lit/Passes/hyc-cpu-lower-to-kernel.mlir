@@ -42,7 +42,8 @@ func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<
 // -----
 
 // Decode attention with its KV write, on the paged kernel: the cache and
-// the step are passed first (kv_step), the query heads from the shape.
+// the step are passed first (kv_step), the query heads from the shape, the
+// schedule's KV splits last.
 
 // CHECK-LABEL: func.func @decode()
 // CHECK-DAG: %[[K:.+]] = hyc_kernel.buffer "arena"[256] (%{{.*}}) : memref<?x2x8xf32>
@@ -50,7 +51,8 @@ func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<
 // CHECK-DAG: %[[Q:.+]] = hyc_kernel.buffer "arena"[0] (%{{.*}}) : memref<?x4x8xf32>
 // CHECK-DAG: %[[H:.+]] = arith.constant 4 : index
 // CHECK-DAG: %[[O:.+]] = hyc_kernel.buffer "step_logits"[0] (%{{.*}}) : memref<?x4x8xf32>
-// CHECK: hyc_kernel.ukernel "hyrt_cpu_paged_attention_append"(%{{.*}}, %[[K]], %[[V]], %[[Q]], %[[H]], %{{.*}}, %[[O]]) {kv_step}
+// CHECK-DAG: %[[SPLITS:.+]] = arith.constant 3 : index
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_paged_attention_append"(%{{.*}}, %[[K]], %[[V]], %[[Q]], %[[H]], %{{.*}}, %[[O]], %[[SPLITS]]) {kv_step}
 !c2 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
 func.func @decode(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2) -> (tensor<?x4x8xf32>, !c2) attributes {hyc.entry = "decode", hyc_cpu.scratch_offset = 0 : i64} {
   %tok = hyc.assume_bounds %tok0 [2] : tensor<?xi32>
@@ -62,7 +64,7 @@ func.func @decode(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2) -> (tensor
   %n = tensor.dim %x, %c0i : tensor<?x32xf32>
   %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 8] : tensor<?x32xf32> into tensor<?x4x8xf32>
   %kv = tensor.expand_shape %y [[0], [1, 2]] output_shape [%n, 2, 8] : tensor<?x16xf32> into tensor<?x2x8xf32>
-  %o, %c1 = hyc.paged_attention.append %q, %kv, %kv, %c {layer = 0 : i64, scale = 0.35 : f32, hyc_cpu.arena_offsets = array<i64: -2, -1>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "paged_attention", threads = 2>} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c2 -> tensor<?x4x8xf32>
+  %o, %c1 = hyc.paged_attention.append %q, %kv, %kv, %c {layer = 0 : i64, scale = 0.35 : f32, hyc_cpu.arena_offsets = array<i64: -2, -1>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "paged_attention", threads = 2, kv_splits = 3>} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c2 -> tensor<?x4x8xf32>
   return %o, %c1 : tensor<?x4x8xf32>, !c2
 }
 

@@ -2,6 +2,7 @@
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 threads=1" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true" -split-input-file | FileCheck %s --check-prefix=NATIVE
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy=target=reference -split-input-file | FileCheck %s --check-prefix=REF
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 threads=8" -split-input-file | FileCheck %s --check-prefix=EIGHT
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=f32" -split-input-file | FileCheck %s --check-prefix=KVF32
 // RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=bf16" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVBF16
 // RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy=target=sve -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
@@ -144,6 +145,11 @@ func.func @elementwise(%x: tensor<?x16xf32>, %u: tensor<?x16xf32>, %nw: tensor<1
 // CHECK-NEXT: func.func @decode_attention
 // REF: module attributes {hyc_cpu.kv_cache_dtype = "f32"}
 // REF-NEXT: func.func @decode_attention
+// Flash decoding: one decode token has 2 KV-head work items; 8 threads
+// split its positions in ceil(8 / 2) = 4 ranges, 2 threads need none.
+// CHECK: hyc.paged_attention.append {{.*}}<kernel = "paged_attention", threads = 2>
+// EIGHT-LABEL: func.func @decode_attention
+// EIGHT: hyc.paged_attention.append {{.*}}<kernel = "paged_attention", threads = 4, kv_splits = 4>
 // KVF32-LABEL: func.func @elementwise
 // KVF32: module attributes {hyc_cpu.kv_cache_dtype = "f32"}
 // KVF32-NEXT: func.func @decode_attention

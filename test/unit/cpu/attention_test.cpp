@@ -77,7 +77,7 @@ TEST_P(CpuPagedAttention, MatchesReference) {
       std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
       hyrt_ref_paged_attention(&kv, &step, l, q.data(), heads, 0.25f, want.data());
       hyrt_cpu_paged_attention(bf16 ? &kvh : &kv, &step, l, q.data(), heads, 0.25f,
-                               got.data());
+                               got.data(), 1);
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
             << "layer " << l << " element " << i;
@@ -154,13 +154,58 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
           std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
           hyrt_ref_paged_attention(&kvF, &step, 0, q.data(), heads, 0.3f, want.data());
           hyrt_cpu_paged_attention(bf16 ? &kvH : &kvF, &step, 0, q.data(), heads, 0.3f,
-                                   got.data());
+                                   got.data(), 1);
           for (size_t i = 0; i < want.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
                 << "group " << group << " dv " << dv << " bf16 " << bf16 << " T " << T
                 << " element " << i;
         }
       }
+}
+
+// Flash decoding: a decode token's positions split into KV ranges of at
+// least 256, partial softmax results merged, against the reference and the
+// unsplit kernel (same fp32-accumulation tolerance: the merge rescales
+// each split's sums by e^(m_s - M) once).
+TEST(CpuPagedAttentionSplits, SplitDecodeMatchesReference) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    GTEST_SKIP() << "no AVX-512F/BW/VL on this host: splits run on the row-blocked kernel only";
+  const int64_t pageSize = 16, kvHeads = 2, dk = 64, dv = 64, heads = 8, maxPages = 100;
+  const int64_t pages = 2 * maxPages;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[i] = int32_t((i * 37 + 11) % pages);
+  std::vector<float> k(pages * pageSize * kvHeads * dk), v(pages * pageSize * kvHeads * dv);
+  for (auto *vec : {&k, &v})
+    for (float &x : *vec)
+      x = d(rng) * 2;
+  void *kp = k.data(), *vp = v.data();
+  hyrt_kv_cache_v0 kv{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
+  // Positions 1500 (5 ranges of 256+ at most) and 300 (one), two sequences.
+  std::vector<int32_t> positions = {1500, 300}, seqs = {0, 1}, tokens = {5, 5};
+  std::vector<int32_t> start = {0, 1}, len = {1, 1}, prefix = {1500, 300};
+  hyrt_step_v0 step{2, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
+                    len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+  std::vector<float> q(2 * heads * dk);
+  for (float &x : q)
+    x = d(rng);
+  std::vector<float> ref(2 * heads * dv), whole(2 * heads * dv);
+  hyrt_ref_paged_attention(&kv, &step, 0, q.data(), heads, 0.125f, ref.data());
+  hyrt_cpu_paged_attention(&kv, &step, 0, q.data(), heads, 0.125f, whole.data(), 1);
+  for (int64_t splits : {2, 4, 16}) {
+    std::vector<float> got(2 * heads * dv, -7.0f);
+    hyrt_cpu_paged_attention(&kv, &step, 0, q.data(), heads, 0.125f, got.data(), splits);
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_NEAR(got[i], ref[i], 1e-5f * (1 + std::fabs(ref[i]))) << splits << " splits, " << i;
+      ASSERT_NEAR(got[i], whole[i], 1e-5f * (1 + std::fabs(whole[i]))) << splits << " splits, " << i;
+    }
+    if (splits == 2) // the 300-position token is never split: bit for bit
+      for (size_t i = heads * dv; i < got.size(); ++i)
+        ASSERT_EQ(got[i], whole[i]) << i;
+  }
 }
 
 // The AVX-512 softmax's exp against std::exp over the range softmax feeds
@@ -242,9 +287,9 @@ TEST(CpuPagedAttentionAppend, EqualsAppendThenAttentionBitForBit) {
       hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB, dtype};
       std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
       hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
-      hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.25f, want.data());
+      hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.25f, want.data(), 1);
       hyrt_cpu_paged_attention_append(&b, &step, 0, newK.data(), newV.data(), q.data(), heads,
-                                      0.25f, got.data());
+                                      0.25f, got.data(), 1);
       EXPECT_EQ(got, want) << T << " tokens, bf16 " << bf16;
       EXPECT_EQ(kA, kB);
       EXPECT_EQ(vA, vB);
@@ -282,10 +327,10 @@ TEST(CpuPagedAttentionAppend, ThreadedLongContextEqualsTheTwoCalls) {
   hyrt_kv_cache_v0 b{1, pages, pageSize, kvHeads, dk, dv, &kpB, &vpB, HYRT_KV_F32};
   std::vector<float> want(2 * heads * dv), got(2 * heads * dv, -7.0f), ref(2 * heads * dv);
   hyrt_ref_kv_cache_append(&a, &step, 0, newK.data(), newV.data());
-  hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.125f, want.data());
+  hyrt_cpu_paged_attention(&a, &step, 0, q.data(), heads, 0.125f, want.data(), 1);
   hyrt_ref_paged_attention(&a, &step, 0, q.data(), heads, 0.125f, ref.data());
   hyrt_cpu_paged_attention_append(&b, &step, 0, newK.data(), newV.data(), q.data(), heads,
-                                  0.125f, got.data());
+                                  0.125f, got.data(), 1);
   EXPECT_EQ(got, want);
   EXPECT_EQ(kA, kB);
   EXPECT_EQ(vA, vB);
