@@ -50,6 +50,11 @@ all of them together, R times, and reports:
   --rounds R    repetitions; rates are medians over rounds (default 3)
   --profile     also time per op kind per step (the artifact marks every
                 kernel call; two clock reads per call while on)
+  --short-context N
+                also decode one sequence from an N-token prompt, one step
+                after each step of the main decode, and report the TPOT
+                ratio of the long context to the short one from the same
+                minute (the cost of context length, free of the host's drift)
   --no-huge-pages
                 weights and KV cache on 4 KiB pages (MADV_NOHUGEPAGE), to
                 measure what transparent huge pages buy; the bandwidth
@@ -86,14 +91,15 @@ int32_t greedy(const std::vector<float> &logits, size_t row, size_t vocab) {
 }
 
 struct Round {
-  std::vector<double> ttft, tpot;
+  std::vector<double> ttft, tpot, tpotShort;
   double prefillSeconds = 0, decodeSeconds = 0;
 };
 
 } // namespace
 
 int runBenchCommand(int argc, char **argv) {
-  cli::Args args({"input", "output", "batch", "rounds"}, {"help", "json", "profile", "no-huge-pages"});
+  cli::Args args({"input", "output", "batch", "rounds", "short-context"},
+                 {"help", "json", "profile", "no-huge-pages"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc bench: %s\n%s", error.c_str(), kBenchUsage);
@@ -108,8 +114,9 @@ int runBenchCommand(int argc, char **argv) {
                  args.positionals().size(), kBenchUsage);
     return 2;
   }
-  int64_t input = 0, output = 0, batch = 0, rounds = 0;
-  if (!args.getInt("input", 128, input, error) ||
+  int64_t input = 0, output = 0, batch = 0, rounds = 0, shortContext = 0;
+  if (!args.getInt("short-context", 0, shortContext, error) ||
+      !args.getInt("input", 128, input, error) ||
       !args.getInt("output", 64, output, error) ||
       !args.getInt("batch", 1, batch, error) ||
       !args.getInt("rounds", 3, rounds, error)) {
@@ -125,6 +132,12 @@ int runBenchCommand(int argc, char **argv) {
                    static_cast<long long>(v));
       return 2;
     }
+  if (args.has("short-context") && (shortContext < 1 || shortContext >= input)) {
+    std::fprintf(stderr,
+                 "hyc bench: --short-context must be in [1, --input) = [1, %lld), got %lld\n",
+                 static_cast<long long>(input), static_cast<long long>(shortContext));
+    return 2;
+  }
   const bool json = args.has("json");
   const bool profiling = args.has("profile");
   const bool hugePages = !args.has("no-huge-pages");
@@ -152,7 +165,8 @@ int runBenchCommand(int argc, char **argv) {
   options.huge_pages = hugePages;
   options.num_pages = batch * ((input + output + options.page_size - 1) /
                                    options.page_size +
-                               1);
+                               1) +
+                      (shortContext + output + options.page_size - 1) / options.page_size + 1;
   std::unique_ptr<hyrt::Engine> engine;
   if (hyrt::Status st = hyrt::Engine::create(artifact.get(), options, &engine);
       !st.ok()) {
@@ -208,9 +222,9 @@ int runBenchCommand(int argc, char **argv) {
 
   // Synthetic prompts: ids spread over the vocabulary, seeded by sequence.
   const int64_t vocab = m.model.vocab_size;
-  auto prompt = [&](int64_t seq) {
-    std::vector<int32_t> ids(static_cast<size_t>(input));
-    for (int64_t i = 0; i < input; ++i)
+  auto prompt = [&](int64_t seq, int64_t length) {
+    std::vector<int32_t> ids(static_cast<size_t>(length));
+    for (int64_t i = 0; i < length; ++i)
       ids[size_t(i)] = int32_t((3 + seq * 7919 + i * 104729) % vocab);
     return ids;
   };
@@ -231,7 +245,7 @@ int runBenchCommand(int argc, char **argv) {
                doneAt(r, s));
       seqs.push_back(engine->add_sequence());
       const double t0 = seconds();
-      hyrt::Status st = engine->extend(seqs.back(), prompt(s), &logits,
+      hyrt::Status st = engine->extend(seqs.back(), prompt(s, input), &logits,
                                        /*all_rows=*/false);
       const double dt = seconds() - t0;
       if (!st.ok()) {
@@ -242,7 +256,23 @@ int runBenchCommand(int argc, char **argv) {
       round.prefillSeconds += dt;
       next.push_back(greedy(logits, 0, size_t(vocab)));
     }
-    if (marking) {
+    // The short-context sequence (not timed, not profiled).
+    int64_t shortSeq = -1;
+    std::vector<int32_t> shortNext;
+    if (shortContext > 0) {
+      if (marking)
+        prefillProfile.stop(marks, batch);
+      shortSeq = engine->add_sequence();
+      if (hyrt::Status st =
+              engine->extend(shortSeq, prompt(batch, shortContext), &logits, false);
+          !st.ok()) {
+        std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+        return 1;
+      }
+      shortNext.push_back(greedy(logits, 0, size_t(vocab)));
+      if (marking)
+        PhaseProfile::start(marks);
+    } else if (marking) {
       prefillProfile.stop(marks, batch);
       PhaseProfile::start(marks);
     }
@@ -262,7 +292,23 @@ int runBenchCommand(int argc, char **argv) {
       round.decodeSeconds += dt;
       for (size_t s = 0; s < seqs.size(); ++s)
         next[s] = greedy(logits, s, size_t(vocab));
+      if (shortSeq >= 0) { // interleaved, outside the profile's marks
+        if (marking)
+          marks->enabled = 0;
+        const double s0 = seconds();
+        hyrt::Status ss = engine->decode({shortSeq}, shortNext, &logits);
+        round.tpotShort.push_back(seconds() - s0);
+        if (marking)
+          marks->enabled = 1;
+        if (!ss.ok()) {
+          std::fprintf(stderr, "\nhyc bench: %s\n", ss.message().c_str());
+          return 1;
+        }
+        shortNext[0] = greedy(logits, 0, size_t(vocab));
+      }
     }
+    if (shortSeq >= 0)
+      (void)engine->release(shortSeq);
     if (marking)
       decodeProfile.stop(marks, output);
     for (int64_t s : seqs)
@@ -280,10 +326,11 @@ int runBenchCommand(int argc, char **argv) {
   if (terminal && !json)
     std::fprintf(stderr, "\r%-80s\r", "");
 
-  std::vector<double> ttft, tpot, prefillRates, decodeRates;
+  std::vector<double> ttft, tpot, tpotShort, prefillRates, decodeRates;
   for (const Round &r : results) {
     ttft.insert(ttft.end(), r.ttft.begin(), r.ttft.end());
     tpot.insert(tpot.end(), r.tpot.begin(), r.tpot.end());
+    tpotShort.insert(tpotShort.end(), r.tpotShort.begin(), r.tpotShort.end());
     prefillRates.push_back(double(input * batch) / r.prefillSeconds);
     decodeRates.push_back(double(output * batch) / r.decodeSeconds);
   }
@@ -298,6 +345,16 @@ int runBenchCommand(int argc, char **argv) {
       peak > 0 ? cost.flopsPerToken * prefillTokS / (peak * 1e9) : 0;
   const double tpotMean =
       tpot.empty() ? 0 : std::accumulate(tpot.begin(), tpot.end(), 0.0) / tpot.size();
+  // Medians: a step the host stalled (p99 is often 1.5x p50 here) should not
+  // decide the ratio.
+  const double tpotShortP50 = percentile(tpotShort, 0.5), tpotP50 = percentile(tpot, 0.5);
+  char shortJson[256] = "";
+  if (shortContext > 0)
+    std::snprintf(shortJson, sizeof(shortJson),
+                  ", \"short_context\": %lld, \"tpot_short_p50_ms\": %.4f, "
+                  "\"long_short_tpot_ratio\": %.4f",
+                  static_cast<long long>(shortContext), tpotShortP50 * 1e3,
+                  tpotShortP50 > 0 ? tpotP50 / tpotShortP50 : 0);
 
   if (json) {
     std::printf(
@@ -309,14 +366,15 @@ int runBenchCommand(int argc, char **argv) {
         "\"decode_bw_efficiency\": %.4f, \"prefill_flops_per_token\": %.0f, "
         "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
         "\"prefill_compute_efficiency\": %.4f, \"kv_cache_dtype\": \"%s\", "
-        "\"huge_pages\": %s%s%s}\n",
+        "\"huge_pages\": %s%s%s%s}\n",
         args.positionals()[0].c_str(), m.target.c_str(), threads,
         static_cast<long long>(input), static_cast<long long>(output),
         static_cast<long long>(batch), static_cast<long long>(rounds),
         median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
         percentile(tpot, 0.99) * 1e3, prefillTokS, decodeTokS, bytesPerToken,
         streamGbs, bwEff, cost.flopsPerToken, peak, peakName.c_str(), computeEff,
-        m.kv_cache.dtype.c_str(), hugePages ? "true" : "false", profiling ? ", " : "",
+        m.kv_cache.dtype.c_str(), hugePages ? "true" : "false", shortJson,
+        profiling ? ", " : "",
         profiling ? profileJson(prefillProfile, decodeProfile).c_str() : "");
     return 0;
   }
@@ -338,6 +396,12 @@ int runBenchCommand(int argc, char **argv) {
               "%.0f%%\n",
               cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,
               peak, peakName.c_str(), computeEff * 100);
+  if (shortContext > 0)
+    std::printf("  decode at position ~%lld: TPOT p50 %.3f ms; at ~%lld, interleaved: %.3f ms "
+                "-> %.3fx\n",
+                static_cast<long long>(input), tpotP50 * 1e3,
+                static_cast<long long>(shortContext), tpotShortP50 * 1e3,
+                tpotShortP50 > 0 ? tpotP50 / tpotShortP50 : 0);
   if (profiling)
     printProfile(prefillProfile, decodeProfile);
   return 0;

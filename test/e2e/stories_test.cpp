@@ -334,6 +334,30 @@ TEST(CompileErrors, MaxSeqLenBeyondModelContext) {
 namespace hyc::e2e {
 namespace {
 
+// --short-context N decodes a second, short sequence interleaved with the
+// main one and reports the TPOT ratio; on stories260K attention is most of
+// a step, so 200 cached positions must cost more than 10; a short context
+// that is not shorter is refused.
+TEST(Bench, ShortContextRatioFromTheSameRun) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  std::string art = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                                {"--max-seq-len", "256", "--max-batch-tokens", "64"});
+  CommandResult r = runHyc({"bench", art, "--input", "200", "--output", "16", "--rounds", "1",
+                            "--short-context", "10", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("long_short_tpot_ratio")) << r.out;
+  EXPECT_EQ(j["short_context"], 10);
+  EXPECT_GT(j["tpot_short_p50_ms"].get<double>(), 0);
+  EXPECT_GT(j["long_short_tpot_ratio"].get<double>(), 1.0) << r.out;
+  r = runHyc({"bench", art, "--input", "20", "--short-context", "20"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--short-context must be in [1, --input) = [1, 20), got 20"),
+            std::string::npos)
+      << r.err;
+}
+
 // --no-huge-pages runs the same benchmark on 4 KiB pages and says so.
 TEST(Bench, NoHugePagesIsReported) {
   if (!haveShared())
