@@ -60,24 +60,9 @@ void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float
     }
   });
 
-  for (int64_t g = 0; g < G; ++g) {
-    float *sg = scores + g * ns;
-    // Masked tails: lanes past n read as -inf for the maximum, 0 for the sum.
-    __m512 vmax = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 m = tailMask(n - j);
-      vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, sg + j));
-    }
-    const __m512 maxScore = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-    __m512 vsum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 m = tailMask(n - j);
-      const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sg + j), maxScore));
-      _mm512_mask_storeu_ps(sg + j, m, e);
-      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
-    }
-    sg[n] = _mm512_reduce_add_ps(vsum);
-  }
+  // Per head: exponentials in place, their sum after them (at sg[n]).
+  for (int64_t g = 0; g < G; ++g)
+    softmaxRows<1>(scores + g * ns, n, scores + g * ns + n, nullptr);
 
   // Up to four 16-wide output slices of one head in registers while the
   // cached values stream past (an L1/L2-resident group's worth of rows).

@@ -74,44 +74,6 @@ template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
 // inside a page only, 0.57-0.63 from 8 to 32 rows ahead across pages.
 constexpr int64_t kAheadK = 16, kAheadV = 16;
 
-/// Softmax in place over n positions x G heads ([position][head], lane i is
-/// head i % G), unnormalized; sumOf[h] gets head h's sum of exponentials
-/// and maxOut[h] (when given) the maximum subtracted.
-template <int G> void softmaxRows(float *scores, int64_t n, float *sumOf, float *maxOut) {
-  const int64_t total = n * G;
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < total; i += 16) {
-    const __mmask16 m = tailMask(total - i);
-    vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, scores + i));
-  }
-  alignas(64) float lanes[16], maxOf[G];
-  _mm512_store_ps(lanes, vmax);
-  for (int h = 0; h < G; ++h) {
-    maxOf[h] = -INFINITY;
-    for (int i = h; i < 16; i += G)
-      maxOf[h] = lanes[i] > maxOf[h] ? lanes[i] : maxOf[h];
-  }
-  for (int i = 0; i < 16; ++i)
-    lanes[i] = maxOf[i % G];
-  if (maxOut)
-    for (int h = 0; h < G; ++h)
-      maxOut[h] = maxOf[h];
-  const __m512 maxv = _mm512_load_ps(lanes);
-  __m512 vsum = _mm512_setzero_ps();
-  for (int64_t i = 0; i < total; i += 16) {
-    const __mmask16 m = tailMask(total - i);
-    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + i), maxv));
-    _mm512_mask_storeu_ps(scores + i, m, e);
-    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
-  }
-  _mm512_store_ps(lanes, vsum);
-  for (int h = 0; h < G; ++h) {
-    sumOf[h] = 0;
-    for (int i = h; i < 16; i += G)
-      sumOf[h] += lanes[i];
-  }
-}
-
 /// Tokens t0 .. t0 + tq - 1 of one sequence at consecutive positions (a
 /// decode token is tq = 1; an extend step's tokens come in blocks), KV head
 /// kvh. Token u sees positions [0, p0 + u]. Each block of cached rows comes

@@ -5,6 +5,7 @@
 #ifndef HYRT_CPU_VEC_AVX512_H
 #define HYRT_CPU_VEC_AVX512_H
 
+#include <cmath>
 #include <cstdint>
 #include <immintrin.h>
 
@@ -37,6 +38,44 @@ inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+
+/// Softmax in place over n positions x G heads ([position][head], lane i is
+/// head i % G), unnormalized; sumOf[h] gets head h's sum of exponentials
+/// and maxOut[h] (when given) the maximum subtracted.
+template <int G> inline void softmaxRows(float *scores, int64_t n, float *sumOf, float *maxOut) {
+  const int64_t total = n * G;
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < total; i += 16) {
+    const __mmask16 m = tailMask(total - i);
+    vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, scores + i));
+  }
+  alignas(64) float lanes[16], maxOf[G];
+  _mm512_store_ps(lanes, vmax);
+  for (int h = 0; h < G; ++h) {
+    maxOf[h] = -INFINITY;
+    for (int i = h; i < 16; i += G)
+      maxOf[h] = lanes[i] > maxOf[h] ? lanes[i] : maxOf[h];
+  }
+  for (int i = 0; i < 16; ++i)
+    lanes[i] = maxOf[i % G];
+  if (maxOut)
+    for (int h = 0; h < G; ++h)
+      maxOut[h] = maxOf[h];
+  const __m512 maxv = _mm512_load_ps(lanes);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < total; i += 16) {
+    const __mmask16 m = tailMask(total - i);
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + i), maxv));
+    _mm512_mask_storeu_ps(scores + i, m, e);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+  }
+  _mm512_store_ps(lanes, vsum);
+  for (int h = 0; h < G; ++h) {
+    sumOf[h] = 0;
+    for (int i = h; i < 16; i += G)
+      sumOf[h] += lanes[i];
+  }
+}
 
 } // namespace
 } // namespace hyrt::cpu

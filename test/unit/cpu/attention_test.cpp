@@ -13,10 +13,36 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 namespace {
+
+/// One step of tokens at `positions` of sequences `seqs` (two sequences,
+/// block tables `blocks`) with random queries: hyrt_cpu_paged_attention on
+/// `cache` against the reference on `ref` (the same values in fp32), to
+/// fp32-accumulation accuracy against the double reference.
+void expectMatchesReference(const hyrt_kv_cache_v0 &ref, const hyrt_kv_cache_v0 &cache,
+                            std::vector<int32_t> positions, std::vector<int32_t> seqs,
+                            std::vector<int32_t> &blocks, int64_t maxPages, int64_t layer,
+                            int64_t heads, float scale, std::mt19937 &rng,
+                            const std::string &what) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  const int64_t T = positions.size(), dk = ref.k_head_dim, dv = ref.v_head_dim;
+  std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
+  hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
+                    len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+  std::vector<float> q(T * heads * dk);
+  for (float &x : q)
+    x = d(rng);
+  std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
+  hyrt_ref_paged_attention(&ref, &step, layer, q.data(), heads, scale, want.data());
+  hyrt_cpu_paged_attention(&cache, &step, layer, q.data(), heads, scale, got.data(), 1);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
+        << what << ", " << T << " tokens, layer " << layer << ", element " << i;
+}
 
 // Head dims (dk, dv): dv = 12 takes the portable kernel; multiples of 16
 // take the AVX-512 one where the host has it (48: one two-chain step of the
@@ -65,24 +91,10 @@ TEST_P(CpuPagedAttention, MatchesReference) {
     blocks[i] = int32_t((i * 7 + 3) % pages);
   for (auto [positions, seqs] :
        {std::pair{std::vector<int32_t>{17, 4}, std::vector<int32_t>{0, 1}},
-        std::pair{std::vector<int32_t>{15, 16, 17}, std::vector<int32_t>{0, 0, 0}}}) {
-    const int64_t T = positions.size();
-    std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
-    hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
-                      len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
-    std::vector<float> q(T * heads * dk);
-    for (float &x : q)
-      x = d(rng);
-    for (int64_t l = 0; l < layers; ++l) {
-      std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
-      hyrt_ref_paged_attention(&kv, &step, l, q.data(), heads, 0.25f, want.data());
-      hyrt_cpu_paged_attention(bf16 ? &kvh : &kv, &step, l, q.data(), heads, 0.25f,
-                               got.data(), 1);
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
-            << "layer " << l << " element " << i;
-    }
-  }
+        std::pair{std::vector<int32_t>{15, 16, 17}, std::vector<int32_t>{0, 0, 0}}})
+    for (int64_t l = 0; l < layers; ++l)
+      expectMatchesReference(kv, bf16 ? kvh : kv, positions, seqs, blocks, maxPages, l, heads,
+                             0.25f, rng, bf16 ? "bf16" : "f32");
 }
 
 using HeadDims = std::pair<int64_t, int64_t>;
@@ -143,23 +155,11 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
         extendSeq.push_back(1);
         for (auto [positions, seqs] :
              {std::pair{std::vector<int32_t>{0, 16, 37, 8}, std::vector<int32_t>{0, 1, 1, 0}},
-              std::pair{extendPos, extendSeq}}) {
-          const int64_t T = positions.size();
-          std::vector<int32_t> tokens(T, 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
-          hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
-                            len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
-          std::vector<float> q(T * heads * dk);
-          for (float &x : q)
-            x = d(rng);
-          std::vector<float> want(T * heads * dv), got(T * heads * dv, -7.0f);
-          hyrt_ref_paged_attention(&kvF, &step, 0, q.data(), heads, 0.3f, want.data());
-          hyrt_cpu_paged_attention(bf16 ? &kvH : &kvF, &step, 0, q.data(), heads, 0.3f,
-                                   got.data(), 1);
-          for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
-                << "group " << group << " dv " << dv << " bf16 " << bf16 << " T " << T
-                << " element " << i;
-        }
+              std::pair{extendPos, extendSeq}})
+          expectMatchesReference(kvF, bf16 ? kvH : kvF, positions, seqs, blocks, maxPages, 0,
+                                 heads, 0.3f, rng,
+                                 "group " + std::to_string(group) + " dv " +
+                                     std::to_string(dv) + (bf16 ? " bf16" : " f32"));
       }
 }
 
