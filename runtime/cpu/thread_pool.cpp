@@ -11,8 +11,10 @@
 // system calls.
 #include "thread_pool.h"
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -41,13 +43,21 @@ void futexWake(std::atomic<uint32_t> *word) {
           nullptr, nullptr, 0);
 }
 
+/// A non-negative integer from the environment; unset gives `fallback`,
+/// and so does a malformed value, with a warning naming it (a typo in a
+/// thread count must not pass unnoticed).
 int envInt(const char *name, int fallback) {
   const char *v = std::getenv(name);
   if (!v || !*v)
     return fallback;
   char *end = nullptr;
+  errno = 0;
   const long n = std::strtol(v, &end, 10);
-  return *end == '\0' && n >= 0 && n <= INT_MAX ? int(n) : fallback;
+  if (*end == '\0' && errno == 0 && n >= 0 && n <= INT_MAX)
+    return int(n);
+  std::fprintf(stderr, "hyrt: %s='%s' is not a non-negative integer; using %d\n", name, v,
+               fallback);
+  return fallback;
 }
 
 /// Spins until pred() or `spin` has passed; true when pred() held.

@@ -358,6 +358,30 @@ TEST(Bench, ShortContextRatioFromTheSameRun) {
       << r.err;
 }
 
+// The artifact's thread pool reads HYRT_NUM_THREADS: a malformed value is
+// named in a warning (and the run goes on with the default), a valid one is
+// taken silently.
+TEST(Bench, MalformedThreadCountIsNamed) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models is absent";
+  if (!hyrt::host_has_cpu_feature("avx512f"))
+    GTEST_SKIP() << "host lacks avx512f: no kernel target (and no thread pool) runs here";
+  std::string art = compileOnce(sharedDir() + "/models/stories260K/stories260K.bin",
+                                {"--max-seq-len", "256", "--target", "avx512"});
+  setenv("HYRT_NUM_THREADS", "two", 1);
+  CommandResult r = runHyc({"run", art, "--prompt-ids", "1", "-n", "4", "--temperature", "0"});
+  setenv("HYRT_NUM_THREADS", "1", 1);
+  CommandResult ok = runHyc({"run", art, "--prompt-ids", "1", "-n", "4", "--temperature", "0"});
+  unsetenv("HYRT_NUM_THREADS");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("HYRT_NUM_THREADS='two' is not a non-negative integer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("HYRT_NUM_THREADS"), std::string::npos) << ok.err;
+  EXPECT_EQ(r.out, ok.out) << "greedy tokens do not depend on the thread count";
+}
+
 // --no-huge-pages runs the same benchmark on 4 KiB pages and says so.
 TEST(Bench, NoHugePagesIsReported) {
   if (!haveShared())
