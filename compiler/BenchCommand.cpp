@@ -228,6 +228,12 @@ int runBenchCommand(int argc, char **argv) {
       ids[size_t(i)] = int32_t((3 + seq * 7919 + i * 104729) % vocab);
     return ids;
   };
+  // A failed step ends the benchmark with the engine's message.
+  auto failed = [](const hyrt::Status &st) {
+    if (!st.ok())
+      std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+    return !st.ok();
+  };
   std::vector<Round> results;
   for (int64_t r = -1; r < rounds; ++r) { // round -1 warms up
     const std::string label =
@@ -248,34 +254,25 @@ int runBenchCommand(int argc, char **argv) {
       hyrt::Status st = engine->extend(seqs.back(), prompt(s, input), &logits,
                                        /*all_rows=*/false);
       const double dt = seconds() - t0;
-      if (!st.ok()) {
-        std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+      if (failed(st))
         return 1;
-      }
       round.ttft.push_back(dt);
       round.prefillSeconds += dt;
       next.push_back(greedy(logits, 0, size_t(vocab)));
     }
-    // The short-context sequence (not timed, not profiled).
+    if (marking)
+      prefillProfile.stop(marks, batch);
+    // The short-context sequence (neither timed nor profiled).
     int64_t shortSeq = -1;
     std::vector<int32_t> shortNext;
     if (shortContext > 0) {
-      if (marking)
-        prefillProfile.stop(marks, batch);
       shortSeq = engine->add_sequence();
-      if (hyrt::Status st =
-              engine->extend(shortSeq, prompt(batch, shortContext), &logits, false);
-          !st.ok()) {
-        std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+      if (failed(engine->extend(shortSeq, prompt(batch, shortContext), &logits, false)))
         return 1;
-      }
       shortNext.push_back(greedy(logits, 0, size_t(vocab)));
-      if (marking)
-        PhaseProfile::start(marks);
-    } else if (marking) {
-      prefillProfile.stop(marks, batch);
-      PhaseProfile::start(marks);
     }
+    if (marking)
+      PhaseProfile::start(marks);
     for (int64_t step = 0; step < output; ++step) {
       if (step % 16 == 0)
         progress(label + ": decode " + std::to_string(step) + "/" +
@@ -284,10 +281,8 @@ int runBenchCommand(int argc, char **argv) {
       const double t0 = seconds();
       hyrt::Status st = engine->decode(seqs, next, &logits);
       const double dt = seconds() - t0;
-      if (!st.ok()) {
-        std::fprintf(stderr, "\nhyc bench: %s\n", st.message().c_str());
+      if (failed(st))
         return 1;
-      }
       round.tpot.push_back(dt);
       round.decodeSeconds += dt;
       for (size_t s = 0; s < seqs.size(); ++s)
@@ -300,10 +295,8 @@ int runBenchCommand(int argc, char **argv) {
         round.tpotShort.push_back(seconds() - s0);
         if (marking)
           marks->enabled = 1;
-        if (!ss.ok()) {
-          std::fprintf(stderr, "\nhyc bench: %s\n", ss.message().c_str());
+        if (failed(ss))
           return 1;
-        }
         shortNext[0] = greedy(logits, 0, size_t(vocab));
       }
     }

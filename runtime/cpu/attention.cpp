@@ -7,6 +7,7 @@
 #include "hyrt/cpu_kernels.h"
 
 #include "attention_group.h"
+#include "host_isa.h"
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
@@ -114,14 +115,6 @@ attendGroupBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   attendGroupBody<uint16_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
 }
 
-/// Whether the row-blocked kernel (attention_rows_avx512.cpp) runs here.
-bool rowsKernelHere() {
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
-}
-
 /// Tokens t .. t + tq - 1 (one sequence, consecutive positions) of KV head
 /// kvh: the row-blocked kernel takes them together where it applies; the
 /// other kernels take one token at a time.
@@ -129,8 +122,8 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                    int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                    GroupScratch &s, float *out) {
   const size_t nMax = size_t(step->positions[t] + tq);
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (rowsKernelHere()) {
+  const bool avx512 = hyrt::cpu::hostHasAvx512();
+  if (hyrt::cpu::hostHasAvx512BwVl()) {
     s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
     if (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t, tq, kvh,
                                                        s.scores.data(), out)
@@ -179,7 +172,7 @@ int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
   int64_t work = 0;
   for (int64_t t = 0; t < step->num_tokens; ++t)
     work += (int64_t(step->positions[t]) + 1) * numHeads * (l.dk + l.dv);
-  return work >= (int64_t(1) << 18) ? 1 << 30 : 1;
+  return work >= (int64_t(1) << 18) ? hyrt::cpu::kAllThreads : 1;
 }
 
 /// Tokens per work item in an extend step: each cached row is read once per
@@ -253,7 +246,7 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   }
   items.clear();
   int64_t slots = 0;
-  const bool splitting = kvSplits > 1 && rowsKernelHere();
+  const bool splitting = kvSplits > 1 && hyrt::cpu::hostHasAvx512BwVl();
   for (const auto &[t0, count] : blocks)
     for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh) {
       const int64_t n = int64_t(step->positions[t0]) + 1;

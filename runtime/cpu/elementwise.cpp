@@ -2,6 +2,7 @@
 // residual) and SiLU·mul over a step's rows, vectorized (elementwise.h) and
 // split across the runtime's threads once a step has enough rows.
 #include "elementwise.h"
+#include "host_isa.h"
 
 #include "hyrt/cpu_kernels.h"
 #include "thread_pool.h"
@@ -9,11 +10,6 @@
 #include <cmath>
 
 namespace hyrt::cpu {
-
-bool hostHasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
 
 void rmsNormRow(const float *x, const float *residual, const float *w, int64_t dim,
                 float eps, float *out, float *residual_out) {

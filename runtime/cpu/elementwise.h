@@ -28,8 +28,6 @@ void siluMulRow(const float *gate, const float *up, int64_t n, float *out);
 /// NaN when the row holds a NaN or Inf, so that it poisons its outputs).
 void quantizeRowU8(const float *x, int64_t n, int64_t lda, uint8_t *q, float *scale);
 
-bool hostHasAvx512();
-
 // The AVX-512 bodies (elementwise_avx512.cpp), for AVX-512F hosts only.
 void rmsNormRowAvx512(const float *x, const float *residual, const float *w,
                       int64_t dim, float eps, float *out, float *residual_out);

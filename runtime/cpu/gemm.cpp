@@ -46,7 +46,7 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
   // the GEMM: waking the workers would cost more than the work it splits.
   // Panels are split in contiguous ranges: each thread streams its own
   // slice of the weights in memory order.
-  hyrt::cpu::parallelFor(panels, M * N * K >= parallelMinMacs ? 1 << 30 : 1, [&](int64_t p) {
+  hyrt::cpu::parallelFor(panels, M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1, [&](int64_t p) {
     const int64_t col = p * kPanel;
     const int64_t cols = N - col < kPanel ? N - col : kPanel;
     alignas(64) float tile[kMaxBlockRows * kPanel];
@@ -125,7 +125,7 @@ void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
                       hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
                       int64_t parallelMinMacs) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-  hyrt::cpu::parallelFor(panels, 2 * M * N * K >= parallelMinMacs ? 1 << 30 : 1, [&](int64_t p) {
+  hyrt::cpu::parallelFor(panels, 2 * M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1, [&](int64_t p) {
     const int64_t col = p * kPanel;
     const int64_t cols = N - col < kPanel ? N - col : kPanel;
     alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
@@ -156,11 +156,6 @@ int64_t packedMatrixBytes(int32_t scheme, int64_t N, int64_t K) {
 }
 
 } // namespace
-
-extern "C" int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M,
-                                               int64_t K) {
-  return hyrt_gemm_scratch_bytes_for(scheme, M, K);
-}
 
 extern "C" void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,
                                   const void *w_packed, int64_t N,

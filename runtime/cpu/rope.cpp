@@ -19,7 +19,7 @@ extern "C" void hyrt_cpu_rope(const float *x, const int32_t *positions,
   const int64_t half = rotary_dim / 2;
   // Splitting pays off from a few hundred tokens' worth of sin/cos.
   hyrt::cpu::parallelFor(
-      num_tokens, num_tokens * half >= 4096 ? 1 << 30 : 1, [&](int64_t t) {
+      num_tokens, num_tokens * half >= 4096 ? hyrt::cpu::kAllThreads : 1, [&](int64_t t) {
         thread_local std::vector<float> cs;
         cs.resize(size_t(2 * half));
         const float pos = float(positions[t]);

@@ -22,6 +22,9 @@
 
 namespace hyrt::cpu {
 
+/// maxThreads for "every thread of the pool".
+inline constexpr int kAllThreads = 1 << 30;
+
 class ThreadPool {
 public:
   /// The process's pool, started on first use.
@@ -94,7 +97,7 @@ template <typename Body> void parallelForDynamic(int64_t n, int maxThreads, Body
 /// on the caller. A decode step's single row never leaves its thread.
 template <typename Body> void parallelRows(int64_t rows, int64_t width, Body &&body) {
   constexpr int64_t kParallelMinElements = int64_t(1) << 15;
-  parallelFor(rows, rows * width >= kParallelMinElements ? 1 << 30 : 1, body);
+  parallelFor(rows, rows * width >= kParallelMinElements ? kAllThreads : 1, body);
 }
 
 } // namespace hyrt::cpu

@@ -97,9 +97,9 @@ extern "C" void hyrt_ref_kv_cache_append(hyrt_kv_cache_v0 *kv,
                 dv = kv->v_head_dim;
   void *kbase = kv->k_layers[layer];
   void *vbase = kv->v_layers ? kv->v_layers[layer] : nullptr;
+  const int64_t elem = kv->dtype == HYRT_KV_BF16 ? 2 : 4;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
     const int64_t s = step->token_seq[t], pos = step->positions[t];
-    const int64_t elem = kv->dtype == HYRT_KV_BF16 ? 2 : 4;
     for (int64_t h = 0; h < hkv; ++h) {
       storeRow(kv,
                static_cast<unsigned char *>(kbase) +

@@ -9,7 +9,7 @@
  *
  * Every driver computes out[M][N] = x[M][K] . W[N][K]^T (+ bias[N]) with W
  * packed in the kernel's layout (codegen/pack.h, zero padded to 32-column
- * panels) and needs hyrt_cpu_gemm_scratch_bytes(scheme, M, K) of scratch.
+ * panels) and needs hyrt_gemm_scratch_bytes_for(scheme, M, K) of scratch (hyrt/gemm_layout.h).
  */
 #ifndef HYRT_CPU_KERNELS_H
 #define HYRT_CPU_KERNELS_H
@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "hyrt/abi.h"
+#include "hyrt/gemm_layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,16 +29,6 @@ extern "C" {
 typedef void (*hyrt_brgemm_fn)(const void *a, int64_t lda, const void *b,
                                void *c, int64_t ldc, int64_t m,
                                const void *post);
-
-/* Scheme ids of hyrt_cpu_gemm_scratch_bytes. */
-enum {
-  HYRT_GEMM_F32 = 0,
-  HYRT_GEMM_BF16 = 1, /* bf16 x bf16 (vdpbf16ps) */
-  HYRT_GEMM_W8A8 = 2,
-  HYRT_GEMM_F32_BF16 = 3 /* f32 x bf16 weights on FMA */
-};
-
-int64_t hyrt_cpu_gemm_scratch_bytes(int32_t scheme, int64_t M, int64_t K);
 
 /* fp32 weights in [ceil(N/32)][K][32] panels; fp32 FMA kernels. */
 void hyrt_cpu_gemm_f32(const float *x, int64_t M, int64_t K,

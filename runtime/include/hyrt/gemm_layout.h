@@ -11,6 +11,14 @@
 extern "C" {
 #endif
 
+/* Scheme ids: the drivers of hyrt/cpu_kernels.h and the scratch below. */
+enum {
+  HYRT_GEMM_F32 = 0,
+  HYRT_GEMM_BF16 = 1, /* bf16 x bf16 (vdpbf16ps) */
+  HYRT_GEMM_W8A8 = 2,
+  HYRT_GEMM_F32_BF16 = 3 /* f32 x bf16 weights on FMA */
+};
+
 /* Elements per row of converted activations of K elements of `elem` bytes
  * read `group` at a time by the kernel (bf16: 2, u8: 4). A row stride that
  * is a multiple of 1 KiB puts the rows of a block (up to 14-28 streams)
@@ -28,9 +36,9 @@ static inline int64_t hyrt_gemm_activation_lda(int64_t K, int64_t elem, int64_t 
  * the u8 rows for W8A8; the bf16 rows for BF16; none for the f32 kernels. */
 static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int64_t K) {
   switch (scheme) {
-  case 1: /* HYRT_GEMM_BF16 */
+  case HYRT_GEMM_BF16:
     return M * hyrt_gemm_activation_lda(K, 2, 2) * 2;
-  case 2: /* HYRT_GEMM_W8A8 */
+  case HYRT_GEMM_W8A8:
     return (M * 4 + 63) / 64 * 64 + M * hyrt_gemm_activation_lda(K, 1, 4);
   default:
     return 0;

@@ -2,6 +2,7 @@
 // fed with kernels generated here by codegen (the same generator the
 // compiler embeds), checked against a double-precision GEMM.
 #include "hyrt/cpu_kernels.h"
+#include "hyrt/gemm_layout.h"
 
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
@@ -96,7 +97,7 @@ TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
     }
     auto kernel = kernelFor(Isa::avx512_vnni, DataType::u8, DataType::s8, int(c.K));
     PackedB p = pack_b_s8(q.data(), c.N, c.K, c.K);
-    std::vector<uint8_t> scratch(hyrt_cpu_gemm_scratch_bytes(HYRT_GEMM_W8A8, c.M, c.K));
+    std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, c.M, c.K));
     std::vector<float> out(c.M * c.N);
     hyrt_cpu_gemm_w8a8(x.data(), c.M, c.K, p.data.data(), ws.data(), c.N, bias.data(),
                        out.data(), scratch.data(),
@@ -125,7 +126,7 @@ TEST(CpuGemmDriver, W8A8NonFiniteActivationsPoisonOnlyTheirRow) {
   std::vector<float> ws(N, 0.01f);
   auto kernel = kernelFor(Isa::avx512_vnni, DataType::u8, DataType::s8, int(K));
   PackedB p = pack_b_s8(q.data(), N, K, K);
-  std::vector<uint8_t> scratch(hyrt_cpu_gemm_scratch_bytes(HYRT_GEMM_W8A8, M, K));
+  std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, M, K));
   std::vector<float> out(M * N);
   hyrt_cpu_gemm_w8a8(x.data(), M, K, p.data.data(), ws.data(), N, nullptr, out.data(),
                      scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
@@ -149,7 +150,7 @@ TEST(CpuGemmDriver, Bf16MatchesRoundedReference) {
     };
     auto kernel = kernelFor(Isa::avx512_bf16, DataType::bf16, DataType::bf16, int(c.K));
     PackedB p = pack_b_bf16_from_f32(w.data(), c.N, c.K, c.K);
-    std::vector<uint8_t> scratch(hyrt_cpu_gemm_scratch_bytes(HYRT_GEMM_BF16, c.M, c.K));
+    std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_BF16, c.M, c.K));
     std::vector<float> out(c.M * c.N);
     hyrt_cpu_gemm_bf16(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
                        scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),

@@ -18,12 +18,13 @@ namespace {
 
 using hyrt::cpu::parallelFor;
 using hyrt::cpu::parallelForDynamic;
+using hyrt::cpu::kAllThreads;
 using hyrt::cpu::ThreadPool;
 
 TEST(ThreadPool, ParallelForVisitsEveryIndexOnce) {
   for (int64_t n : {1, 2, 3, 7, 1000, 4099}) {
     std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
-    parallelFor(n, 1 << 30, [&](int64_t i) { seen[size_t(i)].fetch_add(1); });
+    parallelFor(n, kAllThreads, [&](int64_t i) { seen[size_t(i)].fetch_add(1); });
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(seen[size_t(i)].load(), 1) << "n=" << n << " i=" << i;
   }
@@ -32,7 +33,7 @@ TEST(ThreadPool, ParallelForVisitsEveryIndexOnce) {
 TEST(ThreadPool, DynamicSplitVisitsEveryIndexOnce) {
   const int64_t n = 513;
   std::vector<std::atomic<int>> seen(n);
-  parallelForDynamic(n, 1 << 30, [&](int, int64_t i) { seen[size_t(i)].fetch_add(1); });
+  parallelForDynamic(n, kAllThreads, [&](int, int64_t i) { seen[size_t(i)].fetch_add(1); });
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(seen[size_t(i)].load(), 1) << i;
 }
@@ -42,7 +43,7 @@ TEST(ThreadPool, JobsRunOnSeveralThreadsWhenThePoolHasThem) {
   std::mutex mu;
   std::set<std::thread::id> ids;
   int reportedThreads = 0;
-  pool.run(1 << 30, [&](int, int n) {
+  pool.run(kAllThreads, [&](int, int n) {
     std::lock_guard<std::mutex> lock(mu);
     ids.insert(std::this_thread::get_id());
     reportedThreads = n;
@@ -57,7 +58,7 @@ TEST(ThreadPool, WorkersArePinnedToOneCpuEach) {
   if (pool.size() < 2)
     GTEST_SKIP() << "one-thread pool: no workers on this host";
   std::vector<int> cpusOf(size_t(pool.size()), -1);
-  pool.run(1 << 30, [&](int tid, int) {
+  pool.run(kAllThreads, [&](int tid, int) {
     cpu_set_t set;
     CPU_ZERO(&set);
     ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
@@ -69,8 +70,8 @@ TEST(ThreadPool, WorkersArePinnedToOneCpuEach) {
 
 TEST(ThreadPool, NestedSplitsRunInline) {
   std::atomic<int64_t> sum{0};
-  parallelFor(8, 1 << 30, [&](int64_t i) {
-    parallelFor(100, 1 << 30, [&](int64_t j) { sum.fetch_add(i * 100 + j); });
+  parallelFor(8, kAllThreads, [&](int64_t i) {
+    parallelFor(100, kAllThreads, [&](int64_t j) { sum.fetch_add(i * 100 + j); });
   });
   const int64_t n = 800;
   EXPECT_EQ(sum.load(), n * (n - 1) / 2);
@@ -79,7 +80,7 @@ TEST(ThreadPool, NestedSplitsRunInline) {
 TEST(ThreadPool, ConcurrentCallersBothComplete) {
   auto work = [](std::atomic<int64_t> &sum) {
     for (int rep = 0; rep < 2000; ++rep)
-      parallelFor(16, 1 << 30, [&](int64_t i) { sum.fetch_add(i); });
+      parallelFor(16, kAllThreads, [&](int64_t i) { sum.fetch_add(i); });
   };
   std::atomic<int64_t> a{0}, b{0};
   std::thread other([&] { work(b); });
@@ -95,7 +96,7 @@ TEST(ThreadPool, ParkedWorkersWakeForTheNextJob) {
     // Longer than the spin (HYRT_SPIN_US, 200 us by default): workers park.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::atomic<int> ran{0};
-    pool.run(1 << 30, [&](int, int) { ran.fetch_add(1); });
+    pool.run(kAllThreads, [&](int, int) { ran.fetch_add(1); });
     EXPECT_EQ(ran.load(), pool.size()) << "round " << rep;
   }
 }
