@@ -632,7 +632,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<MoeRouteOp>([&](MoeRouteOp r) {
         auto l = D(r.getLogits());
         MoeGatingAttr g = r.getGating();
-        call("hyrt_ref_moe_route",
+        call(runsOn(r, "moe") ? "hyrt_cpu_moe_route" : "hyrt_ref_moe_route",
              {ptrOf(r.getLogits()),
               r.getCorrectionBias() ? ptrOf(r.getCorrectionBias()) : null(),
               l[0].value, l[1].value, i64(g.getTopK()),
@@ -647,7 +647,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<MoePermuteOp>([&](MoePermuteOp p) {
         auto x = D(p.getInput());
         auto ids = D(p.getIds());
-        call("hyrt_ref_moe_permute",
+        call(runsOn(p, "moe") ? "hyrt_cpu_moe_permute" : "hyrt_ref_moe_permute",
              {ptrOf(p.getInput()), ptrOf(p.getIds()), x[0].value, x[1].value,
               ids[1].value, i64(p.getNumExperts()), ptrOf(p.getResult()),
               ptrOf(p.getOffsets()), ptrOf(p.getRows())});
@@ -656,13 +656,21 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<MoeUnpermuteOp>([&](MoeUnpermuteOp u) {
         auto y = D(u.getInput());
         auto w = D(u.getWeights());
-        if (u.getAddends().empty()) {
+        auto addends = u.getAddends();
+        if (runsOn(u, "moe")) {
+          call("hyrt_cpu_moe_unpermute_add",
+               {ptrOf(u.getInput()), ptrOf(u.getRows()), ptrOf(u.getWeights()),
+                w[0].value, w[1].value, y[1].value,
+                addends.size() > 0 ? ptrOf(addends[0]) : null(),
+                addends.size() > 1 ? ptrOf(addends[1]) : null(), ptrOf(u.getResult())});
+          return success();
+        }
+        if (addends.empty()) {
           call("hyrt_ref_moe_unpermute",
                {ptrOf(u.getInput()), ptrOf(u.getRows()), ptrOf(u.getWeights()),
                 w[0].value, w[1].value, y[1].value, ptrOf(u.getResult())});
           return success();
         }
-        auto addends = u.getAddends();
         call("hyrt_ref_moe_unpermute_add",
              {ptrOf(u.getInput()), ptrOf(u.getRows()), ptrOf(u.getWeights()),
               w[0].value, w[1].value, y[1].value, ptrOf(addends[0]),

@@ -200,6 +200,12 @@ private:
       // step has enough of them (runtime/cpu/rope.cpp).
       config = cpu::LoweringConfigAttr::get(ctx, "rope", {}, {}, {}, {}, machine.threads,
                                             0, 1, StringAttr());
+    } else if (kernels && isa<MoeRouteOp, MoePermuteOp, MoeUnpermuteOp>(op)) {
+      // Routing split by tokens, row copies and the weighted combine by
+      // rows (runtime/cpu/moe.cpp; the reference's arithmetic, so routing
+      // ids and sums do not depend on the target).
+      config = cpu::LoweringConfigAttr::get(ctx, "moe", {}, {}, {}, {}, machine.threads,
+                                            0, 1, StringAttr());
     } else {
       config = cpu::LoweringConfigAttr::get(ctx, "reference", {}, {}, {}, {}, 1,
                                             0, 1, StringAttr());

@@ -31,10 +31,10 @@ LogicalResult LoweringConfigAttr::verify(
   // The kernel families CpuLowerToKernel knows how to call.
   static constexpr const char *kKernels[] = {"reference", "brgemm",   "paged_attention",
                                              "quantize_u8", "rope",   "rms_norm",
-                                             "silu_mul"};
+                                             "silu_mul",  "moe",    "mla_absorbed"};
   if (llvm::none_of(kKernels, [&](const char *k) { return kernel == k; }))
     return emitError() << "kernel must be one of reference, brgemm, paged_attention, "
-                          "quantize_u8, rope, rms_norm, silu_mul; got '"
+                          "quantize_u8, rope, rms_norm, silu_mul, moe, mla_absorbed; got '"
                        << kernel << "'";
   ArrayRef<int64_t> tile = tileAttr ? tileAttr.asArrayRef() : ArrayRef<int64_t>();
   if (kernel == "brgemm") {

@@ -7,7 +7,9 @@
 #include "../reference/bf16.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace {
 
@@ -35,48 +37,69 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
   }
 }
 
-/// Panels x row blocks; A rows start at a + row * lda * aElem.
+/// One GEMM's operands: A rows start at a + row * lda * aElem (a_scale
+/// indexed by the same row), B is packed in 32-column panels.
+struct GemmOperands {
+  const void *a;
+  int64_t lda, aElem;
+  const float *aScale;
+  const char *w;
+  int64_t panelBytes;
+  const float *bScale, *bias;
+  float *out;
+  int64_t N;
+  hyrt_brgemm_fn kernel;
+  int64_t mMax;
+};
+
+/// Panel p of rows [mBegin, mEnd), in row blocks of up to mMax.
+void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
+  const int64_t N = g.N, col = p * kPanel;
+  const int64_t cols = N - col < kPanel ? N - col : kPanel;
+  alignas(64) float tile[kMaxBlockRows * kPanel];
+  alignas(64) float scale[kPanel] = {};
+  PostArgs post{nullptr, nullptr, nullptr};
+  if (g.bScale) {
+    std::memcpy(scale, g.bScale + col, size_t(cols) * sizeof(float));
+    post.b_scale = scale;
+  }
+  for (int64_t m0 = mBegin; m0 < mEnd; m0 += g.mMax) {
+    const int64_t rows = mEnd - m0 < g.mMax ? mEnd - m0 : g.mMax;
+    const char *aBlock = static_cast<const char *>(g.a) + m0 * g.lda * g.aElem;
+    post.a_scale = g.aScale ? g.aScale + m0 : nullptr;
+    if (cols == kPanel) {
+      g.kernel(aBlock, g.lda, g.w + p * g.panelBytes, g.out + m0 * N + col, N, rows,
+               &post);
+    } else {
+      // The last panel is zero padded to 32 columns: compute it into a
+      // local block and keep the valid columns.
+      g.kernel(aBlock, g.lda, g.w + p * g.panelBytes, tile, kPanel, rows, &post);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(g.out + (m0 + r) * N + col, tile + r * kPanel,
+                    size_t(cols) * sizeof(float));
+    }
+    if (g.bias)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          g.out[(m0 + r) * N + col + c] += g.bias[col + c];
+  }
+}
+
+/// Panels x row blocks of all M rows.
 void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                const char *w, int64_t panelBytes, const float *aScale,
                const float *bScale, const float *bias, float *out,
                hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
                int64_t parallelMinMacs) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
+  const GemmOperands g{a, lda, aElem, aScale, w, panelBytes, bScale, bias, out, N,
+                       kernel, mMax};
   // Below parallelMinMacs (the compiler's schedule decision) one thread runs
   // the GEMM: waking the workers would cost more than the work it splits.
   // Panels are split in contiguous ranges: each thread streams its own
   // slice of the weights in memory order.
-  hyrt::cpu::parallelFor(panels, M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1, [&](int64_t p) {
-    const int64_t col = p * kPanel;
-    const int64_t cols = N - col < kPanel ? N - col : kPanel;
-    alignas(64) float tile[kMaxBlockRows * kPanel];
-    alignas(64) float scale[kPanel] = {};
-    PostArgs post{nullptr, nullptr, nullptr};
-    if (bScale) {
-      std::memcpy(scale, bScale + col, size_t(cols) * sizeof(float));
-      post.b_scale = scale;
-    }
-    for (int64_t m0 = 0; m0 < M; m0 += mMax) {
-      const int64_t rows = M - m0 < mMax ? M - m0 : mMax;
-      const char *aBlock = static_cast<const char *>(a) + m0 * lda * aElem;
-      post.a_scale = aScale ? aScale + m0 : nullptr;
-      if (cols == kPanel) {
-        kernel(aBlock, lda, w + p * panelBytes, out + m0 * N + col, N, rows,
-               &post);
-      } else {
-        // The last panel is zero padded to 32 columns: compute it into a
-        // local block and keep the valid columns.
-        kernel(aBlock, lda, w + p * panelBytes, tile, kPanel, rows, &post);
-        for (int64_t r = 0; r < rows; ++r)
-          std::memcpy(out + (m0 + r) * N + col, tile + r * kPanel,
-                      size_t(cols) * sizeof(float));
-      }
-      if (bias)
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c)
-            out[(m0 + r) * N + col + c] += bias[col + c];
-    }
-  });
+  hyrt::cpu::parallelFor(panels, M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1,
+                         [&](int64_t p) { gemmPanel(g, p, 0, M); });
 }
 
 /// Activations in the form a scheme's kernel reads: rows of `lda` elements
@@ -114,11 +137,39 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
   return {x, K, 4, nullptr};
 }
 
-/// out = silu(x Wg^T) * (x Wu^T): each thread takes panel p of both halves,
-/// computes the two [rows x 32] tiles of a row block with the same kernel
-/// and A block, and combines them with the row kernel the unfused SiLU·mul
-/// uses (elementwise.h), so the result equals the unfused GEMMs followed by
+/// out = silu(x Wg^T) * (x Wu^T) for panel p of rows [mBegin, mEnd): the
+/// two [rows x 32] tiles of a row block come from the same kernel and A
+/// block, combined with the row kernel the unfused SiLU·mul uses
+/// (elementwise.h), so the result equals the unfused GEMMs followed by
 /// hyrt_cpu_silu_mul bit for bit.
+void siluMulPanel(const Activations &A, int64_t N, const char *wGate,
+                  const char *wUp, int64_t panelBytes, const float *gateScale,
+                  const float *upScale, float *out, hyrt_brgemm_fn kernel,
+                  int64_t mMax, int64_t p, int64_t mBegin, int64_t mEnd) {
+  const int64_t col = p * kPanel;
+  const int64_t cols = N - col < kPanel ? N - col : kPanel;
+  alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
+  alignas(64) float gScale[kPanel] = {}, uScale[kPanel] = {};
+  PostArgs gPost{nullptr, nullptr, nullptr}, uPost{nullptr, nullptr, nullptr};
+  if (gateScale) {
+    std::memcpy(gScale, gateScale + col, size_t(cols) * sizeof(float));
+    std::memcpy(uScale, upScale + col, size_t(cols) * sizeof(float));
+    gPost.b_scale = gScale;
+    uPost.b_scale = uScale;
+  }
+  for (int64_t m0 = mBegin; m0 < mEnd; m0 += mMax) {
+    const int64_t rows = mEnd - m0 < mMax ? mEnd - m0 : mMax;
+    const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
+    gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
+    kernel(aBlock, A.lda, wGate + p * panelBytes, gate, kPanel, rows, &gPost);
+    kernel(aBlock, A.lda, wUp + p * panelBytes, up, kPanel, rows, &uPost);
+    for (int64_t r = 0; r < rows; ++r)
+      hyrt::cpu::siluMulRow(gate + r * kPanel, up + r * kPanel, cols,
+                            out + (m0 + r) * N + col);
+  }
+}
+
+/// siluMulPanel over every panel and all M rows, one panel range per thread.
 void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
                       const char *wGate, const char *wUp, int64_t panelBytes,
                       const float *gateScale, const float *upScale, float *out,
@@ -126,27 +177,8 @@ void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
                       int64_t parallelMinMacs) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
   hyrt::cpu::parallelFor(panels, 2 * M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1, [&](int64_t p) {
-    const int64_t col = p * kPanel;
-    const int64_t cols = N - col < kPanel ? N - col : kPanel;
-    alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
-    alignas(64) float gScale[kPanel] = {}, uScale[kPanel] = {};
-    PostArgs gPost{nullptr, nullptr, nullptr}, uPost{nullptr, nullptr, nullptr};
-    if (gateScale) {
-      std::memcpy(gScale, gateScale + col, size_t(cols) * sizeof(float));
-      std::memcpy(uScale, upScale + col, size_t(cols) * sizeof(float));
-      gPost.b_scale = gScale;
-      uPost.b_scale = uScale;
-    }
-    for (int64_t m0 = 0; m0 < M; m0 += mMax) {
-      const int64_t rows = M - m0 < mMax ? M - m0 : mMax;
-      const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
-      gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
-      kernel(aBlock, A.lda, wGate + p * panelBytes, gate, kPanel, rows, &gPost);
-      kernel(aBlock, A.lda, wUp + p * panelBytes, up, kPanel, rows, &uPost);
-      for (int64_t r = 0; r < rows; ++r)
-        hyrt::cpu::siluMulRow(gate + r * kPanel, up + r * kPanel, cols,
-                              out + (m0 + r) * N + col);
-    }
+    siluMulPanel(A, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
+                 mMax, p, 0, M);
   });
 }
 
@@ -214,41 +246,77 @@ extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,
 }
 
 
+namespace {
+
+/// The work items of a grouped GEMM: (expert, block of panels) over the
+/// experts that received rows, so empty experts cost nothing and one busy
+/// expert still spreads over every thread. Items are handed out
+/// dynamically (experts differ in rows); a block is contiguous in memory,
+/// so each item streams its slice of the expert's weights in order.
+struct ExpertItems {
+  std::vector<int32_t> experts; // non-empty, in expert order
+  int64_t panelsPerItem = 1, blocksPerExpert = 1;
+  int64_t count() const { return int64_t(experts.size()) * blocksPerExpert; }
+};
+
+ExpertItems expertItems(const int32_t *offsets, int64_t numExperts, int64_t N) {
+  ExpertItems items;
+  for (int64_t e = 0; e < numExperts; ++e)
+    if (offsets[e + 1] > offsets[e])
+      items.experts.push_back(int32_t(e));
+  if (items.experts.empty())
+    return items;
+  const int64_t panels = (N + kPanel - 1) / kPanel;
+  // About four items per thread balance uneven experts under dynamic
+  // hand-out; fewer, larger items keep each weight slice one long stream.
+  const int64_t want = 4 * int64_t(hyrt::cpu::ThreadPool::get().size());
+  const int64_t nonEmpty = int64_t(items.experts.size());
+  const int64_t blocks = std::min(panels, std::max<int64_t>(1, (want + nonEmpty - 1) / nonEmpty));
+  items.panelsPerItem = (panels + blocks - 1) / blocks;
+  items.blocksPerExpert = (panels + items.panelsPerItem - 1) / items.panelsPerItem;
+  return items;
+}
+
+/// body(e, firstPanel, endPanel, rowBegin, rowEnd) for every item, on every
+/// thread once the grouped GEMM is worth splitting.
+template <typename Body>
+void forExpertItems(const int32_t *offsets, int64_t numExperts, int64_t N,
+                    int64_t rows, int64_t K, int64_t parallelMinMacs, Body &&body) {
+  const ExpertItems items = expertItems(offsets, numExperts, N);
+  const int64_t panels = (N + kPanel - 1) / kPanel;
+  hyrt::cpu::parallelForDynamic(
+      items.count(), rows * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1,
+      [&](int, int64_t i) {
+        const int32_t e = items.experts[i / items.blocksPerExpert];
+        const int64_t p0 = (i % items.blocksPerExpert) * items.panelsPerItem;
+        const int64_t p1 = std::min(panels, p0 + items.panelsPerItem);
+        body(e, p0, p1, int64_t(offsets[e]), int64_t(offsets[e + 1]));
+      });
+}
+
+} // namespace
+
 extern "C" void
 hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows, int64_t K,
                       const int32_t *offsets, int64_t num_experts,
                       const void *w_packed, const float *w_scale, int64_t N,
                       float *out, void *scratch, hyrt_brgemm_fn kernel,
                       int64_t m_max, int64_t parallel_min_macs) {
-  (void)rows;
+  // Every row's activations are converted or quantized once, in one pass,
+  // then one parallel region runs all (expert, panel block) items.
+  const int64_t used = offsets[num_experts] < rows ? offsets[num_experts] : rows;
+  const Activations A = prepareActivations(scheme, x, used, K, scratch);
   const char *w = static_cast<const char *>(w_packed);
   const int64_t expertBytes = packedMatrixBytes(scheme, N, K);
-  for (int64_t e = 0; e < num_experts; ++e) {
-    const int64_t begin = offsets[e], count = offsets[e + 1] - offsets[e];
-    if (count <= 0)
-      continue;
-    const float *xe = x + begin * K;
-    float *oe = out + begin * N;
-    const char *we = w + e * expertBytes;
-    switch (scheme) {
-    case HYRT_GEMM_BF16:
-      hyrt_cpu_gemm_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel,
-                         m_max, parallel_min_macs);
-      break;
-    case HYRT_GEMM_W8A8:
-      hyrt_cpu_gemm_w8a8(xe, count, K, we, w_scale + e * N, N, nullptr, oe,
-                         scratch, kernel, m_max, parallel_min_macs);
-      break;
-    case HYRT_GEMM_F32_BF16:
-      hyrt_cpu_gemm_f32_bf16(xe, count, K, we, N, nullptr, oe, scratch, kernel,
-                             m_max, parallel_min_macs);
-      break;
-    default:
-      hyrt_cpu_gemm_f32(xe, count, K, we, N, nullptr, oe, scratch, kernel,
-                        m_max, parallel_min_macs);
-      break;
-    }
-  }
+  const int64_t pBytes = panelBytes(scheme, K);
+  forExpertItems(offsets, num_experts, N, used, K, parallel_min_macs,
+                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
+                   const GemmOperands g{A.a,  A.lda, A.elem, A.scale, w + e * expertBytes,
+                                        pBytes, w_scale ? w_scale + e * N : nullptr,
+                                        nullptr, out, N, kernel, m_max};
+                   for (int64_t p = p0; p < p1; ++p)
+                     gemmPanel(g, p, r0, std::min(r1, used));
+                 });
 }
 
 extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
@@ -256,18 +324,20 @@ extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
     const int32_t *offsets, int64_t num_experts, const void *w_packed,
     const float *w_scale, int64_t N, float *out, void *scratch,
     hyrt_brgemm_fn kernel, int64_t m_max, int64_t parallel_min_macs) {
-  (void)rows;
+  const int64_t used = offsets[num_experts] < rows ? offsets[num_experts] : rows;
+  const Activations A = prepareActivations(scheme, x, used, K, scratch);
   const char *w = static_cast<const char *>(w_packed);
-  const int64_t expertBytes = 2 * packedMatrixBytes(scheme, N, K);
-  for (int64_t e = 0; e < num_experts; ++e) {
-    const int64_t begin = offsets[e], count = offsets[e + 1] - offsets[e];
-    if (count <= 0)
-      continue;
-    hyrt_cpu_gemm_silu_mul(scheme, x + begin * K, count, K, w + e * expertBytes,
-                           w_scale ? w_scale + e * 2 * N : nullptr, N,
-                           out + begin * N, scratch, kernel, m_max,
-                           parallel_min_macs);
-  }
+  const int64_t matrixBytes = packedMatrixBytes(scheme, N, K);
+  const int64_t pBytes = panelBytes(scheme, K);
+  forExpertItems(offsets, num_experts, N, 2 * used, K, parallel_min_macs,
+                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
+                   const char *wGate = w + 2 * e * matrixBytes;
+                   const float *gScale = w_scale ? w_scale + e * 2 * N : nullptr;
+                   for (int64_t p = p0; p < p1; ++p)
+                     siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
+                                  gScale ? gScale + N : nullptr, out, kernel, m_max, p,
+                                  r0, std::min(r1, used));
+                 });
 }
 
 extern "C" void hyrt_cpu_gemm_w8a8_quantized(

@@ -1,27 +1,13 @@
 // Reference kernels for mixture-of-experts: routing (softmax / sigmoid,
 // correction bias, group-limited top-k), permute, grouped matmul, unpermute.
 #include "hyrt/reference.h"
+#include "moe_route.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
-
-namespace {
-
-/// Index of the largest value among allowed entries; ties go to the lower
-/// index. Returns -1 when nothing is allowed.
-int64_t argmax_allowed(const std::vector<double> &v,
-                       const std::vector<char> &allowed) {
-  int64_t best = -1;
-  for (size_t i = 0; i < v.size(); ++i)
-    if (allowed[i] && (best < 0 || v[i] > v[best]))
-      best = int64_t(i);
-  return best;
-}
-
-} // namespace
 
 extern "C" void hyrt_ref_moe_route(const float *logits,
                                    const float *correction_bias,
@@ -31,75 +17,12 @@ extern "C" void hyrt_ref_moe_route(const float *logits,
                                    int32_t group_score, int32_t renormalize,
                                    float routed_scaling_factor, float *weights,
                                    int32_t *ids) {
-  const int64_t E = num_experts;
-  std::vector<double> scores(E), sel(E), group_scores;
-  std::vector<char> allowed(E), group_allowed;
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    const float *l = logits + t * E;
-    if (scoring == 0) {
-      double mx = -std::numeric_limits<double>::infinity();
-      for (int64_t e = 0; e < E; ++e)
-        mx = std::max(mx, double(l[e]));
-      double sum = 0.0;
-      for (int64_t e = 0; e < E; ++e)
-        sum += (scores[e] = std::exp(double(l[e]) - mx));
-      for (int64_t e = 0; e < E; ++e)
-        scores[e] /= sum;
-    } else {
-      for (int64_t e = 0; e < E; ++e)
-        scores[e] = 1.0 / (1.0 + std::exp(-double(l[e])));
-    }
-    // Scores go through fp32 so that selection and weights see the same
-    // values an fp32 implementation would.
-    for (int64_t e = 0; e < E; ++e) {
-      scores[e] = float(scores[e]);
-      sel[e] = correction_bias ? double(float(scores[e] + correction_bias[e]))
-                               : scores[e];
-    }
-    std::fill(allowed.begin(), allowed.end(), 1);
-    if (n_group > 1) {
-      const int64_t per_group = E / n_group;
-      group_scores.assign(n_group, 0.0);
-      for (int64_t g = 0; g < n_group; ++g) {
-        std::vector<double> members(sel.begin() + g * per_group,
-                                    sel.begin() + (g + 1) * per_group);
-        std::sort(members.begin(), members.end(), std::greater<double>());
-        group_scores[g] = members[0];
-        if (group_score == 1 && per_group > 1)
-          group_scores[g] += members[1];
-      }
-      std::vector<char> all_groups(n_group, 1);
-      group_allowed.assign(n_group, 0);
-      for (int64_t i = 0; i < topk_group && i < n_group; ++i) {
-        const int64_t g = argmax_allowed(group_scores, all_groups);
-        group_allowed[g] = 1;
-        all_groups[g] = 0;
-      }
-      for (int64_t e = 0; e < E; ++e)
-        allowed[e] = group_allowed[e / per_group];
-    }
-    float *w = weights + t * top_k;
-    int32_t *id = ids + t * top_k;
-    double sum = 0.0;
-    for (int64_t j = 0; j < top_k; ++j) {
-      const int64_t e = argmax_allowed(sel, allowed);
-      if (e < 0) { // top_k exceeds the experts left: pad with weight 0
-        id[j] = 0;
-        w[j] = 0.f;
-        continue;
-      }
-      allowed[e] = 0;
-      id[j] = int32_t(e);
-      w[j] = float(scores[e]);
-      sum += scores[e];
-    }
-    for (int64_t j = 0; j < top_k; ++j) {
-      double wj = w[j];
-      if (renormalize && sum > 0.0)
-        wj /= sum;
-      w[j] = float(wj * double(routed_scaling_factor));
-    }
-  }
+  hyrt::ref::RouteScratch scratch;
+  for (int64_t t = 0; t < num_tokens; ++t)
+    hyrt::ref::routeToken(logits + t * num_experts, correction_bias, num_experts,
+                          top_k, scoring, n_group, topk_group, group_score,
+                          renormalize, routed_scaling_factor, weights + t * top_k,
+                          ids + t * top_k, scratch);
 }
 
 extern "C" void hyrt_ref_moe_permute(const float *x, const int32_t *ids,

@@ -149,11 +149,28 @@ void hyrt_cpu_rope(const float *x, const int32_t *positions, int64_t num_tokens,
                    int64_t heads, int64_t head_dim, int64_t rotary_dim, int32_t neox,
                    const float *inv_freq, float mscale, float *out);
 
+/* MoE routing, permute and combine: hyrt_ref_moe_route / _permute /
+ * _unpermute_add with the same results bit for bit (same per-token
+ * arithmetic), split across the thread pool. add0 / add1 may be null. */
+void hyrt_cpu_moe_route(const float *logits, const float *correction_bias,
+                        int64_t num_tokens, int64_t num_experts, int64_t top_k,
+                        int32_t scoring, int64_t n_group, int64_t topk_group,
+                        int32_t group_score, int32_t renormalize,
+                        float routed_scaling_factor, float *weights, int32_t *ids);
+void hyrt_cpu_moe_permute(const float *x, const int32_t *ids, int64_t num_tokens,
+                          int64_t dim, int64_t top_k, int64_t num_experts,
+                          float *out_x, int32_t *offsets, int32_t *rows);
+void hyrt_cpu_moe_unpermute_add(const float *y, const int32_t *rows,
+                                const float *weights, int64_t num_tokens,
+                                int64_t top_k, int64_t dim, const float *add0,
+                                const float *add1, float *out);
+
 /* MoE expert GEMMs: rows [offsets[e], offsets[e+1]) of x multiply expert e,
  * whose packed weights follow each other (each a complete packed [N][K]
  * matrix in the scheme's layout) and, for W8A8, whose scales are
  * w_scale[e][N]. `scheme` is HYRT_GEMM_*; scratch as for one GEMM of all
- * rows. */
+ * rows. Every row is converted / quantized once, then (expert, panel
+ * block) work items over the non-empty experts go to all threads. */
 void hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows,
                            int64_t K, const int32_t *offsets,
                            int64_t num_experts, const void *w_packed,

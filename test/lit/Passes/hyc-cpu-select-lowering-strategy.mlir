@@ -118,6 +118,27 @@ func.func @rope(%q0: tensor<?x2x4xf32>, %pos: tensor<?xi32>) -> tensor<?x2x4xf32
 
 // -----
 
+// MoE routing, permute and combine run on the threaded kernels (routing
+// split by tokens, copies and the weighted sum by rows); the reference
+// target keeps the reference kernels.
+
+// CHECK-LABEL: func.func @moe
+// CHECK: hyc.moe.route {{.*}}<kernel = "moe", threads = 2>
+// CHECK: hyc.moe.permute {{.*}}<kernel = "moe", threads = 2>
+// CHECK: hyc.moe.unpermute {{.*}}<kernel = "moe", threads = 2>
+// REF-LABEL: func.func @moe
+// REF: hyc.moe.route {{.*}}<kernel = "reference">
+// REF: hyc.moe.permute {{.*}}<kernel = "reference">
+// REF: hyc.moe.unpermute {{.*}}<kernel = "reference">
+func.func @moe(%logits: tensor<?x8xf32>, %x: tensor<?x16xf32>) -> tensor<?x16xf32> attributes {hyc.entry = "extend"} {
+  %w, %ids = hyc.moe.route %logits {gating = #hyc.moe_gating<softmax, top_k = 2, renormalize = true>} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %px, %off, %rows = hyc.moe.permute %x, %ids {num_experts = 8 : i64} : tensor<?x16xf32>, tensor<?x2xi32> -> tensor<?x16xf32>, tensor<9xi32>, tensor<?xi32>
+  %y = hyc.moe.unpermute %px, %rows, %w add(%x : tensor<?x16xf32>) : tensor<?x16xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
 // RMSNorm and SiLU-multiply (not folded into a quantization) run on the
 // vectorized row kernels, rows split over the machine's threads.
 

@@ -1,0 +1,262 @@
+// The MoE path of optimized artifacts (runtime/cpu/moe.cpp and the grouped
+// brgemm drivers of gemm.cpp, with kernels generated here by codegen)
+// against the reference kernels, one whole MoE layer at a time: route,
+// permute, [gate; up] grouped GEMM with the SiLU·mul epilogue, down grouped
+// GEMM, weighted combine with the shared experts' output added.
+//
+// Routing, permute and combine use the reference's arithmetic: ids,
+// weights, offsets and rows must match exactly. The expert outputs are
+// compared with the tolerance, |d| <= 1e-2 + 1e-2 |ref| (2e-2 for
+// INT8 beyond 35 tokens): the bf16 paths differ from the reference only in
+// fp32 summation order (~K * 2^-24 relative); W8A8 additionally
+// re-quantizes the SiLU·mul rows, where a sum-order difference can move an
+// activation across a rounding boundary (one int8 step, 1/254 of the row's
+// max|h|, in one of F products).
+#include "hyrt/cpu_kernels.h"
+#include "hyrt/gemm_layout.h"
+#include "hyrt/reference.h"
+
+#include "codegen/brgemm.h"
+#include "codegen/cpu_isa.h"
+#include "codegen/pack.h"
+#include "codegen/tiles.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace hyc::codegen;
+
+// hidden (K of gate/up, N of down) and expert ffn width: a partial 32-column
+// panel in both GEMMs, K a multiple of 4 for the VNNI layout.
+constexpr int64_t kHidden = 72, kFfn = 40;
+constexpr int64_t kMinMacs = int64_t(1) << 16;
+
+struct MoeCase {
+  int64_t experts, topK, tokens;
+  int64_t nGroup = 1, topkGroup = 1;
+  int32_t scoring = 0; // 0 softmax, 1 sigmoid (+ correction bias)
+  bool shared = true;
+  // skew: logits favour experts 0..2 (crowded and empty experts); one: a
+  // huge logit on expert 3 sends every token there.
+  enum Routing { kRandom, kSkew, kOne } routing = kRandom;
+};
+
+std::vector<float> randomVec(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+float roundBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+/// Per-channel symmetric int8 of [rows][k].
+void quantizeChannels(const std::vector<float> &w, int64_t rows, int64_t k,
+                      std::vector<int8_t> &q, std::vector<float> &scale) {
+  q.resize(w.size());
+  scale.resize(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0;
+    for (int64_t i = 0; i < k; ++i)
+      amax = std::max(amax, std::fabs(w[r * k + i]));
+    scale[r] = amax > 0 ? amax / 127.0f : 1.0f;
+    for (int64_t i = 0; i < k; ++i)
+      q[r * k + i] = int8_t(std::nearbyint(w[r * k + i] / scale[r]));
+  }
+}
+
+std::unique_ptr<BrgemmKernel> kernelFor(Isa isa, DataType a, DataType b, int64_t k) {
+  BrgemmGenResult gen = generate_brgemm(make_brgemm_desc(isa, a, b, DataType::f32, int(k)));
+  EXPECT_TRUE(gen) << gen.error;
+  return std::move(gen.kernel);
+}
+
+/// Every expert's matrices packed back to back in the scheme's layout.
+AlignedBuffer packExperts(int32_t scheme, const std::vector<float> &w,
+                          const std::vector<int8_t> &q, int64_t experts, int64_t n,
+                          int64_t k) {
+  std::vector<PackedB> parts;
+  size_t total = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    parts.push_back(scheme == HYRT_GEMM_W8A8
+                        ? pack_b_s8(q.data() + e * n * k, n, k, k)
+                        : scheme == HYRT_GEMM_BF16
+                              ? pack_b_bf16_from_f32(w.data() + e * n * k, n, k, k)
+                              : pack_b_f32(w.data() + e * n * k, n, k, k));
+    total += parts.back().data.size();
+  }
+  AlignedBuffer out(total);
+  size_t at = 0;
+  for (const PackedB &p : parts) {
+    std::memcpy(out.data() + at, p.data.data(), p.data.size());
+    at += p.data.size();
+  }
+  return out;
+}
+
+/// Packs [gate; up] of each expert as two matrices of kFfn rows.
+AlignedBuffer packGateUp(int32_t scheme, const std::vector<float> &w,
+                         const std::vector<int8_t> &q, int64_t experts) {
+  return packExperts(scheme, w, q, experts * 2, kFfn, kHidden);
+}
+
+void runCase(int32_t scheme, const MoeCase &c) {
+  SCOPED_TRACE(::testing::Message()
+               << "scheme " << scheme << ", experts " << c.experts << ", top-k "
+               << c.topK << ", tokens " << c.tokens << ", groups " << c.nGroup
+               << "/" << c.topkGroup << ", routing " << int(c.routing));
+  const int64_t E = c.experts, T = c.tokens, k = c.topK, pairs = T * k;
+  auto x = randomVec(T * kHidden, 1, -1, 1);
+  auto logits = randomVec(T * E, 2, -2, 2);
+  if (c.routing == MoeCase::kSkew)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t e = 0; e < 3 && e < E; ++e)
+        logits[t * E + e] += 3.0f;
+  if (c.routing == MoeCase::kOne)
+    for (int64_t t = 0; t < T; ++t)
+      logits[t * E + 3 % E] = 50.0f;
+  auto bias = randomVec(E, 3, -0.5, 0.5);
+  auto wGateUp = randomVec(E * 2 * kFfn * kHidden, 4, -0.2f, 0.2f);
+  auto wDown = randomVec(E * kHidden * kFfn, 5, -0.2f, 0.2f);
+  if (scheme == HYRT_GEMM_BF16)
+    for (auto *w : {&wGateUp, &wDown})
+      for (float &v : *w)
+        v = roundBf16(v);
+  auto shared = randomVec(T * kHidden, 6, -1, 1);
+  const float *add0 = c.shared ? shared.data() : nullptr;
+  const float *correction = c.scoring == 1 ? bias.data() : nullptr;
+
+  // Reference layer.
+  std::vector<float> w(T * k), px(pairs * kHidden), gu(pairs * 2 * kFfn), h(pairs * kFfn),
+      y(pairs * kHidden), want(T * kHidden);
+  std::vector<int32_t> ids(T * k), offsets(E + 1), rows(pairs);
+  hyrt_ref_moe_route(logits.data(), correction, T, E, k, c.scoring, c.nGroup, c.topkGroup,
+                     c.scoring, 1, 2.5f, w.data(), ids.data());
+  hyrt_ref_moe_permute(x.data(), ids.data(), T, kHidden, k, E, px.data(), offsets.data(),
+                       rows.data());
+  std::vector<int8_t> qGateUp, qDown;
+  std::vector<float> sGateUp, sDown;
+  quantizeChannels(wGateUp, E * 2 * kFfn, kHidden, qGateUp, sGateUp);
+  quantizeChannels(wDown, E * kHidden, kFfn, qDown, sDown);
+  if (scheme == HYRT_GEMM_W8A8) {
+    hyrt_ref_moe_grouped_matmul_w8a8(px.data(), qGateUp.data(), sGateUp.data(),
+                                     offsets.data(), pairs, E, 2 * kFfn, kHidden, gu.data());
+  } else if (scheme == HYRT_GEMM_BF16) {
+    hyrt_ref_moe_grouped_matmul_bf16_activations(px.data(), wGateUp.data(), offsets.data(),
+                                                 pairs, E, 2 * kFfn, kHidden, gu.data());
+  } else {
+    hyrt_ref_moe_grouped_matmul(px.data(), wGateUp.data(), offsets.data(), pairs, E,
+                                2 * kFfn, kHidden, gu.data());
+  }
+  // The reference weight is [E][2F][K] with gate rows then up rows: the
+  // grouped result's row is [gate | up].
+  hyrt_ref_silu_mul_halves(gu.data(), pairs, kFfn, h.data());
+  if (scheme == HYRT_GEMM_W8A8)
+    hyrt_ref_moe_grouped_matmul_w8a8(h.data(), qDown.data(), sDown.data(), offsets.data(),
+                                     pairs, E, kHidden, kFfn, y.data());
+  else if (scheme == HYRT_GEMM_BF16)
+    hyrt_ref_moe_grouped_matmul_bf16_activations(h.data(), wDown.data(), offsets.data(),
+                                                 pairs, E, kHidden, kFfn, y.data());
+  else
+    hyrt_ref_moe_grouped_matmul(h.data(), wDown.data(), offsets.data(), pairs, E, kHidden,
+                                kFfn, y.data());
+  hyrt_ref_moe_unpermute_add(y.data(), rows.data(), w.data(), T, k, kHidden, add0, nullptr,
+                             want.data());
+
+  // Optimized layer.
+  std::vector<float> w2(T * k, -1), px2(pairs * kHidden, -1), h2(pairs * kFfn, -1),
+      y2(pairs * kHidden, -1), got(T * kHidden, -1);
+  std::vector<int32_t> ids2(T * k, -1), offsets2(E + 1, -1), rows2(pairs, -1);
+  hyrt_cpu_moe_route(logits.data(), correction, T, E, k, c.scoring, c.nGroup, c.topkGroup,
+                     c.scoring, 1, 2.5f, w2.data(), ids2.data());
+  ASSERT_EQ(ids2, ids);
+  ASSERT_EQ(0, std::memcmp(w2.data(), w.data(), w.size() * sizeof(float)));
+  hyrt_cpu_moe_permute(x.data(), ids.data(), T, kHidden, k, E, px2.data(), offsets2.data(),
+                       rows2.data());
+  ASSERT_EQ(offsets2, offsets);
+  ASSERT_EQ(rows2, rows);
+  ASSERT_EQ(px2, px);
+
+  const Isa isa = scheme == HYRT_GEMM_W8A8   ? Isa::avx512_vnni
+                  : scheme == HYRT_GEMM_BF16 ? Isa::avx512_bf16
+                                             : Isa::avx512_core;
+  const DataType a = scheme == HYRT_GEMM_W8A8   ? DataType::u8
+                     : scheme == HYRT_GEMM_BF16 ? DataType::bf16
+                                                : DataType::f32;
+  const DataType b = scheme == HYRT_GEMM_W8A8   ? DataType::s8
+                     : scheme == HYRT_GEMM_BF16 ? DataType::bf16
+                                                : DataType::f32;
+  auto kUp = kernelFor(isa, a, b, kHidden), kDown = kernelFor(isa, a, b, kFfn);
+  AlignedBuffer pGateUp = packGateUp(scheme, wGateUp, qGateUp, E);
+  AlignedBuffer pDown = packExperts(scheme, wDown, qDown, E, kHidden, kFfn);
+  std::vector<uint8_t> scratch(std::max(hyrt_gemm_scratch_bytes_for(scheme, pairs, kHidden),
+                                        hyrt_gemm_scratch_bytes_for(scheme, pairs, kFfn)));
+  const bool w8 = scheme == HYRT_GEMM_W8A8;
+  hyrt_cpu_grouped_gemm_silu_mul(scheme, px2.data(), pairs, kHidden, offsets2.data(), E,
+                                 pGateUp.data(), w8 ? sGateUp.data() : nullptr, kFfn,
+                                 h2.data(), scratch.data(),
+                                 reinterpret_cast<hyrt_brgemm_fn>(kUp->fn()),
+                                 kUp->desc().m_max, kMinMacs);
+  hyrt_cpu_grouped_gemm(scheme, h2.data(), pairs, kFfn, offsets2.data(), E, pDown.data(),
+                        w8 ? sDown.data() : nullptr, kHidden, y2.data(), scratch.data(),
+                        reinterpret_cast<hyrt_brgemm_fn>(kDown->fn()), kDown->desc().m_max,
+                        kMinMacs);
+  hyrt_cpu_moe_unpermute_add(y2.data(), rows2.data(), w2.data(), T, k, kHidden, add0,
+                             nullptr, got.data());
+  const double tol = w8 && T > 35 ? 2e-2 : 1e-2;
+  for (int64_t i = 0; i < T * kHidden; ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i])))
+        << "token " << i / kHidden << ", dim " << i % kHidden;
+}
+
+const MoeCase kCases[] = {
+    {4, 1, 1},
+    {4, 2, 39, 1, 1, 0, false},
+    {8, 2, 2},
+    {8, 2, 114, 1, 1, 0, true, MoeCase::kSkew},
+    {64, 8, 39},
+    {64, 8, 1024},
+    {64, 6, 114, 1, 1, 1},                        // sigmoid + correction bias
+    {64, 1, 114, 1, 1, 0, true, MoeCase::kOne},   // every token on expert 3
+    {256, 8, 114, 8, 4, 1},                       // group-limited, top-2-sum groups
+    {256, 8, 2, 8, 4, 1, false},
+    {256, 6, 1024, 1, 1, 0, true, MoeCase::kSkew}, // crowded and empty experts
+};
+
+TEST(CpuMoe, W8A8LayerMatchesReference) {
+  if (!host_supports(Isa::avx512_vnni))
+    GTEST_SKIP() << "host lacks AVX-512 VNNI: the W8A8 expert kernels cannot run";
+  for (const MoeCase &c : kCases)
+    runCase(HYRT_GEMM_W8A8, c);
+}
+
+TEST(CpuMoe, Bf16LayerMatchesReference) {
+  if (!host_supports(Isa::avx512_bf16))
+    GTEST_SKIP() << "host lacks AVX512_BF16: the native bf16 expert kernels cannot run";
+  for (const MoeCase &c : kCases)
+    runCase(HYRT_GEMM_BF16, c);
+}
+
+TEST(CpuMoe, F32LayerMatchesReference) {
+  if (!host_supports(Isa::avx512_core))
+    GTEST_SKIP() << "host lacks AVX-512";
+  for (const MoeCase &c : kCases)
+    runCase(HYRT_GEMM_F32, c);
+}
+
+} // namespace
