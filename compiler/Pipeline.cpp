@@ -33,6 +33,7 @@ bool parsePhase(const std::string &name, Phase &phase) {
 
 const std::vector<std::string> &disablablePasses() {
   static const std::vector<std::string> names = {
+      "hyc-global-absorb-mla",
       "hyc-global-fuse-activation-quant",
       "hyc-global-fuse-gate-up-silu",
       "hyc-global-fuse-kv-append-into-attention",
@@ -72,6 +73,8 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     pm.addPass(createHycGlobalFuseMoeCombine());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-kv-append-into-attention"))
     pm.addPass(createHycGlobalFuseKvAppendIntoAttention());
+  if (runs(Phase::Global) && enabled("hyc-global-absorb-mla"))
+    pm.addPass(createHycGlobalAbsorbMla());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-activation-quant"))
     pm.addPass(createHycGlobalFuseActivationQuant());
 

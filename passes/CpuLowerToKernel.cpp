@@ -623,6 +623,14 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         auto qn = D(a.getQNope());
         auto qp = D(a.getQPe());
         auto kvb = D(a.getKvB());
+        if (runsOn(a, "mla_absorbed")) {
+          callKv("hyrt_cpu_mla_attention", {i64(a.getLayer()), ptrOf(a.getQNope()),
+                ptrOf(a.getQPe()), ptrOf(a.getKvB()), qn[1].value, qn[2].value,
+                qp[2].value, i64(a.getVHeadDim()), kvb[1].value,
+                f32(a.getScale().convertToFloat()), ptrOf(a.getResult()),
+                i64(configOf(a).getKvSplits())});
+          return success();
+        }
         callKv("hyrt_ref_mla_attention", {i64(a.getLayer()), ptrOf(a.getQNope()),
               ptrOf(a.getQPe()), ptrOf(a.getKvB()), qn[1].value, qn[2].value,
               qp[2].value, i64(a.getVHeadDim()), kvb[1].value,

@@ -90,41 +90,34 @@ struct HycCpuSelectLoweringStrategyPass
   }
 
 private:
-  /// The KV cache's element type, for the whole model: bf16 (half the bytes
-  /// every attention step reads) when every op that reads the cache runs on
-  /// a kernel that reads bf16 rows (the paged attention kernels; appends
-  /// only write, and every append kernel rounds to bf16); else fp32.
-  /// `kv-cache=auto` takes bf16 where possible on kernel targets and fp32 on
-  /// the reference target (the semantic baseline); `bf16` fails naming the
-  /// first op that cannot read it.
+  /// The KV cache's element type, for the whole model. `f32` and `bf16`
+  /// are the user's; every kernel reads both (the reference ones by
+  /// widening the layer, a semantic baseline rather than a fast path).
+  /// `auto` takes bf16 (half the bytes every attention step reads) on kernel
+  /// targets when every op that reads the cache runs on an optimized
+  /// attention kernel (appends only write), and fp32 otherwise: on the
+  /// reference target, and where a reference attention would widen the
+  /// cache on every call.
   LogicalResult decideKvCacheDtype(ModuleOp module) {
     if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16")
       return module.emitError() << "hyc-cpu-select-lowering-strategy: kv-cache must be "
                                    "auto, f32 or bf16, got '"
                                 << kvCache << "'";
-    Operation *blocker = nullptr;
+    bool allOptimized = true;
     module.walk([&](Operation *op) {
       // Only hyc ops read the cache (func.return merely passes it on).
-      if (blocker || !isComputeOp(op) || isa<KVCacheAppendOp>(op) ||
+      if (!isComputeOp(op) || isa<KVCacheAppendOp>(op) ||
           llvm::none_of(op->getOperandTypes(),
                         [](Type t) { return isa<KVCacheType>(t); }))
         return;
       auto config = op->getAttrOfType<cpu::LoweringConfigAttr>(cpu::kLoweringConfigName);
-      if (!config || config.getKernel() != "paged_attention")
-        blocker = op;
+      if (!config || (config.getKernel() != "paged_attention" &&
+                      config.getKernel() != "mla_absorbed"))
+        allOptimized = false;
     });
-    std::string dtype = "f32";
-    if (kvCache == "bf16") {
-      if (blocker)
-        return blocker->emitError()
-               << "--kv-cache bf16: " << blocker->getName()
-               << " runs on a kernel that reads an fp32 KV cache only (use "
-                  "--kv-cache f32 or auto)";
-      dtype = "bf16";
-    } else if (kvCache == "auto" && kernels && !blocker) {
-      dtype = "bf16";
-    }
-    module->setAttr(cpu::kKvCacheDtypeName, StringAttr::get(module.getContext(), dtype));
+    const bool bf16 = kvCache == "bf16" || (kvCache == "auto" && kernels && allOptimized);
+    module->setAttr(cpu::kKvCacheDtypeName,
+                    StringAttr::get(module.getContext(), bf16 ? "bf16" : "f32"));
     return success();
   }
 
@@ -189,6 +182,18 @@ private:
           ctx, "paged_attention", {}, {}, {}, {},
           attentionThreads(machine, q.getDimSize(1)), 0,
           decode ? attentionKvSplits(machine, kvHeads) : 1, StringAttr());
+    } else if (kernels && isa<MLAAttentionOp>(op) &&
+               op->getAttrOfType<StringAttr>("hyc.mla_form") &&
+               op->getAttrOfType<StringAttr>("hyc.mla_form").getValue() == "absorbed") {
+      // hyc-global-absorb-mla chose MQA over the latent rows: one KV head,
+      // so a decode token splits its positions across the threads.
+      auto fn = op->getParentOfType<func::FuncOp>();
+      auto entry = fn ? fn->getAttrOfType<StringAttr>("hyc.entry") : StringAttr();
+      const bool decode = entry && entry.getValue() == "decode";
+      auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+      config = cpu::LoweringConfigAttr::get(
+          ctx, "mla_absorbed", {}, {}, {}, {}, attentionThreads(machine, q.getDimSize(1)), 0,
+          decode ? attentionKvSplits(machine, 1) : 1, StringAttr());
     } else if (kernels && isa<RMSNormOp, SiluMulOp>(op)) {
       // Vectorized row kernels, rows split across the threads from 2^15
       // elements (runtime/cpu/elementwise.cpp).

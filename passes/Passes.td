@@ -140,6 +140,19 @@ def HycGlobalFuseGateUpSilu
   }];
 }
 
+def HycGlobalAbsorbMla : Pass<"hyc-global-absorb-mla", "::mlir::ModuleOp"> {
+  let summary = "Attend over the MLA latent cache as multi-query attention";
+  let description = [{
+    Marks `hyc.mla.attention` ops `hyc.mla_form = "absorbed"`: W_UK is
+    folded into the query, W_UV into the output, and the heads attend over
+    the cached latent rows (keys [c | k_pe], values c) instead of
+    re-expanding every cached latent through kv_b on every step. Requires
+    an f32 kv_b of static shape (read in its stored layout). The CPU
+    strategy maps the form to the absorbed kernel; the result is the same
+    attention with re-associated sums.
+  }];
+}
+
 def HycGlobalFuseKvAppendIntoAttention
     : Pass<"hyc-global-fuse-kv-append-into-attention", "::mlir::ModuleOp"> {
   let summary = "Write decode keys/values inside the decode attention kernel";

@@ -37,7 +37,7 @@ inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
           kv->page_size,
           numHeads / kv->num_kv_heads,
           kv->k_layers[layer],
-          kv->v_layers[layer],
+          kv->v_layers ? kv->v_layers[layer] : nullptr, // none for MLA latents
           kv->dtype == HYRT_KV_BF16};
 }
 

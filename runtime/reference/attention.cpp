@@ -14,17 +14,28 @@
 
 namespace {
 
-/// The reading kernels here take an fp32 cache: the strategy pass gives a
-/// model a bf16 cache only when every op that reads it runs on a kernel
-/// that reads bf16 (hyc-cpu-select-lowering-strategy), so another dtype
-/// here is a compiler bug, stopped before it reads garbage.
-float *f32Layer(const hyrt_kv_cache_v0 *kv, void *base, const char *kernel) {
-  if (kv->dtype != HYRT_KV_F32) {
-    std::fprintf(stderr, "%s: KV cache dtype %d, expected fp32 (internal error)\n",
-                 kernel, int(kv->dtype));
+/// A layer of the cache as fp32 rows of `dim`: the pool itself for an fp32
+/// cache; for a bf16 cache, the whole layer widened (exactly) into
+/// `shadow`. The reference is the semantic baseline of a bf16 cache too
+/// (values rounded once, when appended), so that optimized artifacts can be
+/// compared with a reference of the same cache dtype; it is not a fast
+/// path.
+float *f32Layer(const hyrt_kv_cache_v0 *kv, void *base, int64_t dim,
+                std::vector<float> &shadow) {
+  if (kv->dtype == HYRT_KV_F32)
+    return static_cast<float *>(base);
+  if (kv->dtype != HYRT_KV_BF16) {
+    std::fprintf(stderr, "hyrt reference attention: KV cache dtype %d, expected fp32 or "
+                         "bf16 (internal error)\n",
+                 int(kv->dtype));
     std::abort();
   }
-  return static_cast<float *>(base);
+  const size_t n = size_t(kv->num_pages * kv->num_kv_heads * kv->page_size * dim);
+  shadow.resize(n);
+  const uint16_t *b = static_cast<const uint16_t *>(base);
+  for (size_t i = 0; i < n; ++i)
+    shadow[i] = hyrt::fromBf16(b[i]);
+  return shadow.data();
 }
 
 /// Writes n floats to a cache row of the cache's dtype.
@@ -122,8 +133,9 @@ extern "C" void hyrt_ref_attention(const hyrt_kv_cache_v0 *kv,
   const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
                 dv = kv->v_head_dim;
   const int64_t group = num_heads / hkv;
-  float *kbase = f32Layer(kv, kv->k_layers[layer], "hyrt_ref_attention");
-  float *vbase = f32Layer(kv, kv->v_layers[layer], "hyrt_ref_attention");
+  std::vector<float> kShadow, vShadow;
+  float *kbase = f32Layer(kv, kv->k_layers[layer], dk, kShadow);
+  float *vbase = f32Layer(kv, kv->v_layers[layer], dv, vShadow);
   std::vector<const float *> keys, values;
   std::vector<double> scores;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
@@ -162,8 +174,9 @@ extern "C" void hyrt_ref_paged_attention(const hyrt_kv_cache_v0 *kv,
   const int64_t hkv = kv->num_kv_heads, dk = kv->k_head_dim,
                 dv = kv->v_head_dim;
   const int64_t group = num_heads / hkv;
-  float *kbase = f32Layer(kv, kv->k_layers[layer], "hyrt_ref_paged_attention");
-  float *vbase = f32Layer(kv, kv->v_layers[layer], "hyrt_ref_paged_attention");
+  std::vector<float> kShadow, vShadow;
+  float *kbase = f32Layer(kv, kv->k_layers[layer], dk, kShadow);
+  float *vbase = f32Layer(kv, kv->v_layers[layer], dv, vShadow);
   std::vector<const float *> values;
   std::vector<double> scores;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
@@ -192,7 +205,8 @@ extern "C" void hyrt_ref_mla_attention(
     int64_t kv_lora_rank, float scale, float *out) {
   const int64_t row_dim = kv->k_head_dim; // kv_lora_rank + rope_dim
   const int64_t head_rows = nope_dim + v_dim;
-  float *base = f32Layer(kv, kv->k_layers[layer], "hyrt_ref_mla_attention");
+  std::vector<float> shadow;
+  float *base = f32Layer(kv, kv->k_layers[layer], row_dim, shadow);
   // Per sequence, expand every cached latent the step can see into explicit
   // per-head keys and values (the plain, non-absorbed form), then attend.
   std::vector<float> k_nope, values;

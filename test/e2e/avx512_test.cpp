@@ -167,24 +167,27 @@ TEST_P(Avx512Golden, W8A8KernelsMatchTheW8A8ReferenceAndKvConsistent) {
   EXPECT_LT(maxAbsDiff(b, incrementalLogits(*q.engine, tokens, 20)), 1e-4);
 }
 
-// The fast artifacts as users get them (default KV cache: bf16 wherever
-// every attention kernel reads it; MLA's latent cache stays fp32 until its
-// kernel does) against the reference artifacts of the same model,
-// teacher-forced over 64 tokens, through extend (every row) and through 56
-// decode steps after an 8-token prefix: per-position logit cosine >= 0.999
-// for bf16 weights against the fp32 reference and >= 0.99 for W8A8 (issue
-// 8's bar). W8A8 is held to that against the W8A8 reference (same
-// quantization: what differs is the kernels and the cache) and, for dense
-// models, against fp32 too; an MoE router is discontinuous, so quantization
-// noise may switch a token's experts (the qwen3moe and DeepSeek notes in
-// the W8A8 tests), which no cosine bound on the logits can absorb.
+// The fast artifacts (MLA on the absorbed kernel) against the reference
+// artifacts of the same model, teacher-forced over 64 tokens, through
+// extend (every row) and through 56 decode steps after an 8-token prefix:
+// per-position logit cosine >= 0.999 for bf16 weights (as users get them:
+// bf16 KV cache) against the fp32 reference, and >= 0.99 for W8A8 (issue
+// 8's bar). W8A8 is held to that against the W8A8 reference with the same
+// fp32 cache (same quantization and cache: what differs is the kernels)
+// and, for dense models, as users get it (bf16 cache) against fp32 too.
+// An MoE router is discontinuous: with int8 activations, a bf16 rounding
+// of a cached key that lands one ulp apart (kernel sum order) moves the
+// next quantized activation and may switch a token's experts, which no
+// cosine bound on the logits can absorb (measured on the tiny MoE models,
+// bf16 cache on both sides: 0.978 for qwen3moe-tiny; against an fp32-cache
+// reference, 0.96 for deepseekv3-grouped-tiny). The bf16 cache itself is
+// held to the reference by the bf16 rows and KvCacheBf16OnTheReferenceTarget.
 TEST_P(Avx512Golden, FastArtifactsMatchTheReferenceTeacherForced) {
   REQUIRE_FEATURE("avx512f");
   REQUIRE_FEATURE("avx512_vnni");
   if (!haveGolden(GetParam()))
     GTEST_SKIP() << "golden data absent";
   const std::string dir = sharedDir() + "/golden/" + GetParam();
-  const bool mla = GetParam().find("deepseek") != std::string::npos;
   const std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
   auto tokens =
       nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
@@ -224,30 +227,52 @@ TEST_P(Avx512Golden, FastArtifactsMatchTheReferenceTeacherForced) {
     flags.insert(flags.end(), {"--target", "avx512", "--quant", quant});
     LoadedModel fast = loadModel(compileOnce(dir, flags));
     ASSERT_TRUE(fast.engine);
-    EXPECT_EQ(fast.artifact->manifest().kv_cache.dtype, mla ? "f32" : "bf16") << quant;
+    EXPECT_EQ(fast.artifact->manifest().kv_cache.dtype, "bf16") << quant;
     const Logits got = logitsOf(fast);
     if (std::string(quant) == "bf16") {
       check(got, f32, 0.999, "avx512 bf16 vs fp32 reference");
-    } else {
-      check(got, w8, 0.99, "avx512 w8a8 vs w8a8 reference");
-      if (!moe)
-        check(got, f32, 0.99, "avx512 w8a8 vs fp32 reference");
+      continue;
     }
+    if (!moe)
+      check(got, f32, 0.99, "avx512 w8a8 vs fp32 reference");
+    flags.insert(flags.end(), {"--kv-cache", "f32"});
+    LoadedModel fastF32 = loadModel(compileOnce(dir, flags));
+    ASSERT_TRUE(fastF32.engine);
+    check(logitsOf(fastF32), w8, 0.99, "avx512 w8a8 (fp32 cache) vs w8a8 reference");
   }
 }
 
-// --kv-cache bf16 where an attention kernel reads only fp32 (the reference
-// target; MLA's latent cache) fails naming the op; f32 is always possible.
-TEST_P(Avx512Golden, KvCacheBf16IsRefusedWhereAKernelCannotReadIt) {
+// The reference target reads a bf16 cache too (it widens the rows): values
+// are rounded once, on append, so the logits stay within bf16's relative
+// half-ulp (2^-9) of each cached element: cosine >= 0.999 against the fp32
+// cache. `auto` keeps fp32 there; an unknown dtype is refused.
+TEST_P(Avx512Golden, KvCacheBf16OnTheReferenceTarget) {
   if (!haveGolden(GetParam()))
     GTEST_SKIP() << "golden data absent";
   const std::string dir = sharedDir() + "/golden/" + GetParam();
+  const std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
+  auto tokens =
+      nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
+          .get<std::vector<int32_t>>();
+  std::vector<std::string> bf16 = bounds;
+  bf16.insert(bf16.end(), {"--kv-cache", "bf16"});
+  LoadedModel f32 = loadModel(compileOnce(dir, bounds)), b16 = loadModel(compileOnce(dir, bf16));
+  ASSERT_TRUE(f32.engine && b16.engine);
+  EXPECT_EQ(f32.artifact->manifest().kv_cache.dtype, "f32");
+  EXPECT_EQ(b16.artifact->manifest().kv_cache.dtype, "bf16");
+  const int64_t vocab = f32.artifact->manifest().model.vocab_size;
+  const auto a = incrementalLogits(*f32.engine, tokens, 8),
+             b = incrementalLogits(*b16.engine, tokens, 8);
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 1.0;
+  for (size_t p = 0; p < tokens.size(); ++p)
+    worst = std::min(worst, hyc::test::cosine(a.data() + p * vocab, b.data() + p * vocab,
+                                              size_t(vocab)));
+  EXPECT_GE(worst, 0.999);
+  // Not equal: the cache really is rounded.
+  EXPECT_GT(maxAbsDiff(a, b), 0.0);
   const std::string out = ::testing::TempDir() + "/kvref-" + GetParam();
-  CommandResult r = runHyc({"compile", dir, "-o", out, "--kv-cache", "bf16"});
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("--kv-cache bf16: hyc."), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("reads an fp32 KV cache only"), std::string::npos) << r.err;
-  r = runHyc({"compile", dir, "-o", out, "--kv-cache", "f16"});
+  CommandResult r = runHyc({"compile", dir, "-o", out, "--kv-cache", "f16"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--kv-cache expects auto|f32|bf16, got 'f16'"), std::string::npos)
       << r.err;

@@ -1,0 +1,255 @@
+// DeepSeek multi-head latent attention in the absorbed form, for optimized
+// artifacts (hyc-global-absorb-mla decides the form; the reference kernel
+// computes the plain form and is the semantic baseline).
+//
+// The plain form re-expands every cached latent into per-head keys and
+// values on every step: O(positions x heads x (nope + v) x rank) per token.
+// Absorbed, W_UK is folded into the query and W_UV into the output:
+//   q_lat[h]  = W_UK[h]^T q_nope[h]                      (rank floats)
+//   s[h][j]   = (q_lat[h] . c[j] + q_pe[h] . k_pe[j]) * scale
+//   o_lat[h]  = softmax_j(s[h]) . c[j]                   (rank floats)
+//   out[h]    = W_UV[h] o_lat[h]                         (v floats)
+// which is multi-query attention over the cache rows themselves: each
+// cached row [c | k_pe] is read once per block for all heads, as the key
+// and (its first `rank` elements) as the value. kv_b = [H][nope + v][rank]
+// serves both folds in its stored layout (W_UK[h] = rows 0..nope-1 of head
+// h, W_UV[h] = rows nope..nope+v-1), so no weight is rewritten.
+//
+// Work: the query folds by (head, token block), attention by (token, KV
+// split) with an online softmax in fp32, then the split merge and the
+// output fold by (token, head); all on the thread pool.
+#include "hyrt/cpu_kernels.h"
+
+#include "attention_group.h"
+#include "thread_pool.h"
+
+#include "../reference/bf16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using hyrt::cpu::LayerView;
+using hyrt::cpu::layerView;
+
+inline __attribute__((always_inline)) float elem(const float *p, int64_t i) { return p[i]; }
+inline __attribute__((always_inline)) float elem(const uint16_t *p, int64_t i) {
+  return hyrt::fromBf16(p[i]);
+}
+
+template <typename T>
+inline __attribute__((always_inline)) float dot(const float *a, const T *b, int64_t n) {
+  float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t i = 0; i < n; ++i)
+    acc += a[i] * elem(b, i);
+  return acc;
+}
+
+template <typename T>
+inline __attribute__((always_inline)) void axpy(float w, const T *x, float *y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] += w * elem(x, i);
+}
+
+/// Shapes of one call.
+struct Mla {
+  int64_t heads, nope, rope, v, rank;
+  float scale;
+};
+
+/// Positions per block of the online softmax: a block's rows (32 x 1152
+/// bytes in bf16 for DeepSeek's 576-element rows) stay in L1/L2 between
+/// the score and the value pass.
+constexpr int64_t kBlock = 32;
+
+/// A KV split covers at least this many positions (as in attention.cpp).
+constexpr int64_t kMinSplitRows = 256;
+
+/// Partial result of one (token, split): per head the unnormalized o_lat
+/// (rank floats), then the running max and sum.
+int64_t partialFloats(const Mla &m) { return m.heads * (m.rank + 2); }
+
+/// Token t's heads over cached positions [begin, end) into `part`.
+template <typename T>
+inline __attribute__((always_inline)) void
+attendLatentBody(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                 const float *qLat, const float *qPe, int64_t t, int64_t begin,
+                 int64_t end, float *part) {
+  const int64_t H = m.heads, R = m.rank;
+  float *o = part, *mx = part + H * R, *sum = mx + H;
+  std::fill(o, o + H * R, 0.0f);
+  std::fill(mx, mx + H, -INFINITY);
+  std::fill(sum, sum + H, 0.0f);
+  const int32_t *blocks =
+      step->block_tables + int64_t(step->token_seq[t]) * step->max_pages_per_seq;
+  const T *rows[kBlock];
+  float s[16 * kBlock];
+  float *sc = H <= 16 ? s : nullptr;
+  std::vector<float> big;
+  if (!sc) {
+    big.resize(size_t(H * kBlock));
+    sc = big.data();
+  }
+  for (int64_t j0 = begin; j0 < end; j0 += kBlock) {
+    const int64_t nb = std::min(kBlock, end - j0);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t pos = j0 + b;
+      const int64_t row = int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
+      rows[b] = l.kRow<T>(row, 0);
+    }
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        sc[h * kBlock + b] =
+            (dot(qLat + h * R, rows[b], R) + dot(qPe + h * m.rope, rows[b] + R, m.rope)) *
+            m.scale;
+    for (int64_t h = 0; h < H; ++h) {
+      float *sh = sc + h * kBlock;
+      float blockMax = mx[h];
+      for (int64_t b = 0; b < nb; ++b)
+        blockMax = sh[b] > blockMax ? sh[b] : blockMax;
+      // exp(-inf - -inf) is NaN: a head with no finite score yet keeps 1.
+      const float alpha = mx[h] == blockMax ? 1.0f : std::exp(mx[h] - blockMax);
+      float blockSum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        sh[b] = std::exp(sh[b] - blockMax);
+        blockSum += sh[b];
+      }
+      sum[h] = sum[h] * alpha + blockSum;
+      mx[h] = blockMax;
+      float *oh = o + h * R;
+      if (alpha != 1.0f)
+        for (int64_t r = 0; r < R; ++r)
+          oh[r] *= alpha;
+      for (int64_t b = 0; b < nb; ++b)
+        axpy(sh[b], rows[b], oh, R);
+    }
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendLatentF32(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                const float *qLat, const float *qPe, int64_t t, int64_t begin, int64_t end,
+                float *part) {
+  attendLatentBody<float>(step, l, m, qLat, qPe, t, begin, end, part);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendLatentBf16(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                 const float *qLat, const float *qPe, int64_t t, int64_t begin,
+                 int64_t end, float *part) {
+  attendLatentBody<uint16_t>(step, l, m, qLat, qPe, t, begin, end, part);
+}
+
+/// q_lat of tokens [t0, t1) for head h: sum over d of q_nope[t][h][d] times
+/// row d of W_UK[h], each weight row read once for the token block.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+foldQuery(const Mla &m, const float *qNope, const float *wKvB, int64_t h, int64_t t0,
+          int64_t t1, float *qLat) {
+  const int64_t R = m.rank;
+  const float *wh = wKvB + h * (m.nope + m.v) * R;
+  for (int64_t t = t0; t < t1; ++t)
+    std::fill(qLat + (t * m.heads + h) * R, qLat + (t * m.heads + h + 1) * R, 0.0f);
+  for (int64_t d = 0; d < m.nope; ++d)
+    for (int64_t t = t0; t < t1; ++t)
+      axpy(qNope[(t * m.heads + h) * m.nope + d], wh + d * R, qLat + (t * m.heads + h) * R, R);
+}
+
+/// Merges token t's splits for head h and applies W_UV[h].
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+finishHead(const Mla &m, const float *parts, int64_t splits, const float *wKvB, int64_t t,
+           int64_t h, float *oLat, float *out) {
+  const int64_t R = m.rank, H = m.heads, stride = partialFloats(m);
+  float mMax = -INFINITY;
+  for (int64_t s = 0; s < splits; ++s)
+    mMax = std::max(mMax, parts[s * stride + H * R + h]);
+  std::fill(oLat, oLat + R, 0.0f);
+  float sum = 0.0f;
+  for (int64_t s = 0; s < splits; ++s) {
+    const float *p = parts + s * stride;
+    const float w = splits == 1 ? 1.0f : std::exp(p[H * R + h] - mMax);
+    sum += w * p[H * R + H + h];
+    axpy(w, p + h * R, oLat, R);
+  }
+  const float inv = 1.0f / sum;
+  const float *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
+  float *o = out + (t * H + h) * m.v;
+  for (int64_t d = 0; d < m.v; ++d)
+    o[d] = dot(oLat, wv + d * R, R) * inv;
+}
+
+/// A (token, split) item: positions [begin, end), partial slot `slot`.
+struct Item {
+  int64_t t, begin, end, slot;
+};
+
+} // namespace
+
+extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                                       int64_t layer, const float *q_nope, const float *q_pe,
+                                       const float *w_kv_b, int64_t num_heads,
+                                       int64_t nope_dim, int64_t rope_dim, int64_t v_dim,
+                                       int64_t kv_lora_rank, float scale, float *out,
+                                       int64_t kv_splits) {
+  const Mla m{num_heads, nope_dim, rope_dim, v_dim, kv_lora_rank, scale};
+  const LayerView l = layerView(kv, layer, 1);
+  const int64_t T = step->num_tokens, H = num_heads, R = kv_lora_rank;
+  // The caller's buffers (captured by reference: a worker would otherwise
+  // see its own thread_local instances).
+  thread_local std::vector<float> callerQLat, callerParts;
+  thread_local std::vector<Item> callerItems;
+  thread_local std::vector<int64_t> callerFirst;
+  std::vector<float> &qLat = callerQLat, &parts = callerParts;
+  std::vector<Item> &items = callerItems;
+  std::vector<int64_t> &first = callerFirst; // first item of each token
+  qLat.resize(size_t(T * H * R));
+
+  // Work worth waking the workers for (2^18 multiply-adds, as attention.cpp).
+  int64_t positions = 0;
+  for (int64_t t = 0; t < T; ++t)
+    positions += int64_t(step->positions[t]) + 1;
+  const int threads = (positions * H * (2 * R + rope_dim) + T * H * R * (nope_dim + v_dim)) >=
+                              (int64_t(1) << 18)
+                          ? hyrt::cpu::kAllThreads
+                          : 1;
+
+  constexpr int64_t kTokenBlock = 8;
+  const int64_t tokenBlocks = (T + kTokenBlock - 1) / kTokenBlock;
+  hyrt::cpu::parallelFor(H * tokenBlocks, threads, [&](int64_t i) {
+    const int64_t h = i % H, t0 = (i / H) * kTokenBlock;
+    foldQuery(m, q_nope, w_kv_b, h, t0, std::min(T, t0 + kTokenBlock), qLat.data());
+  });
+
+  items.clear();
+  first.assign(size_t(T + 1), 0);
+  for (int64_t t = 0; t < T; ++t) {
+    first[size_t(t)] = int64_t(items.size());
+    const int64_t n = int64_t(step->positions[t]) + 1;
+    const int64_t splits = std::max<int64_t>(1, std::min(kv_splits, n / kMinSplitRows));
+    for (int64_t s = 0; s < splits; ++s)
+      items.push_back({t, n * s / splits, n * (s + 1) / splits, int64_t(items.size())});
+  }
+  first[size_t(T)] = int64_t(items.size());
+  const int64_t stride = partialFloats(m);
+  parts.resize(size_t(int64_t(items.size()) * stride));
+  hyrt::cpu::parallelForDynamic(int64_t(items.size()), threads, [&](int, int64_t i) {
+    const Item &it = items[size_t(i)];
+    const float *ql = qLat.data() + it.t * H * R, *qp = q_pe + it.t * H * rope_dim;
+    float *part = parts.data() + it.slot * stride;
+    if (l.bf16)
+      attendLatentBf16(step, l, m, ql, qp, it.t, it.begin, it.end, part);
+    else
+      attendLatentF32(step, l, m, ql, qp, it.t, it.begin, it.end, part);
+  });
+
+  hyrt::cpu::parallelFor(T * H, threads, [&](int64_t i) {
+    const int64_t t = i / H, h = i % H;
+    thread_local std::vector<float> oLat;
+    oLat.resize(size_t(R));
+    finishHead(m, parts.data() + first[size_t(t)] * stride, first[size_t(t + 1)] - first[size_t(t)],
+               w_kv_b, t, h, oLat.data(), out);
+  });
+}
