@@ -44,25 +44,6 @@ inline __m512 load16(const uint16_t *p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
-/// z[i] = sum of the 16 lanes of v[i].
-inline __m512 hsum16(const __m512 v[16]) {
-  __m512 w[8], x[4];
-  for (int k = 0; k < 8; ++k)
-    w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
-                         _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
-  for (int k = 0; k < 4; ++k) {
-    const __m512d a = _mm512_castps_pd(w[2 * k]), b = _mm512_castps_pd(w[2 * k + 1]);
-    x[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-  }
-  // x[k] lane block L: partial sums of v[4k..4k+3] over lane block L.
-  const __m512 y0 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88),
-                                  _mm512_shuffle_f32x4(x[0], x[1], 0xdd));
-  const __m512 y1 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88),
-                                  _mm512_shuffle_f32x4(x[2], x[3], 0xdd));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(y0, y1, 0x88), _mm512_shuffle_f32x4(y0, y1, 0xdd));
-}
-
 template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
   for (int64_t b = 0; b < elems * int64_t(sizeof(T)); b += 64)
     _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T0);

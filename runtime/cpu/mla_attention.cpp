@@ -21,11 +21,14 @@
 #include "hyrt/cpu_kernels.h"
 
 #include "attention_group.h"
+#include "host_isa.h"
+#include "mla_attention.h"
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <vector>
 
@@ -33,6 +36,7 @@ namespace {
 
 using hyrt::cpu::LayerView;
 using hyrt::cpu::layerView;
+using hyrt::cpu::Mla;
 
 inline __attribute__((always_inline)) float elem(const float *p, int64_t i) { return p[i]; }
 inline __attribute__((always_inline)) float elem(const uint16_t *p, int64_t i) {
@@ -55,12 +59,6 @@ inline __attribute__((always_inline)) void axpy(float w, const T *x, float *y, i
     y[i] += w * elem(x, i);
 }
 
-/// Shapes of one call.
-struct Mla {
-  int64_t heads, nope, rope, v, rank;
-  float scale;
-};
-
 /// Positions per block of the online softmax: a block's rows (32 x 1152
 /// bytes in bf16 for DeepSeek's 576-element rows) stay in L1/L2 between
 /// the score and the value pass.
@@ -69,9 +67,7 @@ constexpr int64_t kBlock = 32;
 /// A KV split covers at least this many positions (as in attention.cpp).
 constexpr int64_t kMinSplitRows = 256;
 
-/// Partial result of one (token, split): per head the unnormalized o_lat
-/// (rank floats), then the running max and sum.
-int64_t partialFloats(const Mla &m) { return m.heads * (m.rank + 2); }
+int64_t partialFloats(const Mla &m) { return hyrt::cpu::mlaPartialFloats(m); }
 
 /// Token t's heads over cached positions [begin, end) into `part`.
 template <typename T>
@@ -158,32 +154,44 @@ foldQuery(const Mla &m, const float *qNope, const float *wKvB, int64_t h, int64_
       axpy(qNope[(t * m.heads + h) * m.nope + d], wh + d * R, qLat + (t * m.heads + h) * R, R);
 }
 
-/// Merges token t's splits for head h and applies W_UV[h].
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-finishHead(const Mla &m, const float *parts, int64_t splits, const float *wKvB, int64_t t,
-           int64_t h, float *oLat, float *out) {
+/// Merges token t's splits for head h into oLat (unnormalized) and
+/// returns 1 / the softmax sum.
+float mergeHead(const Mla &m, const float *parts, int64_t splits, int64_t h, float *oLat) {
   const int64_t R = m.rank, H = m.heads, stride = partialFloats(m);
   float mMax = -INFINITY;
   for (int64_t s = 0; s < splits; ++s)
     mMax = std::max(mMax, parts[s * stride + H * R + h]);
-  std::fill(oLat, oLat + R, 0.0f);
   float sum = 0.0f;
   for (int64_t s = 0; s < splits; ++s) {
     const float *p = parts + s * stride;
     const float w = splits == 1 ? 1.0f : std::exp(p[H * R + h] - mMax);
     sum += w * p[H * R + H + h];
-    axpy(w, p + h * R, oLat, R);
+    if (s == 0)
+      for (int64_t r = 0; r < R; ++r)
+        oLat[r] = w * p[h * R + r];
+    else
+      for (int64_t r = 0; r < R; ++r)
+        oLat[r] += w * p[h * R + r];
   }
-  const float inv = 1.0f / sum;
+  return 1.0f / sum;
+}
+
+/// out[t][h] = W_UV[h] oLat * inv (portable).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+foldOutput(const Mla &m, const float *oLat, float inv, const float *wKvB, int64_t t, int64_t h,
+           float *out) {
+  const int64_t R = m.rank;
   const float *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
-  float *o = out + (t * H + h) * m.v;
+  float *o = out + (t * m.heads + h) * m.v;
   for (int64_t d = 0; d < m.v; ++d)
     o[d] = dot(oLat, wv + d * R, R) * inv;
 }
 
-/// A (token, split) item: positions [begin, end), partial slot `slot`.
+/// A work item: tokens [t0, t0 + count) of one sequence at consecutive
+/// positions (count 1 for a split decode token) over positions
+/// [begin, end) (end < 0: each token's own prefix); partials from `slot`.
 struct Item {
-  int64_t t, begin, end, slot;
+  int64_t t0, count, begin, end, slot;
 };
 
 } // namespace
@@ -197,6 +205,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   const Mla m{num_heads, nope_dim, rope_dim, v_dim, kv_lora_rank, scale};
   const LayerView l = layerView(kv, layer, 1);
   const int64_t T = step->num_tokens, H = num_heads, R = kv_lora_rank;
+  const bool avx512 = hyrt::cpu::hostHasAvx512BwVl();
   // The caller's buffers (captured by reference: a worker would otherwise
   // see its own thread_local instances).
   thread_local std::vector<float> callerQLat, callerParts;
@@ -204,7 +213,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   thread_local std::vector<int64_t> callerFirst;
   std::vector<float> &qLat = callerQLat, &parts = callerParts;
   std::vector<Item> &items = callerItems;
-  std::vector<int64_t> &first = callerFirst; // first item of each token
+  std::vector<int64_t> &first = callerFirst; // first partial slot of each token
   qLat.resize(size_t(T * H * R));
 
   // Work worth waking the workers for (2^18 multiply-adds, as attention.cpp).
@@ -216,40 +225,81 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
                           ? hyrt::cpu::kAllThreads
                           : 1;
 
-  constexpr int64_t kTokenBlock = 8;
-  const int64_t tokenBlocks = (T + kTokenBlock - 1) / kTokenBlock;
-  hyrt::cpu::parallelFor(H * tokenBlocks, threads, [&](int64_t i) {
-    const int64_t h = i % H, t0 = (i / H) * kTokenBlock;
-    foldQuery(m, q_nope, w_kv_b, h, t0, std::min(T, t0 + kTokenBlock), qLat.data());
+  // Folds by (head, block of 8 tokens): each weight row once per block.
+  constexpr int64_t kFoldBlock = 8;
+  const int64_t foldBlocks = (T + kFoldBlock - 1) / kFoldBlock;
+  hyrt::cpu::parallelFor(H * foldBlocks, threads, [&](int64_t i) {
+    const int64_t h = i % H, t0 = (i / H) * kFoldBlock, t1 = std::min(T, t0 + kFoldBlock);
+    if (avx512)
+      hyrt::cpu::foldQueryAvx512(m, q_nope, w_kv_b, h, t0, t1, qLat.data());
+    else
+      foldQuery(m, q_nope, w_kv_b, h, t0, t1, qLat.data());
   });
 
+  // Extend tokens in blocks (query rows = tokens x heads, up to 64: each
+  // cached row is widened once per block); decode tokens alone, their
+  // positions split into up to kv_splits ranges of >= kMinSplitRows.
+  const int64_t tokenBlock = std::max<int64_t>(1, std::min<int64_t>(4, 64 / H));
   items.clear();
   first.assign(size_t(T + 1), 0);
-  for (int64_t t = 0; t < T; ++t) {
-    first[size_t(t)] = int64_t(items.size());
+  int64_t slots = 0;
+  for (int64_t t = 0; t < T;) {
+    int64_t count = 1;
+    while (count < tokenBlock && t + count < T &&
+           step->token_seq[t + count] == step->token_seq[t] &&
+           step->positions[t + count] == step->positions[t + count - 1] + 1)
+      ++count;
     const int64_t n = int64_t(step->positions[t]) + 1;
-    const int64_t splits = std::max<int64_t>(1, std::min(kv_splits, n / kMinSplitRows));
-    for (int64_t s = 0; s < splits; ++s)
-      items.push_back({t, n * s / splits, n * (s + 1) / splits, int64_t(items.size())});
+    const int64_t splits =
+        count == 1 ? std::max<int64_t>(1, std::min(kv_splits, n / kMinSplitRows)) : 1;
+    for (int64_t u = 0; u < count; ++u)
+      first[size_t(t + u)] = slots + u;
+    if (splits == 1) {
+      items.push_back({t, count, 0, -1, slots});
+      slots += count;
+    } else {
+      for (int64_t s = 0; s < splits; ++s)
+        items.push_back({t, 1, n * s / splits, n * (s + 1) / splits, slots + s});
+      slots += splits;
+    }
+    t += count;
   }
-  first[size_t(T)] = int64_t(items.size());
+  first[size_t(T)] = slots;
   const int64_t stride = partialFloats(m);
-  parts.resize(size_t(int64_t(items.size()) * stride));
+  parts.resize(size_t(slots * stride));
   hyrt::cpu::parallelForDynamic(int64_t(items.size()), threads, [&](int, int64_t i) {
     const Item &it = items[size_t(i)];
-    const float *ql = qLat.data() + it.t * H * R, *qp = q_pe + it.t * H * rope_dim;
     float *part = parts.data() + it.slot * stride;
-    if (l.bf16)
-      attendLatentBf16(step, l, m, ql, qp, it.t, it.begin, it.end, part);
-    else
-      attendLatentF32(step, l, m, ql, qp, it.t, it.begin, it.end, part);
+    const int64_t end = it.end < 0 ? INT64_MAX : it.end;
+    if (avx512 && (l.bf16 ? hyrt::cpu::attendLatentAvx512<uint16_t>(
+                                step, l, m, qLat.data(), q_pe, it.t0, it.count, it.begin, end, part)
+                          : hyrt::cpu::attendLatentAvx512<float>(
+                                step, l, m, qLat.data(), q_pe, it.t0, it.count, it.begin, end, part)))
+      return;
+    for (int64_t u = 0; u < it.count; ++u) {
+      const int64_t t = it.t0 + u;
+      const float *ql = qLat.data() + t * H * R, *qp = q_pe + t * H * rope_dim;
+      const int64_t e = it.end < 0 ? int64_t(step->positions[t]) + 1 : it.end;
+      (l.bf16 ? attendLatentBf16 : attendLatentF32)(step, l, m, ql, qp, t, it.begin, e,
+                                                    part + u * stride);
+    }
   });
 
-  hyrt::cpu::parallelFor(T * H, threads, [&](int64_t i) {
-    const int64_t t = i / H, h = i % H;
+  // Split merge and the W_UV fold by (head, block of 8 tokens).
+  hyrt::cpu::parallelFor(H * foldBlocks, threads, [&](int64_t i) {
+    const int64_t h = i % H, t0 = (i / H) * kFoldBlock, t1 = std::min(T, t0 + kFoldBlock);
     thread_local std::vector<float> oLat;
-    oLat.resize(size_t(R));
-    finishHead(m, parts.data() + first[size_t(t)] * stride, first[size_t(t + 1)] - first[size_t(t)],
-               w_kv_b, t, h, oLat.data(), out);
+    oLat.resize(size_t(kFoldBlock * R));
+    float inv[kFoldBlock];
+    for (int64_t t = t0; t < t1; ++t)
+      inv[t - t0] = mergeHead(m, parts.data() + first[size_t(t)] * stride,
+                              first[size_t(t + 1)] - first[size_t(t)], h,
+                              oLat.data() + (t - t0) * R);
+    if (avx512) {
+      hyrt::cpu::foldOutputAvx512(m, oLat.data(), R, inv, w_kv_b, h, t0, t1, out);
+      return;
+    }
+    for (int64_t t = t0; t < t1; ++t)
+      foldOutput(m, oLat.data() + (t - t0) * R, inv[t - t0], w_kv_b, t, h, out);
   });
 }

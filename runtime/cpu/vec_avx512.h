@@ -39,6 +39,25 @@ inline __m512 exp512(__m512 x) {
 }
 
 
+/// z[i] = sum of the 16 lanes of v[i].
+inline __m512 hsum16(const __m512 v[16]) {
+  __m512 w[8], x[4];
+  for (int k = 0; k < 8; ++k)
+    w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
+                         _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
+  for (int k = 0; k < 4; ++k) {
+    const __m512d a = _mm512_castps_pd(w[2 * k]), b = _mm512_castps_pd(w[2 * k + 1]);
+    x[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  // x[k] lane block L: partial sums of v[4k..4k+3] over lane block L.
+  const __m512 y0 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88),
+                                  _mm512_shuffle_f32x4(x[0], x[1], 0xdd));
+  const __m512 y1 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88),
+                                  _mm512_shuffle_f32x4(x[2], x[3], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(y0, y1, 0x88), _mm512_shuffle_f32x4(y0, y1, 0xdd));
+}
+
 /// Softmax in place over n positions x G heads ([position][head], lane i is
 /// head i % G), unnormalized; sumOf[h] gets head h's sum of exponentials
 /// and maxOut[h] (when given) the maximum subtracted.

@@ -1,0 +1,49 @@
+// Internal to runtime/cpu: the absorbed MLA kernels (mla_attention.cpp:
+// driver and portable bodies; mla_attention_avx512.cpp: AVX-512F blocks).
+#ifndef HYRT_CPU_MLA_ATTENTION_H
+#define HYRT_CPU_MLA_ATTENTION_H
+
+#include "attention_group.h"
+
+#include <cstdint>
+
+namespace hyrt::cpu {
+
+/// Shapes of one call: heads, q/k nope and rope dims, value dim, latent
+/// rank (kv_b is [heads][nope + v][rank]); scale of the scores.
+struct Mla {
+  int64_t heads, nope, rope, v, rank;
+  float scale;
+};
+
+/// Floats of one (token, split) partial: per head the unnormalized o_lat
+/// (rank floats), then the heads' running maxima, then their sums.
+inline int64_t mlaPartialFloats(const Mla &m) { return m.heads * (m.rank + 2); }
+
+/// Tokens t0 .. t0 + tq - 1 (one sequence, consecutive positions) over
+/// cached positions [begin, min(end, p_u + 1)) each, all heads: the
+/// partial of token t0 + u goes to parts + u * mlaPartialFloats(m).
+/// qLat is [T][heads][rank], qPe [T][heads][rope]. Needs AVX-512F+BW+VL; returns
+/// false for shapes it does not take (the caller runs the portable body).
+template <typename T>
+bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                        const float *qLat, const float *qPe, int64_t t0, int64_t tq,
+                        int64_t begin, int64_t end, float *parts);
+extern template bool attendLatentAvx512<float>(const hyrt_step_v0 *, const LayerView &,
+                                               const Mla &, const float *, const float *,
+                                               int64_t, int64_t, int64_t, int64_t, float *);
+extern template bool attendLatentAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                                  const Mla &, const float *, const float *,
+                                                  int64_t, int64_t, int64_t, int64_t, float *);
+
+/// q_lat[t][h] = W_UK[h]^T q_nope[t][h] for tokens [t0, t1) (at most 8) of
+/// head h, and out[t][h] = W_UV[h] o_lat[t] / sum[t] for the same: kv_b in
+/// its stored layout, weights loaded once per token block. AVX-512F+BW+VL.
+void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_t h,
+                     int64_t t0, int64_t t1, float *qLat);
+void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
+                      const float *wKvB, int64_t h, int64_t t0, int64_t t1, float *out);
+
+} // namespace hyrt::cpu
+
+#endif // HYRT_CPU_MLA_ATTENTION_H

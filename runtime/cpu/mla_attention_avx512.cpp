@@ -1,0 +1,284 @@
+// AVX-512 (F+BW+VL) blocks of the absorbed MLA kernel (see mla_attention.cpp for the
+// math). Query rows are (token, head) pairs of a token block; keys are the
+// cached rows [c | k_pe] and values their first `rank` elements.
+//
+// Per block of up to 32 positions:
+// - the block's cache rows are widened to fp32 once (zero padded to a
+//   multiple of 16), shared by every query row;
+// - scores: 16 query rows at a time, 16 accumulators per position over the
+//   row, one transpose-and-add tree (hsum16) gives the 16 scores of that
+//   position in one vector, stored [position][query row];
+// - the online softmax runs lane-parallel over those vectors (16 query
+//   rows per vector), masking positions past a token's own;
+// - values: two query rows x up to 8 16-wide slices of o_lat in registers
+//   per pass over the block (the block's rows stay in L1/L2).
+// The folds through kv_b keep the token block's accumulators in registers
+// and load each weight row once per block.
+#include "mla_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <immintrin.h>
+#include <vector>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl")
+
+#include "vec_avx512.h"
+
+namespace hyrt::cpu {
+
+namespace {
+
+// Positions per block: the block's widened rows (16 x 576 floats for
+// DeepSeek) stay in L1 while every query row's value pass reads them.
+constexpr int64_t kBlock = 16;
+
+inline __m512 widen16(const float *p) { return _mm512_loadu_ps(p); }
+inline __m512 widen16(const uint16_t *p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+inline __m512 widen16(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 widen16(const uint16_t *p, __mmask16 m) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+/// A thread's buffers, grown to the largest call seen.
+struct Work {
+  std::vector<float> q, c, s, o, stats;
+};
+thread_local Work tWork;
+
+/// o[i + r][cols] = alpha o[i + r][cols] + sum_b p[b][i + r] c[b][cols] for
+/// the query rows r < rows (<= 4) and NC 16-wide slices from `col`: 4 x NC
+/// accumulators, each c slice loaded once for the 4 rows.
+template <int NC>
+inline void valueSlices(const float *c, int64_t dPad, const float *p, int64_t mPad, int64_t nb,
+                        int64_t i, int rows, int64_t col, const float *alpha, float *o,
+                        int64_t R) {
+  __m512 acc[4][NC];
+  for (int r = 0; r < 4; ++r)
+    for (int k = 0; k < NC; ++k)
+      acc[r][k] = r < rows ? _mm512_mul_ps(_mm512_loadu_ps(o + (i + r) * R + col + 16 * k),
+                                           _mm512_set1_ps(alpha[i + r]))
+                           : _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const float *cb = c + b * dPad + col;
+    __m512 v[NC];
+    for (int k = 0; k < NC; ++k)
+      v[k] = _mm512_loadu_ps(cb + 16 * k);
+    // p is zero padded past M (mPad columns), so rows past `rows` add 0.
+    for (int r = 0; r < 4; ++r) {
+      const __m512 w = _mm512_set1_ps(p[b * mPad + i + r]);
+      for (int k = 0; k < NC; ++k)
+        acc[r][k] = _mm512_fmadd_ps(w, v[k], acc[r][k]);
+    }
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < NC; ++k)
+      _mm512_storeu_ps(o + (i + r) * R + col + 16 * k, acc[r][k]);
+}
+
+} // namespace
+
+template <typename T>
+bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                        const float *qLat, const float *qPe, int64_t t0, int64_t tq,
+                        int64_t begin, int64_t end, float *parts) {
+  const int64_t H = m.heads, R = m.rank, D = m.rank + m.rope;
+  if (R % 16 != 0 || tq < 1)
+    return false;
+  const int64_t dPad = (D + 15) / 16 * 16, M = tq * H, mPad = (M + 15) / 16 * 16;
+  Work &w = tWork;
+  w.q.assign(size_t(mPad * dPad), 0.0f);
+  w.c.resize(size_t((kBlock + 1) * dPad));
+  w.s.resize(size_t((kBlock + 1) * mPad));
+  w.o.assign(size_t(M * R), 0.0f);
+  w.stats.resize(size_t(3 * mPad));
+  float *mx = w.stats.data(), *sum = mx + mPad, *alpha = sum + mPad;
+  std::fill(mx, mx + mPad, -INFINITY);
+  std::fill(sum, sum + mPad, 0.0f);
+  // Query rows [q_lat | q_pe], zero padded (padding rows score 0, unused).
+  for (int64_t i = 0; i < M; ++i) {
+    const int64_t t = t0 + i / H, h = i % H;
+    std::memcpy(&w.q[size_t(i * dPad)], qLat + (t * H + h) * R, sizeof(float) * size_t(R));
+    std::memcpy(&w.q[size_t(i * dPad + R)], qPe + (t * H + h) * m.rope,
+                sizeof(float) * size_t(m.rope));
+  }
+  // Token u sees positions below lastOf[u] (its own included).
+  int64_t lastOf[64];
+  if (tq > 64)
+    return false;
+  int64_t stop = begin;
+  for (int64_t u = 0; u < tq; ++u) {
+    lastOf[u] = std::min<int64_t>(end, int64_t(step->positions[t0 + u]) + 1);
+    stop = std::max(stop, lastOf[u]);
+  }
+  const int32_t *blocks =
+      step->block_tables + int64_t(step->token_seq[t0]) * step->max_pages_per_seq;
+  const __m512 vscale = _mm512_set1_ps(m.scale);
+  for (int64_t j0 = begin; j0 < stop; j0 += kBlock) {
+    const int64_t nb = std::min(kBlock, stop - j0);
+    // Widen the block's rows once.
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t pos = j0 + b;
+      const T *row = l.kRow<T>(int64_t(blocks[pos / l.page]) * l.page + pos % l.page, 0);
+      float *cb = w.c.data() + b * dPad;
+      for (int64_t d = 0; d < dPad; d += 16)
+        _mm512_storeu_ps(cb + d, widen16(row + d, tailMask(D - d)));
+    }
+    // Scores [position][query row]: 8 query rows x 2 positions per 16
+    // accumulators (10 loads per 16 FMAs), one hsum16 tree for the 16 dots.
+    // An odd last position pairs with a zero row (score 0, then masked).
+    if (nb % 2)
+      std::fill(w.c.data() + nb * dPad, w.c.data() + (nb + 1) * dPad, 0.0f);
+    for (int64_t i0 = 0; i0 < mPad; i0 += 8) {
+      const float *qg = w.q.data() + i0 * dPad;
+      for (int64_t b = 0; b < nb; b += 2) {
+        const float *c0 = w.c.data() + b * dPad, *c1 = c0 + dPad;
+        __m512 acc[16];
+        for (int g = 0; g < 16; ++g)
+          acc[g] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < dPad; d += 16) {
+          const __m512 x0 = _mm512_loadu_ps(c0 + d), x1 = _mm512_loadu_ps(c1 + d);
+          for (int g = 0; g < 8; ++g) {
+            const __m512 q = _mm512_loadu_ps(qg + g * dPad + d);
+            acc[g] = _mm512_fmadd_ps(q, x0, acc[g]);
+            acc[8 + g] = _mm512_fmadd_ps(q, x1, acc[8 + g]);
+          }
+        }
+        // Lanes 0-7: position b, rows i0..i0+7; lanes 8-15: position b + 1.
+        const __m512 sv = _mm512_mul_ps(hsum16(acc), vscale);
+        _mm256_storeu_ps(w.s.data() + b * mPad + i0, _mm512_castps512_ps256(sv));
+        _mm256_storeu_ps(w.s.data() + (b + 1) * mPad + i0,
+                         _mm512_castps512_ps256(_mm512_shuffle_f32x4(sv, sv, 0xee)));
+      }
+    }
+    // Positions past a token's own are not scores.
+    for (int64_t u = 0; u < tq; ++u)
+      for (int64_t b = std::max<int64_t>(0, lastOf[u] - j0); b < nb; ++b)
+        std::fill(w.s.data() + b * mPad + u * H, w.s.data() + b * mPad + (u + 1) * H,
+                  -INFINITY);
+    // Online softmax, lane-parallel over query rows.
+    for (int64_t i0 = 0; i0 < mPad; i0 += 16) {
+      const __m512 mOld = _mm512_loadu_ps(mx + i0);
+      __m512 mNew = mOld;
+      for (int64_t b = 0; b < nb; ++b)
+        mNew = _mm512_max_ps(mNew, _mm512_loadu_ps(w.s.data() + b * mPad + i0));
+      // A row with no finite score yet keeps alpha 1 and p 0 (no NaN from
+      // -inf - -inf).
+      const __mmask16 live = _mm512_cmp_ps_mask(mNew, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
+      const __m512 a = _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f),
+                                            exp512(_mm512_sub_ps(mOld, mNew)));
+      __m512 blockSum = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        float *sb = w.s.data() + b * mPad + i0;
+        const __m512 p = _mm512_maskz_mov_ps(live, exp512(_mm512_sub_ps(_mm512_loadu_ps(sb), mNew)));
+        _mm512_storeu_ps(sb, p);
+        blockSum = _mm512_add_ps(blockSum, p);
+      }
+      _mm512_storeu_ps(sum + i0, _mm512_fmadd_ps(_mm512_loadu_ps(sum + i0), a, blockSum));
+      _mm512_storeu_ps(mx + i0, mNew);
+      _mm512_storeu_ps(alpha + i0, a);
+    }
+    // Values: o_lat rows += p . c over the block, 4 query rows x 64
+    // columns at a time (the block's 64-column strip stays in L1).
+    for (int64_t col = 0; col < R; col += 64) {
+      const bool full = col + 64 <= R;
+      for (int64_t i = 0; i < M; i += 4) {
+        const int rows = int(std::min<int64_t>(4, M - i));
+        if (full)
+          valueSlices<4>(w.c.data(), dPad, w.s.data(), mPad, nb, i, rows, col, alpha,
+                         w.o.data(), R);
+        else
+          for (int64_t c = col; c < R; c += 16)
+            valueSlices<1>(w.c.data(), dPad, w.s.data(), mPad, nb, i, rows, c, alpha,
+                           w.o.data(), R);
+      }
+    }
+  }
+  // Partials: per token [H][R] o_lat, then H maxima, then H sums.
+  const int64_t stride = mlaPartialFloats(m);
+  for (int64_t u = 0; u < tq; ++u) {
+    float *part = parts + u * stride;
+    std::memcpy(part, w.o.data() + u * H * R, sizeof(float) * size_t(H * R));
+    std::memcpy(part + H * R, mx + u * H, sizeof(float) * size_t(H));
+    std::memcpy(part + H * R + H, sum + u * H, sizeof(float) * size_t(H));
+  }
+  return true;
+}
+
+template bool attendLatentAvx512<float>(const hyrt_step_v0 *, const LayerView &, const Mla &,
+                                        const float *, const float *, int64_t, int64_t,
+                                        int64_t, int64_t, float *);
+template bool attendLatentAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                           const Mla &, const float *, const float *, int64_t,
+                                           int64_t, int64_t, int64_t, float *);
+
+void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_t h,
+                     int64_t t0, int64_t t1, float *qLat) {
+  // Token block (<= 8) x 2 slices of 16 in registers, one weight row
+  // segment loaded per d for the whole block.
+  const int64_t R = m.rank, H = m.heads, tb = t1 - t0;
+  const float *wh = wKvB + h * (m.nope + m.v) * R;
+  for (int64_t col = 0; col < R; col += 32) {
+    const __mmask16 k0 = tailMask(R - col), k1 = tailMask(R - col - 16);
+    __m512 acc[8][2];
+    for (int u = 0; u < 8; ++u)
+      acc[u][0] = acc[u][1] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < m.nope; ++d) {
+      const float *wr = wh + d * R + col;
+      const __m512 w0 = _mm512_maskz_loadu_ps(k0, wr), w1 = _mm512_maskz_loadu_ps(k1, wr + 16);
+      // Always 8 (constant bounds keep acc in registers); tokens past the
+      // block repeat the last one and are not stored.
+      for (int u = 0; u < 8; ++u) {
+        const int64_t tu = t0 + std::min<int64_t>(u, tb - 1);
+        const __m512 q = _mm512_set1_ps(qNope[(tu * H + h) * m.nope + d]);
+        acc[u][0] = _mm512_fmadd_ps(q, w0, acc[u][0]);
+        acc[u][1] = _mm512_fmadd_ps(q, w1, acc[u][1]);
+      }
+    }
+    for (int64_t u = 0; u < tb; ++u) {
+      float *dst = qLat + ((t0 + u) * H + h) * R + col;
+      _mm512_mask_storeu_ps(dst, k0, acc[u][0]);
+      _mm512_mask_storeu_ps(dst + 16, k1, acc[u][1]);
+    }
+  }
+}
+
+void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
+                      const float *wKvB, int64_t h, int64_t t0, int64_t t1, float *out) {
+  // out[t][h][d] = inv[t] * W_UV[h][d] . o_lat[t]: 16 output dims x token
+  // block, one hsum16 per 16 dims and token.
+  const int64_t R = m.rank, H = m.heads, tb = t1 - t0;
+  const float *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
+  for (int64_t u = 0; u < tb; ++u) {
+    const float *o = oLat + u * oStride;
+    float *dst = out + ((t0 + u) * H + h) * m.v;
+    const __m512 s = _mm512_set1_ps(inv[u]);
+    for (int64_t d0 = 0; d0 < m.v; d0 += 16) {
+      __m512 acc[16];
+      for (int g = 0; g < 16; ++g)
+        acc[g] = _mm512_setzero_ps();
+      const int64_t dn = std::min<int64_t>(16, m.v - d0);
+      for (int64_t r = 0; r < R; r += 16) {
+        const __mmask16 k = tailMask(R - r);
+        const __m512 ov = _mm512_maskz_loadu_ps(k, o + r);
+        // All 16 (constant bounds keep acc in registers); dims past v
+        // repeat the last row and are not stored.
+        for (int g = 0; g < 16; ++g)
+          acc[g] = _mm512_fmadd_ps(
+              _mm512_maskz_loadu_ps(k, wv + std::min<int64_t>(d0 + g, m.v - 1) * R + r), ov,
+              acc[g]);
+      }
+      _mm512_mask_storeu_ps(dst + d0, tailMask(dn), _mm512_mul_ps(hsum16(acc), s));
+    }
+  }
+}
+
+} // namespace hyrt::cpu
+
+#pragma GCC pop_options
