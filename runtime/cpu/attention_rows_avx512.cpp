@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <immintrin.h>
+#include <type_traits>
 #include <vector>
 
 #pragma GCC push_options
@@ -86,13 +87,32 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   int64_t *rows = rowsBuf.data();
   forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
 
+  const int64_t dkPad = (dk + 15) / 16 * 16;
+  thread_local std::vector<float> kWideBuf, vWideBuf;
+  kWideBuf.resize(size_t(R * dkPad));
+  float *kWide = kWideBuf.data();
+
   // Keys: R rows x G heads per block; the tail block repeats its last row
   // in the unused slots and stores only the valid lanes.
   const int64_t jStop = nOf(tq - 1); // the last token sees the most rows
   for (int64_t j = j0; j < jStop; j += R) {
-    const T *kr[R];
+    const T *kRows[R];
     for (int r = 0; r < R; ++r)
-      kr[r] = l.kRow<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh);
+      kRows[r] = l.kRow<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh);
+    // Several tokens read these rows: widen bf16 once (zero padded to the
+    // 16-lane step), not once per token.
+    const float *kr[R];
+    if (std::is_same_v<T, float> || tq == 1) {
+      for (int r = 0; r < R; ++r)
+        kr[r] = reinterpret_cast<const float *>(kRows[r]);
+    } else {
+      for (int r = 0; r < R; ++r) {
+        float *dst = kWide + r * dkPad;
+        for (int64_t s = 0; s < dk; s += 16)
+          _mm512_storeu_ps(dst + s, load16(kRows[r] + s, tailMask(dk - s)));
+        kr[r] = dst;
+      }
+    }
     for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < jStop; ++r)
       prefetchRow(l.kRow<T>(rows[r], kvh), dk);
     for (int64_t u = 0; u < tq; ++u) {
@@ -106,7 +126,9 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
       for (int64_t s = 0; s < dk; s += 16) {
         const __mmask16 m = tailMask(dk - s); // zero lanes past dk on both sides
         for (int r = 0; r < R; ++r) {
-          const __m512 k = load16(kr[r] + s, m);
+          const __m512 k = std::is_same_v<T, float> || tq > 1
+                               ? load16(kr[r] + s, m)
+                               : load16(reinterpret_cast<const T *>(kr[r]) + s, m);
           for (int h = 0; h < G; ++h)
             acc[r * G + h] =
                 _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qg + h * dk + s), k, acc[r * G + h]);
@@ -127,7 +149,19 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 
   // Values, kValueBlock rows at a time (L1-resident for the block's other
   // tokens): per token, HB heads x SV slices of accumulators per pass.
+  // bf16 value rows read by several passes (tokens, or head groups when
+  // G > HB) are widened once per block.
+  const bool widenV = !std::is_same_v<T, float> && (tq > 1 || G > HB);
+  if (widenV)
+    vWideBuf.resize(size_t(kValueBlock * dvPad));
   for (int64_t jb = j0; jb < jStop; jb += kValueBlock) {
+    if (widenV)
+      for (int64_t j = jb; j < std::min(jb + kValueBlock, jStop); ++j) {
+        const T *vr = l.vRow<T>(rows[j], kvh);
+        for (int sl = 0; sl < SV; ++sl)
+          _mm512_storeu_ps(&vWideBuf[size_t((j - jb) * dvPad + 16 * sl)],
+                           load16(vr + 16 * sl, vMask[sl]));
+      }
     for (int64_t u = 0; u < tq; ++u) {
       const int64_t jEnd = std::min(jb + kValueBlock, nOf(u));
       if (jb >= jEnd)
@@ -141,10 +175,16 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         for (int64_t j = jb; j < jEnd; ++j) {
           if (u == 0 && h0 == 0 && j + kAheadV < jStop)
             prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
-          const T *vr = l.vRow<T>(rows[j], kvh);
           __m512 v[SV];
-          for (int s = 0; s < SV; ++s)
-            v[s] = load16(vr + 16 * s, vMask[s]);
+          if (widenV) {
+            const float *vw = &vWideBuf[size_t((j - jb) * dvPad)];
+            for (int s = 0; s < SV; ++s)
+              v[s] = _mm512_loadu_ps(vw + 16 * s);
+          } else {
+            const T *vr = l.vRow<T>(rows[j], kvh);
+            for (int s = 0; s < SV; ++s)
+              v[s] = load16(vr + 16 * s, vMask[s]);
+          }
           for (int h = 0; h < HB; ++h) {
             const __m512 w = _mm512_set1_ps(su[(j - j0) * G + h0 + h]);
             for (int s = 0; s < SV; ++s)

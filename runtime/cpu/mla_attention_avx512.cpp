@@ -218,34 +218,57 @@ template bool attendLatentAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView
                                            const Mla &, const float *, const float *, int64_t,
                                            int64_t, int64_t, int64_t, float *);
 
-void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_t h,
-                     int64_t t0, int64_t t1, float *qLat) {
-  // Token block (<= 8) x 2 slices of 16 in registers, one weight row
-  // segment loaded per d for the whole block.
-  const int64_t R = m.rank, H = m.heads, tb = t1 - t0;
+namespace {
+
+/// foldQueryAvx512 for a block of exactly TB tokens (constant bounds keep
+/// the TB x 2 accumulators in registers).
+template <int TB>
+void foldQueryBlock(const Mla &m, const float *qNope, const float *wKvB, int64_t h, int64_t t0,
+                    float *qLat) {
+  const int64_t R = m.rank, H = m.heads;
   const float *wh = wKvB + h * (m.nope + m.v) * R;
   for (int64_t col = 0; col < R; col += 32) {
     const __mmask16 k0 = tailMask(R - col), k1 = tailMask(R - col - 16);
-    __m512 acc[8][2];
-    for (int u = 0; u < 8; ++u)
+    __m512 acc[TB][2];
+    for (int u = 0; u < TB; ++u)
       acc[u][0] = acc[u][1] = _mm512_setzero_ps();
     for (int64_t d = 0; d < m.nope; ++d) {
       const float *wr = wh + d * R + col;
       const __m512 w0 = _mm512_maskz_loadu_ps(k0, wr), w1 = _mm512_maskz_loadu_ps(k1, wr + 16);
-      // Always 8 (constant bounds keep acc in registers); tokens past the
-      // block repeat the last one and are not stored.
-      for (int u = 0; u < 8; ++u) {
-        const int64_t tu = t0 + std::min<int64_t>(u, tb - 1);
-        const __m512 q = _mm512_set1_ps(qNope[(tu * H + h) * m.nope + d]);
+      for (int u = 0; u < TB; ++u) {
+        const __m512 q = _mm512_set1_ps(qNope[((t0 + u) * H + h) * m.nope + d]);
         acc[u][0] = _mm512_fmadd_ps(q, w0, acc[u][0]);
         acc[u][1] = _mm512_fmadd_ps(q, w1, acc[u][1]);
       }
     }
-    for (int64_t u = 0; u < tb; ++u) {
+    for (int u = 0; u < TB; ++u) {
       float *dst = qLat + ((t0 + u) * H + h) * R + col;
       _mm512_mask_storeu_ps(dst, k0, acc[u][0]);
       _mm512_mask_storeu_ps(dst + 16, k1, acc[u][1]);
     }
+  }
+}
+
+} // namespace
+
+void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_t h,
+                     int64_t t0, int64_t t1, float *qLat) {
+  // Token block (<= 8) x 2 slices of 16 in registers, one weight row
+  // segment loaded per d for the whole block.
+  switch (t1 - t0) {
+  case 1: return foldQueryBlock<1>(m, qNope, wKvB, h, t0, qLat);
+  case 2: return foldQueryBlock<2>(m, qNope, wKvB, h, t0, qLat);
+  case 3: return foldQueryBlock<3>(m, qNope, wKvB, h, t0, qLat);
+  case 4: return foldQueryBlock<4>(m, qNope, wKvB, h, t0, qLat);
+  case 5: return foldQueryBlock<5>(m, qNope, wKvB, h, t0, qLat);
+  case 6: return foldQueryBlock<6>(m, qNope, wKvB, h, t0, qLat);
+  case 7: return foldQueryBlock<7>(m, qNope, wKvB, h, t0, qLat);
+  default:
+    for (int64_t t = t0; t < t1; t += 8)
+      if (t1 - t >= 8)
+        foldQueryBlock<8>(m, qNope, wKvB, h, t, qLat);
+      else
+        foldQueryAvx512(m, qNope, wKvB, h, t, t1, qLat);
   }
 }
 
