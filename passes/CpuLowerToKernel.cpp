@@ -306,6 +306,26 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   // silu(gate) * up, N = half the weight rows.
   auto gm = dyn_cast<MoeGroupedMatmulOp>(m);
   auto mm = dyn_cast<QuantMatmulOp>(m);
+  if (gm && config.getFusedProducer() &&
+      config.getFusedProducer().getValue() == "moe_permute") {
+    // The strategy fused the permute's copies into the driver: it reads
+    // the token rows through the permute's row map.
+    auto permute = gm.getInput().getDefiningOp<MoePermuteOp>();
+    if (!permute)
+      return m->emitError() << "fused_producer = moe_permute needs the input of a "
+                               "hyc.moe.permute";
+    auto t = *dimsOf(permute.getInput());
+    int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
+    Value scale = gm.getScale();
+    call("hyrt_cpu_grouped_gemm_tokens",
+         {i32(ks.scratchId), ptrOf(permute.getInput()), t[0].value, i64(topK),
+          ptrOf(permute.getRows()), i64(k), ptrOf(gm.getOffsets()), i64(w.getDimSize(0)),
+          ptrOf(gm.getWeight()), scale ? ptrOf(scale) : null(),
+          i64(gm.getEpilogue() == Epilogue::silu_mul ? n / 2 : n),
+          i32(gm.getEpilogue() == Epilogue::silu_mul ? 1 : 0), ptrOf(gm.getResult()), scratch,
+          kernel, i64(mMax), minMacs});
+    return success();
+  }
   if ((gm ? gm.getEpilogue() : mm.getEpilogue()) == Epilogue::silu_mul) {
     Value scale = gm ? gm.getScale() : mm.getScale();
     SmallVector<Value> args = {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k)};
@@ -655,9 +675,16 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
       .Case<MoePermuteOp>([&](MoePermuteOp p) {
         auto x = D(p.getInput());
         auto ids = D(p.getIds());
+        // Readers that gather the token rows themselves need no copies.
+        const bool gathered =
+            runsOn(p, "moe") && llvm::all_of(p.getResult().getUsers(), [](Operation *u) {
+              cpu::LoweringConfigAttr c = configOf(u);
+              return c && c.getFusedProducer() &&
+                     c.getFusedProducer().getValue() == "moe_permute";
+            });
         call(runsOn(p, "moe") ? "hyrt_cpu_moe_permute" : "hyrt_ref_moe_permute",
              {ptrOf(p.getInput()), ptrOf(p.getIds()), x[0].value, x[1].value,
-              ids[1].value, i64(p.getNumExperts()), ptrOf(p.getResult()),
+              ids[1].value, i64(p.getNumExperts()), gathered ? null() : ptrOf(p.getResult()),
               ptrOf(p.getOffsets()), ptrOf(p.getRows())});
         return success();
       })

@@ -197,7 +197,15 @@ int64_t EntryPlan::scratchNeeded(Operation &op, ArrayRef<int64_t> in) {
   if (const KernelScheme *ks = brgemmScheme(&op)) {
     // Activations quantized beforehand need no conversion scratch.
     auto x = cast<RankedTensorType>(op.getOperand(0).getType());
-    return x.getElementType().isInteger(8) ? 0 : driverScratch(*ks, in[0], in[1]);
+    if (x.getElementType().isInteger(8))
+      return 0;
+    // Experts reading the permute's token rows: the converted tokens, then
+    // their grouped copies (hyrt_cpu_grouped_gemm_tokens; tokens <= rows).
+    cpu::LoweringConfigAttr config = configOf(&op);
+    if (config && config.getFusedProducer() &&
+        config.getFusedProducer().getValue() == "moe_permute")
+      return (driverScratch(*ks, in[0], in[1]) + 63) / 64 * 64 + driverScratch(*ks, in[0], in[1]);
+    return driverScratch(*ks, in[0], in[1]);
   }
   auto mm = dyn_cast<QuantMatmulOp>(op);
   auto gm = dyn_cast<MoeGroupedMatmulOp>(op);

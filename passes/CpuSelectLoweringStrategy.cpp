@@ -160,11 +160,21 @@ private:
       GemmSchedule s = scheduleGemm(machine, w.getDimSize(rank - 2),
                                     w.getDimSize(rank - 1), rows,
                                     ks->macsPerCycle, ks->weightBits);
+      // MoE experts whose kernels read converted / quantized rows take them
+      // from the token rows through the permute's row map: each token is
+      // converted once, not once per (token, slot) copy.
+      StringAttr producer;
+      if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
+          gm && (ks->scratchId == 1 || ks->scratchId == 2)) {
+        auto permute = gm.getInput().getDefiningOp<MoePermuteOp>();
+        if (permute && permute.getResult() == gm.getInput())
+          producer = StringAttr::get(ctx, "moe_permute");
+      }
       config = cpu::LoweringConfigAttr::get(
           ctx, "brgemm", StringAttr::get(ctx, ks->isaName),
           StringAttr::get(ctx, ks->typesName), StringAttr::get(ctx, ks->layout),
           DenseI64ArrayAttr::get(ctx, {s.tileM, s.tileN, s.tileK}), s.threads,
-          s.parallelMinMacs, 1, StringAttr());
+          s.parallelMinMacs, 1, producer);
     } else if (kernels && (isa<PagedAttentionOp, PagedAttentionAppendOp>(op) ||
                            (isa<AttentionOp>(op) &&
                             readsItsOwnAppend(cast<AttentionOp>(op))))) {

@@ -55,8 +55,8 @@ LogicalResult LoweringConfigAttr::verify(
   if (kvSplits < 1)
     return emitError() << "kv_splits must be at least 1, got " << kvSplits;
   if (fusedProducer && fusedProducer.getValue() != "rms_norm" &&
-      fusedProducer.getValue() != "silu_mul")
-    return emitError() << "fused_producer must be rms_norm or silu_mul, got '"
+      fusedProducer.getValue() != "silu_mul" && fusedProducer.getValue() != "moe_permute")
+    return emitError() << "fused_producer must be rms_norm, silu_mul or moe_permute, got '"
                        << fusedProducer.getValue() << "'";
   return success();
 }

@@ -340,6 +340,57 @@ extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
                  });
 }
 
+extern "C" void hyrt_cpu_grouped_gemm_tokens(
+    int32_t scheme, const float *x, int64_t num_tokens, int64_t top_k, const int32_t *rows,
+    int64_t K, const int32_t *offsets, int64_t num_experts, const void *w_packed,
+    const float *w_scale, int64_t N, int32_t silu_mul, float *out, void *scratch,
+    hyrt_brgemm_fn kernel, int64_t m_max, int64_t parallel_min_macs) {
+  // Each token converted / quantized once (the permute made top_k fp32
+  // copies of it), then its u8 / bf16 row copied to every (token, slot)
+  // row of the expert-grouped order; the GEMM items read those.
+  const int64_t pairs = offsets[num_experts];
+  const Activations tok = prepareActivations(scheme, x, num_tokens, K, scratch);
+  char *pairScratch = static_cast<char *>(scratch) +
+                      roundUp(hyrt_gemm_scratch_bytes_for(scheme, num_tokens, K), 64);
+  Activations A = tok;
+  const int64_t rowBytes = tok.lda * tok.elem;
+  float *pairScale = nullptr;
+  char *pairRows = pairScratch;
+  if (scheme == HYRT_GEMM_W8A8) { // layout of prepareActivations: scales, then rows
+    pairScale = reinterpret_cast<float *>(pairScratch);
+    pairRows = pairScratch + roundUp(pairs * 4, 64);
+  }
+  hyrt::cpu::parallelRows(pairs, K, [&](int64_t r) {
+    const int64_t t = rows[r] / top_k;
+    std::memcpy(pairRows + r * rowBytes, static_cast<const char *>(tok.a) + t * rowBytes,
+                size_t(rowBytes));
+    if (pairScale)
+      pairScale[r] = tok.scale[t];
+  });
+  A.a = pairRows;
+  A.scale = pairScale;
+  const char *w = static_cast<const char *>(w_packed);
+  const int64_t matrixBytes = packedMatrixBytes(scheme, N, K);
+  const int64_t pBytes = panelBytes(scheme, K);
+  forExpertItems(offsets, num_experts, N, (silu_mul ? 2 : 1) * pairs, K, parallel_min_macs,
+                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
+                   if (silu_mul) {
+                     const char *wGate = w + 2 * e * matrixBytes;
+                     const float *gScale = w_scale ? w_scale + e * 2 * N : nullptr;
+                     for (int64_t p = p0; p < p1; ++p)
+                       siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
+                                    gScale ? gScale + N : nullptr, out, kernel, m_max, p, r0,
+                                    r1);
+                     return;
+                   }
+                   const GemmOperands g{A.a,    A.lda, A.elem, A.scale, w + e * matrixBytes,
+                                        pBytes, w_scale ? w_scale + e * N : nullptr,
+                                        nullptr, out, N, kernel, m_max};
+                   for (int64_t p = p0; p < p1; ++p)
+                     gemmPanel(g, p, r0, r1);
+                 });
+}
+
 extern "C" void hyrt_cpu_gemm_w8a8_quantized(
     const uint8_t *a, const float *a_scale, int64_t M, int64_t K,
     const void *w_packed, const float *w_scale, int64_t N, const float *bias,

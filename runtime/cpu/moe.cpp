@@ -60,6 +60,8 @@ extern "C" void hyrt_cpu_moe_permute(const float *x, const int32_t *ids,
   for (int64_t i = 0; i < pairs; ++i)
     if (ids[i] >= 0 && ids[i] < num_experts)
       rows[cursor[ids[i]]++] = int32_t(i);
+  if (!out_x)
+    return;
   parallelRows(offsets[num_experts], dim, [&](int64_t r) {
     std::memcpy(out_x + r * dim, x + (rows[r] / top_k) * dim, sizeof(float) * dim);
   });

@@ -160,6 +160,22 @@ void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step
                             int64_t rope_dim, int64_t v_dim, int64_t kv_lora_rank,
                             float scale, float *out, int64_t kv_splits);
 
+/* hyrt_cpu_grouped_gemm (silu_mul = 0) or _silu_mul (1) reading the rows of
+ * a hyrt_cpu_moe_permute through its row map instead of its fp32 copies:
+ * x is the [num_tokens][K] token rows, rows[r] = t * top_k + j for grouped
+ * row r. Each token is converted / quantized once and its u8 / bf16 row
+ * copied to its grouped rows: the same activations (bit for bit) as the
+ * permuted call. BF16 and W8A8 schemes; scratch:
+ * hyrt_gemm_scratch_bytes_for(num_tokens) rounded up to 64, then
+ * hyrt_gemm_scratch_bytes_for(rows). */
+void hyrt_cpu_grouped_gemm_tokens(int32_t scheme, const float *x, int64_t num_tokens,
+                                  int64_t top_k, const int32_t *rows, int64_t K,
+                                  const int32_t *offsets, int64_t num_experts,
+                                  const void *w_packed, const float *w_scale, int64_t N,
+                                  int32_t silu_mul, float *out, void *scratch,
+                                  hyrt_brgemm_fn kernel, int64_t m_max,
+                                  int64_t parallel_min_macs);
+
 /* MoE routing, permute and combine: hyrt_ref_moe_route / _permute /
  * _unpermute_add with the same results bit for bit (same per-token
  * arithmetic), split across the thread pool. add0 / add1 may be null. */
@@ -168,6 +184,8 @@ void hyrt_cpu_moe_route(const float *logits, const float *correction_bias,
                         int32_t scoring, int64_t n_group, int64_t topk_group,
                         int32_t group_score, int32_t renormalize,
                         float routed_scaling_factor, float *weights, int32_t *ids);
+/* out_x may be null: offsets and rows only (every reader of the permuted
+ * rows gathers them itself, hyrt_cpu_grouped_gemm_tokens). */
 void hyrt_cpu_moe_permute(const float *x, const int32_t *ids, int64_t num_tokens,
                           int64_t dim, int64_t top_k, int64_t num_experts,
                           float *out_x, int32_t *offsets, int32_t *rows);

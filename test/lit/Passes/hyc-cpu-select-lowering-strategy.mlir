@@ -143,6 +143,26 @@ func.func @moe(%logits: tensor<?x8xf32>, %x: tensor<?x16xf32>) -> tensor<?x16xf3
 
 // -----
 
+// W8A8 experts right after the permute read the token rows through its row
+// map (fused_producer = "moe_permute": each token quantized once); experts
+// reading other rows (the down projection) do not.
+
+// CHECK-LABEL: func.func @experts
+// CHECK: %[[H:.+]] = hyc.moe.grouped_matmul %result, {{.*}}fused_producer = "moe_permute">
+// CHECK: hyc.moe.grouped_matmul %[[H]], {{.*}}parallel_min_macs = {{[0-9]+}}>, quant
+func.func @experts(%x: tensor<?x64xf32>, %ids: tensor<?x2xi32>) -> tensor<?x64xf32> attributes {hyc.entry = "extend"} {
+  %px, %off, %rows = hyc.moe.permute %x, %ids {num_experts = 4 : i64} : tensor<?x64xf32>, tensor<?x2xi32> -> tensor<?x64xf32>, tensor<5xi32>, tensor<?xi32>
+  %wu = hyc.param #hyc.param<"f" : "l.experts.*.{gate,up}_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<4x64x64xi8>
+  %su = hyc.param #hyc.param<"f" : "l.experts.*.{gate,up}_proj.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<4x64xf32>
+  %h = hyc.moe.grouped_matmul %px, %wu, %off scale(%su : tensor<4x64xf32>) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue silu_mul>} : tensor<?x64xf32>, tensor<4x64x64xi8>, tensor<5xi32> -> tensor<?x32xf32>
+  %wd = hyc.param #hyc.param<"f" : "l.experts.*.down_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<4x64x32xi8>
+  %sd = hyc.param #hyc.param<"f" : "l.experts.*.down_proj.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<4x64xf32>
+  %y = hyc.moe.grouped_matmul %h, %wd, %off scale(%sd : tensor<4x64xf32>) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : tensor<?x32xf32>, tensor<4x64x32xi8>, tensor<5xi32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
 // RMSNorm and SiLU-multiply (not folded into a quantization) run on the
 // vectorized row kernels, rows split over the machine's threads.
 

@@ -1,8 +1,9 @@
 // The MoE path of optimized artifacts (runtime/cpu/moe.cpp and the grouped
 // brgemm drivers of gemm.cpp, with kernels generated here by codegen)
 // against the reference kernels, one whole MoE layer at a time: route,
-// permute, [gate; up] grouped GEMM with the SiLU·mul epilogue, down grouped
-// GEMM, weighted combine with the shared experts' output added.
+// permute, [gate; up] grouped GEMM with the SiLU·mul epilogue (also reading
+// the token rows through the permute's row map), down grouped GEMM,
+// weighted combine with the shared experts' output added.
 //
 // Routing, permute and combine use the reference's arithmetic: ids,
 // weights, offsets and rows must match exactly. The expert outputs are
@@ -212,6 +213,20 @@ void runCase(int32_t scheme, const MoeCase &c) {
                                  h2.data(), scratch.data(),
                                  reinterpret_cast<hyrt_brgemm_fn>(kUp->fn()),
                                  kUp->desc().m_max, kMinMacs);
+  if (scheme != HYRT_GEMM_F32) {
+    // Reading the token rows through the permute's row map (each token
+    // quantized / converted once) gives the same activations: bit for bit.
+    std::vector<float> hTok(pairs * kFfn, -1);
+    std::vector<uint8_t> tokScratch(
+        size_t((hyrt_gemm_scratch_bytes_for(scheme, T, kHidden) + 63) / 64 * 64 +
+               hyrt_gemm_scratch_bytes_for(scheme, pairs, kHidden)));
+    hyrt_cpu_grouped_gemm_tokens(scheme, x.data(), T, k, rows2.data(), kHidden, offsets2.data(),
+                                 E, pGateUp.data(), w8 ? sGateUp.data() : nullptr, kFfn, 1,
+                                 hTok.data(), tokScratch.data(),
+                                 reinterpret_cast<hyrt_brgemm_fn>(kUp->fn()), kUp->desc().m_max,
+                                 kMinMacs);
+    ASSERT_EQ(0, std::memcmp(hTok.data(), h2.data(), h2.size() * sizeof(float)));
+  }
   hyrt_cpu_grouped_gemm(scheme, h2.data(), pairs, kFfn, offsets2.data(), E, pDown.data(),
                         w8 ? sDown.data() : nullptr, kHidden, y2.data(), scratch.data(),
                         reinterpret_cast<hyrt_brgemm_fn>(kDown->fn()), kDown->desc().m_max,
