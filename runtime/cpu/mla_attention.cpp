@@ -228,8 +228,11 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   // Folds by (head, block of 8 tokens): each weight row once per block.
   constexpr int64_t kFoldBlock = 8;
   const int64_t foldBlocks = (T + kFoldBlock - 1) / kFoldBlock;
+  // Items are head-major: a thread's contiguous range reuses one head's
+  // weights (256 KB at DeepSeek's shapes, L2-resident) across token blocks.
   hyrt::cpu::parallelFor(H * foldBlocks, threads, [&](int64_t i) {
-    const int64_t h = i % H, t0 = (i / H) * kFoldBlock, t1 = std::min(T, t0 + kFoldBlock);
+    const int64_t h = i / foldBlocks, t0 = (i % foldBlocks) * kFoldBlock,
+                  t1 = std::min(T, t0 + kFoldBlock);
     if (avx512)
       hyrt::cpu::foldQueryAvx512(m, q_nope, w_kv_b, h, t0, t1, qLat.data());
     else
@@ -287,7 +290,8 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
 
   // Split merge and the W_UV fold by (head, block of 8 tokens).
   hyrt::cpu::parallelFor(H * foldBlocks, threads, [&](int64_t i) {
-    const int64_t h = i % H, t0 = (i / H) * kFoldBlock, t1 = std::min(T, t0 + kFoldBlock);
+    const int64_t h = i / foldBlocks, t0 = (i % foldBlocks) * kFoldBlock,
+                  t1 = std::min(T, t0 + kFoldBlock);
     thread_local std::vector<float> oLat;
     oLat.resize(size_t(kFoldBlock * R));
     float inv[kFoldBlock];
@@ -295,7 +299,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
       inv[t - t0] = mergeHead(m, parts.data() + first[size_t(t)] * stride,
                               first[size_t(t + 1)] - first[size_t(t)], h,
                               oLat.data() + (t - t0) * R);
-    if (avx512) {
+    if (avx512 && R % 16 == 0) { // the block reads whole 16-lane rows
       hyrt::cpu::foldOutputAvx512(m, oLat.data(), R, inv, w_kv_b, h, t0, t1, out);
       return;
     }

@@ -5,9 +5,9 @@
 // Per block of up to 32 positions:
 // - the block's cache rows are widened to fp32 once (zero padded to a
 //   multiple of 16), shared by every query row;
-// - scores: 16 query rows at a time, 16 accumulators per position over the
-//   row, one transpose-and-add tree (hsum16) gives the 16 scores of that
-//   position in one vector, stored [position][query row];
+// - scores: 4 query rows x 4 positions at a time, 16 accumulators over the
+//   row, one transpose-and-add tree (hsum16) gives their 16 scores in one
+//   vector, stored [position][query row];
 // - the online softmax runs lane-parallel over those vectors (16 query
 //   rows per vector), masking positions past a token's own;
 // - values: two query rows x up to 8 16-wide slices of o_lat in registers
@@ -94,8 +94,8 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
   const int64_t dPad = (D + 15) / 16 * 16, M = tq * H, mPad = (M + 15) / 16 * 16;
   Work &w = tWork;
   w.q.assign(size_t(mPad * dPad), 0.0f);
-  w.c.resize(size_t((kBlock + 1) * dPad));
-  w.s.resize(size_t((kBlock + 1) * mPad));
+  w.c.resize(size_t((kBlock + 3) * dPad));
+  w.s.resize(size_t((kBlock + 3) * mPad));
   w.o.assign(size_t(M * R), 0.0f);
   w.stats.resize(size_t(3 * mPad));
   float *mx = w.stats.data(), *sum = mx + mPad, *alpha = sum + mPad;
@@ -130,31 +130,34 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
       for (int64_t d = 0; d < dPad; d += 16)
         _mm512_storeu_ps(cb + d, widen16(row + d, tailMask(D - d)));
     }
-    // Scores [position][query row]: 8 query rows x 2 positions per 16
-    // accumulators (10 loads per 16 FMAs), one hsum16 tree for the 16 dots.
-    // An odd last position pairs with a zero row (score 0, then masked).
-    if (nb % 2)
-      std::fill(w.c.data() + nb * dPad, w.c.data() + (nb + 1) * dPad, 0.0f);
-    for (int64_t i0 = 0; i0 < mPad; i0 += 8) {
-      const float *qg = w.q.data() + i0 * dPad;
-      for (int64_t b = 0; b < nb; b += 2) {
-        const float *c0 = w.c.data() + b * dPad, *c1 = c0 + dPad;
+    // Scores [position][query row]: 4 query rows x 4 positions per 16
+    // accumulators (8 loads per 16 FMAs), one hsum16 tree for the 16 dots.
+    // Positions past nb (up to 3) pair with zero rows (score 0, unused).
+    const int64_t nb4 = (nb + 3) / 4 * 4;
+    std::fill(w.c.data() + nb * dPad, w.c.data() + nb4 * dPad, 0.0f);
+    for (int64_t i0 = 0; i0 < mPad; i0 += 4) {
+      const float *q0 = w.q.data() + i0 * dPad;
+      for (int64_t b = 0; b < nb4; b += 4) {
+        const float *c0 = w.c.data() + b * dPad;
         __m512 acc[16];
         for (int g = 0; g < 16; ++g)
           acc[g] = _mm512_setzero_ps();
         for (int64_t d = 0; d < dPad; d += 16) {
-          const __m512 x0 = _mm512_loadu_ps(c0 + d), x1 = _mm512_loadu_ps(c1 + d);
-          for (int g = 0; g < 8; ++g) {
-            const __m512 q = _mm512_loadu_ps(qg + g * dPad + d);
-            acc[g] = _mm512_fmadd_ps(q, x0, acc[g]);
-            acc[8 + g] = _mm512_fmadd_ps(q, x1, acc[8 + g]);
-          }
+          __m512 x[4], q[4];
+          for (int r = 0; r < 4; ++r)
+            x[r] = _mm512_loadu_ps(c0 + r * dPad + d);
+          for (int g = 0; g < 4; ++g)
+            q[g] = _mm512_loadu_ps(q0 + g * dPad + d);
+          for (int r = 0; r < 4; ++r)
+            for (int g = 0; g < 4; ++g)
+              acc[r * 4 + g] = _mm512_fmadd_ps(q[g], x[r], acc[r * 4 + g]);
         }
-        // Lanes 0-7: position b, rows i0..i0+7; lanes 8-15: position b + 1.
+        // Lanes 4r..4r+3: position b + r, query rows i0..i0+3.
         const __m512 sv = _mm512_mul_ps(hsum16(acc), vscale);
-        _mm256_storeu_ps(w.s.data() + b * mPad + i0, _mm512_castps512_ps256(sv));
-        _mm256_storeu_ps(w.s.data() + (b + 1) * mPad + i0,
-                         _mm512_castps512_ps256(_mm512_shuffle_f32x4(sv, sv, 0xee)));
+        _mm_storeu_ps(w.s.data() + (b + 0) * mPad + i0, _mm512_extractf32x4_ps(sv, 0));
+        _mm_storeu_ps(w.s.data() + (b + 1) * mPad + i0, _mm512_extractf32x4_ps(sv, 1));
+        _mm_storeu_ps(w.s.data() + (b + 2) * mPad + i0, _mm512_extractf32x4_ps(sv, 2));
+        _mm_storeu_ps(w.s.data() + (b + 3) * mPad + i0, _mm512_extractf32x4_ps(sv, 3));
       }
     }
     // Positions past a token's own are not scores.
@@ -274,30 +277,42 @@ void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_
 
 void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
                       const float *wKvB, int64_t h, int64_t t0, int64_t t1, float *out) {
-  // out[t][h][d] = inv[t] * W_UV[h][d] . o_lat[t]: 16 output dims at a time
-  // (their weight rows, 32 KB at rank 512, stay in L1 for every token of
-  // the block), one hsum16 per 16 dims and token.
+  // out[t][h][d] = inv[t] * W_UV[h][d] . o_lat[t]: 4 tokens x 4 output dims
+  // per 16 accumulators (8 loads per 16 FMAs), one hsum16 for the 16 dots.
+  // Tokens past the block and dims past v repeat the last one, unstored.
   const int64_t R = m.rank, H = m.heads, tb = t1 - t0;
   const float *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
-  for (int64_t d0 = 0; d0 < m.v; d0 += 16) {
-    const int64_t dn = std::min<int64_t>(16, m.v - d0);
-    for (int64_t u = 0; u < tb; ++u) {
-      const float *o = oLat + u * oStride;
+  for (int64_t u0 = 0; u0 < tb; u0 += 4) {
+    const float *o[4];
+    for (int u = 0; u < 4; ++u)
+      o[u] = oLat + std::min<int64_t>(u0 + u, tb - 1) * oStride;
+    for (int64_t d0 = 0; d0 < m.v; d0 += 4) {
+      const float *wr[4];
+      for (int g = 0; g < 4; ++g)
+        wr[g] = wv + std::min<int64_t>(d0 + g, m.v - 1) * R;
       __m512 acc[16];
-      for (int g = 0; g < 16; ++g)
-        acc[g] = _mm512_setzero_ps();
+      for (int i = 0; i < 16; ++i)
+        acc[i] = _mm512_setzero_ps();
       for (int64_t r = 0; r < R; r += 16) {
-        const __mmask16 k = tailMask(R - r);
-        const __m512 ov = _mm512_maskz_loadu_ps(k, o + r);
-        // All 16 (constant bounds keep acc in registers); dims past v
-        // repeat the last row and are not stored.
-        for (int g = 0; g < 16; ++g)
-          acc[g] = _mm512_fmadd_ps(
-              _mm512_maskz_loadu_ps(k, wv + std::min<int64_t>(d0 + g, m.v - 1) * R + r), ov,
-              acc[g]);
+        __m512 ov[4], wvv[4];
+        for (int u = 0; u < 4; ++u)
+          ov[u] = _mm512_loadu_ps(o[u] + r);
+        for (int g = 0; g < 4; ++g)
+          wvv[g] = _mm512_loadu_ps(wr[g] + r);
+        for (int u = 0; u < 4; ++u)
+          for (int g = 0; g < 4; ++g)
+            acc[u * 4 + g] = _mm512_fmadd_ps(ov[u], wvv[g], acc[u * 4 + g]);
       }
-      float *dst = out + ((t0 + u) * H + h) * m.v + d0;
-      _mm512_mask_storeu_ps(dst, tailMask(dn), _mm512_mul_ps(hsum16(acc), _mm512_set1_ps(inv[u])));
+      // Lanes 4u..4u+3: token u0 + u, dims d0..d0+3.
+      const __m512 sv = hsum16(acc);
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, sv);
+      const int64_t dn = std::min<int64_t>(4, m.v - d0);
+      for (int64_t u = 0; u < 4 && u0 + u < tb; ++u) {
+        float *dst = out + ((t0 + u0 + u) * H + h) * m.v + d0;
+        for (int64_t g = 0; g < dn; ++g)
+          dst[g] = lanes[u * 4 + g] * inv[u0 + u];
+      }
     }
   }
 }
