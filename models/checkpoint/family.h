@@ -57,6 +57,7 @@ const Family &llama_family();
 const Family &qwen2_family();
 const Family &qwen3_family();
 const Family &qwen3_moe_family();
+const Family &deepseek_v2_family();
 const Family &deepseek_v3_family();
 
 /// llama.cpp's `rope_freqs.weight` for llama3 rope scaling: one divisor
@@ -100,6 +101,12 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
 /// reads them (llama3's original_max_position_embeddings from inside
 /// rope_scaling). Sets rope.neox = true; callers override it.
 Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec);
+
+/// DeepSeek multi-head latent attention dims (q_lora_rank, absent or null
+/// = plain q_proj; kv_lora_rank, qk_nope/qk_rope_head_dim, v_head_dim) into
+/// spec.mla; sets head_dim to nope + rope (the softmax-scale head size) and
+/// rope.rotary_dim to the rope dim. Shared by DeepSeek-V2 and V3.
+Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec);
 
 /// Fails with "<file>: <field> = <value> is not supported yet" when `field`
 /// is present and not equal to `supported` (JSON equality).

@@ -64,6 +64,7 @@ TEST_P(SynthFamily, RunsTextThroughItsTokenizer) {
 
 INSTANTIATE_TEST_SUITE_P(All, SynthFamily,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen3-moe",
+                                           "deepseek-v2", "deepseek-v2-lite",
                                            "deepseek-v3"),
                          [](const auto &info) {
                            std::string n = info.param;
