@@ -40,6 +40,12 @@ struct Family {
   /// config.json (transformers field names) describing `spec`; from_hf of
   /// its result gives `spec` back. Used by synthesize().
   nlohmann::ordered_json (*to_hf)(const ModelSpec &spec);
+  /// Canonical weight name of a tensor stored under `hf_name` in this
+  /// family's safetensors (names it does not rename come back unchanged);
+  /// nullptr when the family stores canonical names.
+  std::string (*hf_to_canonical)(const std::string &hf_name) = nullptr;
+  /// The inverse, for writing upstream-style checkpoints (synthesize()).
+  std::string (*canonical_to_hf)(const std::string &canonical) = nullptr;
 };
 
 /// Every known family, in a fixed order.
@@ -59,6 +65,7 @@ const Family &qwen3_family();
 const Family &qwen3_moe_family();
 const Family &deepseek_v2_family();
 const Family &deepseek_v3_family();
+const Family &hunyuan_moe_family();
 
 /// llama.cpp's `rope_freqs.weight` for llama3 rope scaling: one divisor
 /// per rotary frequency (rope.rotary_dim / 2 values), computed like

@@ -270,8 +270,8 @@ Status writeText(const std::string &path, const std::string &text) {
 } // namespace
 
 std::vector<std::string> synth_archs() {
-  return {"llama",       "qwen2",            "qwen3",      "qwen3-moe",
-          "deepseek-v2", "deepseek-v2-lite", "deepseek-v3"};
+  return {"llama",       "qwen2",            "qwen3",       "qwen3-moe",
+          "deepseek-v2", "deepseek-v2-lite", "deepseek-v3", "hunyuan-moe"};
 }
 
 std::string synth_preset_arch(const std::string &preset) {
@@ -410,6 +410,28 @@ void deepseekV2Dims(ModelSpec &s, bool small, bool lite) {
   s.moe = m;
 }
 
+/// Hunyuan-A13B's layout: GQA with q/k norm after RoPE, NTK-alpha rope
+/// (alpha 1000 as A13B), every layer MoE with one shared MLP, tied
+/// embeddings.
+void hunyuanMoeDims(ModelSpec &s, bool small) {
+  s.qk_norm = true;
+  s.qk_norm_after_rope = true;
+  s.tie_word_embeddings = true;
+  s.rope.scaling = "ntk_alpha";
+  s.rope.alpha = 1000.0;
+  MoeSpec m;
+  m.num_experts = small ? 16 : 8;
+  m.top_k = small ? 4 : 2;
+  m.expert_intermediate_size = small ? 128 : 32;
+  // A13B's shared MLP and experts have the same width (3072).
+  s.intermediate_size = m.expert_intermediate_size;
+  m.num_shared_experts = 1;
+  m.shared_intermediate_size = s.intermediate_size;
+  m.scoring = "softmax";
+  m.renormalize = true;
+  s.moe = m;
+}
+
 } // namespace
 
 Expected<ModelSpec> synth_spec(const std::string &arch_name,
@@ -483,6 +505,8 @@ Expected<ModelSpec> synth_spec(const std::string &arch_name,
     s.moe = m;
   } else if (arch == "deepseek_v2" || arch == "deepseek_v2_lite") {
     deepseekV2Dims(s, small, /*lite=*/arch == "deepseek_v2_lite");
+  } else if (arch == "hunyuan_moe") {
+    hunyuanMoeDims(s, small);
   } else {
     std::string list;
     for (const std::string &a : synth_archs())
@@ -520,6 +544,10 @@ Status synthesize(const SynthOptions &options) {
   for (const WeightInfo &w : required_weights(*spec)) {
     tensors.push_back(
         randomTensor(w, options.seed, /*bf16=*/!synth_preset_arch(options.preset).empty()));
+    // Values are seeded by the canonical name; the file uses the family's
+    // own tensor names, as upstream checkpoints do.
+    if (family->canonical_to_hf)
+      tensors.back().name = family->canonical_to_hf(w.name);
     if (options.fp8 && w.shape.size() == 2 && isFp8Linear(w.name))
       quantizeEntry(tensors.back(), scales);
   }
