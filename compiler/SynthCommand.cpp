@@ -16,7 +16,8 @@ static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
 names, model.safetensors, and a llama2.c tokenizer.bin) with seeded weights.
-ARCH: llama, qwen2, qwen3, qwen3-moe, deepseek-v3.
+ARCH: llama, qwen2, qwen3, qwen3-moe, deepseek-v2, deepseek-v2-lite,
+deepseek-v3, hunyuan-moe.
 The real-size presets imply the arch and write bf16 weights: dense-1b
 (Llama-3.2-1B, tied, 2.5 GB), moe-small (Qwen3-MoE layout, hidden 2048,
 64 experts top-8), mla-small (DeepSeek-V3 layout, hidden 2048, 64 experts

@@ -44,6 +44,7 @@ public:
 private:
   bool isLlama() const { return arch_ == "llama"; }
   bool isDeepseek() const { return arch_ == "deepseek2"; }
+  bool isHunyuan() const { return arch_ == "hunyuan-moe"; }
   bool isQwen() const {
     return arch_ == "qwen2" || arch_ == "qwen3" || arch_ == "qwen3moe";
   }
@@ -65,10 +66,12 @@ private:
       arch_ = "qwen3moe";
     else if (spec_.arch == "deepseek_v3")
       arch_ = "deepseek2";
+    else if (spec_.arch == "hunyuan_moe")
+      arch_ = "hunyuan-moe";
     else
       return Error(where_ + ": arch '" + spec_.arch +
                    "' has no GGUF conversion (supported: llama, qwen2, "
-                   "qwen3, qwen3_moe, deepseek_v3)");
+                   "qwen3, qwen3_moe, deepseek_v3, hunyuan_moe)");
     if (options_.outtype == "f32")
       f16_ = false;
     else if (options_.outtype == "f16")
@@ -83,11 +86,26 @@ private:
     const RopeSpec &r = spec_.rope;
     if (spec_.attention_bias && arch_ != "qwen2")
       return unsupported("attention_bias");
-    if (spec_.qk_norm && arch_ != "qwen3" && arch_ != "qwen3moe")
+    if (spec_.qk_norm && arch_ != "qwen3" && arch_ != "qwen3moe" &&
+        !isHunyuan())
       return unsupported("qk_norm");
-    if (r.scaling != "none" && r.scaling != "linear" && r.scaling != "yarn" &&
-        !(r.scaling == "llama3" && isLlama()))
+    // llama.cpp normalizes q/k before RoPE for qwen3/qwen3moe and after it
+    // for hunyuan-moe.
+    if (spec_.qk_norm && spec_.qk_norm_after_rope != isHunyuan())
+      return unsupported(spec_.qk_norm_after_rope ? "q/k norm after RoPE"
+                                                  : "q/k norm before RoPE");
+    if (isHunyuan()) {
+      // Hunyuan's NTK-alpha scaling is folded into rope.freq_base.
+      if (!spec_.qk_norm)
+        return unsupported("attention without q/k norm");
+      if (!r.neox)
+        return unsupported("adjacent-pair rope");
+      if (r.scaling != "none" && r.scaling != "ntk_alpha")
+        return unsupported("rope scaling '" + r.scaling + "'");
+    } else if (r.scaling != "none" && r.scaling != "linear" &&
+               r.scaling != "yarn" && !(r.scaling == "llama3" && isLlama())) {
       return unsupported("rope scaling '" + r.scaling + "'");
+    }
     if (isLlama() && !r.neox)
       return unsupported("adjacent-pair rope on unpermuted weights");
     if (isLlama() && r.rotary_dim != spec_.head_dim)
@@ -123,15 +141,22 @@ private:
            m.routed_scaling_factor != 1.0 || m.first_k_dense != 0))
         return unsupported("this MoE routing (shared experts, correction "
                            "bias, sigmoid, groups, scaling or dense layers)");
+      if (isHunyuan() &&
+          (m.num_shared_experts != 1 || m.has_correction_bias ||
+           m.scoring != "softmax" || m.n_group != 1 || !m.renormalize ||
+           m.routed_scaling_factor != 1.0 || m.first_k_dense != 0))
+        return unsupported("this MoE routing (hunyuan-moe has one shared "
+                           "MLP and softmax top-k with renormalized weights "
+                           "on every layer)");
       if (isDeepseek() && m.n_group > 1 && m.group_score != "top2_sum")
         return unsupported("group score '" + m.group_score + "'");
       if (m.scoring != "softmax" && m.scoring != "sigmoid")
         return unsupported("scoring '" + m.scoring + "'");
-      if (m.num_shared_experts > 0 &&
+      if (!isHunyuan() && m.num_shared_experts > 0 &&
           m.shared_intermediate_size != m.expert_intermediate_size)
         return unsupported("shared_intermediate_size != "
                            "expert_intermediate_size");
-    } else if (arch_ == "qwen3moe") {
+    } else if (arch_ == "qwen3moe" || isHunyuan()) {
       return unsupported("a dense model");
     }
     return Status();
@@ -167,7 +192,9 @@ private:
                                                 : isDeepseek()
                                                     ? s.num_heads
                                                     : s.num_kv_heads));
-    HYC_CKPT_TRY(f32("rope.freq_base", s.rope.theta));
+    // rope_base: Hunyuan's alpha-scaled base, as llama.cpp's converter
+    // writes it.
+    HYC_CKPT_TRY(f32("rope.freq_base", rope_base(s.rope)));
     HYC_CKPT_TRY(f32("attention.layer_norm_rms_epsilon", s.rms_norm_eps));
     if (isDeepseek()) {
       const MlaSpec &m = *s.mla;
@@ -200,6 +227,11 @@ private:
       HYC_CKPT_TRY(u32("expert_used_count", m.top_k));
       HYC_CKPT_TRY(
           u32("expert_feed_forward_length", m.expert_intermediate_size));
+      if (isHunyuan()) {
+        HYC_CKPT_TRY(u32("expert_shared_count", m.num_shared_experts));
+        HYC_CKPT_TRY(u32("expert_shared_feed_forward_length",
+                         m.shared_intermediate_size));
+      }
       if (arch_ == "qwen3moe" && !m.renormalize)
         HYC_CKPT_TRY(set("qwen3moe.expert_weights_norm",
                          GgufWriteValue::boolean(false)));
@@ -227,7 +259,10 @@ private:
 
   Status ropeScaling() {
     const RopeSpec &r = spec_.rope;
-    if (r.scaling == "linear") {
+    if (isHunyuan()) {
+      HYC_CKPT_TRY(
+          set(arch_ + ".rope.scaling.type", GgufWriteValue::string("none")));
+    } else if (r.scaling == "linear") {
       HYC_CKPT_TRY(
           set(arch_ + ".rope.scaling.type", GgufWriteValue::string("linear")));
       HYC_CKPT_TRY(f32("rope.scaling.factor", r.factor));

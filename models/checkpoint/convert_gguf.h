@@ -1,7 +1,8 @@
 // Hugging Face checkpoint -> GGUF, writing what llama.cpp's
 // convert_hf_to_gguf.py writes for the architectures hyc reads from GGUF
-// (llama, qwen2, qwen3, qwen3moe, deepseek2), so GGUF loading can be tested
-// against the original checkpoint and GGUF files can be made without Python.
+// (llama, qwen2, qwen3, qwen3moe, deepseek2, hunyuan-moe), so GGUF loading can
+// be tested against the original checkpoint and GGUF files can be made without
+// Python.
 #ifndef HYC_MODELS_CHECKPOINT_CONVERT_GGUF_H
 #define HYC_MODELS_CHECKPOINT_CONVERT_GGUF_H
 
@@ -54,6 +55,13 @@ struct GgufConvertOptions {
 ///    expert_group_count, expert_group_used_count, leading_dense_block_count,
 ///    attention.q_lora_rank / kv_lora_rank, yarn as rope.scaling.* with
 ///    yarn_log_multiplier = 0.1 * mscale_all_dim.
+///  * hunyuan_moe (`hunyuan-moe`): NeoX rope, no permutation, q/k norms
+///    `attn_{q,k}_norm`, router `ffn_gate_inp`, experts stacked, the shared
+///    MLP as `ffn_*_shexp` with expert_shared_count and
+///    expert_shared_feed_forward_length; the NTK-alpha rope scaling folded
+///    into rope.freq_base with rope.scaling.type none, as llama.cpp's
+///    converter does (which also rewrites context_length to 262144 for
+///    A13B; hyc keeps max_position_embeddings).
 /// Metadata written for every arch: general.architecture, general.name,
 /// general.file_type, context_length, embedding_length, block_count,
 /// feed_forward_length, attention.head_count(_kv), attention.key_length /

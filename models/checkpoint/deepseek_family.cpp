@@ -7,25 +7,7 @@
 
 namespace hyc::models::detail {
 
-namespace {
-
-Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
-                                     std::vector<std::string> &warnings) {
-  ModelSpec spec;
-  spec.arch = "deepseek_v3";
-  HfDefaults d; // DeepseekV3Config: eps 1e-6, untied, 4096, bos 0, eos 1
-  d.max_position_embeddings = 4096;
-  d.bos_token_id = 0;
-  d.eos_token_id = 1;
-  HYC_CKPT_TRY(parse_hf_decoder(config, spec, d, warnings));
-  HYC_CKPT_TRY(require_hf_value(config, "attention_bias", false));
-  if (spec.rms_norm_eps != 1e-6)
-    warnings.push_back(config.path() +
-                       ": rms_norm_eps = " + std::to_string(spec.rms_norm_eps) +
-                       "; transformers applies 1e-6 in q_a_layernorm and "
-                       "kv_a_layernorm regardless, llama.cpp uses "
-                       "rms_norm_eps");
-
+Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec) {
   MlaSpec mla;
   HYC_CKPT_ASSIGN(mla.q_lora_rank, config.get_int_or("q_lora_rank", 0));
   HYC_CKPT_ASSIGN(mla.kv_lora_rank, config.get_int("kv_lora_rank"));
@@ -47,6 +29,29 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
   // q/k head size that sets the softmax scale.
   spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
   spec.rope.rotary_dim = mla.qk_rope_head_dim;
+  return Status();
+}
+
+namespace {
+
+Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
+                                     std::vector<std::string> &warnings) {
+  ModelSpec spec;
+  spec.arch = "deepseek_v3";
+  HfDefaults d; // DeepseekV3Config: eps 1e-6, untied, 4096, bos 0, eos 1
+  d.max_position_embeddings = 4096;
+  d.bos_token_id = 0;
+  d.eos_token_id = 1;
+  HYC_CKPT_TRY(parse_hf_decoder(config, spec, d, warnings));
+  HYC_CKPT_TRY(require_hf_value(config, "attention_bias", false));
+  if (spec.rms_norm_eps != 1e-6)
+    warnings.push_back(config.path() +
+                       ": rms_norm_eps = " + std::to_string(spec.rms_norm_eps) +
+                       "; transformers applies 1e-6 in q_a_layernorm and "
+                       "kv_a_layernorm regardless, llama.cpp uses "
+                       "rms_norm_eps");
+
+  HYC_CKPT_TRY(parse_hf_mla(config, spec));
   // rope_interleave: the rope part of q/k is interleaved, i.e. adjacent
   // pairs rotate together.
   bool interleave = true;

@@ -13,8 +13,9 @@ using OrderedJson = nlohmann::ordered_json;
 
 const std::vector<const Family *> &families() {
   static const std::vector<const Family *> all = {
-      &llama_family(), &qwen2_family(), &qwen3_family(), &qwen3_moe_family(),
-      &deepseek_v3_family()};
+      &llama_family(),      &qwen2_family(),       &qwen3_family(),
+      &qwen3_moe_family(),  &deepseek_v2_family(), &deepseek_v3_family(),
+      &hunyuan_moe_family()};
   return all;
 }
 

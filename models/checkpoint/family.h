@@ -40,6 +40,12 @@ struct Family {
   /// config.json (transformers field names) describing `spec`; from_hf of
   /// its result gives `spec` back. Used by synthesize().
   nlohmann::ordered_json (*to_hf)(const ModelSpec &spec);
+  /// Canonical weight name of a tensor stored under `hf_name` in this
+  /// family's safetensors (names it does not rename come back unchanged);
+  /// nullptr when the family stores canonical names.
+  std::string (*hf_to_canonical)(const std::string &hf_name) = nullptr;
+  /// The inverse, for writing upstream-style checkpoints (synthesize()).
+  std::string (*canonical_to_hf)(const std::string &canonical) = nullptr;
 };
 
 /// Every known family, in a fixed order.
@@ -57,7 +63,9 @@ const Family &llama_family();
 const Family &qwen2_family();
 const Family &qwen3_family();
 const Family &qwen3_moe_family();
+const Family &deepseek_v2_family();
 const Family &deepseek_v3_family();
+const Family &hunyuan_moe_family();
 
 /// llama.cpp's `rope_freqs.weight` for llama3 rope scaling: one divisor
 /// per rotary frequency (rope.rotary_dim / 2 values), computed like
@@ -100,6 +108,12 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
 /// reads them (llama3's original_max_position_embeddings from inside
 /// rope_scaling). Sets rope.neox = true; callers override it.
 Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec);
+
+/// DeepSeek multi-head latent attention dims (q_lora_rank, absent or null
+/// = plain q_proj; kv_lora_rank, qk_nope/qk_rope_head_dim, v_head_dim) into
+/// spec.mla; sets head_dim to nope + rope (the softmax-scale head size) and
+/// rope.rotary_dim to the rope dim. Shared by DeepSeek-V2 and V3.
+Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec);
 
 /// Fails with "<file>: <field> = <value> is not supported yet" when `field`
 /// is present and not equal to `supported` (JSON equality).

@@ -21,13 +21,18 @@ namespace fs = std::filesystem;
 
 class SafetensorsWeightSource : public ViewWeightSource {
 public:
+  /// `to_canonical` renames a family's own tensor names (nullptr: the
+  /// stored names are canonical).
   SafetensorsWeightSource(io::SafetensorsModel model, std::string dir,
-                          int64_t block_n, int64_t block_k)
+                          int64_t block_n, int64_t block_k,
+                          std::string (*to_canonical)(const std::string &))
       : model_(std::move(model)), dir_(std::move(dir)), block_n_(block_n),
         block_k_(block_k) {
     for (const std::string &name : model_.tensor_names()) {
       const io::SafetensorsTensorInfo *t = model_.find_tensor(name);
-      add(WeightInfo{name, t->shape, t->dtype_name}, name);
+      add(WeightInfo{to_canonical ? to_canonical(name) : name, t->shape,
+                     t->dtype_name},
+          name);
     }
   }
   const std::string &origin() const override { return dir_; }
@@ -138,7 +143,7 @@ Expected<Checkpoint> load_hf(const std::string &dir,
   if (!model)
     return model.take_error();
   auto source = std::make_unique<SafetensorsWeightSource>(
-      std::move(*model), dir, block_n, block_k);
+      std::move(*model), dir, block_n, block_k, family->hf_to_canonical);
   HYC_CKPT_TRY(validate_weights(ckpt.spec, *source));
   ckpt.weights = std::move(source);
 

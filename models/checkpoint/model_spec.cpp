@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace hyc::models {
 
 const WeightInfo *WeightSource::find(const std::string &name) const {
@@ -27,6 +29,13 @@ bool moe_spec_consistent(const MoeSpec &m) {
          m.n_group > 0 && m.num_experts % m.n_group == 0 && m.topk_group > 0 &&
          m.topk_group <= m.n_group && m.first_k_dense >= 0 &&
          m.moe_layer_freq > 0;
+}
+
+double rope_base(const RopeSpec &rope) {
+  if (rope.scaling != "ntk_alpha" || rope.rotary_dim <= 2)
+    return rope.theta;
+  const double d = static_cast<double>(rope.rotary_dim);
+  return rope.theta * std::pow(rope.alpha, d / (d - 2.0));
 }
 
 namespace {
@@ -137,6 +146,7 @@ std::string to_string(const ModelSpec &s) {
   j["tie_word_embeddings"] = s.tie_word_embeddings;
   j["attention_bias"] = s.attention_bias;
   j["qk_norm"] = s.qk_norm;
+  j["qk_norm_after_rope"] = s.qk_norm_after_rope;
   const RopeSpec &r = s.rope;
   j["rope"] = {{"theta", r.theta},
                {"rotary_dim", r.rotary_dim},
@@ -149,7 +159,8 @@ std::string to_string(const ModelSpec &s) {
                {"beta_fast", r.beta_fast},
                {"beta_slow", r.beta_slow},
                {"mscale", r.mscale},
-               {"mscale_all_dim", r.mscale_all_dim}};
+               {"mscale_all_dim", r.mscale_all_dim},
+               {"alpha", r.alpha}};
   if (s.moe) {
     const MoeSpec &m = *s.moe;
     j["moe"] = {{"num_experts", m.num_experts},

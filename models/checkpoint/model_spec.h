@@ -31,7 +31,9 @@ struct RopeSpec {
   /// true: pairs (i, i + d/2) (HF rotate_half); false: adjacent pairs
   /// (GGUF / llama2.c layouts, whose q/k rows are stored permuted).
   bool neox = true;
-  /// "none", "linear", "llama3" or "yarn".
+  /// "none", "linear", "llama3", "yarn" or "ntk_alpha" (Hunyuan's
+  /// rope_scaling {type: dynamic, alpha}: a fixed base theta *
+  /// alpha^(d / (d - 2)), see rope_base()).
   std::string scaling = "none";
   double factor = 1.0;
   double low_freq_factor = 1.0;
@@ -41,6 +43,8 @@ struct RopeSpec {
   double beta_slow = 1.0;
   double mscale = 1.0;
   double mscale_all_dim = 0.0;
+  /// ntk_alpha only.
+  double alpha = 1.0;
 };
 
 /// Mixture-of-experts configuration (Qwen3-MoE, DeepSeek, Hunyuan).
@@ -89,6 +93,9 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   bool attention_bias = false; ///< q/k/v biases (Qwen2)
   bool qk_norm = false;        ///< per-head RMSNorm of q and k (Qwen3)
+  /// q/k RMSNorm applied to the rotated q/k instead of before RoPE
+  /// (Hunyuan's current transformers code).
+  bool qk_norm_after_rope = false;
   RopeSpec rope;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
@@ -173,6 +180,12 @@ bool is_moe_layer(const ModelSpec &spec, int64_t layer);
 /// non-negative shared experts and dense prefix, positive layer frequency).
 /// Loaders phrase the error in their own format's field names.
 bool moe_spec_consistent(const MoeSpec &moe);
+
+/// The RoPE base the frequencies use: rope.theta, or for ntk_alpha
+/// theta * alpha^(d / (d - 2)) with d = rotary_dim (transformers'
+/// HunYuan rotary embedding; llama.cpp's converter writes the same value as
+/// rope.freq_base).
+double rope_base(const RopeSpec &rope);
 
 /// Every field of the spec as indented JSON text (doubles round-trip), for
 /// messages, manifests and tests that compare two specs.

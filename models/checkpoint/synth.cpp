@@ -270,7 +270,8 @@ Status writeText(const std::string &path, const std::string &text) {
 } // namespace
 
 std::vector<std::string> synth_archs() {
-  return {"llama", "qwen2", "qwen3", "qwen3-moe", "deepseek-v3"};
+  return {"llama",       "qwen2",            "qwen3",       "qwen3-moe",
+          "deepseek-v2", "deepseek-v2-lite", "deepseek-v3", "hunyuan-moe"};
 }
 
 std::string synth_preset_arch(const std::string &preset) {
@@ -367,6 +368,70 @@ ModelSpec realSizeSpec(const std::string &preset) {
   return s;
 }
 
+/// DeepSeek-V2 (softmax routing, group_limited_greedy, routed scaling
+/// without renormalization, YaRN as V2 ships it with mscale =
+/// mscale_all_dim) or V2-Lite (no q LoRA, greedy top-k, no rope scaling).
+void deepseekV2Dims(ModelSpec &s, bool small, bool lite) {
+  s.arch = "deepseek_v2";
+  s.num_layers = small ? 4 : 3;
+  s.num_kv_heads = s.num_heads;
+  s.rms_norm_eps = 1e-6;
+  MlaSpec mla;
+  mla.q_lora_rank = lite ? 0 : (small ? 64 : 32);
+  mla.kv_lora_rank = small ? 64 : 16;
+  mla.qk_nope_head_dim = small ? 32 : 16;
+  mla.qk_rope_head_dim = small ? 16 : 8;
+  mla.v_head_dim = small ? 32 : 16;
+  s.mla = mla;
+  s.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  s.rope.neox = false;
+  if (!lite) {
+    s.rope.scaling = "yarn";
+    s.rope.factor = 4.0;
+    s.rope.original_max_position = s.max_position_embeddings / 4;
+    s.rope.mscale = 0.707;
+    s.rope.mscale_all_dim = 0.707;
+  }
+  MoeSpec m;
+  m.num_experts = small ? 16 : 8;
+  m.top_k = small ? 4 : 2;
+  m.expert_intermediate_size = small ? 64 : 32;
+  m.num_shared_experts = 2;
+  m.shared_intermediate_size = m.expert_intermediate_size;
+  m.scoring = "softmax";
+  m.renormalize = false;
+  m.routed_scaling_factor = lite ? 1.0 : 4.0;
+  // topk_group < top_k: with groups ranked by their best expert, keeping
+  // top_k or more groups never changes the top-k (V2 keeps 3 groups for 6).
+  m.n_group = lite ? 1 : 4;
+  m.topk_group = lite ? 1 : (small ? 2 : 1);
+  m.group_score = "max";
+  m.first_k_dense = 1;
+  s.moe = m;
+}
+
+/// Hunyuan-A13B's layout: GQA with q/k norm after RoPE, NTK-alpha rope
+/// (alpha 1000 as A13B), every layer MoE with one shared MLP, tied
+/// embeddings.
+void hunyuanMoeDims(ModelSpec &s, bool small) {
+  s.qk_norm = true;
+  s.qk_norm_after_rope = true;
+  s.tie_word_embeddings = true;
+  s.rope.scaling = "ntk_alpha";
+  s.rope.alpha = 1000.0;
+  MoeSpec m;
+  m.num_experts = small ? 16 : 8;
+  m.top_k = small ? 4 : 2;
+  m.expert_intermediate_size = small ? 128 : 32;
+  // A13B's shared MLP and experts have the same width (3072).
+  s.intermediate_size = m.expert_intermediate_size;
+  m.num_shared_experts = 1;
+  m.shared_intermediate_size = s.intermediate_size;
+  m.scoring = "softmax";
+  m.renormalize = true;
+  s.moe = m;
+}
+
 } // namespace
 
 Expected<ModelSpec> synth_spec(const std::string &arch_name,
@@ -438,6 +503,10 @@ Expected<ModelSpec> synth_spec(const std::string &arch_name,
     m.has_correction_bias = true;
     m.first_k_dense = 1;
     s.moe = m;
+  } else if (arch == "deepseek_v2" || arch == "deepseek_v2_lite") {
+    deepseekV2Dims(s, small, /*lite=*/arch == "deepseek_v2_lite");
+  } else if (arch == "hunyuan_moe") {
+    hunyuanMoeDims(s, small);
   } else {
     std::string list;
     for (const std::string &a : synth_archs())
@@ -475,6 +544,10 @@ Status synthesize(const SynthOptions &options) {
   for (const WeightInfo &w : required_weights(*spec)) {
     tensors.push_back(
         randomTensor(w, options.seed, /*bf16=*/!synth_preset_arch(options.preset).empty()));
+    // Values are seeded by the canonical name; the file uses the family's
+    // own tensor names, as upstream checkpoints do.
+    if (family->canonical_to_hf)
+      tensors.back().name = family->canonical_to_hf(w.name);
     if (options.fp8 && w.shape.size() == 2 && isFp8Linear(w.name))
       quantizeEntry(tensors.back(), scales);
   }

@@ -17,8 +17,9 @@ namespace hyc::models {
 
 /// What synthesize() writes.
 struct SynthOptions {
-  /// "llama", "qwen2", "qwen3", "qwen3-moe", "deepseek-v3" ('-' and '_'
-  /// are interchangeable).
+  /// "llama", "qwen2", "qwen3", "qwen3-moe", "deepseek-v2",
+  /// "deepseek-v2-lite" (no q LoRA, greedy routing), "deepseek-v3",
+  /// "hunyuan-moe" ('-' and '_' are interchangeable).
   std::string arch = "llama";
   /// "tiny" (vocab 512, hidden 64, 2-3 layers), "small" (vocab 2048,
   /// hidden 256, 4 layers), or a real-size shape with bf16 weights that

@@ -36,12 +36,17 @@ Value emitGqaAttention(GraphBuilder &g, const ModelSpec &s, int64_t layer,
   q = g.splitHeads(q, nh, hd);
   k = g.splitHeads(k, kvh, hd);
   v = g.splitHeads(v, kvh, hd);
-  if (s.qk_norm) {
+  // Qwen3 normalizes q/k before RoPE; Hunyuan normalizes the rotated q/k.
+  auto qkNorm = [&] {
     q = g.rmsNorm(q, p + "q_norm.weight", s.rms_norm_eps);
     k = g.rmsNorm(k, p + "k_norm.weight", s.rms_norm_eps);
-  }
+  };
+  if (s.qk_norm && !s.qk_norm_after_rope)
+    qkNorm();
   q = g.rope(q, positions, s.rope);
   k = g.rope(k, positions, s.rope);
+  if (s.qk_norm && s.qk_norm_after_rope)
+    qkNorm();
   cache = KVCacheAppendOp::create(b, loc, cache, k, v, b.getI64IntegerAttr(layer));
   FloatAttr scale = b.getF32FloatAttr(attentionScale(s, hd));
   Value o;

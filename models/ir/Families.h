@@ -1,8 +1,9 @@
 //===- Families.h - decoder building blocks for every family ----*- C++ -*-===//
 //
-// One pre-norm decoder covers Llama, Qwen2/3, Qwen3-MoE and DeepSeek-V2/V3:
-// attention is GQA (optional q/k/v bias, q/k RMSNorm) or MLA; the MLP is
-// SwiGLU or MoE (routed experts + optional shared experts), per layer.
+// One pre-norm decoder covers Llama, Qwen2/3, Qwen3-MoE, DeepSeek-V2/V3 and
+// Hunyuan-MoE: attention is GQA (optional q/k/v bias, q/k RMSNorm before or
+// after RoPE) or MLA; the MLP is SwiGLU or MoE (routed experts + optional
+// shared experts), per layer.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HYC_MODELS_IR_FAMILIES_H

@@ -86,9 +86,11 @@ Value GraphBuilder::rope(Value x, Value positions, const RopeSpec &r) {
       r.original_max_position, f(r.beta_fast), f(r.beta_slow), f(r.mscale),
       f(r.mscale_all_dim));
   auto style = RopeStyleAttr::get(ctx, r.neox ? RopeStyle::neox : RopeStyle::normal);
+  // ntk_alpha only changes the base (kind none with the scaled theta), so
+  // it needs no scaling mode of its own in the op.
   return RopeOp::create(b, loc, x.getType(), x, positions, style,
                         b.getI64IntegerAttr(r.rotary_dim),
-                        b.getF64FloatAttr(r.theta), scaling);
+                        b.getF64FloatAttr(rope_base(r)), scaling);
 }
 
 Value GraphBuilder::sliceLastDim(Value x, int64_t offset, int64_t size) {

@@ -11,7 +11,8 @@ using namespace mlir;
 namespace hyc::models {
 
 namespace {
-const char *kSupported[] = {"llama", "qwen2", "qwen3", "qwen3_moe", "deepseek_v3"};
+const char *kSupported[] = {"llama",       "qwen2",       "qwen3",      "qwen3_moe",
+                            "deepseek_v2", "deepseek_v3", "hunyuan_moe"};
 
 bool isSupported(const std::string &arch) {
   for (const char *a : kSupported)

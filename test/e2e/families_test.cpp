@@ -64,7 +64,8 @@ TEST_P(SynthFamily, RunsTextThroughItsTokenizer) {
 
 INSTANTIATE_TEST_SUITE_P(All, SynthFamily,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen3-moe",
-                                           "deepseek-v3"),
+                                           "deepseek-v2", "deepseek-v2-lite",
+                                           "deepseek-v3", "hunyuan-moe"),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &c : n)

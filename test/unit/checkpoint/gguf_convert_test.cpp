@@ -4,12 +4,15 @@
 // transforms are undone, and the GGUF holds llama.cpp's layout (checked on
 // the raw file, independently of the loader). Also malformed GGUFs.
 //
-// Expected spec difference: a llama GGUF stores q/k rows permuted for
+// Expected spec differences: a llama GGUF stores q/k rows permuted for
 // adjacent-pair rope, so its spec has rope.neox = false where the HF spec has
-// true; both describe the same model (the compiled logits agree).
+// true; a hunyuan-moe GGUF holds the alpha-scaled rope base (float32) with no
+// scaling where the HF spec has theta + ntk_alpha. Both describe the same
+// model (the compiled logits agree).
 #include "checkpoint_test_util.h"
 
 #include "models/checkpoint/convert_gguf.h"
+#include "models/checkpoint/family.h"
 #include "models/checkpoint/synth.h"
 #include "models/io/gguf.h"
 #include "models/io/gguf_writer.h"
@@ -72,6 +75,13 @@ void expectRoundTrip(const std::string &hf_dir, const std::string &gguf,
     EXPECT_TRUE(want.rope.neox);
     EXPECT_FALSE(g.spec.rope.neox);
     want.rope.neox = false;
+  }
+  if (want.arch == "hunyuan_moe") {
+    EXPECT_EQ(want.rope.scaling, "ntk_alpha");
+    want.rope.theta =
+        detail::f32_decimal(static_cast<float>(rope_base(want.rope)));
+    want.rope.scaling = "none";
+    want.rope.alpha = 1.0;
   }
   EXPECT_EQ(to_string(g.spec), to_string(want));
 
@@ -141,6 +151,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"synth_qwen3_moe", nullptr, "qwen3-moe"},
         Case{"synth_deepseek_v3", nullptr, "deepseek-v3"},
         Case{"synth_deepseek_v3_f16", nullptr, "deepseek-v3", true, "f16"},
+        Case{"synth_hunyuan_moe", nullptr, "hunyuan-moe"},
+        Case{"synth_hunyuan_moe_f16", nullptr, "hunyuan-moe", true, "f16"},
         Case{"synth_llama_f16", nullptr, "llama", true, "f16"}),
     [](const auto &info) { return std::string(info.param.name); });
 

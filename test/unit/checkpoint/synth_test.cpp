@@ -70,7 +70,9 @@ TEST_P(CheckpointSynthRoundTrip, SpecWeightsAndTokenizer) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, CheckpointSynthRoundTrip,
                          ::testing::Values("llama", "qwen2", "qwen3",
-                                           "qwen3-moe", "deepseek-v3"),
+                                           "qwen3-moe", "deepseek-v2",
+                                           "deepseek-v2-lite", "deepseek-v3",
+                                           "hunyuan-moe"),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &ch : n)
