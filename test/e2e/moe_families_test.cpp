@@ -91,12 +91,20 @@ TEST_P(FastVsReference, TeacherForced) {
                 what, worst, bar);
     EXPECT_GE(worst, bar) << what;
   };
+  // bf16: against the reference of the same bf16 weights (--quant bf16:
+  // fp32 GEMMs on the rounded weights), both with an fp32 cache, so what
+  // differs is the kernels' summation order (cosine 1.000000 on all three).
+  // A bf16 cache rounds that order noise to whole bf16 ulps, and seed 21's
+  // hunyuan-moe has a near-tie expert choice at position 30 that flips
+  // (cosine 0.99917 there, >= 0.99999 elsewhere; the same against the fp32
+  // reference): a different function, not an error. The bf16 cache itself
+  // is held to the reference by Avx512Golden.KvCacheBf16OnTheReferenceTarget.
+  std::vector<std::string> bf16Ref = kBounds;
+  bf16Ref.insert(bf16Ref.end(), {"--quant", "bf16"});
   std::vector<std::string> bf16 = kBounds;
-  bf16.insert(bf16.end(), {"--target", "avx512", "--quant", "bf16"});
-  check(logitsOf(compileOnce(dir, bf16), t), f32, 0.999, "avx512 bf16 vs fp32 reference");
-  // A near-tie routing decision can flip with bf16 rounding: seed 21's
-  // hunyuan-moe flips one at position 30 (cosine 0.99917 there, >= 0.99999
-  // elsewhere; the bf16 cache or the bf16 weights alone flip nothing).
+  bf16.insert(bf16.end(), {"--target", "avx512", "--quant", "bf16", "--kv-cache", "f32"});
+  check(logitsOf(compileOnce(dir, bf16), t), logitsOf(compileOnce(dir, bf16Ref), t), 0.999,
+        "avx512 bf16 vs bf16 reference");
   // MoE routers are discontinuous under int8 activations (see avx512_test):
   // W8A8 is held to the W8A8 reference with the same fp32 cache.
   std::vector<std::string> q = kBounds;
