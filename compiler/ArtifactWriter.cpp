@@ -146,7 +146,8 @@ bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout
       append(reinterpret_cast<const uint8_t *>(q.data()), q.size());
     return true;
   }
-  if (!derivation.empty()) {
+  // "bf16": the tensor rounded to bf16, stored as the layout says.
+  if (!derivation.empty() && derivation != "bf16") {
     error = "unknown weight derivation '" + derivation + "'";
     return false;
   }
@@ -154,6 +155,11 @@ bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout
     for (int64_t i = 0; i < n * k; ++i) {
       float r = codegen::bf16_to_f32(codegen::f32_to_bf16(w[i]));
       append(reinterpret_cast<const uint8_t *>(&r), 4);
+    }
+  } else if (layout == "bf16") { // row-major bf16 (MLA's kv_b on kernels)
+    for (int64_t i = 0; i < n * k; ++i) {
+      const uint16_t h = codegen::f32_to_bf16(w[i]);
+      append(reinterpret_cast<const uint8_t *>(&h), 2);
     }
   } else if (layout == "f32_k1")
     appendPacked(codegen::pack_b_f32(w, n, k, k));

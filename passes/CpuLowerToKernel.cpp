@@ -644,8 +644,14 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         auto qp = D(a.getQPe());
         auto kvb = D(a.getKvB());
         if (runsOn(a, "mla_absorbed")) {
+          // kv_b rounded by the quantize policy is stored as bf16 rows for
+          // this kernel (hyc-cpu-plan-memory's layout "bf16").
+          auto kvParam = a.getKvB().getDefiningOp<ParamOp>();
+          auto derivation =
+              kvParam ? kvParam->getAttrOfType<StringAttr>("hyc.quantize") : StringAttr();
+          const bool bf16KvB = derivation && derivation.getValue() == "bf16";
           callKv("hyrt_cpu_mla_attention", {i64(a.getLayer()), ptrOf(a.getQNope()),
-                ptrOf(a.getQPe()), ptrOf(a.getKvB()), qn[1].value, qn[2].value,
+                ptrOf(a.getQPe()), ptrOf(a.getKvB()), i32(bf16KvB ? 1 : 0), qn[1].value, qn[2].value,
                 qp[2].value, i64(a.getVHeadDim()), kvb[1].value,
                 f32(a.getScale().convertToFloat()), ptrOf(a.getResult()),
                 i64(configOf(a).getKvSplits())});

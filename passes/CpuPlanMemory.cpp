@@ -68,6 +68,16 @@ std::string weightKey(ParamOp p) {
 /// the same kernel or none on a kernel), else row-major: f32, bf16-rounded
 /// f32 for reference bf16 GEMMs, int8 for reference W8A8.
 std::string layoutOf(ParamOp p) {
+  // MLA's kv_b rounded to bf16 (hyc-global-quantize-policy): bf16 rows for
+  // the absorbed kernel, the rounded values as fp32 for the reference.
+  if (auto d = p->getAttrOfType<StringAttr>("hyc.quantize"); d && d.getValue() == "bf16")
+    return llvm::all_of(p->getUsers(),
+                        [](Operation *u) {
+                          cpu::LoweringConfigAttr c = configOf(u);
+                          return c && c.getKernel() == "mla_absorbed";
+                        })
+               ? "bf16"
+               : "bf16_as_f32";
   bool allBf16 = !p->use_empty();
   for (Operation *user : p->getUsers()) {
     if (gemmWeight(user) == p.getResult())

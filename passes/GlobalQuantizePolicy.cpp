@@ -164,6 +164,23 @@ struct HycGlobalQuantizePolicyPass
       if (param->use_empty())
         param.erase();
     }();
+    // MLA's kv_b (a linear layer of the plain form, read in place by the
+    // attention in either form) is stored 16-bit under a 16-bit or int8
+    // scheme, like the other weights read outside the int8 GEMMs: the
+    // derivation "bf16" rounds it (the absorbed kernel reads bf16 rows, the
+    // reference the rounded values as fp32).
+    if (target == QuantScheme::f32)
+      return;
+    getOperation().walk([&](MLAAttentionOp a) {
+      auto param = a.getKvB().getDefiningOp<ParamOp>();
+      if (!param || param->getAttr("hyc.quantize") || nameMatches(param, f32Names) ||
+          !llvm::all_of(param->getUsers(), [&](Operation *u) {
+            auto m = dyn_cast<MLAAttentionOp>(u);
+            return m && m.getKvB() == param.getResult();
+          }))
+        return;
+      param->setAttr("hyc.quantize", StringAttr::get(ctx, "bf16"));
+    });
   }
 };
 

@@ -141,17 +141,28 @@ attendLatentBf16(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
 }
 
 /// q_lat of tokens [t0, t1) for head h: sum over d of q_nope[t][h][d] times
-/// row d of W_UK[h], each weight row read once for the token block.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-foldQuery(const Mla &m, const float *qNope, const float *wKvB, int64_t h, int64_t t0,
-          int64_t t1, float *qLat) {
+/// row d of W_UK[h] (kv_b of W = float or bf16), each weight row read once
+/// for the token block.
+template <typename W>
+inline __attribute__((always_inline)) void
+foldQueryBody(const Mla &m, const float *qNope, const W *wKvB, int64_t h, int64_t t0,
+              int64_t t1, float *qLat) {
   const int64_t R = m.rank;
-  const float *wh = wKvB + h * (m.nope + m.v) * R;
+  const W *wh = wKvB + h * (m.nope + m.v) * R;
   for (int64_t t = t0; t < t1; ++t)
     std::fill(qLat + (t * m.heads + h) * R, qLat + (t * m.heads + h + 1) * R, 0.0f);
   for (int64_t d = 0; d < m.nope; ++d)
     for (int64_t t = t0; t < t1; ++t)
       axpy(qNope[(t * m.heads + h) * m.nope + d], wh + d * R, qLat + (t * m.heads + h) * R, R);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+foldQuery(const Mla &m, const float *qNope, const void *wKvB, bool bf16, int64_t h, int64_t t0,
+          int64_t t1, float *qLat) {
+  if (bf16)
+    foldQueryBody(m, qNope, static_cast<const uint16_t *>(wKvB), h, t0, t1, qLat);
+  else
+    foldQueryBody(m, qNope, static_cast<const float *>(wKvB), h, t0, t1, qLat);
 }
 
 /// Merges token t's splits for head h into oLat (unnormalized) and
@@ -176,15 +187,25 @@ float mergeHead(const Mla &m, const float *parts, int64_t splits, int64_t h, flo
   return 1.0f / sum;
 }
 
-/// out[t][h] = W_UV[h] oLat * inv (portable).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-foldOutput(const Mla &m, const float *oLat, float inv, const float *wKvB, int64_t t, int64_t h,
-           float *out) {
+/// out[t][h] = W_UV[h] oLat * inv (portable; kv_b of W = float or bf16).
+template <typename W>
+inline __attribute__((always_inline)) void
+foldOutputBody(const Mla &m, const float *oLat, float inv, const W *wKvB, int64_t t, int64_t h,
+               float *out) {
   const int64_t R = m.rank;
-  const float *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
+  const W *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
   float *o = out + (t * m.heads + h) * m.v;
   for (int64_t d = 0; d < m.v; ++d)
     o[d] = dot(oLat, wv + d * R, R) * inv;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+foldOutput(const Mla &m, const float *oLat, float inv, const void *wKvB, bool bf16, int64_t t,
+           int64_t h, float *out) {
+  if (bf16)
+    foldOutputBody(m, oLat, inv, static_cast<const uint16_t *>(wKvB), t, h, out);
+  else
+    foldOutputBody(m, oLat, inv, static_cast<const float *>(wKvB), t, h, out);
 }
 
 /// A work item: tokens [t0, t0 + count) of one sequence at consecutive
@@ -198,7 +219,7 @@ struct Item {
 
 extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
                                        int64_t layer, const float *q_nope, const float *q_pe,
-                                       const float *w_kv_b, int64_t num_heads,
+                                       const void *w_kv_b, int32_t kv_b_bf16, int64_t num_heads,
                                        int64_t nope_dim, int64_t rope_dim, int64_t v_dim,
                                        int64_t kv_lora_rank, float scale, float *out,
                                        int64_t kv_splits) {
@@ -234,9 +255,9 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
     const int64_t h = i / foldBlocks, t0 = (i % foldBlocks) * kFoldBlock,
                   t1 = std::min(T, t0 + kFoldBlock);
     if (avx512)
-      hyrt::cpu::foldQueryAvx512(m, q_nope, w_kv_b, h, t0, t1, qLat.data());
+      hyrt::cpu::foldQueryAvx512(m, q_nope, w_kv_b, kv_b_bf16 != 0, h, t0, t1, qLat.data());
     else
-      foldQuery(m, q_nope, w_kv_b, h, t0, t1, qLat.data());
+      foldQuery(m, q_nope, w_kv_b, kv_b_bf16 != 0, h, t0, t1, qLat.data());
   });
 
   // Extend tokens in blocks (query rows = tokens x heads, up to 64: each
@@ -300,10 +321,11 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
                               first[size_t(t + 1)] - first[size_t(t)], h,
                               oLat.data() + (t - t0) * R);
     if (avx512 && R % 16 == 0) { // the block reads whole 16-lane rows
-      hyrt::cpu::foldOutputAvx512(m, oLat.data(), R, inv, w_kv_b, h, t0, t1, out);
+      hyrt::cpu::foldOutputAvx512(m, oLat.data(), R, inv, w_kv_b, kv_b_bf16 != 0, h, t0, t1,
+                                  out);
       return;
     }
     for (int64_t t = t0; t < t1; ++t)
-      foldOutput(m, oLat.data() + (t - t0) * R, inv[t - t0], w_kv_b, t, h, out);
+      foldOutput(m, oLat.data() + (t - t0) * R, inv[t - t0], w_kv_b, kv_b_bf16 != 0, t, h, out);
   });
 }

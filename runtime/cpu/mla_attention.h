@@ -36,14 +36,15 @@ extern template bool attendLatentAvx512<uint16_t>(const hyrt_step_v0 *, const La
                                                   const Mla &, const float *, const float *,
                                                   int64_t, int64_t, int64_t, int64_t, float *);
 
-/// q_lat[t][h] = W_UK[h]^T q_nope[t][h] for tokens [t0, t1) (at most 8) of
-/// head h, and out[t][h] = W_UV[h] o_lat[t] / sum[t] for the same: kv_b in
-/// its stored layout, weights loaded once per token block. AVX-512F+BW+VL;
-/// foldOutputAvx512 needs rank % 16 == 0.
-void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_t h,
+/// q_lat[t][h] = W_UK[h]^T q_nope[t][h] for tokens [t0, t1) of head h,
+/// and out[t][h] = W_UV[h] o_lat[t] * inv[t] for the same: kv_b (fp32, or
+/// bf16 rows when `bf16`) in its stored layout, weights loaded once per
+/// token block. AVX-512F+BW+VL; foldOutputAvx512 needs rank % 16 == 0.
+void foldQueryAvx512(const Mla &m, const float *qNope, const void *wKvB, bool bf16, int64_t h,
                      int64_t t0, int64_t t1, float *qLat);
 void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
-                      const float *wKvB, int64_t h, int64_t t0, int64_t t1, float *out);
+                      const void *wKvB, bool bf16, int64_t h, int64_t t0, int64_t t1,
+                      float *out);
 
 } // namespace hyrt::cpu
 

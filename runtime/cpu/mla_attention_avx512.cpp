@@ -225,19 +225,19 @@ namespace {
 
 /// foldQueryAvx512 for a block of exactly TB tokens (constant bounds keep
 /// the TB x 2 accumulators in registers).
-template <int TB>
-void foldQueryBlock(const Mla &m, const float *qNope, const float *wKvB, int64_t h, int64_t t0,
+template <int TB, typename W>
+void foldQueryBlock(const Mla &m, const float *qNope, const W *wKvB, int64_t h, int64_t t0,
                     float *qLat) {
   const int64_t R = m.rank, H = m.heads;
-  const float *wh = wKvB + h * (m.nope + m.v) * R;
+  const W *wh = wKvB + h * (m.nope + m.v) * R;
   for (int64_t col = 0; col < R; col += 32) {
     const __mmask16 k0 = tailMask(R - col), k1 = tailMask(R - col - 16);
     __m512 acc[TB][2];
     for (int u = 0; u < TB; ++u)
       acc[u][0] = acc[u][1] = _mm512_setzero_ps();
     for (int64_t d = 0; d < m.nope; ++d) {
-      const float *wr = wh + d * R + col;
-      const __m512 w0 = _mm512_maskz_loadu_ps(k0, wr), w1 = _mm512_maskz_loadu_ps(k1, wr + 16);
+      const W *wr = wh + d * R + col;
+      const __m512 w0 = widen16(wr, k0), w1 = widen16(wr + 16, k1);
       for (int u = 0; u < TB; ++u) {
         const __m512 q = _mm512_set1_ps(qNope[((t0 + u) * H + h) * m.nope + d]);
         acc[u][0] = _mm512_fmadd_ps(q, w0, acc[u][0]);
@@ -254,40 +254,53 @@ void foldQueryBlock(const Mla &m, const float *qNope, const float *wKvB, int64_t
 
 } // namespace
 
-void foldQueryAvx512(const Mla &m, const float *qNope, const float *wKvB, int64_t h,
-                     int64_t t0, int64_t t1, float *qLat) {
-  // Token block (<= 8) x 2 slices of 16 in registers, one weight row
-  // segment loaded per d for the whole block.
-  switch (t1 - t0) {
-  case 1: return foldQueryBlock<1>(m, qNope, wKvB, h, t0, qLat);
-  case 2: return foldQueryBlock<2>(m, qNope, wKvB, h, t0, qLat);
-  case 3: return foldQueryBlock<3>(m, qNope, wKvB, h, t0, qLat);
-  case 4: return foldQueryBlock<4>(m, qNope, wKvB, h, t0, qLat);
-  case 5: return foldQueryBlock<5>(m, qNope, wKvB, h, t0, qLat);
-  case 6: return foldQueryBlock<6>(m, qNope, wKvB, h, t0, qLat);
-  case 7: return foldQueryBlock<7>(m, qNope, wKvB, h, t0, qLat);
-  default:
-    for (int64_t t = t0; t < t1; t += 8)
-      if (t1 - t >= 8)
-        foldQueryBlock<8>(m, qNope, wKvB, h, t, qLat);
-      else
-        foldQueryAvx512(m, qNope, wKvB, h, t, t1, qLat);
+namespace {
+
+template <typename W>
+void foldQueryAll(const Mla &m, const float *qNope, const W *wKvB, int64_t h, int64_t t0,
+                  int64_t t1, float *qLat) {
+  // Token block x 2 slices of 16 in registers, one weight row segment
+  // loaded per d for the whole block (blocks of up to 8 tokens).
+  for (int64_t t = t0; t < t1; t += 8) {
+    switch (std::min<int64_t>(8, t1 - t)) {
+    case 1: foldQueryBlock<1>(m, qNope, wKvB, h, t, qLat); break;
+    case 2: foldQueryBlock<2>(m, qNope, wKvB, h, t, qLat); break;
+    case 3: foldQueryBlock<3>(m, qNope, wKvB, h, t, qLat); break;
+    case 4: foldQueryBlock<4>(m, qNope, wKvB, h, t, qLat); break;
+    case 5: foldQueryBlock<5>(m, qNope, wKvB, h, t, qLat); break;
+    case 6: foldQueryBlock<6>(m, qNope, wKvB, h, t, qLat); break;
+    case 7: foldQueryBlock<7>(m, qNope, wKvB, h, t, qLat); break;
+    default: foldQueryBlock<8>(m, qNope, wKvB, h, t, qLat); break;
+    }
   }
 }
 
-void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
-                      const float *wKvB, int64_t h, int64_t t0, int64_t t1, float *out) {
+} // namespace
+
+void foldQueryAvx512(const Mla &m, const float *qNope, const void *wKvB, bool bf16, int64_t h,
+                     int64_t t0, int64_t t1, float *qLat) {
+  if (bf16)
+    foldQueryAll(m, qNope, static_cast<const uint16_t *>(wKvB), h, t0, t1, qLat);
+  else
+    foldQueryAll(m, qNope, static_cast<const float *>(wKvB), h, t0, t1, qLat);
+}
+
+namespace {
+
+template <typename W>
+void foldOutputAll(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
+                   const W *wKvB, int64_t h, int64_t t0, int64_t t1, float *out) {
   // out[t][h][d] = inv[t] * W_UV[h][d] . o_lat[t]: 4 tokens x 4 output dims
   // per 16 accumulators (8 loads per 16 FMAs), one hsum16 for the 16 dots.
   // Tokens past the block and dims past v repeat the last one, unstored.
   const int64_t R = m.rank, H = m.heads, tb = t1 - t0;
-  const float *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
+  const W *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
   for (int64_t u0 = 0; u0 < tb; u0 += 4) {
     const float *o[4];
     for (int u = 0; u < 4; ++u)
       o[u] = oLat + std::min<int64_t>(u0 + u, tb - 1) * oStride;
     for (int64_t d0 = 0; d0 < m.v; d0 += 4) {
-      const float *wr[4];
+      const W *wr[4];
       for (int g = 0; g < 4; ++g)
         wr[g] = wv + std::min<int64_t>(d0 + g, m.v - 1) * R;
       __m512 acc[16];
@@ -298,7 +311,7 @@ void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const fl
         for (int u = 0; u < 4; ++u)
           ov[u] = _mm512_loadu_ps(o[u] + r);
         for (int g = 0; g < 4; ++g)
-          wvv[g] = _mm512_loadu_ps(wr[g] + r);
+          wvv[g] = widen16(wr[g] + r);
         for (int u = 0; u < 4; ++u)
           for (int g = 0; g < 4; ++g)
             acc[u * 4 + g] = _mm512_fmadd_ps(ov[u], wvv[g], acc[u * 4 + g]);
@@ -315,6 +328,17 @@ void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const fl
       }
     }
   }
+}
+
+} // namespace
+
+void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
+                      const void *wKvB, bool bf16, int64_t h, int64_t t0, int64_t t1,
+                      float *out) {
+  if (bf16)
+    foldOutputAll(m, oLat, oStride, inv, static_cast<const uint16_t *>(wKvB), h, t0, t1, out);
+  else
+    foldOutputAll(m, oLat, oStride, inv, static_cast<const float *>(wKvB), h, t0, t1, out);
 }
 
 } // namespace hyrt::cpu

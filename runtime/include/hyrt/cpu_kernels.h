@@ -152,11 +152,13 @@ void hyrt_cpu_rope(const float *x, const int32_t *positions, int64_t num_tokens,
 /* hyrt_ref_mla_attention in the absorbed form (W_UK folded into the query,
  * W_UV into the output; multi-query attention over the latent cache rows,
  * each read once per block for all heads), fp32 online softmax, the cache
- * in fp32 or bf16. Decode tokens split their positions into up to
+ * in fp32 or bf16; kv_b [heads][nope + v][rank] in fp32, or bf16 rows when
+ * kv_b_bf16 != 0. Decode tokens split their positions into up to
  * kv_splits ranges (>= 256 positions each), merged after. */
 void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
                             int64_t layer, const float *q_nope, const float *q_pe,
-                            const float *w_kv_b, int64_t num_heads, int64_t nope_dim,
+                            const void *w_kv_b, int32_t kv_b_bf16, int64_t num_heads,
+                            int64_t nope_dim,
                             int64_t rope_dim, int64_t v_dim, int64_t kv_lora_rank,
                             float scale, float *out, int64_t kv_splits);
 

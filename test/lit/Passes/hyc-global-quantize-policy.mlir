@@ -4,6 +4,7 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-bf16=down_proj" -split-input-file | FileCheck %s --check-prefix=KEEPBF
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=mlp.gate,lm_head,embed_tokens" -split-input-file | FileCheck %s --check-prefix=OLD
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 lm-head=int8" -split-input-file | FileCheck %s --check-prefix=HEAD8
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=kv_b_proj" -split-input-file | FileCheck %s --check-prefix=KVB
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=bf16 lm-head=int8" 2>&1 | FileCheck %s --check-prefix=HEADBAD
 // HEADBAD: an int8 lm_head needs scheme w8a8 (its activations are quantized per token), got scheme 'bf16'
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
@@ -83,4 +84,35 @@ func.func @tied(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
   %x = hyc.embedding %e[%ids] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
   %l = hyc.quant.matmul %x, %e {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<32x8xf32>) -> tensor<?x32xf32>
   return %l : tensor<?x32xf32>
+}
+
+// -----
+
+// MLA's kv_b is read in place by the attention (not a GEMM): under bf16 and
+// w8a8 it is rounded to bf16 (derivation "bf16"), unless keep-f32 names it.
+
+// BF16-LABEL: func.func @mla
+// BF16: hyc.param #hyc.param<"f" : "model.layers.0.self_attn.kv_b_proj.weight"> {hyc.quantize = "bf16"} -> tensor<128x32xf32>
+// W8A8-LABEL: func.func @mla
+// W8A8: hyc.param #hyc.param<"f" : "model.layers.0.self_attn.kv_b_proj.weight"> {hyc.quantize = "bf16"} -> tensor<128x32xf32>
+// OLD-LABEL: func.func @mla
+// OLD: {hyc.quantize = "bf16"}
+// KEEP-LABEL: func.func @mla
+// KEEP: {hyc.quantize = "bf16"}
+!mlac = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 40, v_head_dim = 0>
+func.func @mla(%qn: tensor<?x4x16xf32>, %qp: tensor<?x4x8xf32>, %c: !mlac) -> tensor<?x4x16xf32> {
+  %kvb = hyc.param #hyc.param<"f" : "model.layers.0.self_attn.kv_b_proj.weight"> -> tensor<128x32xf32>
+  %o = hyc.mla.attention %qn, %qp, %kvb, %c {layer = 0 : i64, scale = 0.1 : f32, v_head_dim = 16 : i64} : tensor<?x4x16xf32>, tensor<?x4x8xf32>, tensor<128x32xf32>, !mlac -> tensor<?x4x16xf32>
+  return %o : tensor<?x4x16xf32>
+}
+
+// -----
+
+// KVB-LABEL: func.func @mla_keep
+// KVB-NOT: hyc.quantize
+!mlac2 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 40, v_head_dim = 0>
+func.func @mla_keep(%qn: tensor<?x4x16xf32>, %qp: tensor<?x4x8xf32>, %c: !mlac2) -> tensor<?x4x16xf32> {
+  %kvb = hyc.param #hyc.param<"f" : "model.layers.0.self_attn.kv_b_proj.weight"> -> tensor<128x32xf32>
+  %o = hyc.mla.attention %qn, %qp, %kvb, %c {layer = 0 : i64, scale = 0.1 : f32, v_head_dim = 16 : i64} : tensor<?x4x16xf32>, tensor<?x4x8xf32>, tensor<128x32xf32>, !mlac2 -> tensor<?x4x16xf32>
+  return %o : tensor<?x4x16xf32>
 }
