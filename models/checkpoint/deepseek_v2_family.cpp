@@ -117,18 +117,7 @@ Expected<ModelSpec> deepseekV2FromHf(const io::HfConfig &config,
                   config.get_int_or("first_k_dense_replace", 0));
   HYC_CKPT_ASSIGN(moe.moe_layer_freq, config.get_int_or("moe_layer_freq", 1));
   if (!moe_spec_consistent(moe))
-    return Error(
-        config.path() + ": inconsistent MoE config: n_routed_experts=" +
-        std::to_string(moe.num_experts) + " num_experts_per_tok=" +
-        std::to_string(moe.top_k) + " moe_intermediate_size=" +
-        std::to_string(moe.expert_intermediate_size) +
-        " n_shared_experts=" + std::to_string(moe.num_shared_experts) +
-        " n_group=" + std::to_string(moe.n_group) +
-        " topk_group=" + std::to_string(moe.topk_group) +
-        " first_k_dense_replace=" + std::to_string(moe.first_k_dense) +
-        " moe_layer_freq=" + std::to_string(moe.moe_layer_freq) +
-        " (expected 0 < top-k <= experts, groups dividing the experts, "
-        "0 < topk_group <= n_group)");
+    return Error(deepseek_moe_inconsistency(config.path(), moe));
   spec.moe = moe;
   return spec;
 }

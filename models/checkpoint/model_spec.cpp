@@ -31,6 +31,20 @@ bool moe_spec_consistent(const MoeSpec &m) {
          m.moe_layer_freq > 0;
 }
 
+std::string deepseek_moe_inconsistency(const std::string &path, const MoeSpec &moe) {
+  return path + ": inconsistent MoE config: n_routed_experts=" +
+         std::to_string(moe.num_experts) + " num_experts_per_tok=" +
+         std::to_string(moe.top_k) + " moe_intermediate_size=" +
+         std::to_string(moe.expert_intermediate_size) +
+         " n_shared_experts=" + std::to_string(moe.num_shared_experts) +
+         " n_group=" + std::to_string(moe.n_group) +
+         " topk_group=" + std::to_string(moe.topk_group) +
+         " first_k_dense_replace=" + std::to_string(moe.first_k_dense) +
+         " moe_layer_freq=" + std::to_string(moe.moe_layer_freq) +
+         " (expected 0 < top-k <= experts, groups dividing the experts, "
+         "0 < topk_group <= n_group)";
+}
+
 double rope_base(const RopeSpec &rope) {
   if (rope.scaling != "ntk_alpha" || rope.rotary_dim <= 2)
     return rope.theta;

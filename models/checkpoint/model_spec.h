@@ -181,6 +181,10 @@ bool is_moe_layer(const ModelSpec &spec, int64_t layer);
 /// Loaders phrase the error in their own format's field names.
 bool moe_spec_consistent(const MoeSpec &moe);
 
+/// The error text for a DeepSeek-style config.json (V2 and V3 field names)
+/// whose MoE fields fail moe_spec_consistent.
+std::string deepseek_moe_inconsistency(const std::string &path, const MoeSpec &moe);
+
 /// The RoPE base the frequencies use: rope.theta, or for ntk_alpha
 /// theta * alpha^(d / (d - 2)) with d = rotary_dim (transformers'
 /// HunYuan rotary embedding; llama.cpp's converter writes the same value as

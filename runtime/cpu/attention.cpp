@@ -8,6 +8,7 @@
 
 #include "attention_group.h"
 #include "host_isa.h"
+#include "portable_vec.h"
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
@@ -24,29 +25,8 @@ using hyrt::cpu::cacheRow;
 using hyrt::cpu::forEachRow;
 using hyrt::cpu::layerView;
 
-// Inlined into the clones of attendGroup below, so each clone vectorizes
-// them for its own ISA without a call per cached row. Cache rows are fp32
-// or bf16 (widened exactly).
-inline __attribute__((always_inline)) float elem(const float *p, int64_t i) { return p[i]; }
-inline __attribute__((always_inline)) float elem(const uint16_t *p, int64_t i) {
-  return hyrt::fromBf16(p[i]);
-}
-
-template <typename T>
-inline __attribute__((always_inline)) float dot(const float *a, const T *b, int64_t n) {
-  float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i)
-    acc += a[i] * elem(b, i);
-  return acc;
-}
-
-template <typename T>
-inline __attribute__((always_inline)) void axpy(float w, const T *x, float *y, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    y[i] += w * elem(x, i);
-}
+using hyrt::cpu::axpy;
+using hyrt::cpu::dot;
 
 /// The query heads of kv head `kvh` (a GQA group) of token t over cached
 /// positions [0, p]: each cached key and value row is loaded once for the

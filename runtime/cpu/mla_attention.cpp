@@ -23,6 +23,7 @@
 #include "attention_group.h"
 #include "host_isa.h"
 #include "mla_attention.h"
+#include "portable_vec.h"
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
@@ -38,26 +39,8 @@ using hyrt::cpu::LayerView;
 using hyrt::cpu::layerView;
 using hyrt::cpu::Mla;
 
-inline __attribute__((always_inline)) float elem(const float *p, int64_t i) { return p[i]; }
-inline __attribute__((always_inline)) float elem(const uint16_t *p, int64_t i) {
-  return hyrt::fromBf16(p[i]);
-}
-
-template <typename T>
-inline __attribute__((always_inline)) float dot(const float *a, const T *b, int64_t n) {
-  float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i)
-    acc += a[i] * elem(b, i);
-  return acc;
-}
-
-template <typename T>
-inline __attribute__((always_inline)) void axpy(float w, const T *x, float *y, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    y[i] += w * elem(x, i);
-}
+using hyrt::cpu::axpy;
+using hyrt::cpu::dot;
 
 /// Positions per block of the online softmax: a block's rows (32 x 1152
 /// bytes in bf16 for DeepSeek's 576-element rows) stay in L1/L2 between
