@@ -654,7 +654,10 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
                 ptrOf(a.getQPe()), ptrOf(a.getKvB()), i32(bf16KvB ? 1 : 0), qn[1].value, qn[2].value,
                 qp[2].value, i64(a.getVHeadDim()), kvb[1].value,
                 f32(a.getScale().convertToFloat()), ptrOf(a.getResult()),
-                i64(configOf(a).getKvSplits())});
+                i64(configOf(a).getKvSplits()),
+                i64(configOf(a).getTile() && !configOf(a).getTile().empty()
+                        ? configOf(a).getTile()[0]
+                        : 0)});
           return success();
         }
         callKv("hyrt_ref_mla_attention", {i64(a.getLayer()), ptrOf(a.getQNope()),

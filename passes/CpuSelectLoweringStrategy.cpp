@@ -201,8 +201,27 @@ private:
       auto entry = fn ? fn->getAttrOfType<StringAttr>("hyc.entry") : StringAttr();
       const bool decode = entry && entry.getValue() == "decode";
       auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+      // Extend chunks of at least tile[0] new tokens (one sequence) take
+      // the plain form: expanding each latent once costs H R (nope + v)
+      // per position, paid back per token by the cheaper attention
+      // (nope + rope + v instead of 2R + rope per position and head) and
+      // the folds it skips, from T > R (nope + v) / (2R - nope - v) new
+      // tokens in multiply-adds (171 at DeepSeek's shapes). The expansion
+      // runs at about 0.4 of the attention kernels' rate
+      // (hyc_attention_bench: 512 tokens from position 0, plain 47.6 ms vs
+      // absorbed 51.5; 256 tokens at 4096, 365 vs 242), so the threshold is
+      // 2.5 times that. Decode never takes it.
+      auto mla = cast<MLAAttentionOp>(op);
+      const int64_t nope = q.getDimSize(2), v = mla.getVHeadDim();
+      const int64_t rank = cast<RankedTensorType>(mla.getKvB().getType()).getDimSize(1);
+      int64_t plainMin = 0;
+      if (!decode && 2 * rank > nope + v) {
+        const int64_t den = 2 * (2 * rank - nope - v);
+        plainMin = (5 * rank * (nope + v) + den - 1) / den;
+      }
       config = cpu::LoweringConfigAttr::get(
-          ctx, "mla_absorbed", {}, {}, {}, {}, attentionThreads(machine, q.getDimSize(1)), 0,
+          ctx, "mla_absorbed", {}, {}, {}, DenseI64ArrayAttr::get(ctx, {plainMin}),
+          attentionThreads(machine, q.getDimSize(1)), 0,
           decode ? attentionKvSplits(machine, 1) : 1, StringAttr());
     } else if (kernels && isa<RMSNormOp, SiluMulOp>(op)) {
       // Vectorized row kernels, rows split across the threads from 2^15

@@ -46,6 +46,14 @@ void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const fl
                       const void *wKvB, bool bf16, int64_t h, int64_t t0, int64_t t1,
                       float *out);
 
+/// The plain form's expansion for head h: kNope[j] = W_UK[h] c[j] (nope
+/// floats at kNope + j * kStride) and v[j] = W_UV[h] c[j] (v floats at
+/// v + j * vStride) for the n fp32 latent rows c (rank floats each, rows
+/// latStride apart). AVX-512F+BW+VL, rank % 16 == 0.
+void expandLatentsAvx512(const Mla &m, const float *latents, int64_t latStride, int64_t n,
+                         const void *wKvB, bool bf16, int64_t h, float *kNope, int64_t kStride,
+                         float *v, int64_t vStride);
+
 } // namespace hyrt::cpu
 
 #endif // HYRT_CPU_MLA_ATTENTION_H

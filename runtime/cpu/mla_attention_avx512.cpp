@@ -287,44 +287,43 @@ void foldQueryAvx512(const Mla &m, const float *qNope, const void *wKvB, bool bf
 
 namespace {
 
+/// dst[i * dstStride + d] = scale_i * sum_r a[i][r] w[d][r] for i < nA,
+/// d < nW (scale_i = inv[i], or 1 without inv): 4 rows x 4 weight rows per
+/// 16 accumulators (8 loads per 16 FMAs), one hsum16 for the 16 dots. Rows
+/// past nA / nW repeat the last one and are not stored. K % 16 == 0.
 template <typename W>
-void foldOutputAll(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
-                   const W *wKvB, int64_t h, int64_t t0, int64_t t1, float *out) {
-  // out[t][h][d] = inv[t] * W_UV[h][d] . o_lat[t]: 4 tokens x 4 output dims
-  // per 16 accumulators (8 loads per 16 FMAs), one hsum16 for the 16 dots.
-  // Tokens past the block and dims past v repeat the last one, unstored.
-  const int64_t R = m.rank, H = m.heads, tb = t1 - t0;
-  const W *wv = wKvB + (h * (m.nope + m.v) + m.nope) * R;
-  for (int64_t u0 = 0; u0 < tb; u0 += 4) {
-    const float *o[4];
+void dotTiles(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t nW, int64_t K,
+              const float *inv, float *dst, int64_t dstStride) {
+  for (int64_t u0 = 0; u0 < nA; u0 += 4) {
+    const float *ar[4];
     for (int u = 0; u < 4; ++u)
-      o[u] = oLat + std::min<int64_t>(u0 + u, tb - 1) * oStride;
-    for (int64_t d0 = 0; d0 < m.v; d0 += 4) {
+      ar[u] = a + std::min<int64_t>(u0 + u, nA - 1) * aStride;
+    for (int64_t d0 = 0; d0 < nW; d0 += 4) {
       const W *wr[4];
       for (int g = 0; g < 4; ++g)
-        wr[g] = wv + std::min<int64_t>(d0 + g, m.v - 1) * R;
+        wr[g] = w + std::min<int64_t>(d0 + g, nW - 1) * K;
       __m512 acc[16];
       for (int i = 0; i < 16; ++i)
         acc[i] = _mm512_setzero_ps();
-      for (int64_t r = 0; r < R; r += 16) {
-        __m512 ov[4], wvv[4];
+      for (int64_t r = 0; r < K; r += 16) {
+        __m512 av[4], wv[4];
         for (int u = 0; u < 4; ++u)
-          ov[u] = _mm512_loadu_ps(o[u] + r);
+          av[u] = _mm512_loadu_ps(ar[u] + r);
         for (int g = 0; g < 4; ++g)
-          wvv[g] = widen16(wr[g] + r);
+          wv[g] = widen16(wr[g] + r);
         for (int u = 0; u < 4; ++u)
           for (int g = 0; g < 4; ++g)
-            acc[u * 4 + g] = _mm512_fmadd_ps(ov[u], wvv[g], acc[u * 4 + g]);
+            acc[u * 4 + g] = _mm512_fmadd_ps(av[u], wv[g], acc[u * 4 + g]);
       }
-      // Lanes 4u..4u+3: token u0 + u, dims d0..d0+3.
-      const __m512 sv = hsum16(acc);
+      // Lanes 4u..4u+3: row u0 + u, weight rows d0..d0+3.
       alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, sv);
-      const int64_t dn = std::min<int64_t>(4, m.v - d0);
-      for (int64_t u = 0; u < 4 && u0 + u < tb; ++u) {
-        float *dst = out + ((t0 + u0 + u) * H + h) * m.v + d0;
+      _mm512_store_ps(lanes, hsum16(acc));
+      const int64_t dn = std::min<int64_t>(4, nW - d0);
+      for (int64_t u = 0; u < 4 && u0 + u < nA; ++u) {
+        float *o = dst + (u0 + u) * dstStride + d0;
+        const float sc = inv ? inv[u0 + u] : 1.0f;
         for (int64_t g = 0; g < dn; ++g)
-          dst[g] = lanes[u * 4 + g] * inv[u0 + u];
+          o[g] = lanes[u * 4 + g] * sc;
       }
     }
   }
@@ -335,10 +334,30 @@ void foldOutputAll(const Mla &m, const float *oLat, int64_t oStride, const float
 void foldOutputAvx512(const Mla &m, const float *oLat, int64_t oStride, const float *inv,
                       const void *wKvB, bool bf16, int64_t h, int64_t t0, int64_t t1,
                       float *out) {
+  // out[t][h][d] = inv[t] * W_UV[h][d] . o_lat[t].
+  const int64_t R = m.rank, off = (h * (m.nope + m.v) + m.nope) * R;
+  float *dst = out + (t0 * m.heads + h) * m.v;
   if (bf16)
-    foldOutputAll(m, oLat, oStride, inv, static_cast<const uint16_t *>(wKvB), h, t0, t1, out);
+    dotTiles(oLat, oStride, t1 - t0, static_cast<const uint16_t *>(wKvB) + off, m.v, R, inv,
+             dst, m.heads * m.v);
   else
-    foldOutputAll(m, oLat, oStride, inv, static_cast<const float *>(wKvB), h, t0, t1, out);
+    dotTiles(oLat, oStride, t1 - t0, static_cast<const float *>(wKvB) + off, m.v, R, inv, dst,
+             m.heads * m.v);
+}
+
+void expandLatentsAvx512(const Mla &m, const float *latents, int64_t latStride, int64_t n,
+                         const void *wKvB, bool bf16, int64_t h, float *kNope, int64_t kStride,
+                         float *v, int64_t vStride) {
+  const int64_t R = m.rank, off = h * (m.nope + m.v) * R;
+  if (bf16) {
+    const uint16_t *w = static_cast<const uint16_t *>(wKvB) + off;
+    dotTiles(latents, latStride, n, w, m.nope, R, nullptr, kNope, kStride);
+    dotTiles(latents, latStride, n, w + m.nope * R, m.v, R, nullptr, v, vStride);
+  } else {
+    const float *w = static_cast<const float *>(wKvB) + off;
+    dotTiles(latents, latStride, n, w, m.nope, R, nullptr, kNope, kStride);
+    dotTiles(latents, latStride, n, w + m.nope * R, m.v, R, nullptr, v, vStride);
+  }
 }
 
 } // namespace hyrt::cpu

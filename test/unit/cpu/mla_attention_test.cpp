@@ -68,7 +68,7 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
                  std::vector<int32_t> tokenSeq, std::vector<int32_t> start,
                  std::vector<int32_t> len, const std::vector<int32_t> &blocks,
                  int64_t maxPages, int64_t kvSplits, std::mt19937 &rng,
-                 const std::string &what) {
+                 const std::string &what, int64_t plainMinTokens = 0) {
   std::uniform_real_distribution<float> d(-1, 1);
   const int64_t T = int64_t(positions.size()), S = int64_t(start.size());
   std::vector<int32_t> tokens(T, 3), prefix(S, 0);
@@ -98,7 +98,7 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
   hyrt_cpu_mla_attention(&kv, &step, 0, qn.data(), qp.data(),
                          bf16KvB ? static_cast<const void *>(kvbHalf.data()) : kvb.data(),
                          bf16KvB ? 1 : 0, m.heads, m.nope,
-                         m.rope, m.v, m.rank, scale, got.data(), kvSplits);
+                         m.rope, m.v, m.rank, scale, got.data(), kvSplits, plainMinTokens);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < m.heads; ++h) {
       const float *g = got.data() + (t * m.heads + h) * m.v,
@@ -133,8 +133,10 @@ TEST_P(CpuMlaAttention, DecodeMatchesThePlainForm) {
 }
 
 // Extend: five new tokens of one sequence at consecutive positions (each
-// sees its own prefix), and DeepSeek-V3's real head shapes (16 heads, nope
-// 128, rope 64, v 128, rank 512) for a decode step.
+// sees its own prefix) in both forms (absorbed, and plain: the chunk is
+// at least the schedule's plain_min_tokens), and DeepSeek-V3's real head
+// shapes (16 heads, nope 128, rope 64, v 128, rank 512) for a long plain
+// extend chunk and a decode step.
 TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
   const bool bf16 = GetParam();
   std::mt19937 rng(12);
@@ -147,10 +149,29 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
       blocks[size_t(i)] = int32_t((i * 7 + 2) % maxPages);
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {95, 96, 97, 98, 99}, {0, 0, 0, 0, 0}, {0}, {5}, blocks,
                 maxPages, 1, rng, "extend of 5 tokens at 95..99");
+    expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {95, 96, 97, 98, 99}, {0, 0, 0, 0, 0}, {0}, {5},
+                blocks, maxPages, 1, rng, "plain form, 5 tokens at 95..99", /*plainMinTokens=*/5);
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {0, 1, 2}, {0, 0, 0}, {0}, {3}, blocks, maxPages, 1, rng,
                 "extend of 3 tokens from position 0");
   }
   const Dims m{16, 128, 64, 128, 512};
+  {
+    // The plain form of a long extend chunk (expand, then multi-head
+    // attention), at DeepSeek-V3's head shapes: 40 new tokens over 200
+    // positions.
+    const int64_t pageSize = 16, maxPages = 14;
+    LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
+    std::vector<int32_t> blocks(maxPages);
+    for (int64_t i = 0; i < maxPages; ++i)
+      blocks[size_t(i)] = int32_t((i * 5 + 3) % maxPages);
+    std::vector<int32_t> pos, seq;
+    for (int32_t p = 160; p < 200; ++p) {
+      pos.push_back(p);
+      seq.push_back(0);
+    }
+    expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, pos, seq, {0}, {40}, blocks, maxPages, 1, rng,
+                "plain form, 40 tokens at 160..199", /*plainMinTokens=*/32);
+  }
   const int64_t pageSize = 16, maxPages = 20;
   LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
   std::vector<int32_t> blocks(maxPages);
