@@ -2,7 +2,8 @@
 # Benchmark entry point (`make bench`): the same model compiled for each
 # target, decode and prefill tokens/s as printed by `hyc run`, and the ratio
 # to the reference target measured in the same run; then the microkernels
-# against oneDNN (bench/kernels, ~90 s) when that benchmark was built.
+# against oneDNN (bench/kernels, ~90 s) when that benchmark was built, one
+# MoE layer (bench/moe, ~3 min) and the MLA kernel (bench/attention).
 set -euo pipefail
 BUILD=${1:-build}
 HYC="$BUILD/compiler/hyc"
@@ -90,3 +91,12 @@ if [ -x "$KBENCH" ]; then
   echo "== microkernels vs oneDNN 2.6 (ratios: bench/kernels/README.md)"
   "$KBENCH" --rounds=1
 fi
+
+# One MoE layer on the runtime's kernels against a per-expert loop and the
+# host's limits, and the absorbed / plain MLA kernel (bench/README.md).
+echo
+echo "== MoE layer (bench/moe, --quick)"
+"$BUILD/bench/moe/hyc_moe_bench" --quick
+echo
+echo "== MLA attention (bench/attention, --quick)"
+"$BUILD/bench/attention/hyc_attention_bench" --quick
