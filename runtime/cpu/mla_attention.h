@@ -54,6 +54,13 @@ void expandLatentsAvx512(const Mla &m, const float *latents, int64_t latStride, 
                          const void *wKvB, bool bf16, int64_t h, float *kNope, int64_t kStride,
                          float *v, int64_t vStride);
 
+/// The plain form for an extend step of one sequence at consecutive
+/// positions (mla_plain.cpp); false when it does not apply (the caller runs
+/// the absorbed form). AVX-512F+BW+VL.
+bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                       const float *qNope, const float *qPe, const void *wKvB, bool bf16W,
+                       float *out, int threads);
+
 } // namespace hyrt::cpu
 
 #endif // HYRT_CPU_MLA_ATTENTION_H
