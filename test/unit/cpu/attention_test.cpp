@@ -4,6 +4,7 @@
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
 #include "runtime/cpu/attention_group.h"
+#include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
 
 #include <gtest/gtest.h>
@@ -51,10 +52,17 @@ void expectMatchesReference(const hyrt_kv_cache_v0 &ref, const hyrt_kv_cache_v0 
 // reference run on the same values widened to fp32 (widening is exact), to
 // the same fp32-accumulation tolerance.
 class CpuPagedAttention
-    : public ::testing::TestWithParam<std::tuple<std::pair<int64_t, int64_t>, bool>> {};
+    : public ::testing::TestWithParam<std::tuple<std::pair<int64_t, int64_t>, bool, bool>> {
+protected:
+  // The third parameter forces the portable bodies on an AVX-512 host, so
+  // both kinds are checked on every machine.
+  void SetUp() override { hyrt::cpu::portableOnly() = std::get<2>(GetParam()); }
+  void TearDown() override { hyrt::cpu::portableOnly() = false; }
+};
 
 TEST_P(CpuPagedAttention, MatchesReference) {
-  const auto [dims, bf16] = GetParam();
+  const auto [dims, bf16, portable] = GetParam();
+  (void)portable;
   const auto [dk, dv] = dims;
   if (dk % 16 == 0 && dv % 16 == 0 && !__builtin_cpu_supports("avx512f"))
     std::printf("note: no AVX-512F here, dk=%lld dv=%lld runs the portable kernel\n",
@@ -99,16 +107,17 @@ TEST_P(CpuPagedAttention, MatchesReference) {
 
 using HeadDims = std::pair<int64_t, int64_t>;
 std::string headDimsName(
-    const ::testing::TestParamInfo<std::tuple<HeadDims, bool>> &info) {
+    const ::testing::TestParamInfo<std::tuple<HeadDims, bool, bool>> &info) {
   const HeadDims dims = std::get<0>(info.param);
   return "dk" + std::to_string(dims.first) + "_dv" + std::to_string(dims.second) +
-         (std::get<1>(info.param) ? "_bf16" : "_f32");
+         (std::get<1>(info.param) ? "_bf16" : "_f32") +
+         (std::get<2>(info.param) ? "_portable" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
                          ::testing::Combine(::testing::Values(HeadDims{16, 12}, HeadDims{48, 80},
                                                               HeadDims{32, 16}),
-                                            ::testing::Bool()),
+                                            ::testing::Bool(), ::testing::Bool()),
                          headDimsName);
 
 // The row-blocked AVX-512 kernel (groups of 1, 2, 4, 8, 16 query heads per

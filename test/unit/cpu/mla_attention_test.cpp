@@ -14,6 +14,7 @@
 // magnitude below the bound; a wrong fold, mask or split merge is not.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
+#include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -110,13 +112,19 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
     }
 }
 
-class CpuMlaAttention : public ::testing::TestWithParam<bool> {};
+// Parameters: bf16 cache (else fp32), and portable bodies forced (else the
+// AVX-512 ones where the host has them), so both kinds run on every host.
+class CpuMlaAttention : public ::testing::TestWithParam<std::tuple<bool, bool>> {
+protected:
+  void SetUp() override { hyrt::cpu::portableOnly() = std::get<1>(GetParam()); }
+  void TearDown() override { hyrt::cpu::portableOnly() = false; }
+};
 
 // Decode: two sequences per step, the second at a short fixed length; the
 // first at lengths 1..2048, with KV splits off and on (a split needs 256
 // positions, so 512+ really splits).
 TEST_P(CpuMlaAttention, DecodeMatchesThePlainForm) {
-  const bool bf16 = GetParam();
+  const bool bf16 = std::get<0>(GetParam());
   const Dims m{8, 16, 8, 16, 64};
   const int64_t pageSize = 7, maxPages = 2048 / pageSize + 2, pages = 2 * maxPages;
   std::mt19937 rng(11);
@@ -138,7 +146,7 @@ TEST_P(CpuMlaAttention, DecodeMatchesThePlainForm) {
 // shapes (16 heads, nope 128, rope 64, v 128, rank 512) for a long plain
 // extend chunk and a decode step.
 TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
-  const bool bf16 = GetParam();
+  const bool bf16 = std::get<0>(GetParam());
   std::mt19937 rng(12);
   {
     const Dims m{4, 16, 8, 16, 32};
@@ -181,7 +189,10 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
               "DeepSeek-V3 heads, decode at length 300");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cache, CpuMlaAttention, ::testing::Bool(),
-                         [](const auto &info) { return info.param ? "bf16" : "f32"; });
+INSTANTIATE_TEST_SUITE_P(Cache, CpuMlaAttention, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param) ? "bf16" : "f32") +
+                                  (std::get<1>(info.param) ? "_portable" : "_native");
+                         });
 
 } // namespace
