@@ -127,6 +127,42 @@ INSTANTIATE_TEST_SUITE_P(Synth, FastVsReference,
 // different models (the grouping is applied: the synthetic V2 keeps 1 of 4
 // groups for top-2), and the group fields of a greedy config change nothing
 // (it is not applied there).
+// MLA's plain form in an artifact: synthetic DeepSeek-V3 "small" (rank 64,
+// nope 32, v 32) gets plain_min_tokens = ceil(2.5 x 64 x 64 / 64) = 160
+// from the strategy, so a 200-token prompt in one chunk takes the plain
+// form and the decode steps after a 170-token prefix the absorbed one.
+// Against the reference of the same bf16 weights with fp32 caches on both
+// sides (kernel order only): cosine >= 0.999 on every row, both paths.
+TEST(MlaForms, PlainExtendAndAbsorbedDecodeMatchTheReference) {
+  if (!hyrt::host_has_cpu_feature("avx512f") || !hyrt::host_has_cpu_feature("avx512bw") ||
+      !hyrt::host_has_cpu_feature("avx512vl"))
+    GTEST_SKIP() << "host lacks AVX-512F/BW/VL: the plain-form kernel is not run";
+  std::string dir = tempDir() + "/mla-forms";
+  CommandResult r = runHyc({"synth", "--arch", "deepseek-v3", "--preset", "small", "--seed",
+                            "5", "-o", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> bounds = {"--max-seq-len", "256", "--max-batch-tokens", "256",
+                                           "--kv-cache", "f32", "--quant", "bf16"};
+  std::vector<std::string> fast = bounds;
+  fast.insert(fast.end(), {"--target", "avx512"});
+  const std::string fastArt = compileOnce(dir, fast);
+  r = runHyc({"compile", dir, "-o", fastArt + ".mlir", "--emit=mlir", "--compile-to=strategy",
+              "--target", "avx512", "--quant", "bf16", "--max-seq-len", "256",
+              "--max-batch-tokens", "256"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(readFile(fastArt + ".mlir").find("kernel = \"mla_absorbed\", tile = [160]"),
+            std::string::npos);
+  const std::vector<int32_t> t = tokens(200);
+  const Logits got = logitsOf(fastArt, t, 170), want = logitsOf(compileOnce(dir, bounds), t, 170);
+  ASSERT_FALSE(got.all.empty());
+  ASSERT_EQ(got.all.size(), want.all.size());
+  const size_t vocab = want.all.size() / t.size();
+  for (auto [g, w] : {std::pair{&got.all, &want.all}, std::pair{&got.inc, &want.inc}})
+    for (size_t p = 0; p < t.size(); ++p)
+      ASSERT_GE(hyc::test::cosine(g->data() + p * vocab, w->data() + p * vocab, vocab), 0.999)
+          << (g == &got.all ? "extend" : "decode") << " row " << p;
+}
+
 TEST(DeepseekV2Routing, TopkMethodDecidesTheExperts) {
   const std::string grouped = synth("deepseek-v2", 23);
   const std::string greedy = withConfig(grouped, "v2-greedy", [](nlohmann::json &c) {
