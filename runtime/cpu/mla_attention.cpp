@@ -1,5 +1,5 @@
-// DeepSeek multi-head latent attention in the absorbed form, for optimized
-// artifacts (hyc-global-absorb-mla decides the form; the reference kernel
+// DeepSeek multi-head latent attention on optimized artifacts: the
+// absorbed form (hyc-global-absorb-mla decides it; the reference kernel
 // computes the plain form and is the semantic baseline).
 //
 // The plain form re-expands every cached latent into per-head keys and
@@ -12,12 +12,16 @@
 // which is multi-query attention over the cache rows themselves: each
 // cached row [c | k_pe] is read once per block for all heads, as the key
 // and (its first `rank` elements) as the value. kv_b = [H][nope + v][rank]
-// serves both folds in its stored layout (W_UK[h] = rows 0..nope-1 of head
-// h, W_UV[h] = rows nope..nope+v-1), so no weight is rewritten.
+// (fp32, or bf16 rows under a quantized scheme) serves both folds in its
+// stored layout (W_UK[h] = rows 0..nope-1 of head h, W_UV[h] = rows
+// nope..nope+v-1).
 //
-// Work: the query folds by (head, token block), attention by (token, KV
-// split) with an online softmax in fp32, then the split merge and the
-// output fold by (token, head); all on the thread pool.
+// Work: the query fold by (head, block of 8 tokens), attention by (token
+// block or decode token and KV split) with an online softmax in fp32, then
+// the split merge and the output fold by (head, block of 8 tokens); all on
+// the thread pool. AVX-512 bodies in mla_attention_avx512.cpp, portable
+// ones here; a long extend chunk of one sequence takes the plain form
+// instead (mla_plain.cpp, from the schedule's plain_min_tokens).
 #include "hyrt/cpu_kernels.h"
 
 #include "attention_group.h"
