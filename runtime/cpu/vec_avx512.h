@@ -12,8 +12,9 @@
 namespace hyrt::cpu {
 namespace {
 
+/// Lanes [0, left) of 16; none for left <= 0.
 inline __mmask16 tailMask(int64_t left) {
-  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+  return left >= 16 ? __mmask16(0xffff) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
 }
 
 /// e^x for 16 lanes: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for

@@ -162,6 +162,20 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {0, 1, 2}, {0, 0, 0}, {0}, {3}, blocks, maxPages, 1, rng,
                 "extend of 3 tokens from position 0");
   }
+  {
+    // A rank off the 16-lane grid (40): the AVX-512 attention and output
+    // fold decline it and the portable bodies run, in both forms.
+    const Dims m{4, 16, 8, 16, 40};
+    const int64_t pageSize = 5, maxPages = 30;
+    LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
+    std::vector<int32_t> blocks(maxPages);
+    for (int64_t i = 0; i < maxPages; ++i)
+      blocks[size_t(i)] = int32_t((i * 11 + 1) % maxPages);
+    expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {60, 61, 62}, {0, 0, 0}, {0}, {3}, blocks,
+                maxPages, 1, rng, "rank 40, extend", /*plainMinTokens=*/2);
+    expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {140}, {0}, {0}, {1}, blocks, maxPages, 2, rng,
+                "rank 40, decode");
+  }
   const Dims m{16, 128, 64, 128, 512};
   {
     // The plain form of a long extend chunk (expand, then multi-head
