@@ -138,6 +138,11 @@ TEST_P(CpuMlaAttention, DecodeMatchesThePlainForm) {
                   rng,
                   std::string(bf16 ? "bf16" : "f32") + " decode at length " +
                       std::to_string(n) + ", splits " + std::to_string(splits));
+  // A step of two sequences never takes the plain form, whatever the
+  // threshold (its one-page view holds one sequence): still the reference's
+  // result.
+  expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {599, 9}, {0, 1}, {0, 1}, {1, 1}, blocks,
+              maxPages, 2, rng, "two sequences, plain threshold 1", /*plainMinTokens=*/1);
 }
 
 // Extend: five new tokens of one sequence at consecutive positions (each
