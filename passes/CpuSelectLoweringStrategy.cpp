@@ -201,26 +201,23 @@ private:
       auto entry = fn ? fn->getAttrOfType<StringAttr>("hyc.entry") : StringAttr();
       const bool decode = entry && entry.getValue() == "decode";
       auto q = cast<RankedTensorType>(op->getOperand(0).getType());
-      // Extend chunks of at least tile[0] new tokens (one sequence) take
-      // the plain form: expanding each latent once costs H R (nope + v)
-      // per position, paid back per token by the cheaper attention
-      // (nope + rope + v instead of 2R + rope per position and head) and
-      // the folds it skips, from T > R (nope + v) / (2R - nope - v) new
-      // tokens in multiply-adds (171 at DeepSeek's shapes). The expansion
-      // runs at about 0.4 of the attention kernels' rate
-      // (hyc_attention_bench: 512 tokens from position 0, plain 47.6 ms vs
-      // absorbed 51.5; 256 tokens at 4096, 365 vs 242), so the threshold is
-      // 2.5 times that. Decode never takes it.
+      // tile[0]: the weight of the plain form's expansion against the
+      // attention work it saves, with which the kernel picks the form of
+      // each extend step (cost in multiply-adds, hyrt_cpu_mla_attention).
+      // Expanding the cached latents costs R (nope + v) per position and
+      // head; absorbed attention costs 2R + rope per attended position and
+      // head, plain nope + rope + v. The expansion runs at about a third of
+      // the attention kernels' rate (hyc_attention_bench, 16 heads: 512
+      // tokens from position 0 plain 41.5 ms vs absorbed 54.5; 256 tokens
+      // at 4096, 365 vs 242; 512 at 4096, 519 vs 518): weight 3. 0 (never)
+      // for decode, and where the plain attention saves nothing
+      // (2R <= nope + v).
       auto mla = cast<MLAAttentionOp>(op);
       const int64_t nope = q.getDimSize(2), v = mla.getVHeadDim();
       const int64_t rank = cast<RankedTensorType>(mla.getKvB().getType()).getDimSize(1);
-      int64_t plainMin = 0;
-      if (!decode && 2 * rank > nope + v) {
-        const int64_t den = 2 * (2 * rank - nope - v);
-        plainMin = (5 * rank * (nope + v) + den - 1) / den;
-      }
+      const int64_t plainWeight = !decode && 2 * rank > nope + v ? 3 : 0;
       config = cpu::LoweringConfigAttr::get(
-          ctx, "mla_absorbed", {}, {}, {}, DenseI64ArrayAttr::get(ctx, {plainMin}),
+          ctx, "mla_absorbed", {}, {}, {}, DenseI64ArrayAttr::get(ctx, {plainWeight}),
           attentionThreads(machine, q.getDimSize(1)), 0,
           decode ? attentionKvSplits(machine, 1) : 1, StringAttr());
     } else if (kernels && isa<RMSNormOp, SiluMulOp>(op)) {

@@ -28,7 +28,7 @@ struct Run {
 
 /// T tokens of one sequence ending at position n - 1 (T = 1: decode).
 Run run(int64_t heads, int64_t T, int64_t n, int64_t splits, bool quick,
-        int64_t plainMin = 0) {
+        int64_t plainForm = 0) {
   const int64_t page = 64, pages = (n + page - 1) / page;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> bits(0, 0x7f);
@@ -65,7 +65,7 @@ Run run(int64_t heads, int64_t T, int64_t n, int64_t splits, bool quick,
   auto call = [&] {
     hyrt_cpu_mla_attention(&kv, &step, 0, qn.data(), qp.data(), kvbHalf.data(), 1, heads, kNope,
                            kRope,
-                           kV, kRank, 0.07f, out.data(), splits, plainMin);
+                           kV, kRank, 0.07f, out.data(), splits, plainForm);
   };
   call();
   double best = 1e30, spent = 0;
@@ -111,15 +111,15 @@ int main(int argc, char **argv) {
                   r.ms, bytes / r.ms / 1e6, 100 * bytes / r.ms / 1e6 / bw, gflops,
                   100 * gflops / fma);
     }
-    // A prefill chunk from position 0 in each form (plain: plain_min_tokens
-    // 1 forces it), GFLOP/s counted as the absorbed form's work for both.
+    // A prefill chunk from position 0 in each form (plain_form -1 forces the
+    // plain one), GFLOP/s counted as the absorbed form's work for both.
     const int64_t T = heads > 16 ? 128 : 512;
-    for (int64_t plainMin : {int64_t(0), int64_t(1)}) {
-      const Run p = run(heads, T, T, 1, quick, plainMin);
+    for (int64_t plainForm : {int64_t(0), int64_t(-1)}) {
+      const Run p = run(heads, T, T, 1, quick, plainForm);
       const double gflops = 2 * (p.attnMacs + p.foldMacs) / p.ms / 1e6;
       std::printf("  prefill chunk of %lld tokens from position 0, %s form: %.1f ms (%.1f "
                   "absorbed-GFLOP/s = %.0f%% of the fp32 FMA peak)\n",
-                  static_cast<long long>(T), plainMin ? "plain" : "absorbed", p.ms, gflops,
+                  static_cast<long long>(T), plainForm ? "plain" : "absorbed", p.ms, gflops,
                   100 * gflops / fma);
     }
   }

@@ -128,9 +128,10 @@ INSTANTIATE_TEST_SUITE_P(Synth, FastVsReference,
 // groups for top-2), and the group fields of a greedy config change nothing
 // (it is not applied there).
 // MLA's plain form in an artifact: synthetic DeepSeek-V3 "small" (rank 64,
-// nope 32, v 32) gets plain_min_tokens = ceil(2.5 x 64 x 64 / 64) = 160
-// from the strategy, so a 200-token prompt in one chunk takes the plain
-// form and the decode steps after a 170-token prefix the absorbed one.
+// nope 32, v 32) gets the plain-form weight 3 from the strategy; a prompt
+// from position 0 in one chunk has nothing cached to expand, so it takes
+// the plain form, and the decode steps after a 170-token prefix the
+// absorbed one.
 // Against the reference of the same bf16 weights with fp32 caches on both
 // sides (kernel order only): cosine >= 0.999 on every row, both paths.
 TEST(MlaForms, PlainExtendAndAbsorbedDecodeMatchTheReference) {
@@ -150,7 +151,7 @@ TEST(MlaForms, PlainExtendAndAbsorbedDecodeMatchTheReference) {
               "--target", "avx512", "--quant", "bf16", "--max-seq-len", "256",
               "--max-batch-tokens", "256"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(readFile(fastArt + ".mlir").find("kernel = \"mla_absorbed\", tile = [160]"),
+  EXPECT_NE(readFile(fastArt + ".mlir").find("kernel = \"mla_absorbed\", tile = [3]"),
             std::string::npos);
   const std::vector<int32_t> t = tokens(200);
   const Logits got = logitsOf(fastArt, t, 170), want = logitsOf(compileOnce(dir, bounds), t, 170);

@@ -154,18 +154,19 @@ void hyrt_cpu_rope(const float *x, const int32_t *positions, int64_t num_tokens,
  * each read once per block for all heads), fp32 online softmax, the cache
  * in fp32 or bf16; kv_b [heads][nope + v][rank] in fp32, or bf16 rows when
  * kv_b_bf16 != 0. Decode tokens split their positions into up to
- * kv_splits ranges (>= 256 positions each), merged after. A step of one
- * sequence with at least plain_min_tokens (> 0) consecutive new tokens
- * runs the plain form instead: every latent it sees expanded once into
- * per-head keys and values, then multi-head attention (cheaper in
- * multiply-adds for long chunks). */
+ * kv_splits ranges (>= 256 positions each), merged after. An extend step of
+ * one sequence (consecutive new tokens) may run the plain form instead:
+ * every latent it sees expanded once into per-head keys and values, then
+ * multi-head attention. plain_form 0: never; > 0: where it costs less, the
+ * expansion's multiply-adds weighted by plain_form against the attention's
+ * it saves (the schedule's choice); < 0: always (tests, benchmarks). */
 void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
                             int64_t layer, const float *q_nope, const float *q_pe,
                             const void *w_kv_b, int32_t kv_b_bf16, int64_t num_heads,
                             int64_t nope_dim,
                             int64_t rope_dim, int64_t v_dim, int64_t kv_lora_rank,
                             float scale, float *out, int64_t kv_splits,
-                            int64_t plain_min_tokens);
+                            int64_t plain_form);
 
 /* hyrt_cpu_grouped_gemm (silu_mul = 0) or _silu_mul (1) reading the rows of
  * a hyrt_cpu_moe_permute through its row map instead of its fp32 copies:

@@ -5,8 +5,8 @@
 // MLA over the latent cache in both entries is marked absorbed; the CPU
 // strategy then runs it on the absorbed kernel, splitting a decode token's
 // positions over the threads (one KV head) and reading a bf16 cache, and
-// lets extend chunks of at least tile[0] tokens take the plain form: 2.5 x
-// R (nope + v) / (2R - nope - v) = 2.5 x 32 x 32 / 32 = 80 here. Without
+// lets an extend step take the plain form where it costs less, weighing
+// the expansion 3 times its multiply-adds (tile[0]; decode: 0, never). Without
 // the pass the op stays on the plain reference kernel and the cache fp32.
 
 // CHECK-LABEL: func.func @extend
@@ -15,7 +15,7 @@
 // CHECK: hyc.mla.attention {{.*}}hyc.mla_form = "absorbed"
 // STRATEGY: module attributes {hyc_cpu.kv_cache_dtype = "bf16"}
 // STRATEGY-LABEL: func.func @extend
-// STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [80], threads = 2>
+// STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [3], threads = 2>
 // STRATEGY-LABEL: func.func @decode
 // STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [0], threads = 2, kv_splits = 2>
 // PLAIN: module attributes {hyc_cpu.kv_cache_dtype = "f32"}

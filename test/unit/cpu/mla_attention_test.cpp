@@ -70,7 +70,7 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
                  std::vector<int32_t> tokenSeq, std::vector<int32_t> start,
                  std::vector<int32_t> len, const std::vector<int32_t> &blocks,
                  int64_t maxPages, int64_t kvSplits, std::mt19937 &rng,
-                 const std::string &what, int64_t plainMinTokens = 0) {
+                 const std::string &what, int64_t plainForm = 0) {
   std::uniform_real_distribution<float> d(-1, 1);
   const int64_t T = int64_t(positions.size()), S = int64_t(start.size());
   std::vector<int32_t> tokens(T, 3), prefix(S, 0);
@@ -100,7 +100,7 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
   hyrt_cpu_mla_attention(&kv, &step, 0, qn.data(), qp.data(),
                          bf16KvB ? static_cast<const void *>(kvbHalf.data()) : kvb.data(),
                          bf16KvB ? 1 : 0, m.heads, m.nope,
-                         m.rope, m.v, m.rank, scale, got.data(), kvSplits, plainMinTokens);
+                         m.rope, m.v, m.rank, scale, got.data(), kvSplits, plainForm);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < m.heads; ++h) {
       const float *g = got.data() + (t * m.heads + h) * m.v,
@@ -138,16 +138,15 @@ TEST_P(CpuMlaAttention, DecodeMatchesThePlainForm) {
                   rng,
                   std::string(bf16 ? "bf16" : "f32") + " decode at length " +
                       std::to_string(n) + ", splits " + std::to_string(splits));
-  // A step of two sequences never takes the plain form, whatever the
-  // threshold (its one-page view holds one sequence): still the reference's
-  // result.
+  // A step of two sequences never takes the plain form, even forced (its
+  // one-page view holds one sequence): still the reference's result.
   expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {599, 9}, {0, 1}, {0, 1}, {1, 1}, blocks,
-              maxPages, 2, rng, "two sequences, plain threshold 1", /*plainMinTokens=*/1);
+              maxPages, 2, rng, "two sequences, plain form forced", /*plainForm=*/-1);
 }
 
 // Extend: five new tokens of one sequence at consecutive positions (each
-// sees its own prefix) in both forms (absorbed, and plain: the chunk is
-// at least the schedule's plain_min_tokens), and DeepSeek-V3's real head
+// sees its own prefix) in both forms (absorbed, and plain forced), and
+// DeepSeek-V3's real head
 // shapes (16 heads, nope 128, rope 64, v 128, rank 512) for a long plain
 // extend chunk and a decode step.
 TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
@@ -163,7 +162,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {95, 96, 97, 98, 99}, {0, 0, 0, 0, 0}, {0}, {5}, blocks,
                 maxPages, 1, rng, "extend of 5 tokens at 95..99");
     expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {95, 96, 97, 98, 99}, {0, 0, 0, 0, 0}, {0}, {5},
-                blocks, maxPages, 1, rng, "plain form, 5 tokens at 95..99", /*plainMinTokens=*/5);
+                blocks, maxPages, 1, rng, "plain form, 5 tokens at 95..99", /*plainForm=*/-1);
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {0, 1, 2}, {0, 0, 0}, {0}, {3}, blocks, maxPages, 1, rng,
                 "extend of 3 tokens from position 0");
   }
@@ -177,7 +176,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
     for (int64_t i = 0; i < maxPages; ++i)
       blocks[size_t(i)] = int32_t((i * 11 + 1) % maxPages);
     expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {60, 61, 62}, {0, 0, 0}, {0}, {3}, blocks,
-                maxPages, 1, rng, "rank 40, extend", /*plainMinTokens=*/2);
+                maxPages, 1, rng, "rank 40, extend", /*plainForm=*/-1);
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {140}, {0}, {0}, {1}, blocks, maxPages, 2, rng,
                 "rank 40, decode");
   }
@@ -197,7 +196,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
       seq.push_back(0);
     }
     expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, pos, seq, {0}, {40}, blocks, maxPages, 1, rng,
-                "plain form, 40 tokens at 160..199", /*plainMinTokens=*/32);
+                "plain form, 40 tokens at 160..199", /*plainForm=*/-1);
   }
   const int64_t pageSize = 16, maxPages = 20;
   LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
