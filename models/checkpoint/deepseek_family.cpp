@@ -196,7 +196,11 @@ Expected<ModelSpec> deepseek2FromGguf(const io::GgufFile &file,
         gguf_int_or(file, p + "expert_group_used_count", moe.n_group));
     if (moe.topk_group == 0)
       moe.topk_group = moe.n_group;
-    moe.group_score = "top2_sum";
+    // deepseek2 GGUFs carry V2 (softmax gating: group_limited_greedy ranks
+    // groups by their best expert) and V3 (sigmoid: noaux_tc ranks them by
+    // the sum of their best two); the metadata has no key for the group
+    // score, the gating tells which model it is.
+    moe.group_score = moe.scoring == "softmax" ? "max" : "top2_sum";
     HYC_CKPT_ASSIGN(moe.first_k_dense,
                     gguf_int_or(file, p + "leading_dense_block_count", 0));
     moe.moe_layer_freq = 1;

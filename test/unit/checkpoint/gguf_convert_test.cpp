@@ -18,6 +18,7 @@
 #include "models/io/gguf_writer.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <functional>
 
@@ -547,11 +548,13 @@ TEST(CheckpointGgufConvertVariants, Errors) {
   expectContains(s.error(), {"nowhere"});
 }
 
-/// A copy of `src` without the tensors in `drop` and with `set_arch`
-/// as general.architecture when non-empty (metadata copied value by value).
+/// A copy of `src` without the tensors in `drop`, with `set_arch` as
+/// general.architecture when non-empty and the uint32 keys of `set_u32`
+/// replaced (metadata copied value by value).
 void rewriteGguf(const std::string &src, const std::string &dst,
                  const std::vector<std::string> &drop,
-                 const std::string &set_arch = "") {
+                 const std::string &set_arch = "",
+                 const std::map<std::string, uint32_t> &set_u32 = {}) {
   Expected<io::GgufFile> f = io::GgufFile::open(src);
   ASSERT_TRUE(f.ok()) << f.error();
   io::GgufWriter w;
@@ -575,6 +578,8 @@ void rewriteGguf(const std::string &src, const std::string &dst,
     }
     if (key == "general.architecture" && !set_arch.empty())
       out = io::GgufWriteValue::string(set_arch);
+    if (auto it = set_u32.find(key); it != set_u32.end())
+      out = io::GgufWriteValue::u32(it->second);
     ASSERT_TRUE(w.set(key, out).ok());
   }
   for (const io::GgufTensorInfo &t : f->tensor_infos()) {
@@ -601,6 +606,21 @@ TEST(CheckpointGgufConvertVariants, MalformedGgufs) {
   {
     rewriteGguf(dir.file("d.gguf"), dir.file("copy.gguf"), {});
     HYC_CKPT_LOAD(ckpt, dir.file("copy.gguf")); // the copy itself is fine
+  }
+  {
+    // Softmax gating (expert_gating_func 1) is DeepSeek-V2: its groups are
+    // ranked by their best expert (group_limited_greedy), not by the sum of
+    // their best two as V3's sigmoid routing does.
+    HYC_CKPT_LOAD(v3, dir.file("d.gguf"));
+    ASSERT_TRUE(v3.spec.moe.has_value());
+    EXPECT_EQ(v3.spec.moe->scoring, "sigmoid");
+    EXPECT_EQ(v3.spec.moe->group_score, "top2_sum");
+    rewriteGguf(dir.file("d.gguf"), dir.file("v2.gguf"), {}, "",
+                {{"deepseek2.expert_gating_func", 1}});
+    HYC_CKPT_LOAD(v2, dir.file("v2.gguf"));
+    ASSERT_TRUE(v2.spec.moe.has_value());
+    EXPECT_EQ(v2.spec.moe->scoring, "softmax");
+    EXPECT_EQ(v2.spec.moe->group_score, "max");
   }
   {
     rewriteGguf(dir.file("d.gguf"), dir.file("unknown.gguf"), {}, "gpt-j");
