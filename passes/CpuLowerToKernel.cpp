@@ -19,6 +19,7 @@
 #include "passes/Schedule.h"
 
 #include "dialects/hyc/HycOps.h"
+#include "hyrt/gemm_layout.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -314,6 +315,12 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     if (!permute)
       return m->emitError() << "fused_producer = moe_permute needs the input of a "
                                "hyc.moe.permute";
+    // Only kernels that read converted rows gather them (into scratch the
+    // memory plan sized for that); fp32 kernels read the permuted copies.
+    if (ks.scratchId != HYRT_GEMM_BF16 && ks.scratchId != HYRT_GEMM_W8A8)
+      return m->emitError() << "fused_producer = moe_permute needs a bf16 or w8a8 "
+                               "brgemm scheme, got "
+                            << ks.typesName;
     auto t = *dimsOf(permute.getInput());
     int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
     Value scale = gm.getScale();

@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/hyc/HycOps.h"
+#include "hyrt/gemm_layout.h"
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -165,7 +166,7 @@ private:
       // converted once, not once per (token, slot) copy.
       StringAttr producer;
       if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
-          gm && (ks->scratchId == 1 || ks->scratchId == 2)) {
+          gm && (ks->scratchId == HYRT_GEMM_BF16 || ks->scratchId == HYRT_GEMM_W8A8)) {
         auto permute = gm.getInput().getDefiningOp<MoePermuteOp>();
         if (permute && permute.getResult() == gm.getInput())
           producer = StringAttr::get(ctx, "moe_permute");
