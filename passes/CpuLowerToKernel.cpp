@@ -651,6 +651,7 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         auto qp = D(a.getQPe());
         auto kvb = D(a.getKvB());
         if (runsOn(a, "mla_absorbed")) {
+          cpu::LoweringConfigAttr config = configOf(a);
           // kv_b rounded by the quantize policy is stored as bf16 rows for
           // this kernel (hyc-cpu-plan-memory's layout "bf16").
           auto kvParam = a.getKvB().getDefiningOp<ParamOp>();
@@ -661,10 +662,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
                 ptrOf(a.getQPe()), ptrOf(a.getKvB()), i32(bf16KvB ? 1 : 0), qn[1].value, qn[2].value,
                 qp[2].value, i64(a.getVHeadDim()), kvb[1].value,
                 f32(a.getScale().convertToFloat()), ptrOf(a.getResult()),
-                i64(configOf(a).getKvSplits()),
-                i64(configOf(a).getTile() && !configOf(a).getTile().empty()
-                        ? configOf(a).getTile()[0]
-                        : 0)});
+                i64(config.getKvSplits()),
+                i64(config.getTile() && !config.getTile().empty() ? config.getTile()[0] : 0)});
           return success();
         }
         callKv("hyrt_ref_mla_attention", {i64(a.getLayer()), ptrOf(a.getQNope()),

@@ -32,6 +32,42 @@ Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec) {
   return Status();
 }
 
+void warn_hf_mla_norm_eps(const io::HfConfig &config, const ModelSpec &spec,
+                          std::vector<std::string> &warnings) {
+  if (spec.rms_norm_eps != 1e-6)
+    warnings.push_back(config.path() +
+                       ": rms_norm_eps = " + std::to_string(spec.rms_norm_eps) +
+                       "; transformers applies 1e-6 in q_a_layernorm and "
+                       "kv_a_layernorm regardless, llama.cpp uses "
+                       "rms_norm_eps");
+}
+
+void mla_to_hf(const MlaSpec &mla, nlohmann::ordered_json &j) {
+  j["q_lora_rank"] = mla.q_lora_rank > 0
+                         ? nlohmann::ordered_json(mla.q_lora_rank)
+                         : nlohmann::ordered_json(nullptr);
+  j["kv_lora_rank"] = mla.kv_lora_rank;
+  j["qk_nope_head_dim"] = mla.qk_nope_head_dim;
+  j["qk_rope_head_dim"] = mla.qk_rope_head_dim;
+  j["v_head_dim"] = mla.v_head_dim;
+}
+
+void deepseek_moe_to_hf(const MoeSpec &m, const char *scoring, const char *topk_method,
+                        bool norm_topk_prob, nlohmann::ordered_json &j) {
+  j["n_routed_experts"] = m.num_experts;
+  j["num_experts_per_tok"] = m.top_k;
+  j["moe_intermediate_size"] = m.expert_intermediate_size;
+  j["n_shared_experts"] = m.num_shared_experts;
+  j["routed_scaling_factor"] = m.routed_scaling_factor;
+  j["scoring_func"] = scoring;
+  j["topk_method"] = topk_method;
+  j["n_group"] = m.n_group;
+  j["topk_group"] = m.topk_group;
+  j["norm_topk_prob"] = norm_topk_prob;
+  j["first_k_dense_replace"] = m.first_k_dense;
+  j["moe_layer_freq"] = m.moe_layer_freq;
+}
+
 namespace {
 
 Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
@@ -44,12 +80,7 @@ Expected<ModelSpec> deepseekV3FromHf(const io::HfConfig &config,
   d.eos_token_id = 1;
   HYC_CKPT_TRY(parse_hf_decoder(config, spec, d, warnings));
   HYC_CKPT_TRY(require_hf_value(config, "attention_bias", false));
-  if (spec.rms_norm_eps != 1e-6)
-    warnings.push_back(config.path() +
-                       ": rms_norm_eps = " + std::to_string(spec.rms_norm_eps) +
-                       "; transformers applies 1e-6 in q_a_layernorm and "
-                       "kv_a_layernorm regardless, llama.cpp uses "
-                       "rms_norm_eps");
+  warn_hf_mla_norm_eps(config, spec, warnings);
 
   HYC_CKPT_TRY(parse_hf_mla(config, spec));
   // rope_interleave: the rope part of q/k is interleaved, i.e. adjacent
@@ -228,30 +259,11 @@ nlohmann::ordered_json deepseekV3ToHf(const ModelSpec &spec) {
   const MlaSpec &mla = *spec.mla;
   j["head_dim"] = mla.qk_rope_head_dim; // transformers' meaning
   j.erase("partial_rotary_factor");
-  j["q_lora_rank"] = mla.q_lora_rank > 0
-                         ? nlohmann::ordered_json(mla.q_lora_rank)
-                         : nlohmann::ordered_json(nullptr);
-  j["kv_lora_rank"] = mla.kv_lora_rank;
-  j["qk_nope_head_dim"] = mla.qk_nope_head_dim;
-  j["qk_rope_head_dim"] = mla.qk_rope_head_dim;
-  j["v_head_dim"] = mla.v_head_dim;
+  mla_to_hf(mla, j);
   j["rope_interleave"] = !spec.rope.neox;
   j["attention_bias"] = false;
-  if (spec.moe) {
-    const MoeSpec &m = *spec.moe;
-    j["n_routed_experts"] = m.num_experts;
-    j["num_experts_per_tok"] = m.top_k;
-    j["moe_intermediate_size"] = m.expert_intermediate_size;
-    j["n_shared_experts"] = m.num_shared_experts;
-    j["routed_scaling_factor"] = m.routed_scaling_factor;
-    j["scoring_func"] = "sigmoid";
-    j["topk_method"] = "noaux_tc";
-    j["n_group"] = m.n_group;
-    j["topk_group"] = m.topk_group;
-    j["norm_topk_prob"] = m.renormalize;
-    j["first_k_dense_replace"] = m.first_k_dense;
-    j["moe_layer_freq"] = m.moe_layer_freq;
-  }
+  if (spec.moe)
+    deepseek_moe_to_hf(*spec.moe, "sigmoid", "noaux_tc", spec.moe->renormalize, j);
   return j;
 }
 

@@ -87,12 +87,7 @@ Expected<ModelSpec> deepseekV2FromHf(const io::HfConfig &config,
   HYC_CKPT_TRY(parse_hf_decoder(config, spec, d, warnings));
   HYC_CKPT_TRY(require_hf_value(config, "attention_bias", false));
   HYC_CKPT_TRY(require_hf_value(config, "mlp_bias", false));
-  if (spec.rms_norm_eps != 1e-6)
-    warnings.push_back(config.path() +
-                       ": rms_norm_eps = " + std::to_string(spec.rms_norm_eps) +
-                       "; transformers applies 1e-6 in q_a_layernorm and "
-                       "kv_a_layernorm regardless, llama.cpp uses "
-                       "rms_norm_eps");
+  warn_hf_mla_norm_eps(config, spec, warnings);
   HYC_CKPT_TRY(parse_hf_mla(config, spec));
   spec.rope.neox = false;
 
@@ -129,30 +124,12 @@ nlohmann::ordered_json deepseekV2ToHf(const ModelSpec &spec) {
   // Upstream V2 configs have neither (transformers derives head_dim).
   j.erase("head_dim");
   j.erase("partial_rotary_factor");
-  j["q_lora_rank"] = mla.q_lora_rank > 0
-                         ? nlohmann::ordered_json(mla.q_lora_rank)
-                         : nlohmann::ordered_json(nullptr);
-  j["kv_lora_rank"] = mla.kv_lora_rank;
-  j["qk_nope_head_dim"] = mla.qk_nope_head_dim;
-  j["qk_rope_head_dim"] = mla.qk_rope_head_dim;
-  j["v_head_dim"] = mla.v_head_dim;
+  mla_to_hf(mla, j);
   j["attention_bias"] = false;
-  if (spec.moe) {
-    const MoeSpec &m = *spec.moe;
-    const bool grouped = m.n_group > 1;
-    j["n_routed_experts"] = m.num_experts;
-    j["num_experts_per_tok"] = m.top_k;
-    j["moe_intermediate_size"] = m.expert_intermediate_size;
-    j["n_shared_experts"] = m.num_shared_experts;
-    j["routed_scaling_factor"] = m.routed_scaling_factor;
-    j["scoring_func"] = "softmax";
-    j["topk_method"] = grouped ? "group_limited_greedy" : "greedy";
-    j["n_group"] = m.n_group;
-    j["topk_group"] = m.topk_group;
-    j["norm_topk_prob"] = false;
-    j["first_k_dense_replace"] = m.first_k_dense;
-    j["moe_layer_freq"] = m.moe_layer_freq;
-  }
+  if (spec.moe)
+    deepseek_moe_to_hf(*spec.moe, "softmax",
+                       spec.moe->n_group > 1 ? "group_limited_greedy" : "greedy",
+                       /*norm_topk_prob=*/false, j);
   return j;
 }
 

@@ -115,6 +115,18 @@ Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec);
 /// rope.rotary_dim to the rope dim. Shared by DeepSeek-V2 and V3.
 Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec);
 
+/// DeepSeek's note when rms_norm_eps is not 1e-6 (transformers applies 1e-6
+/// in the MLA layernorms regardless, llama.cpp the config's value).
+void warn_hf_mla_norm_eps(const io::HfConfig &config, const ModelSpec &spec,
+                          std::vector<std::string> &warnings);
+
+/// The MLA dims and DeepSeek MoE fields of a config.json (the inverse of
+/// parse_hf_mla and of the MoE parsing; the routing fields scoring_func,
+/// topk_method and norm_topk_prob are the version's). Shared by V2 and V3.
+void mla_to_hf(const MlaSpec &mla, nlohmann::ordered_json &j);
+void deepseek_moe_to_hf(const MoeSpec &moe, const char *scoring, const char *topk_method,
+                        bool norm_topk_prob, nlohmann::ordered_json &j);
+
 /// Fails with "<file>: <field> = <value> is not supported yet" when `field`
 /// is present and not equal to `supported` (JSON equality).
 Status require_hf_value(const io::HfConfig &config, const std::string &field,

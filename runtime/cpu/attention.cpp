@@ -23,6 +23,7 @@ namespace {
 using hyrt::cpu::LayerView;
 using hyrt::cpu::cacheRow;
 using hyrt::cpu::forEachRow;
+using hyrt::cpu::kMinSplitRows;
 using hyrt::cpu::layerView;
 
 using hyrt::cpu::axpy;
@@ -146,23 +147,18 @@ void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
   std::memcpy(l.vRow<float>(row, kvh), vt, sizeof(float) * size_t(l.dv));
 }
 
-/// Threads for the step's attention: all of them from 2^18 multiply-adds,
-/// else the caller alone (waking the workers would cost more).
+/// Threads for the step's attention (threadsForAttention of its work).
 int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
   int64_t work = 0;
   for (int64_t t = 0; t < step->num_tokens; ++t)
     work += (int64_t(step->positions[t]) + 1) * numHeads * (l.dk + l.dv);
-  return work >= (int64_t(1) << 18) ? hyrt::cpu::kAllThreads : 1;
+  return hyrt::cpu::threadsForAttention(work);
 }
 
 /// Tokens per work item in an extend step: each cached row is read once per
 /// block from memory; a block's scores (8 x positions x group floats) stay
 /// in L2 up to a few thousand positions.
 constexpr int64_t kTokenBlock = 8;
-
-/// A KV split covers at least this many positions: below it the merge and
-/// the extra work item cost more than the split saves.
-constexpr int64_t kMinSplitRows = 256;
 
 /// A work item: tokens [t0, t0 + count) of one sequence and a KV head;
 /// for a split decode token, positions [begin, end) into partial slot

@@ -6,6 +6,7 @@
 #define HYRT_CPU_ATTENTION_GROUP_H
 
 #include "hyrt/abi.h"
+#include "thread_pool.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -40,6 +41,16 @@ inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
           kv->v_layers ? kv->v_layers[layer] : nullptr, // none for MLA latents
           kv->dtype == HYRT_KV_BF16};
 }
+
+/// Threads for an attention step of `macs` multiply-adds: all of them from
+/// 2^18, else the caller alone (waking the workers would cost more).
+inline int threadsForAttention(int64_t macs) {
+  return macs >= (int64_t(1) << 18) ? kAllThreads : 1;
+}
+
+/// A KV split covers at least this many positions: below it the merge and
+/// the extra work item cost more than the split saves.
+inline constexpr int64_t kMinSplitRows = 256;
 
 /// Cache row of (the sequence of token t, position pos).
 inline int64_t cacheRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t,

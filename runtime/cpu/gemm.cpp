@@ -294,6 +294,36 @@ void forExpertItems(const int32_t *offsets, int64_t numExperts, int64_t N,
       });
 }
 
+/// Every (expert, panel block) item of a grouped GEMM over the grouped rows
+/// [0, used) whose activations are A: the plain GEMM, or with silu_mul the
+/// [gate; up] pair of each expert combined by the SiLU·mul epilogue.
+void runGroupedItems(int32_t scheme, const Activations &A, int64_t used, int64_t K,
+                     const int32_t *offsets, int64_t numExperts, const void *wPacked,
+                     const float *wScale, int64_t N, bool siluMul, float *out,
+                     hyrt_brgemm_fn kernel, int64_t mMax, int64_t parallelMinMacs) {
+  const char *w = static_cast<const char *>(wPacked);
+  const int64_t matrixBytes = packedMatrixBytes(scheme, N, K);
+  const int64_t pBytes = panelBytes(scheme, K);
+  forExpertItems(offsets, numExperts, N, (siluMul ? 2 : 1) * used, K, parallelMinMacs,
+                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
+                   r1 = std::min(r1, used);
+                   if (siluMul) {
+                     const char *wGate = w + 2 * e * matrixBytes;
+                     const float *gScale = wScale ? wScale + e * 2 * N : nullptr;
+                     for (int64_t p = p0; p < p1; ++p)
+                       siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
+                                    gScale ? gScale + N : nullptr, out, kernel, mMax, p, r0,
+                                    r1);
+                     return;
+                   }
+                   const GemmOperands g{A.a,    A.lda, A.elem, A.scale, w + e * matrixBytes,
+                                        pBytes, wScale ? wScale + e * N : nullptr,
+                                        nullptr, out, N, kernel, mMax};
+                   for (int64_t p = p0; p < p1; ++p)
+                     gemmPanel(g, p, r0, r1);
+                 });
+}
+
 } // namespace
 
 extern "C" void
@@ -305,18 +335,9 @@ hyrt_cpu_grouped_gemm(int32_t scheme, const float *x, int64_t rows, int64_t K,
   // Every row's activations are converted or quantized once, in one pass,
   // then one parallel region runs all (expert, panel block) items.
   const int64_t used = offsets[num_experts] < rows ? offsets[num_experts] : rows;
-  const Activations A = prepareActivations(scheme, x, used, K, scratch);
-  const char *w = static_cast<const char *>(w_packed);
-  const int64_t expertBytes = packedMatrixBytes(scheme, N, K);
-  const int64_t pBytes = panelBytes(scheme, K);
-  forExpertItems(offsets, num_experts, N, used, K, parallel_min_macs,
-                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
-                   const GemmOperands g{A.a,  A.lda, A.elem, A.scale, w + e * expertBytes,
-                                        pBytes, w_scale ? w_scale + e * N : nullptr,
-                                        nullptr, out, N, kernel, m_max};
-                   for (int64_t p = p0; p < p1; ++p)
-                     gemmPanel(g, p, r0, std::min(r1, used));
-                 });
+  runGroupedItems(scheme, prepareActivations(scheme, x, used, K, scratch), used, K, offsets,
+                  num_experts, w_packed, w_scale, N, false, out, kernel, m_max,
+                  parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
@@ -325,19 +346,9 @@ extern "C" void hyrt_cpu_grouped_gemm_silu_mul(
     const float *w_scale, int64_t N, float *out, void *scratch,
     hyrt_brgemm_fn kernel, int64_t m_max, int64_t parallel_min_macs) {
   const int64_t used = offsets[num_experts] < rows ? offsets[num_experts] : rows;
-  const Activations A = prepareActivations(scheme, x, used, K, scratch);
-  const char *w = static_cast<const char *>(w_packed);
-  const int64_t matrixBytes = packedMatrixBytes(scheme, N, K);
-  const int64_t pBytes = panelBytes(scheme, K);
-  forExpertItems(offsets, num_experts, N, 2 * used, K, parallel_min_macs,
-                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
-                   const char *wGate = w + 2 * e * matrixBytes;
-                   const float *gScale = w_scale ? w_scale + e * 2 * N : nullptr;
-                   for (int64_t p = p0; p < p1; ++p)
-                     siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
-                                  gScale ? gScale + N : nullptr, out, kernel, m_max, p,
-                                  r0, std::min(r1, used));
-                 });
+  runGroupedItems(scheme, prepareActivations(scheme, x, used, K, scratch), used, K, offsets,
+                  num_experts, w_packed, w_scale, N, true, out, kernel, m_max,
+                  parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_grouped_gemm_tokens(
@@ -369,26 +380,8 @@ extern "C" void hyrt_cpu_grouped_gemm_tokens(
   });
   A.a = pairRows;
   A.scale = pairScale;
-  const char *w = static_cast<const char *>(w_packed);
-  const int64_t matrixBytes = packedMatrixBytes(scheme, N, K);
-  const int64_t pBytes = panelBytes(scheme, K);
-  forExpertItems(offsets, num_experts, N, (silu_mul ? 2 : 1) * pairs, K, parallel_min_macs,
-                 [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
-                   if (silu_mul) {
-                     const char *wGate = w + 2 * e * matrixBytes;
-                     const float *gScale = w_scale ? w_scale + e * 2 * N : nullptr;
-                     for (int64_t p = p0; p < p1; ++p)
-                       siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
-                                    gScale ? gScale + N : nullptr, out, kernel, m_max, p, r0,
-                                    r1);
-                     return;
-                   }
-                   const GemmOperands g{A.a,    A.lda, A.elem, A.scale, w + e * matrixBytes,
-                                        pBytes, w_scale ? w_scale + e * N : nullptr,
-                                        nullptr, out, N, kernel, m_max};
-                   for (int64_t p = p0; p < p1; ++p)
-                     gemmPanel(g, p, r0, r1);
-                 });
+  runGroupedItems(scheme, A, pairs, K, offsets, num_experts, w_packed, w_scale, N,
+                  silu_mul != 0, out, kernel, m_max, parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_gemm_w8a8_quantized(

@@ -41,6 +41,7 @@
 namespace {
 
 using hyrt::cpu::LayerView;
+using hyrt::cpu::kMinSplitRows;
 using hyrt::cpu::layerView;
 using hyrt::cpu::Mla;
 
@@ -51,11 +52,6 @@ using hyrt::cpu::dot;
 /// bytes in bf16 for DeepSeek's 576-element rows) stay in L1/L2 between
 /// the score and the value pass.
 constexpr int64_t kBlock = 32;
-
-/// A KV split covers at least this many positions (as in attention.cpp).
-constexpr int64_t kMinSplitRows = 256;
-
-int64_t partialFloats(const Mla &m) { return hyrt::cpu::mlaPartialFloats(m); }
 
 /// Token t's heads over cached positions [begin, end) into `part`.
 template <typename T>
@@ -156,7 +152,7 @@ foldQuery(const Mla &m, const float *qNope, const void *wKvB, bool bf16, int64_t
 /// Merges token t's splits for head h into oLat (unnormalized) and
 /// returns 1 / the softmax sum.
 float mergeHead(const Mla &m, const float *parts, int64_t splits, int64_t h, float *oLat) {
-  const int64_t R = m.rank, H = m.heads, stride = partialFloats(m);
+  const int64_t R = m.rank, H = m.heads, stride = hyrt::cpu::mlaPartialFloats(m);
   float mMax = -INFINITY;
   for (int64_t s = 0; s < splits; ++s)
     mMax = std::max(mMax, parts[s * stride + H * R + h]);
@@ -245,14 +241,11 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   std::vector<int64_t> &first = callerFirst; // first partial slot of each token
   qLat.resize(size_t(T * H * R));
 
-  // Work worth waking the workers for (2^18 multiply-adds, as attention.cpp).
   int64_t positions = 0;
   for (int64_t t = 0; t < T; ++t)
     positions += int64_t(step->positions[t]) + 1;
-  const int threads = (positions * H * (2 * R + rope_dim) + T * H * R * (nope_dim + v_dim)) >=
-                              (int64_t(1) << 18)
-                          ? hyrt::cpu::kAllThreads
-                          : 1;
+  const int threads = hyrt::cpu::threadsForAttention(positions * H * (2 * R + rope_dim) +
+                                                     T * H * R * (nope_dim + v_dim));
 
   // An extend chunk takes the plain form where that costs less.
   if (avx512 && plainIsCheaper(m, step, plain_form) &&
@@ -303,7 +296,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
     t += count;
   }
   first[size_t(T)] = slots;
-  const int64_t stride = partialFloats(m);
+  const int64_t stride = hyrt::cpu::mlaPartialFloats(m);
   parts.resize(size_t(slots * stride));
   hyrt::cpu::parallelForDynamic(int64_t(items.size()), threads, [&](int, int64_t i) {
     const Item &it = items[size_t(i)];

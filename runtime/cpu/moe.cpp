@@ -8,21 +8,12 @@
 
 #include "../reference/moe_route.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
-namespace {
-
 using hyrt::cpu::parallelFor;
 using hyrt::cpu::parallelRows;
-
-/// Threads worth splitting `items` of `work` elements each over.
-int threadsFor(int64_t items, int64_t work) {
-  constexpr int64_t kParallelMinElements = int64_t(1) << 15;
-  return items * work >= kParallelMinElements ? hyrt::cpu::kAllThreads : 1;
-}
-
-} // namespace
 
 extern "C" void hyrt_cpu_moe_route(const float *logits, const float *correction_bias,
                                    int64_t num_tokens, int64_t num_experts,
@@ -30,10 +21,11 @@ extern "C" void hyrt_cpu_moe_route(const float *logits, const float *correction_
                                    int64_t topk_group, int32_t group_score,
                                    int32_t renormalize, float routed_scaling_factor,
                                    float *weights, int32_t *ids) {
-  // Contiguous token ranges per thread, one scratch per range.
+  // Contiguous token ranges per thread; each thread keeps its scratch
+  // across calls (the pool's workers persist), so a step allocates nothing.
   const int64_t chunks = std::min<int64_t>(num_tokens, 64);
-  parallelFor(chunks, threadsFor(num_tokens, 16 * num_experts), [&](int64_t c) {
-    hyrt::ref::RouteScratch scratch;
+  parallelFor(chunks, hyrt::cpu::threadsForElements(num_tokens * 16 * num_experts), [&](int64_t c) {
+    thread_local hyrt::ref::RouteScratch scratch;
     for (int64_t t = num_tokens * c / chunks; t < num_tokens * (c + 1) / chunks; ++t)
       hyrt::ref::routeToken(logits + t * num_experts, correction_bias, num_experts,
                             top_k, scoring, n_group, topk_group, group_score,
@@ -55,7 +47,8 @@ extern "C" void hyrt_cpu_moe_permute(const float *x, const int32_t *ids,
       ++offsets[ids[i] + 1];
   for (int64_t e = 0; e < num_experts; ++e)
     offsets[e + 1] += offsets[e];
-  std::vector<int32_t> cursor(offsets, offsets + num_experts);
+  thread_local std::vector<int32_t> cursor;
+  cursor.assign(offsets, offsets + num_experts);
   // Pairs with an expert id out of range are dropped, as in the reference.
   for (int64_t i = 0; i < pairs; ++i)
     if (ids[i] >= 0 && ids[i] < num_experts)
@@ -73,7 +66,10 @@ extern "C" void hyrt_cpu_moe_unpermute_add(const float *y, const int32_t *rows,
                                            const float *add0, const float *add1,
                                            float *out) {
   const int64_t pairs = num_tokens * top_k;
-  std::vector<int64_t> rowOfPair(pairs, -1);
+  // The caller's buffer, read by the workers through this reference.
+  thread_local std::vector<int64_t> callerRowOfPair;
+  std::vector<int64_t> &rowOfPair = callerRowOfPair;
+  rowOfPair.assign(size_t(pairs), -1);
   for (int64_t r = 0; r < pairs; ++r)
     if (rows[r] >= 0 && rows[r] < pairs)
       rowOfPair[rows[r]] = r;

@@ -91,13 +91,22 @@ template <typename Body> void parallelForDynamic(int64_t n, int maxThreads, Body
   });
 }
 
-/// Rows of `width` elements of an elementwise kernel: split across the pool
-/// from 2^15 elements (a split costs a few microseconds of wake-up and
-/// barrier; an element of norm or quantize about a nanosecond), else run
-/// on the caller. A decode step's single row never leaves its thread.
+/// Elements below which an elementwise split runs on the caller: a split
+/// costs a few microseconds of wake-up and barrier, an element of norm or
+/// quantize about a nanosecond.
+inline constexpr int64_t kParallelMinElements = int64_t(1) << 15;
+
+/// maxThreads for `elements` of elementwise work: every thread from
+/// kParallelMinElements, else the caller alone.
+inline int threadsForElements(int64_t elements) {
+  return elements >= kParallelMinElements ? kAllThreads : 1;
+}
+
+/// Rows of `width` elements of an elementwise kernel, split across the pool
+/// from kParallelMinElements. A decode step's single row never leaves its
+/// thread.
 template <typename Body> void parallelRows(int64_t rows, int64_t width, Body &&body) {
-  constexpr int64_t kParallelMinElements = int64_t(1) << 15;
-  parallelFor(rows, rows * width >= kParallelMinElements ? kAllThreads : 1, body);
+  parallelFor(rows, threadsForElements(rows * width), body);
 }
 
 } // namespace hyrt::cpu

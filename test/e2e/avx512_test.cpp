@@ -99,8 +99,7 @@ TEST_P(Avx512Golden, W8A8KernelsMatchTheW8A8ReferenceAndKvConsistent) {
   LoadedModel ref = loadModel(compileOnce(dir, refW8));
   LoadedModel q = loadModel(compileOnce(dir, w8));
   ASSERT_TRUE(f32.engine && ref.engine && q.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                    .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "33");
   std::vector<float> a = wholeSequenceLogits(*f32.engine, tokens);
   std::vector<float> r = wholeSequenceLogits(*ref.engine, tokens);
   std::vector<float> b = wholeSequenceLogits(*q.engine, tokens);
@@ -189,9 +188,7 @@ TEST_P(Avx512Golden, FastArtifactsMatchTheReferenceTeacherForced) {
     GTEST_SKIP() << "golden data absent";
   const std::string dir = sharedDir() + "/golden/" + GetParam();
   const std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
-  auto tokens =
-      nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
-          .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "64");
   ASSERT_EQ(tokens.size(), 64u);
   struct Logits {
     std::vector<float> all, inc;
@@ -251,9 +248,7 @@ TEST_P(Avx512Golden, KvCacheBf16OnTheReferenceTarget) {
     GTEST_SKIP() << "golden data absent";
   const std::string dir = sharedDir() + "/golden/" + GetParam();
   const std::vector<std::string> bounds = {"--max-seq-len", "128", "--max-batch-tokens", "64"};
-  auto tokens =
-      nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
-          .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "64");
   std::vector<std::string> bf16 = bounds;
   bf16.insert(bf16.end(), {"--kv-cache", "bf16"});
   LoadedModel f32 = loadModel(compileOnce(dir, bounds)), b16 = loadModel(compileOnce(dir, bf16));
@@ -281,13 +276,7 @@ TEST_P(Avx512Golden, KvCacheBf16OnTheReferenceTarget) {
 INSTANTIATE_TEST_SUITE_P(Golden, Avx512Golden,
                          ::testing::Values("llama-tiny", "qwen3moe-tiny",
                                            "deepseekv3-grouped-tiny"),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (c == '-')
-                               c = '_';
-                           return n;
-                         });
+                         caseName);
 
 double meanNll(const std::string &artifact) {
   CommandResult r = runHyc({"perplexity", artifact, "--text",
@@ -380,8 +369,7 @@ TEST(Avx512Bf16, FmaKernelsReproduceTheBf16WeightReference) {
   LoadedModel ref = loadModel(compileOnce(dir, refBf)); // f32 GEMMs, bf16-rounded weights
   LoadedModel b = loadModel(compileOnce(dir, bf));
   ASSERT_TRUE(f32.engine && ref.engine && b.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["64"]
-                    .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "64");
   std::vector<float> w = wholeSequenceLogits(*f32.engine, tokens);
   std::vector<float> x = wholeSequenceLogits(*ref.engine, tokens);
   std::vector<float> y = wholeSequenceLogits(*b.engine, tokens);
@@ -408,8 +396,7 @@ TEST(Avx512Bf16, MoeBf16KernelsReproduceTheBf16WeightReference) {
   LoadedModel ref = loadModel(compileOnce(dir, refBf));
   LoadedModel b = loadModel(compileOnce(dir, bf));
   ASSERT_TRUE(ref.engine && b.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                    .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "33");
   EXPECT_LT(maxAbsDiff(wholeSequenceLogits(*ref.engine, tokens),
                        wholeSequenceLogits(*b.engine, tokens)),
             1e-4);
@@ -435,8 +422,7 @@ TEST(Avx512Bf16, NativeRunsWhereSupportedAndIsRefusedClearlyElsewhere) {
   LoadedModel x = loadModel(compileOnce(dir, sameRounding));
   LoadedModel b = loadModel(art);
   ASSERT_TRUE(w.engine && x.engine && b.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                    .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "33");
   std::vector<float> ws = wholeSequenceLogits(*w.engine, tokens);
   std::vector<float> xs = wholeSequenceLogits(*x.engine, tokens);
   std::vector<float> bs = wholeSequenceLogits(*b.engine, tokens);

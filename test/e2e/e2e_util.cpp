@@ -2,6 +2,7 @@
 #include "test/e2e/e2e_util.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -94,6 +95,11 @@ std::string compileOnce(const std::string &input,
   EXPECT_EQ(r.exit_code, 0) << "hyc compile " << input << " failed:\n" << r.err;
   cache[key] = out;
   return out;
+}
+
+std::vector<int32_t> goldenTokens(const std::string &dir, const std::string &length) {
+  return nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"][length]
+      .get<std::vector<int32_t>>();
 }
 
 } // namespace hyc::e2e

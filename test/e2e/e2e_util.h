@@ -3,6 +3,8 @@
 #ifndef HYC_TEST_E2E_E2E_UTIL_H
 #define HYC_TEST_E2E_E2E_UTIL_H
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -31,6 +33,20 @@ std::string compileOnce(const std::string &input,
 
 /// Reads a whole file.
 std::string readFile(const std::string &path);
+
+/// The token ids of golden case `dir`'s inputs.json sequence `length`
+/// ("7", "33", "64").
+std::vector<int32_t> goldenTokens(const std::string &dir, const std::string &length);
+
+/// A gtest parameter name for a string parameter such as "llama-tiny"
+/// (test names take no '-': "llama_tiny").
+inline std::string caseName(const ::testing::TestParamInfo<std::string> &info) {
+  std::string n = info.param;
+  for (char &c : n)
+    if (c == '-')
+      c = '_';
+  return n;
+}
 
 } // namespace hyc::e2e
 

@@ -66,13 +66,7 @@ INSTANTIATE_TEST_SUITE_P(All, SynthFamily,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen3-moe",
                                            "deepseek-v2", "deepseek-v2-lite",
                                            "deepseek-v3", "hunyuan-moe"),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (c == '-')
-                               c = '_';
-                           return n;
-                         });
+                         caseName);
 
 } // namespace
 } // namespace hyc::e2e

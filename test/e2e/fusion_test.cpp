@@ -65,8 +65,7 @@ protected:
     fused = loadModel(compileOnce(dir, flags));
     unfused = loadModel(compileOnce(dir, unfusedFlags));
     ASSERT_TRUE(fused.engine && unfused.engine);
-    tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                 .get<std::vector<int32_t>>();
+    tokens = goldenTokens(dir, "33");
   }
 
   LoadedModel fused, unfused;
@@ -126,8 +125,7 @@ TEST_P(LastTokenLogits, EqualTheLastRowOfAllRows) {
     GTEST_SKIP() << why;
   LoadedModel m = loadModel(compileOnce(dir, caseFlags(c)));
   ASSERT_TRUE(m.engine);
-  auto tokens = nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"]["33"]
-                    .get<std::vector<int32_t>>();
+  auto tokens = goldenTokens(dir, "33");
   std::vector<float> all = wholeSequenceLogits(*m.engine, tokens), last;
   int64_t seq = m.engine->add_sequence();
   ASSERT_TRUE(m.engine->extend(seq, tokens, &last, /*all_rows=*/false).ok());

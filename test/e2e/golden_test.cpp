@@ -132,14 +132,6 @@ TEST(GoldenTolerance, RopeThetaSlipIsCaught) {
   EXPECT_GT(d, kTolerance);
 }
 
-std::string caseName(const ::testing::TestParamInfo<std::string> &info) {
-  std::string n = info.param;
-  for (char &c : n)
-    if (c == '-')
-      c = '_';
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(Llama, GoldenCase,
                          ::testing::Values("llama-tiny", "llama3-tiny"), caseName);
 INSTANTIATE_TEST_SUITE_P(Qwen3Moe, GoldenCase,

@@ -115,13 +115,7 @@ TEST_P(FastVsReference, TeacherForced) {
 
 INSTANTIATE_TEST_SUITE_P(Synth, FastVsReference,
                          ::testing::Values("deepseek-v2", "deepseek-v2-lite", "hunyuan-moe"),
-                         [](const auto &info) {
-                           std::string n = info.param;
-                           for (char &c : n)
-                             if (c == '-')
-                               c = '_';
-                           return n;
-                         });
+                         caseName);
 
 // The same weights under topk_method greedy and group_limited_greedy are
 // different models (the grouping is applied: the synthetic V2 keeps 1 of 4

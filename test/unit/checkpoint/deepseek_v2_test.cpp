@@ -6,6 +6,7 @@
 // name the field.
 #include "checkpoint_test_util.h"
 
+#include "hf_config_parse.h"
 #include "models/checkpoint/family.h"
 #include "models/io/hf_config.h"
 #include "runtime/reference/moe_route.h"
@@ -78,20 +79,11 @@ Json liteConfig() {
 
 Expected<ModelSpec> parse(const Json &config,
                           std::vector<std::string> *warnings = nullptr) {
-  io::HfConfig c = io::HfConfig::from_json(config, "v2/config.json");
-  Expected<const detail::Family *> f = detail::family_for_hf(c);
-  if (!f)
-    return f.take_error();
-  std::vector<std::string> local;
-  return (*f)->from_hf(c, warnings ? *warnings : local);
+  return parseHfConfig(config, "v2/config.json", warnings);
 }
 
 void expectError(const Json &config, std::initializer_list<const char *> parts) {
-  Expected<ModelSpec> s = parse(config);
-  ASSERT_FALSE(s.ok()) << "accepted: " << config.dump();
-  for (const char *p : parts)
-    EXPECT_NE(s.error().find(p), std::string::npos)
-        << "'" << p << "' not in: " << s.error();
+  expectHfConfigError(config, "v2/config.json", parts);
 }
 
 TEST(CheckpointDeepseekV2, FullLayout) {

@@ -4,6 +4,7 @@
 // by synthesize), and errors that name the field.
 #include "checkpoint_test_util.h"
 
+#include "hf_config_parse.h"
 #include "models/checkpoint/family.h"
 #include "models/checkpoint/synth.h"
 #include "models/io/hf_config.h"
@@ -68,20 +69,11 @@ Json a13bConfig() {
 
 Expected<ModelSpec> parse(const Json &config,
                           std::vector<std::string> *warnings = nullptr) {
-  io::HfConfig c = io::HfConfig::from_json(config, "hy/config.json");
-  Expected<const detail::Family *> f = detail::family_for_hf(c);
-  if (!f)
-    return f.take_error();
-  std::vector<std::string> local;
-  return (*f)->from_hf(c, warnings ? *warnings : local);
+  return parseHfConfig(config, "hy/config.json", warnings);
 }
 
 void expectError(const Json &config, std::initializer_list<const char *> parts) {
-  Expected<ModelSpec> s = parse(config);
-  ASSERT_FALSE(s.ok()) << "accepted: " << config.dump();
-  for (const char *p : parts)
-    EXPECT_NE(s.error().find(p), std::string::npos)
-        << "'" << p << "' not in: " << s.error();
+  expectHfConfigError(config, "hy/config.json", parts);
 }
 
 TEST(CheckpointHunyuan, A13bLayout) {

@@ -16,6 +16,7 @@
 //   rounded to nearest even, clamped): bit for bit, u8 = q + 128.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
+#include "test/unit/runtime/ref_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -28,14 +29,7 @@ namespace {
 
 constexpr float kUlp = 1.0f / (1 << 24);
 
-std::vector<float> randomVec(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
+using hyrt_test::random_vec;
 
 // dims: a whole number of 16-lane vectors, and tails.
 const int64_t kDims[] = {2048, 100, 17, 1};
@@ -43,8 +37,8 @@ const int64_t kDims[] = {2048, 100, 17, 1};
 TEST(CpuElementwise, RmsNormMatchesReference) {
   for (int64_t dim : kDims) {
     const int64_t rows = 40; // 40 x 2048 >= 2^15: the threaded split too
-    auto x = randomVec(size_t(rows * dim), 1, -4, 4), r = randomVec(x.size(), 2, -4, 4),
-         w = randomVec(size_t(dim), 3, 0.5f, 1.5f);
+    auto x = random_vec(size_t(rows * dim), 1, -4, 4), r = random_vec(x.size(), 2, -4, 4),
+         w = random_vec(size_t(dim), 3, 0.5f, 1.5f);
     for (bool withResidual : {false, true}) {
       std::vector<float> want(x.size()), got(x.size()), resWant(x.size()), resGot(x.size());
       const float *res = withResidual ? r.data() : nullptr;
@@ -63,8 +57,8 @@ TEST(CpuElementwise, RmsNormMatchesReference) {
 
 TEST(CpuElementwise, RmsNormInPlace) {
   const int64_t rows = 3, dim = 100;
-  auto x = randomVec(size_t(rows * dim), 4, -2, 2), r = randomVec(x.size(), 5, -2, 2),
-       w = randomVec(size_t(dim), 6, 0.5f, 1.5f);
+  auto x = random_vec(size_t(rows * dim), 4, -2, 2), r = random_vec(x.size(), 5, -2, 2),
+       w = random_vec(size_t(dim), 6, 0.5f, 1.5f);
   std::vector<float> want(x.size()), resWant(x.size());
   hyrt_ref_rms_norm(x.data(), r.data(), w.data(), rows, dim, 1e-6f, want.data(),
                     resWant.data());
@@ -79,7 +73,7 @@ TEST(CpuElementwise, RmsNormInPlace) {
 TEST(CpuElementwise, SiluMulMatchesReference) {
   for (int64_t n : kDims) {
     const int64_t rows = 40;
-    auto g = randomVec(size_t(rows * n), 7, -20, 20), u = randomVec(g.size(), 8, -3, 3);
+    auto g = random_vec(size_t(rows * n), 7, -20, 20), u = random_vec(g.size(), 8, -3, 3);
     // The exp's clamps and specials: far tails, zero, and a NaN.
     g[0] = -100.0f;
     if (g.size() > 3) {
@@ -103,7 +97,7 @@ TEST(CpuElementwise, SiluMulMatchesReference) {
 
 TEST(CpuElementwise, QuantizeRowsEqualsReferenceBitForBit) {
   const int64_t K = 100, lda = 112, M = 6;
-  auto x = randomVec(size_t(M * K), 9, -5, 5);
+  auto x = random_vec(size_t(M * K), 9, -5, 5);
   for (int64_t k = 0; k < K; ++k)
     x[size_t(1 * K + k)] = 0.0f;                           // all-zero row: scale 1
   x[size_t(2 * K + 7)] = std::numeric_limits<float>::quiet_NaN(); // poisoned rows

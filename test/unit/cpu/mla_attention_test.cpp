@@ -41,6 +41,15 @@ double cosine(const float *a, const float *b, int64_t n) {
   return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb);
 }
 
+/// A block table of n entries, entry i = (i * mul + add) mod pages: pages
+/// out of order, so page boundaries are crossed by jumps.
+std::vector<int32_t> scrambledBlocks(int64_t n, int64_t mul, int64_t add, int64_t pages) {
+  std::vector<int32_t> blocks(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    blocks[size_t(i)] = int32_t(((i * mul + add) % pages + pages) % pages);
+  return blocks;
+}
+
 /// A one-layer latent cache with every slot filled, in fp32 and in bf16.
 struct LatentCache {
   int64_t pages, pageSize, rowDim;
@@ -129,9 +138,7 @@ TEST_P(CpuMlaAttention, DecodeMatchesThePlainForm) {
   const int64_t pageSize = 7, maxPages = 2048 / pageSize + 2, pages = 2 * maxPages;
   std::mt19937 rng(11);
   LatentCache cache(pages, pageSize, m.rank + m.rope, rng);
-  std::vector<int32_t> blocks(2 * maxPages);
-  for (int64_t i = 0; i < 2 * maxPages; ++i)
-    blocks[size_t(i)] = int32_t((i * 37 + 5) % pages);
+  const std::vector<int32_t> blocks = scrambledBlocks(2 * maxPages, 37, 5, pages);
   for (int32_t n : {1, 2, 17, 255, 256, 257, 600, 1100, 2048})
     for (int64_t splits : {1, 4})
       expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {n - 1, 9}, {0, 1}, {0, 1}, {1, 1}, blocks, maxPages, splits,
@@ -156,9 +163,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
     const Dims m{4, 16, 8, 16, 32};
     const int64_t pageSize = 5, maxPages = 30;
     LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
-    std::vector<int32_t> blocks(maxPages);
-    for (int64_t i = 0; i < maxPages; ++i)
-      blocks[size_t(i)] = int32_t((i * 7 + 2) % maxPages);
+    const std::vector<int32_t> blocks = scrambledBlocks(maxPages, 7, 2, maxPages);
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {95, 96, 97, 98, 99}, {0, 0, 0, 0, 0}, {0}, {5}, blocks,
                 maxPages, 1, rng, "extend of 5 tokens at 95..99");
     expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {95, 96, 97, 98, 99}, {0, 0, 0, 0, 0}, {0}, {5},
@@ -172,9 +177,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
     const Dims m{4, 16, 8, 16, 40};
     const int64_t pageSize = 5, maxPages = 30;
     LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
-    std::vector<int32_t> blocks(maxPages);
-    for (int64_t i = 0; i < maxPages; ++i)
-      blocks[size_t(i)] = int32_t((i * 11 + 1) % maxPages);
+    const std::vector<int32_t> blocks = scrambledBlocks(maxPages, 11, 1, maxPages);
     expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {60, 61, 62}, {0, 0, 0}, {0}, {3}, blocks,
                 maxPages, 1, rng, "rank 40, extend", /*plainForm=*/-1);
     expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {140}, {0}, {0}, {1}, blocks, maxPages, 2, rng,
@@ -187,9 +190,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
     // positions.
     const int64_t pageSize = 16, maxPages = 14;
     LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
-    std::vector<int32_t> blocks(maxPages);
-    for (int64_t i = 0; i < maxPages; ++i)
-      blocks[size_t(i)] = int32_t((i * 5 + 3) % maxPages);
+    const std::vector<int32_t> blocks = scrambledBlocks(maxPages, 5, 3, maxPages);
     std::vector<int32_t> pos, seq;
     for (int32_t p = 160; p < 200; ++p) {
       pos.push_back(p);
@@ -200,9 +201,7 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
   }
   const int64_t pageSize = 16, maxPages = 20;
   LatentCache cache(maxPages, pageSize, m.rank + m.rope, rng);
-  std::vector<int32_t> blocks(maxPages);
-  for (int64_t i = 0; i < maxPages; ++i)
-    blocks[size_t(i)] = int32_t(maxPages - 1 - i);
+  const std::vector<int32_t> blocks = scrambledBlocks(maxPages, -1, maxPages - 1, maxPages);
   expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {299}, {0}, {0}, {1}, blocks, maxPages, 2, rng,
               "DeepSeek-V3 heads, decode at length 300");
 }

@@ -16,6 +16,8 @@
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/gemm_layout.h"
 #include "hyrt/reference.h"
+#include "runtime/reference/bf16.h"
+#include "test/unit/runtime/ref_test_util.h"
 
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
@@ -48,23 +50,8 @@ struct MoeCase {
   enum Routing { kRandom, kSkew, kOne } routing = kRandom;
 };
 
-std::vector<float> randomVec(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
+using hyrt_test::random_vec;
 
-float roundBf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  u &= 0xffff0000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 
 /// Per-channel symmetric int8 of [rows][k].
 void quantizeChannels(const std::vector<float> &w, int64_t rows, int64_t k,
@@ -122,8 +109,8 @@ void runCase(int32_t scheme, const MoeCase &c) {
                << c.topK << ", tokens " << c.tokens << ", groups " << c.nGroup
                << "/" << c.topkGroup << ", routing " << int(c.routing));
   const int64_t E = c.experts, T = c.tokens, k = c.topK, pairs = T * k;
-  auto x = randomVec(T * kHidden, 1, -1, 1);
-  auto logits = randomVec(T * E, 2, -2, 2);
+  auto x = random_vec(T * kHidden, 1, -1, 1);
+  auto logits = random_vec(T * E, 2, -2, 2);
   if (c.routing == MoeCase::kSkew)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t e = 0; e < 3 && e < E; ++e)
@@ -131,14 +118,14 @@ void runCase(int32_t scheme, const MoeCase &c) {
   if (c.routing == MoeCase::kOne)
     for (int64_t t = 0; t < T; ++t)
       logits[t * E + 3 % E] = 50.0f;
-  auto bias = randomVec(E, 3, -0.5, 0.5);
-  auto wGateUp = randomVec(E * 2 * kFfn * kHidden, 4, -0.2f, 0.2f);
-  auto wDown = randomVec(E * kHidden * kFfn, 5, -0.2f, 0.2f);
+  auto bias = random_vec(E, 3, -0.5, 0.5);
+  auto wGateUp = random_vec(E * 2 * kFfn * kHidden, 4, -0.2f, 0.2f);
+  auto wDown = random_vec(E * kHidden * kFfn, 5, -0.2f, 0.2f);
   if (scheme == HYRT_GEMM_BF16)
     for (auto *w : {&wGateUp, &wDown})
       for (float &v : *w)
-        v = roundBf16(v);
-  auto shared = randomVec(T * kHidden, 6, -1, 1);
+        v = hyrt::fromBf16(hyrt::toBf16(v));
+  auto shared = random_vec(T * kHidden, 6, -1, 1);
   const float *add0 = c.shared ? shared.data() : nullptr;
   const float *correction = c.scoring == 1 ? bias.data() : nullptr;
 
