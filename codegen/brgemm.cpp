@@ -131,7 +131,14 @@ BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
                ? x86::generate_avx512_core_bf16(desc, tile)
                : x86::generate_avx512_fp32(desc, tile);
   case Isa::avx2:
-    return x86::generate_avx2_fp32(desc, tile);
+    switch (desc.b_type) {
+    case DataType::bf16:
+      return x86::generate_avx2_bf16(desc, tile);
+    case DataType::s8:
+      return x86::generate_avx2_u8s8(desc, tile);
+    default:
+      return x86::generate_avx2_fp32(desc, tile);
+    }
   case Isa::amx:
     return x86::generate_amx(desc, tile);
   }

@@ -45,8 +45,8 @@ enum class Epilogue {
 
 /// Everything that determines a kernel's machine code. Generators exist for
 /// (see codegen/tiles.cpp): avx512_bf16 bf16 x bf16; avx512_vnni u8 x s8
-/// (-> s32 or f32); avx512_core f32 x f32 and f32 x bf16; avx2 f32 x f32;
-/// amx bf16 x bf16 and u8 x s8.
+/// (-> s32 or f32); avx512_core f32 x f32 and f32 x bf16; avx2 f32 x f32,
+/// f32 x bf16 and u8 x s8 (-> s32 or f32); amx bf16 x bf16 and u8 x s8.
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
   int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max
@@ -79,7 +79,9 @@ struct BrgemmPostArgs {
 ///
 /// For u8 x s8 kernels, A holds u8 = q + 128 and the panel's comp row is
 /// subtracted: s32 C receives the exact signed dot product sum_k q_a*q_b;
-/// f32 C receives a_scale[m] * b_scale[n] * (acc - comp[n]).
+/// f32 C receives a_scale[m] * b_scale[n] * (acc - comp[n]). AVX2 kernels
+/// compute the same signed sum directly (bit-identical results) and need B
+/// in [-127, 127], as the quantizers in codegen/pack.h produce.
 using BrgemmFn = void (*)(const void *a, int64_t lda, const void *b, void *c,
                           int64_t ldc, int64_t m, const BrgemmPostArgs *post);
 

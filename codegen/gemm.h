@@ -26,7 +26,8 @@ struct GemmDesc {
 /// A GEMM ready to run: its generated kernel (block rows = the tile table's
 /// m_max, N block 32). Combinations: avx512_bf16 bf16 x bf16, avx512_vnni
 /// u8 x s8 (-> f32 with scales, or exact s32), avx512_core f32 x f32 and
-/// f32 x bf16, avx2 f32 x f32, amx bf16 x bf16 and u8 x s8.
+/// f32 x bf16, avx2 f32 x f32, f32 x bf16 and u8 x s8, amx bf16 x bf16 and
+/// u8 x s8.
 class Gemm {
 public:
   /// Generates the kernel; null with *error set when desc is unsupported.

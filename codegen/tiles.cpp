@@ -1,7 +1,8 @@
 // Register blocking per ISA family. AVX-512 keeps m_max x (N/16) accumulators
 // in zmm registers next to N/16 B registers (and one or two A broadcasts for
 // VNNI); AMX uses 2x2 tiles of 16x16; AVX2 works on two 16-column halves of a
-// panel with 6 x 2 ymm accumulators.
+// panel with m x 2 ymm accumulators (m = 6 for f32; 4 for bf16 and u8 x s8,
+// whose B widening and sign trick need more registers, see x86/avx2.cpp).
 #include "codegen/tiles.h"
 
 namespace hyc::codegen {
@@ -25,6 +26,8 @@ constexpr BrgemmTile kTiles[] = {
     {Isa::avx512_core, DT::f32, DT::bf16, 32, 12, 4, 4096},
     {Isa::avx512_core, DT::f32, DT::bf16, 64, 5, 4, 4096},
     {Isa::avx2, DT::f32, DT::f32, 32, 6, 4, 0},
+    {Isa::avx2, DT::f32, DT::bf16, 32, 4, 4, 0},
+    {Isa::avx2, DT::u8, DT::s8, 32, 4, 4, 0},
     {Isa::amx, DT::bf16, DT::bf16, 32, 32, 1, 0},
     {Isa::amx, DT::u8, DT::s8, 32, 32, 1, 0},
 };

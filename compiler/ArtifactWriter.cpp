@@ -317,10 +317,7 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
       {"format", "hyc-artifact"},
       {"abi_version", HYRT_ABI_VERSION},
       {"target", info.target},
-      {"cpu_features", info.cpuFeatures},
-      {"library", "model.so"},
       {"entry_points", {{"extend", "hyc_extend_v0"}, {"decode", "hyc_decode_v0"}}},
-      {"arena_bytes", info.arenaBytes},
       {"limits",
        {{"max_seq_len", info.maxSeqLen},
         {"max_batch_tokens", info.maxBatchTokens},
@@ -347,6 +344,16 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
         {"dtype", info.kvCacheDtype}}},
       {"weights", {{"file", "weights.bin"}, {"tensors", tensors}}},
   };
+  nlohmann::json variants = nlohmann::json::array();
+  for (const VariantInfo &v : info.variants)
+    variants.push_back({{"name", v.name},
+                        {"library", v.library},
+                        {"cpu_features", v.cpuFeatures},
+                        {"arena_bytes", v.arenaBytes},
+                        {"weights", v.weights}});
+  manifest["variants"] = variants;
+  if (!info.executableVariant.empty())
+    manifest["executable_variant"] = info.executableVariant;
   if (ckpt.tokenizer) {
     if (!writeTokenizer(dir + "/tokenizer.hytk", *ckpt.tokenizer, error))
       return false;

@@ -21,11 +21,19 @@ struct PlannedWeight {
   std::string layout = "f32";
 };
 
-/// What the manifest records besides the weights.
-struct ArtifactInfo {
-  std::string target = "reference";
+/// One ISA variant's library (manifest `variants`, docs/artifact.md).
+struct VariantInfo {
+  std::string name, library;
   std::vector<std::string> cpuFeatures;
   int64_t arenaBytes = 0;
+  std::vector<int64_t> weights; ///< its entry points' table: indices of the weights
+};
+
+/// What the manifest records besides the weights.
+struct ArtifactInfo {
+  std::string target = "reference"; ///< --target as given
+  std::vector<VariantInfo> variants; ///< lowest ISA first
+  std::string executableVariant;     ///< linked into OUT/model (--emit=exe)
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
   std::string kvCacheDtype = "f32"; ///< the strategy pass's decision
   std::string source;

@@ -329,10 +329,10 @@ int runBenchCommand(int argc, char **argv) {
   }
   const double prefillTokS = median(prefillRates), decodeTokS = median(decodeRates);
   const double streamGbs = median(bandwidth);
-  const ModelCost cost = modelCost(m, batch, input);
+  const ModelCost cost = modelCost(m, artifact->variant(), batch, input);
   const double bytesPerToken = cost.decodeBytesPerStep / double(batch);
   std::string peakName;
-  const double peak = kernelPeak(m, peaks, peakName);
+  const double peak = kernelPeak(artifact->variant(), peaks, peakName);
   const double bwEff = streamGbs > 0 ? bytesPerToken * decodeTokS / (streamGbs * 1e9) : 0;
   const double computeEff =
       peak > 0 ? cost.flopsPerToken * prefillTokS / (peak * 1e9) : 0;
@@ -360,7 +360,7 @@ int runBenchCommand(int argc, char **argv) {
         "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
         "\"prefill_compute_efficiency\": %.4f, \"kv_cache_dtype\": \"%s\", "
         "\"huge_pages\": %s%s%s%s}\n",
-        args.positionals()[0].c_str(), m.target.c_str(), threads,
+        args.positionals()[0].c_str(), artifact->variant().name.c_str(), threads,
         static_cast<long long>(input), static_cast<long long>(output),
         static_cast<long long>(batch), static_cast<long long>(rounds),
         median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
@@ -373,7 +373,7 @@ int runBenchCommand(int argc, char **argv) {
   }
   std::printf("%s (%s, %d threads, KV cache %s, %s): %lld prompt + %lld generated "
               "tokens, batch %lld, %lld rounds\n",
-              args.positionals()[0].c_str(), m.target.c_str(), threads,
+              args.positionals()[0].c_str(), artifact->variant().name.c_str(), threads,
               m.kv_cache.dtype.c_str(), hugePages ? "huge pages" : "4 KiB pages",
               static_cast<long long>(input), static_cast<long long>(output),
               static_cast<long long>(batch), static_cast<long long>(rounds));

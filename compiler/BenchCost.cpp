@@ -22,7 +22,8 @@ bool contains(const std::string &s, const char *part) {
 /// Prefill FLOPs: 2 per weight element per token (experts: top_k of E),
 /// except the lm_head (one row per sequence with last-token logits), plus
 /// attention's 4 x layers x heads x head_dim x (N / 2) average context.
-ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input) {
+ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t batch,
+                    int64_t input) {
   ModelCost c;
   const hyrt::ModelInfo &mi = m.model;
   const double expertShare =
@@ -33,7 +34,8 @@ ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input) {
   const double expertFlopShare =
       mi.num_experts > 0 ? double(mi.num_experts_per_tok) / double(mi.num_experts)
                          : 1.0;
-  for (const hyrt::TensorEntry &t : m.tensors) {
+  for (int64_t index : v.weights) {
+    const hyrt::TensorEntry &t = m.tensors[size_t(index)];
     const bool embed = contains(t.name, "embed_tokens.weight");
     const bool derived = contains(t.name, "#");
     const bool table = embed && !derived;
@@ -59,9 +61,9 @@ ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input) {
   return c;
 }
 
-double kernelPeak(const hyrt::Manifest &m, const codegen::HostPeaks &p,
+double kernelPeak(const hyrt::Variant &v, const codegen::HostPeaks &p,
                   std::string &which) {
-  const auto &f = m.cpu_features;
+  const auto &f = v.cpu_features;
   auto has = [&](const char *x) { return std::find(f.begin(), f.end(), x) != f.end(); };
   if (has("avx512_vnni") && p.int8_gops > 0) {
     which = "int8 vpdpbusd";

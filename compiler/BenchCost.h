@@ -24,11 +24,12 @@ struct ModelCost {
 
 /// For `batch` sequences decoding together after prompts of `input` tokens
 /// (the rules are in BenchCost.cpp).
-ModelCost modelCost(const hyrt::Manifest &m, int64_t batch, int64_t input);
+ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t batch,
+                    int64_t input);
 
 /// The measured peak (GFLOP/s) of the instruction the artifact's GEMM
 /// kernels use; `which` names it.
-double kernelPeak(const hyrt::Manifest &m, const codegen::HostPeaks &p,
+double kernelPeak(const hyrt::Variant &v, const codegen::HostPeaks &p,
                   std::string &which);
 
 } // namespace hyc::compiler

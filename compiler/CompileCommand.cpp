@@ -18,6 +18,7 @@
 #include "compiler/KernelEmitter.h"
 #include "compiler/Linker.h"
 #include "compiler/Pipeline.h"
+#include "compiler/Targets.h"
 #include "compiler/ObjectEmitter.h"
 #include "dialects/hyc/HycOps.h"
 #include "dialects/hyc_cpu/HycCpuDialect.h"
@@ -40,6 +41,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <iostream>
 #include <sys/stat.h>
@@ -53,12 +55,15 @@ INPUT is a GGUF file, a llama2.c .bin, a Hugging Face directory
 
 options:
   -o, --output PATH        artifact directory (or file for mlir/llvm/obj)
-  --target NAME            reference (fp32 reference kernels; default) |
-                           avx512 (generated AVX-512 brgemm kernels for the
-                           linear layers, reference kernels for the rest) |
-                           avx512-bf16 (as avx512, bf16 GEMMs on vdpbf16ps;
-                           needs avx512_bf16 at run time) | avx2 (AVX2/FMA
-                           fp32 kernels: the floor for older CPUs)
+  --target NAMES           ISA variants to embed (comma-separated; the
+                           loader runs the best one the host supports,
+                           HYC_ISA=NAME forces one): portable (default:
+                           avx2, avx512, and avx512-bf16 / amx where the
+                           --quant has kernels for them) | avx2 | avx512 |
+                           avx512-bf16 | amx | native (this host's best) |
+                           a CPU level or name: x86-64-v3, x86-64-v4,
+                           znver4, sapphirerapids, ... (docs/targets.md) |
+                           reference (fp32 reference kernels, one variant)
   --quant SCHEME           f32 (default) | bf16 (bf16 weights; fp32 FMA on
                            avx512) | w8a8 (per-channel int8 weights,
                            per-token int8 activations, VNNI); the MoE
@@ -171,7 +176,7 @@ int runCompileCommand(int argc, char **argv) {
   std::string output = args.get("o", args.get("output"));
   std::string emit = args.get("emit", "lib");
   std::string phase = args.get("compile-to", "import");
-  std::string target = args.get("target", "reference");
+  std::string target = args.get("target", "portable");
   const std::string kvCache = args.get("kv-cache", "auto");
   if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16") {
     std::fprintf(stderr, "hyc compile: --kv-cache expects auto|f32|bf16, got '%s'\n",
@@ -197,23 +202,25 @@ int runCompileCommand(int argc, char **argv) {
                  phase.c_str());
     return 2;
   }
-  if (target != "reference" && target != "avx512" && target != "avx512-bf16" &&
-      target != "avx2")
-    return fail("unknown --target '" + target +
-                "' (this build supports: reference, avx2, avx512, avx512-bf16)");
   std::string quant = args.get("quant", "f32");
   if (quant != "f32" && quant != "bf16" && quant != "w8a8")
     return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
+  std::vector<IsaVariant> variants;
+  if (!parseTargets(target, quant, variants, error))
+    return fail(error);
   const std::string quantLmHead = args.get("quant-lm-head", "bf16");
   if (quantLmHead != "bf16" && quantLmHead != "int8")
     return fail("--quant-lm-head expects bf16|int8, got '" + quantLmHead + "'");
   if (quantLmHead == "int8" && quant != "w8a8")
     return fail("--quant-lm-head int8 needs --quant w8a8 (the head's activations are "
                 "quantized per token like the other W8A8 layers), got --quant " + quant);
-  if (target == "avx2" && quant != "f32")
-    return fail("--target avx2 has fp32 kernels only; --quant " + quant +
-                " needs --target avx512");
-  bool kernels = target != "reference";
+  if (variants.size() > 1 && emit != "lib" && emit != "exe") {
+    std::fprintf(stderr, "hyc compile: note: --emit=%s shows one variant: %s, the best "
+                 "of --target %s (name one variant to see another)\n",
+                 emit.c_str(), variants.back().name.c_str(), target.c_str());
+    variants.erase(variants.begin(), variants.end() - 1);
+  }
+  bool kernels = variants.front().name != "reference";
   bool bf16Activations = args.has("bf16-activations");
   if (bf16Activations && (kernels || quant != "bf16"))
     return fail("--bf16-activations applies to --target=reference --quant=bf16 "
@@ -289,7 +296,6 @@ int runCompileCommand(int argc, char **argv) {
     return writeFile(output, printModule(*module), error) ? 0 : fail(error);
 
   PipelineOptions pipeline;
-  pipeline.target = target;
   pipeline.quant = quant;
   pipeline.bf16Activations = bf16Activations;
   pipeline.threads = threads;
@@ -312,92 +318,147 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.keepF32 = commaList("keep-f32");
   if (args.has("print-ir-after-all"))
     ctx.disableMultithreading();
-  // Runs the phases after the last one run so far, up to `last`.
-  Phase done = Phase::Import;
-  auto runPhases = [&](Phase last) {
-    mlir::PassManager pm(&ctx);
-    if (args.has("print-ir-after-all"))
-      pm.enableIRPrinting(
-          [](mlir::Pass *, mlir::Operation *) { return false; },
-          [](mlir::Pass *, mlir::Operation *) { return true; },
-          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
-    if (!addPipeline(pm, pipeline, done, last, error))
-      return false;
-    done = last;
-    if (mlir::succeeded(pm.run(*module)))
-      return true;
-    error = "compilation failed (see the diagnostics above)";
-    return false;
-  };
-  Phase runTo = emit == "mlir" ? lastPhase : Phase::Llvm;
-  if (!runPhases(std::min(runTo, Phase::Strategy)))
-    return fail(error);
-  if (args.has("print-schedule"))
-    std::fputs(scheduleTable(*module).c_str(), stderr);
-  if (runTo > Phase::Strategy && !runPhases(runTo))
-    return fail(error);
-  if (emit == "mlir")
-    return writeFile(output, printModule(*module), error) ? 0 : fail(error);
 
-  CodegenTarget codegen;
-  std::string code;
-  if (!emitLLVM(*module, codegen, emit != "llvm", code, error))
-    return fail(error);
-  if (emit == "llvm" || emit == "obj")
-    return writeFile(output, code, error) ? 0 : fail(error);
-
-  // An artifact directory.
-  ::mkdir(output.c_str(), 0755);
-  struct stat st;
-  if (::stat(output.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return fail("cannot create artifact directory " + output);
-  std::string object = output + "/model.o";
-  if (!writeFile(object, code, error))
-    return fail(error);
-  std::vector<std::string> linkInputs = {object};
-  std::set<std::string> features = {"sse2"};
-  std::string kernelsAsm = output + "/kernels.s";
-  if (kernels) {
-    if (!emitKernels(*module, kernelsAsm, features, error))
-      return fail(error);
-    linkInputs.push_back(kernelsAsm);
-  }
-  if (!linkSharedLibrary(linkInputs, output + "/model.so", kernels, error))
-    return fail(error);
-  if (emit == "exe" &&
-      !linkExecutable(linkInputs, output + "/model", kernels, error))
-    return fail(error);
-  std::remove(object.c_str());
-  std::remove(kernelsAsm.c_str());
-
+  const bool artifact = emit == "lib" || emit == "exe";
+  // Every variant compiles its own copy of the imported module; the
+  // weights they read are stored once per (name, layout, shape).
   std::vector<PlannedWeight> weights;
-  auto names = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weights");
-  auto types = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weight_types");
-  auto layouts = (*module)->getAttrOfType<mlir::ArrayAttr>("hyc.weight_layouts");
-  for (auto [n, t, l] : llvm::zip(names, types, layouts)) {
-    auto type = llvm::cast<mlir::RankedTensorType>(
-        llvm::cast<mlir::TypeAttr>(t).getValue());
-    weights.push_back({llvm::cast<mlir::StringAttr>(n).str(),
-                       std::vector<int64_t>(type.getShape().begin(),
-                                            type.getShape().end()),
-                       llvm::cast<mlir::StringAttr>(l).str()});
-  }
+  std::map<std::string, int64_t> weightIndex;
   ArtifactInfo info;
   info.target = target;
-  info.cpuFeatures.assign(features.begin(), features.end());
-  info.arenaBytes =
-      (*module)->getAttrOfType<mlir::IntegerAttr>("hyc.arena_bytes").getInt();
-  if (auto dtype = (*module)->getAttrOfType<mlir::StringAttr>(hyc::cpu::kKvCacheDtypeName))
-    info.kvCacheDtype = dtype.getValue().str();
+  for (const IsaVariant &variant : variants) {
+    mlir::OwningOpRef<mlir::ModuleOp> owned =
+        variants.size() > 1 ? mlir::OwningOpRef<mlir::ModuleOp>((*module).clone())
+                            : std::move(module);
+    mlir::ModuleOp vm = *owned;
+    vm->setAttr("hyc.variant", mlir::StringAttr::get(&ctx, variant.name));
+    pipeline.target = variant.name;
+    // Runs the phases after the last one run so far, up to `last`.
+    Phase done = Phase::Import;
+    auto runPhases = [&](Phase last) {
+      mlir::PassManager pm(&ctx);
+      if (args.has("print-ir-after-all"))
+        pm.enableIRPrinting(
+            [](mlir::Pass *, mlir::Operation *) { return false; },
+            [](mlir::Pass *, mlir::Operation *) { return true; },
+            /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+      if (!addPipeline(pm, pipeline, done, last, error))
+        return false;
+      done = last;
+      if (mlir::succeeded(pm.run(vm)))
+        return true;
+      error = "compilation failed (see the diagnostics above)";
+      return false;
+    };
+    Phase runTo = emit == "mlir" ? lastPhase : Phase::Llvm;
+    if (!runPhases(std::min(runTo, Phase::Strategy)))
+      return fail(variants.size() > 1 ? variant.name + ": " + error : error);
+    if (args.has("print-schedule")) {
+      if (variants.size() > 1)
+        std::fprintf(stderr, "variant %s:\n", variant.name.c_str());
+      std::fputs(scheduleTable(vm).c_str(), stderr);
+    }
+    if (runTo > Phase::Strategy && !runPhases(runTo))
+      return fail(variants.size() > 1 ? variant.name + ": " + error : error);
+    if (emit == "mlir")
+      return writeFile(output, printModule(vm), error) ? 0 : fail(error);
+
+    CodegenTarget codegen;
+    std::string code;
+    if (!emitLLVM(vm, codegen, emit != "llvm", code, error))
+      return fail(error);
+    if (emit == "llvm" || (emit == "obj" && variant.name == "reference"))
+      return writeFile(output, code, error) ? 0 : fail(error);
+    if (emit == "obj") {
+      // The model's object and its generated kernels, partially linked:
+      // objdump shows every kernel the artifact would embed.
+      std::set<std::string> features;
+      const std::string object = output + ".model.o", kernelsAsm = output + ".kernels.s";
+      const bool ok = writeFile(object, code, error) &&
+                      emitKernels(vm, kernelsAsm, features, error) &&
+                      linkRelocatable({object, kernelsAsm}, output, error);
+      std::remove(object.c_str());
+      std::remove(kernelsAsm.c_str());
+      return ok ? 0 : fail(error);
+    }
+
+    // This variant's library.
+    ::mkdir(output.c_str(), 0755);
+    struct stat st;
+    if (::stat(output.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return fail("cannot create artifact directory " + output);
+    const bool kernels = variant.name != "reference";
+    const std::string stem =
+        variants.size() > 1 ? "model." + variant.name : std::string("model");
+    std::string object = output + "/" + stem + ".o";
+    if (!writeFile(object, code, error))
+      return fail(error);
+    std::vector<std::string> linkInputs = {object};
+    std::set<std::string> features = {"sse2"};
+    std::string kernelsAsm = output + "/" + stem + ".kernels.s";
+    if (kernels) {
+      if (!emitKernels(vm, kernelsAsm, features, error))
+        return fail(error);
+      linkInputs.push_back(kernelsAsm);
+    }
+    if (!linkSharedLibrary(linkInputs, output + "/" + stem + ".so", kernels, error))
+      return fail(error);
+    // The executable links the lowest variant in (it runs wherever the
+    // artifact runs); on a host with a better one it loads that library.
+    if (emit == "exe" && &variant == &variants.front()) {
+      if (!linkExecutable(linkInputs, output + "/model", kernels, error))
+        return fail(error);
+      info.executableVariant = variant.name;
+    }
+    std::remove(object.c_str());
+    std::remove(kernelsAsm.c_str());
+
+    VariantInfo out;
+    out.name = variant.name;
+    out.library = stem + ".so";
+    out.cpuFeatures.assign(features.begin(), features.end());
+    out.arenaBytes = vm->getAttrOfType<mlir::IntegerAttr>("hyc.arena_bytes").getInt();
+    auto names = vm->getAttrOfType<mlir::ArrayAttr>("hyc.weights");
+    auto types = vm->getAttrOfType<mlir::ArrayAttr>("hyc.weight_types");
+    auto layouts = vm->getAttrOfType<mlir::ArrayAttr>("hyc.weight_layouts");
+    for (auto [n, t, l] : llvm::zip(names, types, layouts)) {
+      auto type = llvm::cast<mlir::RankedTensorType>(llvm::cast<mlir::TypeAttr>(t).getValue());
+      PlannedWeight w{llvm::cast<mlir::StringAttr>(n).str(),
+                      std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                      llvm::cast<mlir::StringAttr>(l).str()};
+      std::string key = w.name + "|" + w.layout;
+      for (int64_t d : w.shape)
+        key += "|" + std::to_string(d);
+      auto [it, inserted] = weightIndex.emplace(key, int64_t(weights.size()));
+      if (inserted)
+        weights.push_back(std::move(w));
+      out.weights.push_back(it->second);
+    }
+    // Every variant shares the KV cache the first one decided on.
+    std::string dtype = "f32";
+    if (auto d = vm->getAttrOfType<mlir::StringAttr>(hyc::cpu::kKvCacheDtypeName))
+      dtype = d.getValue().str();
+    if (&variant == &variants.front()) {
+      info.kvCacheDtype = dtype;
+      pipeline.kvCache = dtype;
+    } else if (dtype != info.kvCacheDtype) {
+      return fail("variant " + variant.name + " chose a " + dtype + " KV cache, variant " +
+                  variants.front().name + " a " + info.kvCacheDtype + " one");
+    }
+    info.variants.push_back(std::move(out));
+  }
+
   info.maxSeqLen = maxSeqLen;
   info.maxBatchTokens = maxBatchTokens;
   info.maxSeqs = maxSeqs;
   info.source = input;
   if (!writeArtifactFiles(output, *checkpoint, weights, info, error))
     return fail(error);
-  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights, arena %lld bytes)\n",
-               output.c_str(), weights.size(),
-               static_cast<long long>(info.arenaBytes));
+  std::string names;
+  for (const VariantInfo &v : info.variants)
+    names += (names.empty() ? "" : ", ") + v.name;
+  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights, variants: %s)\n",
+               output.c_str(), weights.size(), names.c_str());
   return 0;
 }
 

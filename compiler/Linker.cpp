@@ -109,6 +109,13 @@ bool linkSharedLibrary(const std::vector<std::string> &inputs,
   return runCxxDriver(args, error);
 }
 
+bool linkRelocatable(const std::vector<std::string> &inputs,
+                     const std::string &output, std::string &error) {
+  std::vector<std::string> args = {"-r", "-nostdlib", "-o", output};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  return runCxxDriver(args, error);
+}
+
 bool linkExecutable(const std::vector<std::string> &inputs,
                     const std::string &output, bool cpuKernels,
                     std::string &error) {

@@ -17,6 +17,11 @@ bool runCxxDriver(const std::vector<std::string> &args, std::string &error);
 
 /// Links the model object (and, for optimized targets, the generated
 /// kernels' assembly plus the kernel drivers of libhyrt_cpu and its thread pool)
+/// Partially links `inputs` (the model object and the kernels' assembly)
+/// into one relocatable object: what --emit=obj writes, kernels included.
+bool linkRelocatable(const std::vector<std::string> &inputs,
+                     const std::string &output, std::string &error);
+
 /// with the reference kernels into a shared library.
 bool linkSharedLibrary(const std::vector<std::string> &inputs,
                        const std::string &output, bool cpuKernels,

@@ -2,6 +2,8 @@
 
 #include "compiler/Pipeline.h"
 
+#include "compiler/Targets.h"
+
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "passes/Passes.h"
 
@@ -78,12 +80,15 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
   if (runs(Phase::Global) && enabled("hyc-global-fuse-activation-quant"))
     pm.addPass(createHycGlobalFuseActivationQuant());
 
-  const bool kernels = options.target != "reference";
+  IsaVariant variant;
+  if (!isaVariantNamed(options.target, variant)) {
+    error = "unknown ISA variant '" + options.target + "'";
+    return false;
+  }
   HycCpuSelectLoweringStrategyOptions strategy;
-  strategy.target = !kernels ? "reference"
-                    : options.target == "avx2" ? "avx2"
-                                               : "avx512";
-  strategy.nativeBf16 = options.target == "avx512-bf16";
+  strategy.target = variant.strategyTarget;
+  strategy.nativeBf16 = variant.nativeBf16;
+  strategy.amx = variant.amx;
   strategy.threads = options.threads;
   strategy.kvCache = options.kvCache;
   if (runs(Phase::Strategy)) {

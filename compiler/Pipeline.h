@@ -29,7 +29,9 @@ enum class Phase { Import, Global, Strategy, Kernel, Llvm };
 bool parsePhase(const std::string &name, Phase &phase);
 
 struct PipelineOptions {
-  std::string target = "reference"; ///< reference | avx2 | avx512 | avx512-bf16
+  /// One ISA variant (compiler/Targets.h): reference | avx2 | avx512 |
+  /// avx512-bf16 | amx.
+  std::string target = "reference";
   std::string quant = "f32";        ///< f32 | bf16 | w8a8
   bool bf16Activations = false;
   int64_t threads = 2;

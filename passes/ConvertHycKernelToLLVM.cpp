@@ -247,6 +247,19 @@ LogicalResult EntryConversion::convert(Operation *op) {
         mapped[m] = LLVM::MulOp::create(b, loc, lookup(m.getLhs()), lookup(m.getRhs()));
         return success();
       })
+      .Case<arith::CmpIOp>([&](arith::CmpIOp c) -> LogicalResult {
+        if (c.getPredicate() != arith::CmpIPredicate::sge)
+          return c.emitError("only sge comparisons are lowered here");
+        mapped[c] = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::sge,
+                                         lookup(c.getLhs()), lookup(c.getRhs()));
+        return success();
+      })
+      .Case<arith::SelectOp>([&](arith::SelectOp sel) {
+        mapped[sel] = LLVM::SelectOp::create(b, loc, lookup(sel.getCondition()),
+                                             lookup(sel.getTrueValue()),
+                                             lookup(sel.getFalseValue()));
+        return success();
+      })
       .Case<kernel::StepSizeOp>([&](kernel::StepSizeOp s) {
         mapped[s] = stepField(s.getField() == "num_tokens" ? kNumTokens : kNumLogitRows,
                               b.getI64Type());
@@ -341,6 +354,17 @@ struct ConvertHycKernelToLLVMPass
     LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
                            LLVM::Linkage::External, "hyc_arena_bytes",
                            b.getI64IntegerAttr(arena.getInt()));
+    // The ISA variant this library was compiled for: the runtime kernels
+    // linked into it read it (runtime/cpu/host_isa.h) so that an avx2
+    // variant runs no AVX-512 body even on an AVX-512 host (HYC_ISA=avx2).
+    if (auto variant = module->getAttrOfType<StringAttr>("hyc.variant")) {
+      std::string text = variant.getValue().str();
+      text.push_back('\0');
+      auto arrayTy = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+      LLVM::GlobalOp::create(b, loc, arrayTy, /*isConstant=*/true,
+                             LLVM::Linkage::External, "hyc_variant",
+                             b.getStringAttr(text));
+    }
     // hyc_profile_v0() -> hyrt_profile_state(): the runtime's handle on the
     // artifact's own profile (abi.h); the libraries' symbols stay hidden.
     {

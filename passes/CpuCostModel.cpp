@@ -39,6 +39,8 @@ int64_t attentionThreads(const CpuMachine &machine, int64_t rows) {
   return std::max<int64_t>(1, std::min<int64_t>(machine.threads, rows));
 }
 
+int64_t amxMinRows() { return 16; }
+
 int64_t attentionKvSplits(const CpuMachine &machine, int64_t kvHeads) {
   // One decode token has kvHeads work items: split each into enough
   // position ranges for every thread to get one (a batch fills the threads

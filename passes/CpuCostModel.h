@@ -49,6 +49,14 @@ GemmSchedule scheduleGemm(const CpuMachine &machine, int64_t n, int64_t k,
                           int64_t tileM, int64_t macsPerCycle,
                           int64_t weightBits);
 
+/// Rows from which an AMX tile kernel beats the AVX-512 one on the same
+/// GEMM. A tile multiply costs the same for 1..16 configured rows, so below
+/// 16 rows AMX pays for work it discards and for its tile loads, while the
+/// AVX-512 kernel streams the weights at the same rate; SGLang and
+/// KTransformers switch in the 4-16 row range. Not yet measured here (no AMX
+/// host has run these kernels).
+int64_t amxMinRows();
+
 /// Threads for decode/extend attention over `rows` (token, head) pairs.
 int64_t attentionThreads(const CpuMachine &machine, int64_t rows);
 

@@ -289,24 +289,48 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
       return b.getF32Type();
     }
   };
-  StringRef layout = ks.layout;
-  StringRef bLayout = layout.ends_with("vnni2")   ? "vnni2"
-                      : layout.ends_with("vnni4") ? "vnni4"
-                                                  : "row";
-  Value kernel = kernel::BrgemmDispatchOp::create(
-      b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({mMax, 32, k}),
-      b.getDenseI64ArrayAttr({k, 32, 32}), TypeAttr::get(mlirType(ks.aType)),
-      TypeAttr::get(mlirType(ks.bType)), TypeAttr::get(b.getF32Type()),
-      b.getStringAttr(bLayout), b.getUnitAttr(),
-      EpilogueAttr::get(b.getContext(), Epilogue::none),
-      b.getStringAttr(ks.isaName));
+  auto dispatch = [&](const KernelScheme &scheme, int64_t rows) -> Value {
+    StringRef layout = scheme.layout;
+    StringRef bLayout = layout.ends_with("vnni2")   ? "vnni2"
+                        : layout.ends_with("vnni4") ? "vnni4"
+                                                    : "row";
+    return kernel::BrgemmDispatchOp::create(
+        b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({rows, 32, k}),
+        b.getDenseI64ArrayAttr({k, 32, 32}), TypeAttr::get(mlirType(scheme.aType)),
+        TypeAttr::get(mlirType(scheme.bType)), TypeAttr::get(b.getF32Type()),
+        b.getStringAttr(bLayout), b.getUnitAttr(),
+        EpilogueAttr::get(b.getContext(), Epilogue::none),
+        b.getStringAttr(scheme.isaName));
+  };
+  Value kernel = dispatch(ks, mMax);
   Value input = m->getOperand(0);
   auto x = *dimsOf(input);
   Value scratch = this->scratch();
-  // [gate; up] weights: the driver pairs panel p of each half and writes
-  // silu(gate) * up, N = half the weight rows.
   auto gm = dyn_cast<MoeGroupedMatmulOp>(m);
   auto mm = dyn_cast<QuantMatmulOp>(m);
+  // The amx variant: steps of many rows take the AMX kernel (same types
+  // and packed layout, 32-row blocks). A grouped GEMM switches on the
+  // average rows per expert.
+  Value rowsPerBlock = i64(mMax);
+  if (auto minRows = m->getAttrOfType<IntegerAttr>(cpu::kAmxMinRowsName)) {
+    const KernelScheme *amx = amxSchemeFor(ks, k);
+    if (!amx)
+      return m->emitError() << cpu::kAmxMinRowsName << " on a " << ks.isaName << " "
+                            << ks.typesName << " GEMM with K = " << k
+                            << ", which has no AMX kernel";
+    Value rows = x[0].value;
+    if (gm && config.getFusedProducer())
+      if (auto permute = gm.getInput().getDefiningOp<MoePermuteOp>())
+        rows = mul((*dimsOf(permute.getInput()))[0].value,
+                   i64(cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1)));
+    Value threshold = i64(minRows.getInt() * (gm ? w.getDimSize(0) : 1));
+    Value useAmx =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, rows, threshold);
+    kernel = arith::SelectOp::create(b, loc, useAmx, dispatch(*amx, kernelRows(*amx)), kernel);
+    rowsPerBlock = arith::SelectOp::create(b, loc, useAmx, i64(kernelRows(*amx)), i64(mMax));
+  }
+  // [gate; up] weights: the driver pairs panel p of each half and writes
+  // silu(gate) * up, N = half the weight rows.
   if (gm && config.getFusedProducer() &&
       config.getFusedProducer().getValue() == "moe_permute") {
     // The strategy fused the permute's copies into the driver: it reads
@@ -330,7 +354,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
           ptrOf(gm.getWeight()), scale ? ptrOf(scale) : null(),
           i64(gm.getEpilogue() == Epilogue::silu_mul ? n / 2 : n),
           i32(gm.getEpilogue() == Epilogue::silu_mul ? 1 : 0), ptrOf(gm.getResult()), scratch,
-          kernel, i64(mMax), minMacs});
+          kernel, rowsPerBlock, minMacs});
     return success();
   }
   if ((gm ? gm.getEpilogue() : mm.getEpilogue()) == Epilogue::silu_mul) {
@@ -339,7 +363,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     if (gm)
       args.append({ptrOf(gm.getOffsets()), i64(w.getDimSize(0))});
     args.append({ptrOf(gemmWeight(m)), scale ? ptrOf(scale) : null(), i64(n / 2),
-                 ptrOf(m->getResult(0)), scratch, kernel, i64(mMax), minMacs});
+                 ptrOf(m->getResult(0)), scratch, kernel, rowsPerBlock, minMacs});
     call(gm ? "hyrt_cpu_grouped_gemm_silu_mul" : "hyrt_cpu_gemm_silu_mul", args);
     return success();
   }
@@ -348,7 +372,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
          {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k),
           ptrOf(gm.getOffsets()), i64(w.getDimSize(0)), ptrOf(gm.getWeight()),
           gm.getScale() ? ptrOf(gm.getScale()) : null(), i64(n),
-          ptrOf(gm.getResult()), scratch, kernel, i64(mMax), minMacs});
+          ptrOf(gm.getResult()), scratch, kernel, rowsPerBlock, minMacs});
     return success();
   }
   if (mm.getInputScale()) {
@@ -357,7 +381,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
          {ptrOf(input), ptrOf(mm.getInputScale()), x[0].value, i64(k),
           ptrOf(mm.getWeight()), ptrOf(mm.getScale()), i64(n),
           mm.getBias() ? ptrOf(mm.getBias()) : null(), ptrOf(mm.getResult()),
-          kernel, i64(mMax), minMacs});
+          kernel, rowsPerBlock, minMacs});
     return success();
   }
   SmallVector<Value> args = {ptrOf(input), x[0].value, i64(k),
@@ -365,7 +389,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   if (ks.scratchId == 2)
     args.push_back(ptrOf(mm.getScale()));
   args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
-               ptrOf(mm.getResult()), scratch, kernel, i64(mMax), minMacs});
+               ptrOf(mm.getResult()), scratch, kernel, rowsPerBlock, minMacs});
   call(ks.driver, args);
   return success();
 }

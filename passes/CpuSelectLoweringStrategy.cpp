@@ -64,6 +64,11 @@ struct HycCpuSelectLoweringStrategyPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (amx && (target != "avx512" || !nativeBf16)) {
+      module.emitError() << "hyc-cpu-select-lowering-strategy: amx needs target avx512 "
+                            "with native-bf16 (AMX hosts have AVX-512 BF16)";
+      return signalPassFailure();
+    }
     if (target != "reference" && target != "avx2" && target != "avx512") {
       module.emitError() << "hyc-cpu-select-lowering-strategy: target '" << target
                          << "' is not supported (reference, avx2, avx512)";
@@ -171,6 +176,11 @@ private:
         if (permute && permute.getResult() == gm.getInput())
           producer = StringAttr::get(ctx, "moe_permute");
       }
+      // The amx variant: many-row steps on the AMX kernel of the same
+      // types and layout, the schedule's kernel below amxMinRows.
+      if (amx && amxSchemeFor(*ks, w.getDimSize(rank - 1)))
+        op->setAttr(cpu::kAmxMinRowsName,
+                    IntegerAttr::get(IntegerType::get(ctx, 64), amxMinRows()));
       config = cpu::LoweringConfigAttr::get(
           ctx, "brgemm", StringAttr::get(ctx, ks->isaName),
           StringAttr::get(ctx, ks->typesName), StringAttr::get(ctx, ks->layout),

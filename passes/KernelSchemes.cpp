@@ -28,8 +28,26 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
   static const KernelScheme f32Avx2{Isa::avx2, DataType::f32, DataType::f32,
                                     "f32f32f32", "avx2", "f32_k1",
                                     "hyrt_cpu_gemm_f32", 0, 16, 32};
-  if (avx2)
-    return scheme == QuantScheme::f32 ? &f32Avx2 : nullptr;
+  // bf16 weights widened to fp32 for FMA; int8 through vpmaddubsw (two
+  // products per 16-bit lane, then vpmaddwd), a quarter of VNNI's rate.
+  static const KernelScheme f32bf16Avx2{Isa::avx2, DataType::f32, DataType::bf16,
+                                        "f32bf16f32", "avx2", "bf16_vnni2",
+                                        "hyrt_cpu_gemm_f32_bf16", 3, 16, 16};
+  static const KernelScheme w8a8Avx2{Isa::avx2, DataType::u8, DataType::s8,
+                                     "u8s8f32", "avx2", "s8_vnni4",
+                                     "hyrt_cpu_gemm_w8a8", 2, 32, 8};
+  if (avx2) {
+    switch (scheme) {
+    case QuantScheme::f32:
+      return &f32Avx2;
+    case QuantScheme::bf16:
+      return &f32bf16Avx2;
+    case QuantScheme::w8a8:
+      return &w8a8Avx2;
+    default:
+      return nullptr;
+    }
+  }
   switch (scheme) {
   case QuantScheme::f32:
     return &f32;
@@ -50,6 +68,24 @@ const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
       if (const KernelScheme *ks = kernelSchemeFor(q, t);
           ks && isaName == ks->isaName && typesName == ks->typesName)
         return ks;
+  return nullptr;
+}
+
+const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
+  using hyc::codegen::DataType;
+  using hyc::codegen::Isa;
+  // tdpbf16ps / tdpbusd: 16 rows x 16 columns x 32 pairs / 64 quads per
+  // tile multiply, 1024 multiply-adds per cycle (bf16) and 2048 (int8).
+  static const KernelScheme bf16{Isa::amx, DataType::bf16, DataType::bf16,
+                                 "bf16bf16f32", "amx", "bf16_vnni2",
+                                 "hyrt_cpu_gemm_bf16", 1, 1024, 16};
+  static const KernelScheme w8a8{Isa::amx, DataType::u8, DataType::s8,
+                                 "u8s8f32", "amx", "s8_vnni4",
+                                 "hyrt_cpu_gemm_w8a8", 2, 2048, 8};
+  if (ks.isa == Isa::avx512_bf16 && ks.scratchId == 1 && k % 2 == 0)
+    return &bf16;
+  if (ks.isa == Isa::avx512_vnni && ks.scratchId == 2 && k % 4 == 0)
+    return &w8a8;
   return nullptr;
 }
 

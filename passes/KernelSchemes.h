@@ -31,11 +31,18 @@ struct KernelScheme {
 };
 
 /// Which kernels a target has: native bf16 dot products (avx512-bf16), or
-/// the AVX2 floor (fp32 only).
+/// the AVX2 floor (fp32 FMA, bf16 widened to fp32, int8 through
+/// vpmaddubsw). AMX kernels come on top of the AVX-512 schemes (the strategy
+/// marks the GEMMs they take, see amxMinRows).
 struct KernelTarget {
   bool nativeBf16 = false;
   bool avx2 = false;
 };
+
+/// The AMX kernel (ISA "amx", same types and layout) standing in for `ks`
+/// on steps of many rows: bf16 x bf16 and u8 x s8 schemes whose K is whole
+/// pairs / quads. Null when there is none.
+const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k);
 
 /// The kernel scheme of a weight scheme on a target; null when there is none.
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target);

@@ -101,6 +101,10 @@ def HycCpuSelectLoweringStrategy
     Option<"nativeBf16", "native-bf16", "bool", /*default=*/"false",
            "bf16 GEMMs use AVX-512 BF16 dot products (vdpbf16ps, bf16 "
            "activations) instead of fp32 FMA over bf16 weights">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "bf16 and w8a8 GEMMs also get AMX tile kernels (tdpbf16ps, "
+           "tdpbusd) for steps of at least `hyc_cpu.amx_min_rows` rows, "
+           "written on each such GEMM">,
     Option<"threads", "threads", "int64_t", /*default=*/"2",
            "Worker threads the schedule plans for">,
     Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"auto\"",

@@ -107,6 +107,10 @@ BrgemmGenResult generate_avx512_core_bf16(const BrgemmDesc &desc,
                                           const BrgemmTile &tile);
 BrgemmGenResult generate_avx2_fp32(const BrgemmDesc &desc,
                                    const BrgemmTile &tile);
+BrgemmGenResult generate_avx2_bf16(const BrgemmDesc &desc,
+                                   const BrgemmTile &tile);
+BrgemmGenResult generate_avx2_u8s8(const BrgemmDesc &desc,
+                                   const BrgemmTile &tile);
 BrgemmGenResult generate_amx(const BrgemmDesc &desc, const BrgemmTile &tile);
 JitCode generate_amx_release_code();
 

@@ -17,6 +17,11 @@ inline constexpr const char *kLoweringConfigName = "hyc_cpu.lowering_config";
 /// Module attribute: the KV cache's element type ("f32" | "bf16"), decided
 /// by hyc-cpu-select-lowering-strategy, written to the artifact's manifest.
 inline constexpr const char *kKvCacheDtypeName = "hyc_cpu.kv_cache_dtype";
+/// On a brgemm GEMM of the amx variant: steps of at least this many rows run
+/// the AMX tile kernel, smaller ones the AVX-512 kernel of the schedule
+/// (written by hyc-cpu-select-lowering-strategy, read by
+/// hyc-cpu-lower-to-kernel).
+inline constexpr const char *kAmxMinRowsName = "hyc_cpu.amx_min_rows";
 } // namespace hyc::cpu
 
 #endif // HYC_DIALECTS_HYC_CPU_HYCCPUDIALECT_H

@@ -3,7 +3,23 @@
 #ifndef HYRT_CPU_HOST_ISA_H
 #define HYRT_CPU_HOST_ISA_H
 
+#include <cstring>
+
+/// Defined by an artifact's library: the ISA variant it was compiled for
+/// ("avx2", "avx512", ...; passes/ConvertHycKernelToLLVM.cpp). Absent (null)
+/// in programs that link the kernels without a model, such as unit tests.
+extern "C" __attribute__((weak)) const char hyc_variant[];
+
 namespace hyrt::cpu {
+
+/// False in an avx2 variant's library: it runs the portable bodies even on
+/// an AVX-512 host, so that HYC_ISA=avx2 measures and tests what an AVX2
+/// machine runs.
+inline bool variantAllowsAvx512() {
+  static const bool allows =
+      hyc_variant == nullptr || std::strcmp(hyc_variant, "avx2") != 0;
+  return allows;
+}
 
 /// Set by tests to run the portable bodies on an AVX-512 host, so that both
 /// kinds of body are checked on every machine (never set by artifacts).
@@ -15,7 +31,7 @@ inline bool &portableOnly() {
 /// AVX-512F: the elementwise and GQA-group kernels' 16-lane bodies.
 inline bool hostHasAvx512() {
   static const bool has = __builtin_cpu_supports("avx512f");
-  return has && !portableOnly();
+  return has && variantAllowsAvx512() && !portableOnly();
 }
 
 /// AVX-512F + BW + VL: the row-blocked attention kernel (masked 16-bit
@@ -24,7 +40,7 @@ inline bool hostHasAvx512BwVl() {
   static const bool has = __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl");
-  return has && !portableOnly();
+  return has && variantAllowsAvx512() && !portableOnly();
 }
 
 } // namespace hyrt::cpu

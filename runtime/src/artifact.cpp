@@ -74,9 +74,8 @@ Status Artifact::open(const std::string &dir, const ArtifactOptions &options,
   if (Status s = parse_manifest(text.str(), manifest_path, &art->manifest_);
       !s.ok())
     return s;
-  if (options.check_cpu_features)
-    if (Status s = check_cpu_features(art->manifest_.cpu_features); !s.ok())
-      return Status::Error(manifest_path + ": " + s.message());
+  if (Status s = art->choose(options); !s.ok())
+    return Status::Error(manifest_path + ": " + s.message());
   if (Status s = art->load_library(options); !s.ok())
     return s;
   if (Status s = art->load_weights(options); !s.ok())
@@ -87,11 +86,30 @@ Status Artifact::open(const std::string &dir, const ArtifactOptions &options,
   return Status::Ok();
 }
 
+Status Artifact::choose(const ArtifactOptions &options) {
+  std::string forced = options.isa;
+  if (forced.empty())
+    if (const char *env = std::getenv("HYC_ISA"))
+      forced = env;
+  std::vector<std::string> host = host_cpu_features();
+  if (!options.check_cpu_features)
+    for (const Variant &v : manifest_.variants)
+      host.insert(host.end(), v.cpu_features.begin(), v.cpu_features.end());
+  return choose_variant(manifest_.variants, host, forced, host_amx_note(), &variant_,
+                        &variant_reason_);
+}
+
 Status Artifact::load_library(const ArtifactOptions &options) {
   const Manifest &m = manifest_;
-  const std::string name = options.library_override.empty()
-                               ? m.library
-                               : options.library_override;
+  const Variant &v = variant();
+  // "self": the executable has one variant linked in; another variant
+  // chosen on this host loads from its library as usual.
+  const bool self = options.library_override == "self" &&
+                    (m.executable_variant.empty() || m.executable_variant == v.name);
+  const std::string name = options.library_override.empty() ? v.library
+                           : self || options.library_override != "self"
+                               ? options.library_override
+                               : v.library;
   std::string path;
   if (name == "self") {
     path = "(this executable)";
@@ -135,7 +153,7 @@ Status Artifact::load_library(const ArtifactOptions &options) {
   if (lib_arena < 0)
     return Status::Error(path + ": hyc_arena_bytes: expected >= 0, found " +
                          std::to_string(lib_arena));
-  arena_bytes_ = std::max(lib_arena, m.arena_bytes);
+  arena_bytes_ = std::max(lib_arena, v.arena_bytes);
   if (Status s = lookup(m.extend_symbol, &extend); !s.ok())
     return s;
   if (Status s = lookup(m.decode_symbol, &decode); !s.ok())
@@ -211,8 +229,8 @@ Status Artifact::load_weights(const ArtifactOptions &options) {
     }
   }
   weight_ptrs_.clear();
-  for (const TensorEntry &t : manifest_.tensors)
-    weight_ptrs_.push_back(static_cast<char *>(weights_base_) + t.offset);
+  for (int64_t i : variant().weights)
+    weight_ptrs_.push_back(static_cast<char *>(weights_base_) + manifest_.tensors[size_t(i)].offset);
   return Status::Ok();
 }
 

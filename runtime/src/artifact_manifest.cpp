@@ -115,6 +115,69 @@ Status parse_tensor(const Fields &f, const json &t, const std::string &path,
   return Status::Ok();
 }
 
+Status parse_features(const Fields &f, const json &obj, const std::string &path,
+                      std::vector<std::string> *out) {
+  const json *cf = Fields::find(obj, "cpu_features");
+  if (!cf)
+    return Status::Ok();
+  if (!cf->is_array())
+    return f.error(path, "expected an array of strings, found " + Fields::shown(*cf));
+  for (const json &name : *cf) {
+    if (!name.is_string())
+      return f.error(path, "expected strings, found " + Fields::shown(name));
+    out->push_back(name.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+/// `variants` (or, in a manifest from before them, the one library at top
+/// level with every tensor as its table).
+Status parse_variants(const json &root, const Fields &f, Manifest *m) {
+  const json *variants = Fields::find(root, "variants");
+  if (!variants) {
+    Variant v;
+    v.name = m->target.empty() ? "reference" : m->target;
+    HYRT_TRY(f.string(root, "library", "library", &v.library));
+    HYRT_TRY(parse_features(f, root, "cpu_features", &v.cpu_features));
+    HYRT_TRY(f.integer(root, "arena_bytes", "arena_bytes", &v.arena_bytes, 0));
+    for (size_t i = 0; i < m->tensors.size(); ++i)
+      v.weights.push_back(int64_t(i));
+    m->variants.push_back(std::move(v));
+    return Status::Ok();
+  }
+  if (!variants->is_array() || variants->empty())
+    return f.error("variants", "expected a non-empty array of objects, found " +
+                                   Fields::shown(*variants));
+  for (size_t i = 0; i < variants->size(); ++i) {
+    const json &vj = (*variants)[i];
+    const std::string path = "variants[" + std::to_string(i) + "]";
+    if (!vj.is_object())
+      return f.error(path, "expected an object, found " + Fields::shown(vj));
+    Variant v;
+    HYRT_TRY(f.string(vj, "name", path + ".name", &v.name));
+    HYRT_TRY(f.string(vj, "library", path + ".library", &v.library));
+    HYRT_TRY(parse_features(f, vj, path + ".cpu_features", &v.cpu_features));
+    HYRT_TRY(f.integer(vj, "arena_bytes", path + ".arena_bytes", &v.arena_bytes, 0));
+    const json *w = Fields::find(vj, "weights");
+    if (!w || !w->is_array())
+      return f.error(path + ".weights",
+                     w ? "expected an array of tensor indices, found " + Fields::shown(*w)
+                       : "missing (expected an array of tensor indices)");
+    for (const json &x : *w) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 ||
+          x.get<int64_t>() >= int64_t(m->tensors.size()))
+        return f.error(path + ".weights",
+                       "expected indices in [0, " + std::to_string(m->tensors.size()) +
+                           ") of weights.tensors, found " + Fields::shown(x));
+      v.weights.push_back(x.get<int64_t>());
+    }
+    m->variants.push_back(std::move(v));
+  }
+  HYRT_TRY(f.string(root, "executable_variant", "executable_variant",
+                    &m->executable_variant, false));
+  return Status::Ok();
+}
+
 Status parse(const json &root, const Fields &f, Manifest *m) {
   if (!root.is_object())
     return f.error("", "expected a JSON object at top level, found " +
@@ -130,23 +193,10 @@ Status parse(const json &root, const Fields &f, Manifest *m) {
                        " (this runtime), found " +
                        std::to_string(m->abi_version));
   HYRT_TRY(f.string(root, "target", "target", &m->target, false));
-  if (const json *cf = Fields::find(root, "cpu_features")) {
-    if (!cf->is_array())
-      return f.error("cpu_features", "expected an array of strings, found " +
-                                         Fields::shown(*cf));
-    for (const json &name : *cf) {
-      if (!name.is_string())
-        return f.error("cpu_features", "expected strings, found " +
-                                           Fields::shown(name));
-      m->cpu_features.push_back(name.get<std::string>());
-    }
-  }
-  HYRT_TRY(f.string(root, "library", "library", &m->library));
   const json *entry = nullptr;
   HYRT_TRY(f.object(root, "entry_points", "entry_points", &entry));
   HYRT_TRY(f.string(*entry, "extend", "entry_points.extend", &m->extend_symbol));
   HYRT_TRY(f.string(*entry, "decode", "entry_points.decode", &m->decode_symbol));
-  HYRT_TRY(f.integer(root, "arena_bytes", "arena_bytes", &m->arena_bytes, 0));
 
   const json *limits = nullptr;
   HYRT_TRY(f.object(root, "limits", "limits", &limits));
@@ -222,7 +272,7 @@ Status parse(const json &root, const Fields &f, Manifest *m) {
                           &m->tensors.back()));
   }
   HYRT_TRY(f.string(root, "tokenizer", "tokenizer", &m->tokenizer, false));
-  return Status::Ok();
+  return parse_variants(root, f, m);
 }
 
 } // namespace

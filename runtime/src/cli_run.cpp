@@ -18,7 +18,7 @@ const char kRunUsage[] =
     "usage: hyc run ART [--prompt TEXT] [-n N] [--temperature T] [--top-k K]\n"
     "               [--top-p P] [--seed S] [--prompt-ids 1,417,93]\n"
     "               [--logits-out FILE.npy] [--mmap] [--ignore-eos]\n"
-    "               [--page-size N] [--no-stats]\n"
+    "               [--page-size N] [--no-stats] [--verbose]\n"
     "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
     "  -n N                 tokens to generate (default 256)\n"
     "  --temperature T      0 = greedy (default 0)\n"
@@ -30,7 +30,9 @@ const char kRunUsage[] =
     "  --mmap               map weights.bin instead of reading it\n"
     "  --ignore-eos         do not stop at EOS / BOS\n"
     "  --page-size N        KV cache page size (default 16)\n"
-    "  --no-stats           no timing line on stderr\n";
+    "  --no-stats           no timing line on stderr\n"
+    "  --verbose            say which ISA variant runs and why (stderr);\n"
+    "                       HYC_ISA=avx2|avx512|avx512-bf16|amx forces one\n";
 
 struct RunFlags {
   std::string prompt;
@@ -41,7 +43,7 @@ struct RunFlags {
   double temperature = 0, top_p = 1;
   int64_t top_k = 0, seed = 0, page_size = 16;
   std::string logits_out;
-  bool mmap = false, ignore_eos = false, no_stats = false;
+  bool mmap = false, ignore_eos = false, no_stats = false, verbose = false;
 };
 
 /// Text of token `id` after `prev` (-1 at the start): the tokenizer's piece,
@@ -76,6 +78,7 @@ int run_command(const std::string &command, const std::string *implied_dir,
   parser.add_switch("--mmap", &f.mmap);
   parser.add_switch("--ignore-eos", &f.ignore_eos);
   parser.add_switch("--no-stats", &f.no_stats);
+  parser.add_switch("--verbose", &f.verbose);
   std::vector<std::string> positional;
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
@@ -114,6 +117,8 @@ int run_command(const std::string &command, const std::string *implied_dir,
     return cli::runtime_error(err, command, s.message());
   Engine &engine = *session.engine;
   const Manifest &m = session.artifact->manifest();
+  if (f.verbose)
+    err << command << ": variant " << session.artifact->variant_reason() << "\n";
   const Tokenizer *tok = session.artifact->tokenizer();
 
   std::vector<int32_t> prompt = f.prompt_ids;

@@ -132,6 +132,8 @@ const std::vector<std::string> &host_cpu_features() {
   return detection().features;
 }
 
+const std::string &host_amx_note() { return detection().amx_note; }
+
 bool host_has_cpu_feature(const std::string &name) {
   const std::vector<std::string> &f = host_cpu_features();
   return std::find(f.begin(), f.end(), name) != f.end();

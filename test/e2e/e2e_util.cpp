@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <sys/stat.h>
@@ -90,6 +91,8 @@ std::string compileOnce(const std::string &input,
     return it->second;
   std::string out = tempDir() + "/artifact" + std::to_string(cache.size()) + ".hyc";
   std::vector<std::string> args = {"compile", input, "-o", out};
+  if (std::find(flags.begin(), flags.end(), "--target") == flags.end())
+    args.insert(args.end(), {"--target", "reference"});
   args.insert(args.end(), flags.begin(), flags.end());
   CommandResult r = runHyc(args);
   EXPECT_EQ(r.exit_code, 0) << "hyc compile " << input << " failed:\n" << r.err;

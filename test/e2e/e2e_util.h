@@ -27,7 +27,10 @@ bool haveShared();
 std::string tempDir();
 
 /// Compiles `input` into a directory under tempDir() (memoized on input and
-/// flags). Returns the artifact path; fails the current test on error.
+/// flags): for `--target reference` unless the flags name a target (the
+/// tests compare fast targets against that reference; the compiler's own
+/// default, `portable`, is tested by name). Returns the artifact path;
+/// fails the current test on error.
 std::string compileOnce(const std::string &input,
                         const std::vector<std::string> &flags = {});
 

@@ -47,13 +47,30 @@ struct KvCacheInfo {
   std::string dtype = "f32";
 };
 
+/// One entry of manifest `variants`: the model compiled for one ISA level
+/// (docs/artifact.md). The loader runs the best one the host supports.
+struct Variant {
+  /// "reference", "avx2", "avx512", "avx512-bf16" or "amx".
+  std::string name;
+  std::string library; ///< file in the artifact directory, or "self"
+  /// CPU features (/proc/cpuinfo names) every kernel of the variant needs.
+  std::vector<std::string> cpu_features;
+  int64_t arena_bytes = 0;
+  /// The entry points' weight table: indices into Manifest::tensors.
+  std::vector<int64_t> weights;
+};
+
 /// The parsed manifest.json.
 struct Manifest {
-  std::string format, target, library;
+  std::string format, target;
   int64_t abi_version = 0;
-  std::vector<std::string> cpu_features;
   std::string extend_symbol, decode_symbol;
-  int64_t arena_bytes = 0;
+  /// In preference order, lowest ISA first. A manifest without `variants`
+  /// (one library at top level) parses as one variant named after `target`
+  /// whose table is every tensor in order.
+  std::vector<Variant> variants;
+  /// The variant an `--emit=exe` executable has linked in (empty: none).
+  std::string executable_variant;
   ArtifactLimits limits;
   ModelInfo model;
   KvCacheInfo kv_cache;
@@ -67,6 +84,17 @@ struct Manifest {
 /// that every required field is present with the right type and range.
 Status parse_manifest(const std::string &text, const std::string &origin,
                       Manifest *out);
+
+/// Which variant to run. `forced` (HYC_ISA, empty: none) names one: it is
+/// refused when the artifact has no such variant or `host_features` lacks
+/// one of its features. Otherwise the last variant whose features the host
+/// has. `why` says which and why ("avx512-bf16: best of avx2, avx512,
+/// avx512-bf16 that this CPU runs"); errors name the missing features
+/// (`amx_note`, when not empty, says why AMX is absent).
+Status choose_variant(const std::vector<Variant> &variants,
+                      const std::vector<std::string> &host_features,
+                      const std::string &forced, const std::string &amx_note,
+                      int64_t *index, std::string *why);
 
 /// Bytes one element of `dtype` takes (f32, f16, bf16, i8, u8, i32, i64,
 /// ...), or 0 for a dtype this runtime does not size (then nbytes is taken
@@ -82,9 +110,14 @@ struct ArtifactOptions {
   /// (MADV_HUGEPAGE; false: MADV_NOHUGEPAGE, to measure what they buy).
   bool huge_pages = true;
   /// Refuse to load when the host lacks a manifest cpu_features entry.
+  /// false: choose among variants as if the host had every feature.
   bool check_cpu_features = true;
-  /// Replaces manifest `library` when not empty. "self" (here or in the
-  /// manifest) resolves the entry points and globals in the running
+  /// The variant to run (as HYC_ISA: avx2, avx512, avx512-bf16, amx,
+  /// reference); empty: the HYC_ISA environment variable, else the best
+  /// variant the host runs.
+  std::string isa;
+  /// Replaces the chosen variant's `library` when not empty. "self" (here
+  /// or in the manifest) resolves the entry points and globals in the running
   /// executable (dlopen(NULL)): that is how a standalone `--emit=exe` binary
   /// finds its linked-in model, which must therefore export them (link with
   /// -rdynamic or -Wl,--export-dynamic-symbol=hyc_*).
@@ -108,12 +141,17 @@ public:
 
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
+  /// The variant running (one of manifest().variants) and why it was
+  /// chosen (for `hyc run --verbose`, `hyc bench`).
+  const Variant &variant() const { return manifest_.variants[variant_]; }
+  const std::string &variant_reason() const { return variant_reason_; }
   hyrt_entry_fn_v0 extend_fn() const { return extend_; }
   hyrt_entry_fn_v0 decode_fn() const { return decode_; }
   /// The artifact's own op-kind profile (abi.h), null when it keeps none.
   /// Mutable library state: set `enabled` and zero `num_kinds` to start.
   hyrt_profile_v0 *profile() const { return profile_; }
-  /// Weight base pointers in manifest order (the entry points' table).
+  /// Weight base pointers in the chosen variant's table order (the entry
+  /// points' table).
   void *const *weights() const { return weight_ptrs_.data(); }
   int64_t num_weights() const { return int64_t(weight_ptrs_.size()); }
   /// Arena size to allocate: the larger of the library's hyc_arena_bytes
@@ -126,12 +164,15 @@ public:
 
 private:
   Artifact() = default;
+  Status choose(const ArtifactOptions &options);
   Status load_library(const ArtifactOptions &options);
   Status load_weights(const ArtifactOptions &options);
   Status load_tokenizer();
 
   std::string dir_;
   Manifest manifest_;
+  int64_t variant_ = 0;
+  std::string variant_reason_;
   void *library_ = nullptr; // dlopen handle
   hyrt_entry_fn_v0 extend_ = nullptr, decode_ = nullptr;
   hyrt_profile_v0 *profile_ = nullptr;

@@ -24,6 +24,10 @@ const std::vector<std::string> &known_cpu_features();
 /// Detected once; later calls return the cached list.
 const std::vector<std::string> &host_cpu_features();
 
+/// Why AMX is absent although CPUID reports it (the OS does not enable its
+/// state, or refused the tile-data permission); empty otherwise.
+const std::string &host_amx_note();
+
 /// True when `name` is in host_cpu_features().
 bool host_has_cpu_feature(const std::string &name);
 

@@ -1,5 +1,5 @@
 // A hand-written hyc module compiles through the pipeline without a checkpoint.
-// RUN: hyc compile %s --emit=llvm -o - | FileCheck %s
+// RUN: hyc compile %s --emit=llvm --target reference -o - | FileCheck %s
 // CHECK: @hyc_arena_bytes = {{.*}}constant i64 256
 // CHECK: define {{.*}}i32 @hyc_decode_v0(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, ptr {{.*}})
 // CHECK: call void @hyrt_ref_embedding(

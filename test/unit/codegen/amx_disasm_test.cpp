@@ -1,7 +1,8 @@
 // AMX kernels cannot run on hosts without AMX, so their code is checked by
 // disassembly (llvm-mc): the tile loop, the K-tail reconfiguration, the
 // per-m tile configurations embedded after the code, and the epilogues.
-// The AVX-512 BF16 kernel gets the same check, for hosts that cannot run it.
+// The AVX-512 BF16 kernel gets the same check, for hosts that cannot run it,
+// and the AVX2 kernels are checked for AVX-512 encodings.
 #include "codegen/brgemm.h"
 #include "codegen/tiles.h"
 
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -19,7 +21,9 @@ namespace {
 
 /// Intel-syntax instructions of code[0, size), whitespace collapsed; any
 /// llvm-mc complaint (an undecodable byte) becomes an "ERROR: ..." line.
-std::vector<std::string> disassemble(const uint8_t *code, size_t size) {
+/// With encodings, each line ends in "# encoding: [0x.., ...]".
+std::vector<std::string> disassemble(const uint8_t *code, size_t size,
+                                     bool encodings = false) {
   char path[] = "/tmp/hyc_disasm_XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0)
@@ -35,7 +39,8 @@ std::vector<std::string> disassemble(const uint8_t *code, size_t size) {
   }
   const std::string cmd = std::string(HYC_LLVM_MC) +
                           " --disassemble -triple=x86_64-unknown-linux-gnu"
-                          " --output-asm-variant=1"
+                          " --output-asm-variant=1" +
+                          (encodings ? " --show-encoding" : "") +
                           " -mattr=+amx-tile,+amx-bf16,+amx-int8,+avx512f,"
                           "+avx512bw,+avx512dq,+avx512vl,+avx512bf16 " +
                           path + " 2>&1";
@@ -59,7 +64,7 @@ std::vector<std::string> disassemble(const uint8_t *code, size_t size) {
       if (s.find("warning") != std::string::npos ||
           s.find("error") != std::string::npos)
         s = "ERROR: " + s;
-      if (!s.empty() && s[0] != '.')
+      if (!s.empty() && s[0] != '.' && s[0] != '#') // '#': fixup notes
         lines.push_back(s);
     }
     pclose(p);
@@ -221,6 +226,60 @@ TEST_F(Disassembly, Avx512Bf16InnerLoop) {
               "vdpbf16ps zmm2, zmm28, zmm31"}))
       << dump(lines, 200);
   EXPECT_GT(count(lines, "vdpbf16ps zmm27, zmm29, zmm31"), 0);
+}
+
+// The AVX2 kernels must run on hosts without AVX-512, where any EVEX
+// instruction (prefix 0x62), zmm, opmask or ymm16-31 register faults; running
+// them on an AVX-512 test host would not notice.
+TEST_F(Disassembly, Avx2KernelsAreVexOnly) {
+  const std::regex high_reg("\\b[xy]mm(1[6-9]|2[0-9]|3[01])\\b");
+  const BrgemmDesc descs[] = {
+      make_brgemm_desc(Isa::avx2, DataType::f32, DataType::f32, DataType::f32,
+                       17, 32, true, Epilogue::bias),
+      make_brgemm_desc(Isa::avx2, DataType::f32, DataType::bf16, DataType::f32,
+                       17, 32, true, Epilogue::bias),
+      make_brgemm_desc(Isa::avx2, DataType::u8, DataType::s8, DataType::f32, 67,
+                       32, true, Epilogue::bias),
+      make_brgemm_desc(Isa::avx2, DataType::u8, DataType::s8, DataType::s32, 3,
+                       32, true),
+  };
+  for (const BrgemmDesc &d : descs) {
+    BrgemmGenResult r = generate_brgemm(d);
+    ASSERT_TRUE(r) << r.error;
+    SCOPED_TRACE(r.kernel->name());
+    const auto lines =
+        disassemble(r.kernel->code(), r.kernel->text_size(), true);
+    ASSERT_GT(lines.size(), 50u) << dump(lines);
+    for (const std::string &l : lines) {
+      ASSERT_EQ(l.rfind("ERROR", 0), std::string::npos) << l;
+      EXPECT_EQ(l.find("encoding: [0x62"), std::string::npos) << l;
+      EXPECT_EQ(l.find("zmm"), std::string::npos) << l;
+      EXPECT_EQ(l.find("{k"), std::string::npos) << l;
+      EXPECT_FALSE(std::regex_search(l, high_reg)) << l;
+    }
+  }
+}
+
+TEST_F(Disassembly, Avx2U8S8SignTrick) {
+  BrgemmGenResult r = generate_brgemm(make_brgemm_desc(
+      Isa::avx2, DataType::u8, DataType::s8, DataType::f32, 64));
+  ASSERT_TRUE(r) << r.error;
+  const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+  // m = 1: B in ymm2/3, q_a in ymm4, |q_a| in ymm5, int16 ones in ymm15,
+  // bytes 0x80 in ymm14; each column vector gets sign, madd, madd, add.
+  EXPECT_TRUE(contains_run(
+      lines, {"vmovdqu ymm2, ymmword ptr [r15]",
+              "vmovdqu ymm3, ymmword ptr [r15 + 32]",
+              "vpbroadcastd ymm4, dword ptr [rbx]", "vpxor ymm4, ymm4, ymm14",
+              "vpabsb ymm5, ymm4", "vpsignb ymm6, ymm2, ymm4",
+              "vpmaddubsw ymm6, ymm5, ymm6", "vpmaddwd ymm6, ymm6, ymm15",
+              "vpaddd ymm0, ymm0, ymm6", "vpsignb ymm7, ymm3, ymm4",
+              "vpmaddubsw ymm7, ymm5, ymm7", "vpmaddwd ymm7, ymm7, ymm15",
+              "vpaddd ymm1, ymm1, ymm7"}))
+      << dump(lines, 200);
+  // The comp row is never read: the sums are already signed.
+  for (const std::string &l : lines)
+    EXPECT_EQ(l.find("vpsubd"), std::string::npos) << l;
 }
 
 } // namespace

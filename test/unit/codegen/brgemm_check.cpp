@@ -168,4 +168,26 @@ void check_brgemm(const BrgemmCase &c) {
   }
 }
 
+void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
+                       std::initializer_list<int> ks,
+                       std::initializer_list<int> n_blocks) {
+  struct Flags {
+    bool accumulate;
+    Epilogue epilogue;
+  };
+  constexpr Flags kFlags[] = {{false, Epilogue::none},
+                              {true, Epilogue::none},
+                              {false, Epilogue::bias},
+                              {true, Epilogue::bias}};
+  for (int nb : n_blocks)
+    for (int k : ks)
+      for (const Flags &f : kFlags) {
+        if (f.epilogue == Epilogue::bias && c != DataType::f32)
+          continue;
+        check_brgemm({isa, a, b, c, nb, k, f.accumulate, f.epilogue, nb - 5});
+        if (::testing::Test::HasFatalFailure())
+          return;
+      }
+}
+
 } // namespace hyc::codegen::test

@@ -4,6 +4,8 @@
 
 #include "codegen/brgemm.h"
 
+#include <initializer_list>
+
 namespace hyc::codegen::test {
 
 struct BrgemmCase {
@@ -21,5 +23,12 @@ struct BrgemmCase {
 /// block against the reference and every element outside against its old
 /// value. Reports through gtest EXPECT/ADD_FAILURE.
 void check_brgemm(const BrgemmCase &c);
+
+/// check_brgemm over every K in ks and N block in n_blocks, zero-init and
+/// accumulate, with and without the bias epilogue (f32 C only), with the
+/// block's last 5 columns as padding. Stops at the first fatal failure.
+void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
+                       std::initializer_list<int> ks,
+                       std::initializer_list<int> n_blocks);
 
 } // namespace hyc::codegen::test

@@ -112,8 +112,15 @@ TEST(Gemm, Avx2Fp32RowBlocksAndPanelTail) {
   run_float(Isa::avx2, DataType::f32, 37);
 }
 
-TEST(Gemm, Int8W8A8MatchesQuantizedReferenceAndFloat) {
-  HYC_REQUIRE_ISA(Isa::avx512_vnni);
+TEST(Gemm, Avx2F32ActivationsBf16Weights) {
+  HYC_REQUIRE_ISA(Isa::avx2);
+  run_float(Isa::avx2, DataType::f32, 29, kK, DataType::bf16);
+  run_float(Isa::avx2, DataType::f32, 1, 1024, DataType::bf16);
+}
+
+// W8A8 through the driver: exact against the quantized reference (in the
+// kernel's dequantization order) and close to the float product.
+void run_int8(Isa isa) {
   const int64_t m = 33;
   Inputs in(m);
   std::vector<int8_t> wq(kN * kK);
@@ -124,7 +131,7 @@ TEST(Gemm, Int8W8A8MatchesQuantizedReferenceAndFloat) {
   const PackedB w = pack_b_s8(wq.data(), kN, kK, kK);
 
   GemmDesc d;
-  d.isa = Isa::avx512_vnni;
+  d.isa = isa;
   d.a_type = DataType::u8;
   d.b_type = DataType::s8;
   d.k = kK;
@@ -158,6 +165,16 @@ TEST(Gemm, Int8W8A8MatchesQuantizedReferenceAndFloat) {
       // And W8A8 stays close to the float product it approximates.
       ASSERT_NEAR(c[i * ldc + j], exact, bound) << i << "," << j;
     }
+}
+
+TEST(Gemm, Int8W8A8MatchesQuantizedReferenceAndFloat) {
+  HYC_REQUIRE_ISA(Isa::avx512_vnni);
+  run_int8(Isa::avx512_vnni);
+}
+
+TEST(Gemm, Avx2Int8W8A8MatchesQuantizedReferenceAndFloat) {
+  HYC_REQUIRE_ISA(Isa::avx2);
+  run_int8(Isa::avx2);
 }
 
 TEST(Gemm, RunRejectsMismatchedOperands) {
