@@ -359,14 +359,15 @@ int runBenchCommand(int argc, char **argv) {
         "\"decode_bw_efficiency\": %.4f, \"prefill_flops_per_token\": %.0f, "
         "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
         "\"prefill_compute_efficiency\": %.4f, \"kv_cache_dtype\": \"%s\", "
-        "\"huge_pages\": %s%s%s%s}\n",
+        "\"huge_pages\": %s, \"variant_reason\": \"%s\"%s%s%s}\n",
         args.positionals()[0].c_str(), artifact->variant().name.c_str(), threads,
         static_cast<long long>(input), static_cast<long long>(output),
         static_cast<long long>(batch), static_cast<long long>(rounds),
         median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
         percentile(tpot, 0.99) * 1e3, prefillTokS, decodeTokS, bytesPerToken,
         streamGbs, bwEff, cost.flopsPerToken, peak, peakName.c_str(), computeEff,
-        m.kv_cache.dtype.c_str(), hugePages ? "true" : "false", shortJson,
+        m.kv_cache.dtype.c_str(), hugePages ? "true" : "false",
+        artifact->variant_reason().c_str(), shortJson,
         profiling ? ", " : "",
         profiling ? profileJson(prefillProfile, decodeProfile).c_str() : "");
     return 0;
@@ -377,6 +378,7 @@ int runBenchCommand(int argc, char **argv) {
               m.kv_cache.dtype.c_str(), hugePages ? "huge pages" : "4 KiB pages",
               static_cast<long long>(input), static_cast<long long>(output),
               static_cast<long long>(batch), static_cast<long long>(rounds));
+  std::printf("  variant %s\n", artifact->variant_reason().c_str());
   std::printf("  TTFT %.2f ms   TPOT %.3f ms (p50 %.3f, p99 %.3f)\n",
               median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
               percentile(tpot, 0.99) * 1e3);

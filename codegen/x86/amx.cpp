@@ -5,8 +5,10 @@
 // (K % 32 bf16, K % 64 int8) is one extra step under a second configuration;
 // C tiles survive the reconfiguration through a stack scratch. The
 // epilogue (bias, compensation, dequantization) runs on AVX-512 registers.
-// Kernels load their own configuration; release with
-// generate_amx_tile_release() when a thread is done.
+// Kernels load their own configuration when it is not the one in place
+// (compared with sttilecfg), so a thread configures once per tile shape;
+// release with generate_amx_tile_release() (the runtime's pool workers do
+// tilerelease) when a thread is done.
 #include "codegen/x86/brgemm_jit.h"
 
 #include "codegen/pack.h"
@@ -20,7 +22,10 @@ using namespace Xbyak;
 
 namespace {
 
-constexpr int kScratchBytes = 32 * 128; // 32 rows x 32 int32/f32 columns
+// 32 rows x 32 int32/f32 columns, then 64 bytes for the current tile
+// configuration (sttilecfg).
+constexpr int kCfgProbe = 32 * 128;
+constexpr int kScratchBytes = kCfgProbe + 64;
 
 /// The 64-byte operand of ldtilecfg (palette 1).
 struct TileConfig {
@@ -58,9 +63,21 @@ private:
     else
       tdpbf16ps(c, a, b);
   }
+  // Loads `cfg` unless it is the configuration in place: a thread keeps
+  // its tiles configured from call to call and pays ldtilecfg (which also
+  // zeroes every tile) only when the shape changes (another m, the K
+  // tail). sttilecfg writes 64 zero bytes while no configuration is
+  // loaded, which never equals a palette-1 configuration.
   void load_config(Label &cfg) {
+    Label loaded;
+    sttilecfg(ptr[rsp + kCfgProbe]);
     lea(reg_tmp, ptr[rip + cfg]);
+    vmovdqu32(zmm0, ptr[rsp + kCfgProbe]);
+    vpcmpd(k1, zmm0, ptr[reg_tmp], 4); // lanes not equal
+    kortestw(k1, k1);
+    jz(loaded, T_NEAR);
     ldtilecfg(ptr[reg_tmp]);
+    L(loaded);
   }
   void k_step(bool two);
   void emit_avx512_epilogue(int m);

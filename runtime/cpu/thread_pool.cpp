@@ -129,6 +129,27 @@ ThreadPool::~ThreadPool() {
   delete impl_;
 }
 
+namespace {
+
+/// Gives back this thread's AMX tile state (an amx variant's kernels load a
+/// tile configuration once per thread and leave it in place). Legal only
+/// once the process holds the tile-data permission, which the loader asked
+/// for when it chose that variant; a no-op when no tiles were configured.
+void releaseAmxTiles() {
+#if defined(__linux__) && defined(__x86_64__)
+  static const bool permitted = [] {
+    constexpr long kArchGetXcompPerm = 0x1022;
+    unsigned long long features = 0;
+    return syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) == 0 &&
+           (features & (1ull << 18)) != 0; // XFEATURE_XTILEDATA
+  }();
+  if (permitted)
+    asm volatile(".byte 0xc4, 0xe2, 0x78, 0x49, 0xc0" ::: "memory"); // tilerelease
+#endif
+}
+
+} // namespace
+
 void ThreadPool::workerLoop(int tid) {
   Impl &p = *impl_;
   // The job word's value when the pool was built, not when this thread got
@@ -142,8 +163,10 @@ void ThreadPool::workerLoop(int tid) {
       p.parkedWorkers.fetch_sub(1);
     }
     seen = p.job.load(std::memory_order_acquire);
-    if (p.stop.load())
+    if (p.stop.load()) {
+      releaseAmxTiles();
       return;
+    }
     const int threads = int(seen & 0xff);
     if (tid >= threads)
       continue; // not in this job: the caller does not wait for us

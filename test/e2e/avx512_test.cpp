@@ -278,15 +278,6 @@ INSTANTIATE_TEST_SUITE_P(Golden, Avx512Golden,
                                            "deepseekv3-grouped-tiny"),
                          caseName);
 
-double meanNll(const std::string &artifact) {
-  CommandResult r = runHyc({"perplexity", artifact, "--text",
-                            sharedDir() + "/models/tinystories-valid-text/tinystories_val.txt",
-                            "--max-paragraphs", "200"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(r.out, m, std::regex("mean NLL: ([0-9.]+)"))) << r.out;
-  return m.size() > 1 ? std::atof(m[1].str().c_str()) : 1e9;
-}
 
 TEST(Avx512Stories, W8A8WithinPointOnePerplexityOfFp32) {
   REQUIRE_FEATURE("avx512_vnni");

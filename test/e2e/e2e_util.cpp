@@ -9,6 +9,7 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -98,6 +99,16 @@ std::string compileOnce(const std::string &input,
   EXPECT_EQ(r.exit_code, 0) << "hyc compile " << input << " failed:\n" << r.err;
   cache[key] = out;
   return out;
+}
+
+double meanNll(const std::string &artifact) {
+  CommandResult r = runHyc({"perplexity", artifact, "--text",
+                            sharedDir() + "/models/tinystories-valid-text/tinystories_val.txt",
+                            "--max-paragraphs", "200"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(r.out, m, std::regex("mean NLL: ([0-9.]+)"))) << r.out;
+  return m.size() > 1 ? std::atof(m[1].str().c_str()) : 1e9;
 }
 
 std::vector<int32_t> goldenTokens(const std::string &dir, const std::string &length) {

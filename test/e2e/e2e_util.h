@@ -34,6 +34,10 @@ std::string tempDir();
 std::string compileOnce(const std::string &input,
                         const std::vector<std::string> &flags = {});
 
+/// Mean next-token NLL of `hyc perplexity` on the first 200 TinyStories
+/// validation paragraphs (../shared/models); exp() of it is the perplexity.
+double meanNll(const std::string &artifact);
+
 /// Reads a whole file.
 std::string readFile(const std::string &path);
 

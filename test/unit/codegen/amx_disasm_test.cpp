@@ -147,8 +147,15 @@ TEST_F(Disassembly, AmxBf16TileLoopTailAndConfigs) {
   // The tail parks C in the stack scratch across ldtilecfg.
   EXPECT_TRUE(
       contains_run(lines, {"tilestored [rsp + r14], tmm0",
-                           "tilestored [rsp + r14 + 64], tmm1", "lea rax, [rip",
-                           "ldtilecfg [rax]", "tileloadd tmm0, [rsp + r14]"}));
+                           "tilestored [rsp + r14 + 64], tmm1", "sttilecfg [rsp + 4096]",
+                           "lea rax, [rip", "vmovdqu32 zmm0, zmmword ptr [rsp + 4096]",
+                           "vpcmpneqd k1, zmm0, zmmword ptr [rax]", "kortestw k1, k1", "je",
+                           "ldtilecfg [rax]", "tileloadd tmm0, [rsp + r14]"}))
+      << dump(lines, 400);
+  // Every ldtilecfg is skipped when the configuration in place (sttilecfg)
+  // is already the one wanted: a thread configures once per tile shape.
+  EXPECT_EQ(count(lines, "sttilecfg [rsp + 4096]"), count(lines, "ldtilecfg [rax]"));
+  EXPECT_EQ(count(lines, "kortestw k1, k1"), count(lines, "ldtilecfg [rax]"));
   EXPECT_EQ(count(lines, "tilestored [rcx + r8], tmm0"), 32);
 
   const auto cfgs = tile_configs(*r.kernel);
