@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 PROMPT=$(python3 -c "print(','.join(['1'] + [str(3 + (i * 37) % 2000) for i in range(1, 128)]))")
 
 declare -A DECODE PREFILL
-for cfg in "reference:" "avx512-f32:--target avx512" "avx512-bf16:--target avx512 --quant bf16" "avx512-w8a8:--target avx512 --quant w8a8"; do
+for cfg in "reference:--target reference" "avx2-w8a8:--target avx2 --quant w8a8" "avx512-f32:--target avx512" "avx512-bf16:--target avx512 --quant bf16" "avx512-w8a8:--target avx512 --quant w8a8"; do
   name=${cfg%%:*}
   flags=${cfg#*:}
   # shellcheck disable=SC2086
@@ -27,7 +27,7 @@ for cfg in "reference:" "avx512-f32:--target avx512" "avx512-bf16:--target avx51
   PREFILL[$name]=$p
 done
 printf "%-14s %12s %12s %10s %10s\n" target decode_tok/s prefill_tok/s decode_x prefill_x
-for name in reference avx512-f32 avx512-bf16 avx512-w8a8; do
+for name in reference avx2-w8a8 avx512-f32 avx512-bf16 avx512-w8a8; do
   printf "%-14s %12s %12s %10.1f %10.1f\n" "$name" "${DECODE[$name]}" "${PREFILL[$name]}" \
     "$(python3 -c "print(${DECODE[$name]} / ${DECODE[reference]})")" \
     "$(python3 -c "print(${PREFILL[$name]} / ${PREFILL[reference]})")"

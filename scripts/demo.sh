@@ -11,21 +11,15 @@ mkdir -p "$OUT"
 
 STORIES="$SHARED/models/stories260K/stories260K.bin"
 if [ -f "$STORIES" ]; then
-  echo "== hyc compile $STORIES (stories260K, llama2.c format)"
+  echo "== hyc compile $STORIES (stories260K, llama2.c format; --target portable: one library per ISA variant)"
   "$HYC" compile "$STORIES" -o "$OUT/stories260K.hyc" --max-seq-len 256
-  echo "== hyc run: greedy, 200 tokens from 'Once upon a time'"
-  "$HYC" run "$OUT/stories260K.hyc" --prompt "Once upon a time" -n 200 --temperature 0
-  if grep -q avx512_vnni /proc/cpuinfo; then
-    echo "== the same model, --target avx512 --quant w8a8 (generated VNNI kernels)"
-    "$HYC" compile "$STORIES" -o "$OUT/stories260K-w8a8.hyc" --max-seq-len 256 \
-      --target avx512 --quant w8a8
-    "$HYC" run "$OUT/stories260K-w8a8.hyc" --prompt "Once upon a time" -n 200 --temperature 0
-    echo "== hyc bench (efficiencies against this host's measured limits)"
-    "$HYC" bench "$OUT/stories260K-w8a8.hyc" --input 128 --output 64 --rounds 1 --profile 2>/dev/null
-  else
-    echo "== hyc bench (efficiencies against this host's measured limits)"
-    "$HYC" bench "$OUT/stories260K.hyc" --input 128 --output 64 --rounds 1 2>/dev/null
-  fi
+  echo "== hyc run: greedy, 200 tokens from 'Once upon a time' (on the best variant this CPU runs)"
+  "$HYC" run "$OUT/stories260K.hyc" --prompt "Once upon a time" -n 200 --temperature 0 --verbose
+  echo "== the same model, --quant w8a8 (int8 weights and activations: VNNI, AMX or AVX2 kernels)"
+  "$HYC" compile "$STORIES" -o "$OUT/stories260K-w8a8.hyc" --max-seq-len 256 --quant w8a8
+  "$HYC" run "$OUT/stories260K-w8a8.hyc" --prompt "Once upon a time" -n 200 --temperature 0
+  echo "== hyc bench (efficiencies against this host's measured limits)"
+  "$HYC" bench "$OUT/stories260K-w8a8.hyc" --input 128 --output 64 --rounds 1 --profile 2>/dev/null
 else
   echo "== $STORIES not found: using a synthetic model"
   "$HYC" synth --arch llama --preset tiny --seed 1 -o "$OUT/synth-llama"
