@@ -59,12 +59,29 @@ constexpr int64_t kMinMacs = int64_t(1) << 20;
 const Case kCases[] = {{1, 64, 64}, {3, 40, 24}, {5, 40, 96}, {14, 96, 128}, {33, 70, 200},
                        {64, 32, 260}, {40, 200, 256}};
 
-TEST(CpuGemmDriver, F32MatchesReference) {
-  if (!host_supports(Isa::avx512_core))
-    GTEST_SKIP() << "host lacks AVX-512";
+/// The kernels an ISA level (an artifact variant) gives each driver.
+struct Level {
+  const char *name;
+  Isa f32;    ///< f32 x f32 and f32 x bf16 (FMA) kernels
+  Isa int8;   ///< u8 x s8 kernels
+};
+
+/// Every driver test runs once per level the host executes; the others skip
+/// with the reason (an AVX2 host runs the avx2 column).
+class CpuGemmDriver : public ::testing::TestWithParam<Level> {
+protected:
+  void SetUp() override {
+    if (!host_supports(GetParam().f32) || !host_supports(GetParam().int8))
+      GTEST_SKIP() << "host cannot run the " << GetParam().name << " kernels";
+  }
+  Isa f32() const { return GetParam().f32; }
+  Isa int8() const { return GetParam().int8; }
+};
+
+TEST_P(CpuGemmDriver, F32MatchesReference) {
   for (const Case &c : kCases) {
     auto x = randomVec(c.M * c.K, 1), w = randomVec(c.N * c.K, 2), bias = randomVec(c.N, 3);
-    auto kernel = kernelFor(Isa::avx512_core, DataType::f32, DataType::f32, int(c.K));
+    auto kernel = kernelFor(f32(), DataType::f32, DataType::f32, int(c.K));
     PackedB p = pack_b_f32(w.data(), c.N, c.K, c.K);
     std::vector<float> out(c.M * c.N);
     hyrt_cpu_gemm_f32(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
@@ -77,9 +94,7 @@ TEST(CpuGemmDriver, F32MatchesReference) {
   }
 }
 
-TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
-  if (!host_supports(Isa::avx512_vnni))
-    GTEST_SKIP() << "host lacks AVX-512 VNNI";
+TEST_P(CpuGemmDriver, W8A8MatchesQuantizedReference) {
   for (const Case &c : kCases) {
     auto x = randomVec(c.M * c.K, 4), w = randomVec(c.N * c.K, 5), bias = randomVec(c.N, 6);
     // Per-channel symmetric weights, as the artifact writer makes them.
@@ -95,7 +110,7 @@ TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
         wq[n * c.K + k] = q[n * c.K + k] * ws[n];
       }
     }
-    auto kernel = kernelFor(Isa::avx512_vnni, DataType::u8, DataType::s8, int(c.K));
+    auto kernel = kernelFor(int8(), DataType::u8, DataType::s8, int(c.K));
     PackedB p = pack_b_s8(q.data(), c.N, c.K, c.K);
     std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, c.M, c.K));
     std::vector<float> out(c.M * c.N);
@@ -115,16 +130,14 @@ TEST(CpuGemmDriver, W8A8MatchesQuantizedReference) {
   }
 }
 
-TEST(CpuGemmDriver, W8A8NonFiniteActivationsPoisonOnlyTheirRow) {
-  if (!host_supports(Isa::avx512_vnni))
-    GTEST_SKIP() << "host lacks AVX-512 VNNI";
+TEST_P(CpuGemmDriver, W8A8NonFiniteActivationsPoisonOnlyTheirRow) {
   const int64_t M = 3, N = 32, K = 64;
   auto x = randomVec(M * K, 11), w = randomVec(N * K, 12);
   x[0 * K + 5] = NAN;      // row 0: NaN
   x[2 * K + 9] = INFINITY; // row 2: Inf
   std::vector<int8_t> q(N * K, 1);
   std::vector<float> ws(N, 0.01f);
-  auto kernel = kernelFor(Isa::avx512_vnni, DataType::u8, DataType::s8, int(K));
+  auto kernel = kernelFor(int8(), DataType::u8, DataType::s8, int(K));
   PackedB p = pack_b_s8(q.data(), N, K, K);
   std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, M, K));
   std::vector<float> out(M * N);
@@ -138,7 +151,28 @@ TEST(CpuGemmDriver, W8A8NonFiniteActivationsPoisonOnlyTheirRow) {
   }
 }
 
-TEST(CpuGemmDriver, Bf16MatchesRoundedReference) {
+// f32 activations x bf16 weights on FMA (the avx512 and avx2 variants'
+// bf16 path): exact products of the rounded weights, fp32 sums.
+TEST_P(CpuGemmDriver, F32Bf16MatchesRoundedWeightReference) {
+  for (const Case &c : kCases) {
+    auto x = randomVec(c.M * c.K, 17), w = randomVec(c.N * c.K, 18), bias = randomVec(c.N, 19);
+    std::vector<float> wr = w;
+    for (float &f : wr)
+      f = bf16_to_f32(f32_to_bf16(f));
+    auto kernel = kernelFor(f32(), DataType::f32, DataType::bf16, int(c.K));
+    PackedB p = pack_b_bf16_from_f32(w.data(), c.N, c.K, c.K);
+    std::vector<float> out(c.M * c.N);
+    hyrt_cpu_gemm_f32_bf16(x.data(), c.M, c.K, p.data.data(), c.N, bias.data(), out.data(),
+                           nullptr, reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                           kernel->desc().m_max, kMinMacs);
+    auto want = refGemm(x, wr, bias, c);
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+          << GetParam().name << " " << c.M << "x" << c.N << "x" << c.K << " at " << i;
+  }
+}
+
+TEST(CpuGemmDriverBf16, Bf16MatchesRoundedReference) {
   if (!host_supports(Isa::avx512_bf16))
     GTEST_SKIP() << "host lacks AVX-512 BF16: the bf16 kernels only compile here";
   for (const Case &c : kCases) {
@@ -164,14 +198,12 @@ TEST(CpuGemmDriver, Bf16MatchesRoundedReference) {
 // The gate/up driver against silu of the two f32 GEMMs: the up half starts
 // after the packed gate matrix, partial panels (N = 16, 40) included, and
 // the grouped variant strides over [gate; up] pairs per expert.
-TEST(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
-  if (!host_supports(Isa::avx512_core))
-    GTEST_SKIP() << "host lacks AVX-512";
+TEST_P(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
   for (const Case &c : {Case{3, 16, 64}, Case{17, 40, 96}, Case{40, 64, 128}}) {
     auto x = randomVec(c.M * c.K, 11), wg = randomVec(c.N * c.K, 12),
          wu = randomVec(c.N * c.K, 13);
     std::vector<float> zero(c.N, 0.0f);
-    auto kernel = kernelFor(Isa::avx512_core, DataType::f32, DataType::f32, int(c.K));
+    auto kernel = kernelFor(f32(), DataType::f32, DataType::f32, int(c.K));
     PackedB pg = pack_b_f32(wg.data(), c.N, c.K, c.K), pu = pack_b_f32(wu.data(), c.N, c.K, c.K);
     // [gate; up] packed back to back, and two experts of that (expert 1
     // gets rows [1, M) with the same weights), in 64-byte aligned memory.
@@ -204,5 +236,10 @@ TEST(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isa, CpuGemmDriver,
+                         ::testing::Values(Level{"avx512", Isa::avx512_core, Isa::avx512_vnni},
+                                           Level{"avx2", Isa::avx2, Isa::avx2}),
+                         [](const ::testing::TestParamInfo<Level> &i) { return i.param.name; });
 
 } // namespace

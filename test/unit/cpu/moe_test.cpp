@@ -103,7 +103,9 @@ AlignedBuffer packGateUp(int32_t scheme, const std::vector<float> &w,
   return packExperts(scheme, w, q, experts * 2, kFfn, kHidden);
 }
 
-void runCase(int32_t scheme, const MoeCase &c) {
+/// One layer through the kernels: `avx2` takes the AVX2 variant's expert
+/// kernels (f32 and W8A8 schemes) instead of the AVX-512 ones.
+void runCase(int32_t scheme, const MoeCase &c, bool avx2 = false) {
   SCOPED_TRACE(::testing::Message()
                << "scheme " << scheme << ", experts " << c.experts << ", top-k "
                << c.topK << ", tokens " << c.tokens << ", groups " << c.nGroup
@@ -180,7 +182,8 @@ void runCase(int32_t scheme, const MoeCase &c) {
   ASSERT_EQ(rows2, rows);
   ASSERT_EQ(px2, px);
 
-  const Isa isa = scheme == HYRT_GEMM_W8A8   ? Isa::avx512_vnni
+  const Isa isa = avx2                       ? Isa::avx2
+                  : scheme == HYRT_GEMM_W8A8 ? Isa::avx512_vnni
                   : scheme == HYRT_GEMM_BF16 ? Isa::avx512_bf16
                                              : Isa::avx512_core;
   const DataType a = scheme == HYRT_GEMM_W8A8   ? DataType::u8
@@ -252,6 +255,16 @@ TEST(CpuMoe, Bf16LayerMatchesReference) {
     GTEST_SKIP() << "host lacks AVX512_BF16: the native bf16 expert kernels cannot run";
   for (const MoeCase &c : kCases)
     runCase(HYRT_GEMM_BF16, c);
+}
+
+// The avx2 variant of the same layers (an AVX2 host runs these).
+TEST(CpuMoe, Avx2W8A8AndF32LayersMatchReference) {
+  if (!host_supports(Isa::avx2))
+    GTEST_SKIP() << "host lacks AVX2";
+  for (const MoeCase &c : kCases) {
+    runCase(HYRT_GEMM_W8A8, c, /*avx2=*/true);
+    runCase(HYRT_GEMM_F32, c, /*avx2=*/true);
+  }
 }
 
 TEST(CpuMoe, F32LayerMatchesReference) {
