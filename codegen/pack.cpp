@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <new>
 
 #include <sys/mman.h>
@@ -148,6 +149,45 @@ PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw) {
     std::memcpy(panel + comp_off, comp, sizeof(comp));
   }
   return p;
+}
+
+PackedB pack_b_s8_grouped(const int8_t *w, int64_t n, int64_t k, int64_t ldw,
+                          int64_t group) {
+  const int64_t groups = (k + group - 1) / group;
+  const int64_t block = packed_panel_bytes(BLayout::s8_vnni4, group);
+  PackedB out = make_packed(BLayout::s8_vnni4, n, group);
+  out.panel_bytes = groups * block;
+  out.data = AlignedBuffer(size_t(out.n_panels * out.panel_bytes));
+  std::vector<int8_t> part(size_t(n * group));
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t width = std::min(group, k - g * group);
+    std::fill(part.begin(), part.end(), int8_t(0));
+    for (int64_t r = 0; r < n; ++r)
+      std::memcpy(&part[size_t(r * group)], w + r * ldw + g * group, size_t(width));
+    const PackedB pg = pack_b_s8(part.data(), n, group, group);
+    for (int64_t p = 0; p < out.n_panels; ++p)
+      std::memcpy(out.data.data() + p * out.panel_bytes + g * block, pg.panel(p),
+                  size_t(block));
+  }
+  return out;
+}
+
+void quantize_s8_per_group(const float *w, int64_t n, int64_t k, int64_t ldw,
+                           int64_t group, int8_t *q, float *scales) {
+  const int64_t groups = (k + group - 1) / group;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t k0 = g * group, k1 = std::min(k, k0 + group);
+      float amax = 0.f;
+      for (int64_t kk = k0; kk < k1; ++kk)
+        amax = std::max(amax, std::fabs(w[r * ldw + kk]));
+      const float scale = amax > 0.f ? amax / 127.f : 1.f;
+      scales[r * groups + g] = scale;
+      for (int64_t kk = k0; kk < k1; ++kk) {
+        const float v = std::nearbyint(w[r * ldw + kk] / scale);
+        q[r * k + kk] = int8_t(std::clamp(v, -127.f, 127.f));
+      }
+    }
 }
 
 void quantize_s8_per_channel(const float *w, int64_t n, int64_t k, int64_t ldw,

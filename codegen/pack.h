@@ -73,6 +73,16 @@ PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k, int64_t ldw);
 /// [N][K] s8 -> [ceil(N/32)][ceil(K/4)][32][4] + int32 comp[32] per panel,
 /// comp[n] = sum_k 128 * B[k][n].
 PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw);
+/// Per-group int8 weights (one scale per `group` K-elements): each 32-column
+/// panel holds ceil(k / group) s8_vnni4 blocks of K = group, each with its
+/// own comp row, the last zero padded; panel_bytes covers all of them. The
+/// K = group kernel runs once per block (hyrt_cpu_gemm_w8a8_g128).
+PackedB pack_b_s8_grouped(const int8_t *w, int64_t n, int64_t k, int64_t ldw,
+                          int64_t group);
+/// Symmetric int8 with one scale per (row, group of `group` K-elements):
+/// scales [n][ceil(k / group)], scale = max|w| / 127 over the group.
+void quantize_s8_per_group(const float *w, int64_t n, int64_t k, int64_t ldw,
+                           int64_t group, int8_t *q, float *scales);
 
 /// Symmetric per-output-channel quantization of [N][K] fp32 weights (row
 /// stride ldw) into q [N][K] (contiguous): scale[n] = max_k |w| / 127,

@@ -24,6 +24,12 @@ struct PostArgs {
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/// Weight-scale groups along K: ceil(K / 128) for the grouped scheme, else 1
+/// (one scale per output channel, or none).
+int64_t weightGroups(int32_t scheme, int64_t K) {
+  return scheme == HYRT_GEMM_W8A8_G128 ? (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K : 1;
+}
+
 /// Bytes of one packed 32-column panel of K (codegen/pack.h layouts).
 int64_t panelBytes(int32_t scheme, int64_t K) {
   switch (scheme) {
@@ -32,6 +38,8 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
     return (roundUp(K, 2) / 2) * kPanel * 2 * 2; // [K/2][32][2] bf16
   case HYRT_GEMM_W8A8:
     return (roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4; // + int32 comp[32]
+  case HYRT_GEMM_W8A8_G128: // whole groups of K = 128, each with its comp
+    return weightGroups(scheme, K) * panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
   default:
     return K * kPanel * 4; // [K][32] f32
   }
@@ -50,7 +58,45 @@ struct GemmOperands {
   int64_t N;
   hyrt_brgemm_fn kernel;
   int64_t mMax;
+  /// Weight-scale groups along K for HYRT_GEMM_W8A8_G128 (then bScale is
+  /// [N][groups] and `kernel` the K = 128 accumulating kernel); 0 otherwise.
+  int64_t groups = 0;
 };
+
+/// Per-panel weight scales in the order the kernel reads them: [group][32]
+/// (zero past the last column), from [N] or [N][groups].
+struct PanelScales {
+  std::vector<float> v;
+  const float *group(int64_t g) const { return v.data() + g * kPanel; }
+  void gather(const float *bScale, int64_t N, int64_t col, int64_t groups) {
+    v.assign(size_t(groups * kPanel), 0.0f);
+    const int64_t cols = std::min(kPanel, N - col);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t c = 0; c < cols; ++c)
+        v[size_t(g * kPanel + c)] = bScale[(col + c) * groups + g];
+  }
+};
+
+/// One row block of panel `panel` into C (ldc floats per row): one kernel
+/// call, or for grouped weights C zeroed and one accumulating call per
+/// K-group with that group's scales (the kernel sums each group in int32
+/// and adds a_scale * w_scale[group] * sum into C).
+void blockCall(hyrt_brgemm_fn kernel, const char *aBlock, int64_t lda, int64_t aElem,
+               const char *panel, int64_t groups, const PanelScales *scales, float *c,
+               int64_t ldc, int64_t rows, PostArgs &post) {
+  if (groups == 0) {
+    kernel(aBlock, lda, panel, c, ldc, rows, &post);
+    return;
+  }
+  const int64_t groupBytes = panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memset(c + r * ldc, 0, kPanel * sizeof(float));
+  for (int64_t g = 0; g < groups; ++g) {
+    post.b_scale = scales->group(g);
+    kernel(aBlock + g * HYRT_GEMM_GROUP_K * aElem, lda, panel + g * groupBytes, c, ldc, rows,
+           &post);
+  }
+}
 
 /// Panel p of rows [mBegin, mEnd), in row blocks of up to mMax.
 void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
@@ -58,8 +104,11 @@ void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
   const int64_t cols = N - col < kPanel ? N - col : kPanel;
   alignas(64) float tile[kMaxBlockRows * kPanel];
   alignas(64) float scale[kPanel] = {};
+  thread_local PanelScales groupScales;
   PostArgs post{nullptr, nullptr, nullptr};
-  if (g.bScale) {
+  if (g.bScale && g.groups > 0) {
+    groupScales.gather(g.bScale, N, col, g.groups);
+  } else if (g.bScale) {
     std::memcpy(scale, g.bScale + col, size_t(cols) * sizeof(float));
     post.b_scale = scale;
   }
@@ -68,12 +117,13 @@ void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
     const char *aBlock = static_cast<const char *>(g.a) + m0 * g.lda * g.aElem;
     post.a_scale = g.aScale ? g.aScale + m0 : nullptr;
     if (cols == kPanel) {
-      g.kernel(aBlock, g.lda, g.w + p * g.panelBytes, g.out + m0 * N + col, N, rows,
-               &post);
+      blockCall(g.kernel, aBlock, g.lda, g.aElem, g.w + p * g.panelBytes, g.groups,
+                &groupScales, g.out + m0 * N + col, N, rows, post);
     } else {
       // The last panel is zero padded to 32 columns: compute it into a
       // local block and keep the valid columns.
-      g.kernel(aBlock, g.lda, g.w + p * g.panelBytes, tile, kPanel, rows, &post);
+      blockCall(g.kernel, aBlock, g.lda, g.aElem, g.w + p * g.panelBytes, g.groups,
+                &groupScales, tile, kPanel, rows, post);
       for (int64_t r = 0; r < rows; ++r)
         std::memcpy(g.out + (m0 + r) * N + col, tile + r * kPanel,
                     size_t(cols) * sizeof(float));
@@ -90,10 +140,10 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                const char *w, int64_t panelBytes, const float *aScale,
                const float *bScale, const float *bias, float *out,
                hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
-               int64_t parallelMinMacs) {
+               int64_t parallelMinMacs, int64_t groups = 0) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-  const GemmOperands g{a, lda, aElem, aScale, w, panelBytes, bScale, bias, out, N,
-                       kernel, mMax};
+  const GemmOperands g{a,   lda, aElem, aScale, w,    panelBytes, bScale,
+                       bias, out, N,     kernel, mMax, groups};
   // Below parallelMinMacs (the compiler's schedule decision) one thread runs
   // the GEMM: waking the workers would cost more than the work it splits.
   // Panels are split in contiguous ranges: each thread streams its own
@@ -126,8 +176,10 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
     });
     return {a, lda, 2, nullptr};
   }
-  if (scheme == HYRT_GEMM_W8A8) {
-    const int64_t lda = hyrt_gemm_activation_lda(K, 1, 4);
+  if (scheme == HYRT_GEMM_W8A8 || scheme == HYRT_GEMM_W8A8_G128) {
+    // Grouped weights: rows padded (q = 0) to whole groups of 128.
+    const int64_t lda = hyrt_gemm_activation_lda(
+        scheme == HYRT_GEMM_W8A8 ? K : weightGroups(scheme, K) * HYRT_GEMM_GROUP_K, 1, 4);
     // Layout: per-token scales (64-byte aligned block), then the u8 rows.
     float *aScale = static_cast<float *>(scratch);
     uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
@@ -145,13 +197,18 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
 void siluMulPanel(const Activations &A, int64_t N, const char *wGate,
                   const char *wUp, int64_t panelBytes, const float *gateScale,
                   const float *upScale, float *out, hyrt_brgemm_fn kernel,
-                  int64_t mMax, int64_t p, int64_t mBegin, int64_t mEnd) {
+                  int64_t mMax, int64_t p, int64_t mBegin, int64_t mEnd,
+                  int64_t groups = 0) {
   const int64_t col = p * kPanel;
   const int64_t cols = N - col < kPanel ? N - col : kPanel;
   alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
   alignas(64) float gScale[kPanel] = {}, uScale[kPanel] = {};
+  thread_local PanelScales gGroups, uGroups;
   PostArgs gPost{nullptr, nullptr, nullptr}, uPost{nullptr, nullptr, nullptr};
-  if (gateScale) {
+  if (gateScale && groups > 0) {
+    gGroups.gather(gateScale, N, col, groups);
+    uGroups.gather(upScale, N, col, groups);
+  } else if (gateScale) {
     std::memcpy(gScale, gateScale + col, size_t(cols) * sizeof(float));
     std::memcpy(uScale, upScale + col, size_t(cols) * sizeof(float));
     gPost.b_scale = gScale;
@@ -161,8 +218,10 @@ void siluMulPanel(const Activations &A, int64_t N, const char *wGate,
     const int64_t rows = mEnd - m0 < mMax ? mEnd - m0 : mMax;
     const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
     gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
-    kernel(aBlock, A.lda, wGate + p * panelBytes, gate, kPanel, rows, &gPost);
-    kernel(aBlock, A.lda, wUp + p * panelBytes, up, kPanel, rows, &uPost);
+    blockCall(kernel, aBlock, A.lda, A.elem, wGate + p * panelBytes, groups, &gGroups, gate,
+              kPanel, rows, gPost);
+    blockCall(kernel, aBlock, A.lda, A.elem, wUp + p * panelBytes, groups, &uGroups, up,
+              kPanel, rows, uPost);
     for (int64_t r = 0; r < rows; ++r)
       hyrt::cpu::siluMulRow(gate + r * kPanel, up + r * kPanel, cols,
                             out + (m0 + r) * N + col);
@@ -174,12 +233,23 @@ void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
                       const char *wGate, const char *wUp, int64_t panelBytes,
                       const float *gateScale, const float *upScale, float *out,
                       hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
-                      int64_t parallelMinMacs) {
+                      int64_t parallelMinMacs, int64_t groups) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
   hyrt::cpu::parallelFor(panels, 2 * M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1, [&](int64_t p) {
     siluMulPanel(A, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
-                 mMax, p, 0, M);
+                 mMax, p, 0, M, groups);
   });
+}
+
+/// Scale-array elements per weight matrix of N rows: N per channel, or N x
+/// groups.
+int64_t scaleStride(int32_t scheme, int64_t N, int64_t K) {
+  return N * weightGroups(scheme, K);
+}
+
+/// GemmOperands::groups of a scheme.
+int64_t groupsOf(int32_t scheme, int64_t K) {
+  return scheme == HYRT_GEMM_W8A8_G128 ? weightGroups(scheme, K) : 0;
 }
 
 /// Bytes of one packed [N][K] matrix in a scheme's layout.
@@ -231,6 +301,17 @@ extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
             m_max, K, parallel_min_macs);
 }
 
+extern "C" void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
+                                        const void *w_packed, const float *w_scale,
+                                        int64_t N, const float *bias, float *out,
+                                        void *scratch, hyrt_brgemm_fn kernel,
+                                        int64_t m_max, int64_t parallel_min_macs) {
+  const Activations A = prepareActivations(HYRT_GEMM_W8A8_G128, x, M, K, scratch);
+  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
+            panelBytes(HYRT_GEMM_W8A8_G128, K), A.scale, w_scale, bias, out, kernel, m_max,
+            K, parallel_min_macs, groupsOf(HYRT_GEMM_W8A8_G128, K));
+}
+
 extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,
                                        int64_t M, int64_t K,
                                        const void *w_packed,
@@ -240,9 +321,9 @@ extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,
                                        int64_t parallel_min_macs) {
   const Activations A = prepareActivations(scheme, x, M, K, scratch);
   const char *w = static_cast<const char *>(w_packed);
-  runPanelsSiluMul(A, M, N, w, w + packedMatrixBytes(scheme, N, K),
-                   panelBytes(scheme, K), w_scale, w_scale ? w_scale + N : nullptr,
-                   out, kernel, m_max, K, parallel_min_macs);
+  runPanelsSiluMul(A, M, N, w, w + packedMatrixBytes(scheme, N, K), panelBytes(scheme, K),
+                   w_scale, w_scale ? w_scale + scaleStride(scheme, N, K) : nullptr, out,
+                   kernel, m_max, K, parallel_min_macs, groupsOf(scheme, K));
 }
 
 
@@ -307,18 +388,20 @@ void runGroupedItems(int32_t scheme, const Activations &A, int64_t used, int64_t
   forExpertItems(offsets, numExperts, N, (siluMul ? 2 : 1) * used, K, parallelMinMacs,
                  [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
                    r1 = std::min(r1, used);
+                   const int64_t sStride = scaleStride(scheme, N, K);
+                   const int64_t groups = groupsOf(scheme, K);
                    if (siluMul) {
                      const char *wGate = w + 2 * e * matrixBytes;
-                     const float *gScale = wScale ? wScale + e * 2 * N : nullptr;
+                     const float *gScale = wScale ? wScale + e * 2 * sStride : nullptr;
                      for (int64_t p = p0; p < p1; ++p)
                        siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
-                                    gScale ? gScale + N : nullptr, out, kernel, mMax, p, r0,
-                                    r1);
+                                    gScale ? gScale + sStride : nullptr, out, kernel, mMax, p,
+                                    r0, r1, groups);
                      return;
                    }
                    const GemmOperands g{A.a,    A.lda, A.elem, A.scale, w + e * matrixBytes,
-                                        pBytes, wScale ? wScale + e * N : nullptr,
-                                        nullptr, out, N, kernel, mMax};
+                                        pBytes, wScale ? wScale + e * sStride : nullptr,
+                                        nullptr, out, N, kernel, mMax, groups};
                    for (int64_t p = p0; p < p1; ++p)
                      gemmPanel(g, p, r0, r1);
                  });
@@ -367,7 +450,8 @@ extern "C" void hyrt_cpu_grouped_gemm_tokens(
   const int64_t rowBytes = tok.lda * tok.elem;
   float *pairScale = nullptr;
   char *pairRows = pairScratch;
-  if (scheme == HYRT_GEMM_W8A8) { // layout of prepareActivations: scales, then rows
+  if (scheme == HYRT_GEMM_W8A8 || scheme == HYRT_GEMM_W8A8_G128) {
+    // layout of prepareActivations: scales, then rows
     pairScale = reinterpret_cast<float *>(pairScratch);
     pairRows = pairScratch + roundUp(pairs * 4, 64);
   }

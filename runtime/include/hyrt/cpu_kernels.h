@@ -58,6 +58,18 @@ void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                         hyrt_brgemm_fn kernel, int64_t m_max,
                         int64_t parallel_min_macs);
 
+/* W8A8 with one weight scale per 128 K-elements (HYRT_GEMM_W8A8_G128):
+ * w_packed holds ceil(K/128) zero-padded K = 128 groups per panel,
+ * w_scale[N][groups]; `kernel` is the K = 128 u8 x s8 -> f32 accumulating
+ * kernel: out = sum_g a_scale * w_scale[n][g] * (int32 sum of group g).
+ * The scheme-taking drivers below accept HYRT_GEMM_W8A8_G128 too (scales
+ * [E][N][groups] for experts, [gate; up] halves N x groups apart). */
+void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
+                             const void *w_packed, const float *w_scale, int64_t N,
+                             const float *bias, float *out, void *scratch,
+                             hyrt_brgemm_fn kernel, int64_t m_max,
+                             int64_t parallel_min_macs);
+
 /* hyrt_ref_paged_attention's semantics (token t at position p attends to
  * cached positions [0, p] of its sequence) in fp32, threads over (token,
  * head). Also serves extend attention when the step's keys and values were

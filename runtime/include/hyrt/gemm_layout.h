@@ -16,8 +16,16 @@ enum {
   HYRT_GEMM_F32 = 0,
   HYRT_GEMM_BF16 = 1, /* bf16 x bf16 (vdpbf16ps) */
   HYRT_GEMM_W8A8 = 2,
-  HYRT_GEMM_F32_BF16 = 3 /* f32 x bf16 weights on FMA */
+  HYRT_GEMM_F32_BF16 = 3, /* f32 x bf16 weights on FMA */
+  /* W8A8 with one weight scale per 128 K-elements and output channel: the
+   * weights packed as ceil(K/128) s8_vnni4 groups of K = 128 per panel (the
+   * last zero padded), scales [N][groups]; activations as W8A8 with rows
+   * padded to whole groups. */
+  HYRT_GEMM_W8A8_G128 = 4
 };
+
+/* K elements per weight-scale group of HYRT_GEMM_W8A8_G128. */
+enum { HYRT_GEMM_GROUP_K = 128 };
 
 /* Elements per row of converted activations of K elements of `elem` bytes
  * read `group` at a time by the kernel (bf16: 2, u8: 4). A row stride that
@@ -40,6 +48,11 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
     return M * hyrt_gemm_activation_lda(K, 2, 2) * 2;
   case HYRT_GEMM_W8A8:
     return (M * 4 + 63) / 64 * 64 + M * hyrt_gemm_activation_lda(K, 1, 4);
+  case HYRT_GEMM_W8A8_G128: {
+    const int64_t groups = (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K;
+    return (M * 4 + 63) / 64 * 64 +
+           M * hyrt_gemm_activation_lda(groups * HYRT_GEMM_GROUP_K, 1, 4);
+  }
   default:
     return 0;
   }

@@ -46,8 +46,10 @@ std::vector<double> refGemm(const std::vector<float> &x, const std::vector<float
   return out;
 }
 
-std::unique_ptr<BrgemmKernel> kernelFor(Isa isa, DataType a, DataType b, int k) {
-  BrgemmGenResult gen = generate_brgemm(make_brgemm_desc(isa, a, b, DataType::f32, k));
+std::unique_ptr<BrgemmKernel> kernelFor(Isa isa, DataType a, DataType b, int k,
+                                        bool accumulate = false) {
+  BrgemmGenResult gen =
+      generate_brgemm(make_brgemm_desc(isa, a, b, DataType::f32, k, 32, accumulate));
   EXPECT_TRUE(gen) << gen.error;
   return std::move(gen.kernel);
 }
@@ -170,6 +172,53 @@ TEST_P(CpuGemmDriver, F32Bf16MatchesRoundedWeightReference) {
       ASSERT_NEAR(out[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
           << GetParam().name << " " << c.M << "x" << c.N << "x" << c.K << " at " << i;
   }
+}
+
+// W8A8 with one scale per 128 K-elements: every K-group summed in int32 by
+// the K = 128 accumulating kernel and folded into fp32 with a_scale *
+// w_scale[group]. Checked against the int32-exact group sums of the same
+// quantized activations and weights; the only difference left is the fp32
+// rounding of the per-group terms (G additions of terms bounded by T: at
+// most G * 2^-23 * sum|term|, doubled for the scale products).
+TEST_P(CpuGemmDriver, W8A8G128MatchesInt32ExactGroupSums) {
+  const int64_t G = HYRT_GEMM_GROUP_K;
+  for (int64_t K : {int64_t(128), int64_t(384), int64_t(640), int64_t(200)})
+    for (int64_t M : {int64_t(1), int64_t(2), int64_t(7), int64_t(14), int64_t(15),
+                      int64_t(33), int64_t(64), int64_t(128)}) {
+      const int64_t N = M % 2 ? 70 : 64, groups = (K + G - 1) / G;
+      auto x = randomVec(M * K, 21 + uint32_t(M)), w = randomVec(N * K, 22 + uint32_t(K));
+      // Weights: per-group outliers so that group scales differ.
+      for (int64_t n = 0; n < N; ++n)
+        w[n * K + (n * 37) % K] *= 8.0f;
+      std::vector<int8_t> q(N * K);
+      std::vector<float> ws(N * groups);
+      quantize_s8_per_group(w.data(), N, K, K, G, q.data(), ws.data());
+      PackedB p = pack_b_s8_grouped(q.data(), N, K, K, G);
+      auto kernel = kernelFor(int8(), DataType::u8, DataType::s8, int(G), /*acc=*/true);
+      std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8_G128, M, K));
+      std::vector<float> out(M * N, -9.0f);
+      hyrt_cpu_gemm_w8a8_g128(x.data(), M, K, p.data.data(), ws.data(), N, nullptr, out.data(),
+                              scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                              kernel->desc().m_max, kMinMacs);
+      // The activations exactly as the driver quantizes them.
+      std::vector<uint8_t> qa(M * K);
+      std::vector<float> as(M);
+      hyrt_cpu_quantize_rows_u8(x.data(), M, K, K, qa.data(), as.data());
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double want = 0, mag = 0;
+          for (int64_t g = 0; g < groups; ++g) {
+            int32_t sum = 0;
+            for (int64_t k = g * G; k < std::min(K, (g + 1) * G); ++k)
+              sum += (int32_t(qa[m * K + k]) - 128) * int32_t(q[n * K + k]);
+            const double term = double(sum) * double(ws[n * groups + g]) * double(as[m]);
+            want += term;
+            mag += std::fabs(term);
+          }
+          ASSERT_NEAR(out[m * N + n], want, 2.0 * double(groups + 2) * 0x1p-23 * mag + 1e-30)
+              << GetParam().name << " M=" << M << " K=" << K << " at " << m << "," << n;
+        }
+    }
 }
 
 TEST(CpuGemmDriverBf16, Bf16MatchesRoundedReference) {
