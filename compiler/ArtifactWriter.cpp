@@ -134,6 +134,21 @@ bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout
     append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
   };
   std::vector<float> rowMajor(w, w + n * k);
+  if (derivation == "w8a8g128" || derivation == "w8a8g128.scale") {
+    // One scale per (row, group of 128 K-elements): scales [n][groups];
+    // kernels read the int8 weights in K = 128 blocks (s8_vnni4_g128).
+    const int64_t groups = (k + 127) / 128;
+    std::vector<int8_t> q(size_t(n * k));
+    std::vector<float> scale(size_t(n * groups));
+    codegen::quantize_s8_per_group(w, n, k, k, 128, q.data(), scale.data());
+    if (derivation == "w8a8g128.scale")
+      append(reinterpret_cast<const uint8_t *>(scale.data()), scale.size() * 4);
+    else if (layout == "s8_vnni4_g128")
+      appendPacked(codegen::pack_b_s8_grouped(q.data(), n, k, k, 128));
+    else
+      append(reinterpret_cast<const uint8_t *>(q.data()), q.size());
+    return true;
+  }
   if (derivation == "w8a8" || derivation == "w8a8.scale") {
     std::vector<int8_t> q;
     std::vector<float> scale;
@@ -186,7 +201,7 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
   // Scales are [..., N]: the source matrix has one more dim, K, which the
   // checkpoint (or, for stacked experts, its expert 0) tells.
   std::vector<int64_t> shape = w.shape;
-  if (derivation == "w8a8.scale") {
+  if (derivation == "w8a8.scale" || derivation == "w8a8g128.scale") {
     std::string probe = base;
     if (size_t at = probe.find("experts.*."); at != std::string::npos)
       probe.replace(at, 10, "experts.0.");
@@ -197,7 +212,10 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
       error = "checkpoint has no 2-D tensor '" + probe + "' for the scales of " + base;
       return false;
     }
-    shape.push_back(info->shape[1]);
+    if (derivation == "w8a8g128.scale")
+      shape.back() = info->shape[1]; // [.., N, groups] -> [.., N, K]
+    else
+      shape.push_back(info->shape[1]);
   }
   std::vector<float> f32(size_t(numelOf(shape)));
   if (!readWeight(ckpt, PlannedWeight{base, shape, "f32"}, f32.data(), error))

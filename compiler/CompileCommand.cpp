@@ -66,7 +66,8 @@ options:
                            reference (fp32 reference kernels, one variant)
   --quant SCHEME           f32 (default) | bf16 (bf16 weights; fp32 FMA on
                            avx512) | w8a8 (per-channel int8 weights,
-                           per-token int8 activations, VNNI); the MoE
+                           per-token int8 activations, VNNI) | w8a8-g128
+                           (one weight scale per 128 K-elements); the MoE
                            router and the lm_head stay bf16 (a tied head
                            gets its own bf16 copy of the table). On
                            --target=reference, bf16 and w8a8 are the plain
@@ -203,15 +204,15 @@ int runCompileCommand(int argc, char **argv) {
     return 2;
   }
   std::string quant = args.get("quant", "f32");
-  if (quant != "f32" && quant != "bf16" && quant != "w8a8")
-    return fail("--quant expects f32|bf16|w8a8, got '" + quant + "'");
+  if (quant != "f32" && quant != "bf16" && quant != "w8a8" && quant != "w8a8-g128")
+    return fail("--quant expects f32|bf16|w8a8|w8a8-g128, got '" + quant + "'");
   std::vector<IsaVariant> variants;
   if (!parseTargets(target, quant, variants, error))
     return fail(error);
   const std::string quantLmHead = args.get("quant-lm-head", "bf16");
   if (quantLmHead != "bf16" && quantLmHead != "int8")
     return fail("--quant-lm-head expects bf16|int8, got '" + quantLmHead + "'");
-  if (quantLmHead == "int8" && quant != "w8a8")
+  if (quantLmHead == "int8" && quant != "w8a8" && quant != "w8a8-g128")
     return fail("--quant-lm-head int8 needs --quant w8a8 (the head's activations are "
                 "quantized per token like the other W8A8 layers), got --quant " + quant);
   if (variants.size() > 1 && emit != "lib" && emit != "exe") {

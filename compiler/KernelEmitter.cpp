@@ -75,7 +75,8 @@ bool emitKernels(mlir::ModuleOp module, const std::string &asmPath,
       return false;
     }
     codegen::BrgemmDesc desc = codegen::make_brgemm_desc(
-        info->isa, info->a, info->b, codegen::DataType::f32, int(k));
+        info->isa, info->a, info->b, codegen::DataType::f32, int(k), 32,
+        /*accumulate=*/bool(d.get("accumulate")));
     if (desc.m_max != mMax) {
       error = "kernel " + name + ": the lowering assumed " +
               std::to_string(mMax) + " rows per block, the generator makes " +

@@ -54,6 +54,7 @@ constexpr int64_t kAbiVersion = 2;
 struct KernelUse {
   std::string name, isa, types;
   int64_t k, mMax;
+  bool accumulate = false; ///< C += A.B (dispatch without zero_init)
 };
 
 /// The kernel-name spelling of a dispatch's (A, B) types.
@@ -136,7 +137,8 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
   std::string isa = op.getIsa() ? op.getIsa()->str() : "";
   std::string name = "hyc_brgemm_" + types.str() + "_" + std::to_string(shape[0]) +
                      "x" + std::to_string(shape[1]) + "x" +
-                     std::to_string(shape[2]) + "_" + isa;
+                     std::to_string(shape[2]) + "_" + isa +
+                     (op.getZeroInit() ? "" : "_acc");
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
   if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
     OpBuilder::InsertionGuard guard(b);
@@ -146,7 +148,7 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    kernels.push_back({name, isa, types.str(), shape[2], shape[0]});
+    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit()});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }
@@ -378,15 +380,19 @@ struct ConvertHycKernelToLLVMPass
       LLVM::ReturnOp::create(b, loc, p);
     }
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
-    // types}.
+    // types, [accumulate]}.
     SmallVector<Attribute> kernelAttrs;
-    for (const KernelUse &k : kernels)
-      kernelAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("name", b.getStringAttr(k.name)),
-           b.getNamedAttr("k", b.getI64IntegerAttr(k.k)),
-           b.getNamedAttr("m_max", b.getI64IntegerAttr(k.mMax)),
-           b.getNamedAttr("isa", b.getStringAttr(k.isa)),
-           b.getNamedAttr("types", b.getStringAttr(k.types))}));
+    for (const KernelUse &k : kernels) {
+      SmallVector<NamedAttribute> fields = {
+          b.getNamedAttr("name", b.getStringAttr(k.name)),
+          b.getNamedAttr("k", b.getI64IntegerAttr(k.k)),
+          b.getNamedAttr("m_max", b.getI64IntegerAttr(k.mMax)),
+          b.getNamedAttr("isa", b.getStringAttr(k.isa)),
+          b.getNamedAttr("types", b.getStringAttr(k.types))};
+      if (k.accumulate) // C += A.B (per-group W8A8), else C = A.B
+        fields.push_back(b.getNamedAttr("accumulate", b.getUnitAttr()));
+      kernelAttrs.push_back(b.getDictionaryAttr(fields));
+    }
     module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
   }
 };

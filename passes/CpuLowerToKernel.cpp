@@ -289,16 +289,21 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
       return b.getF32Type();
     }
   };
+  // Per-group weights: a K = groupK kernel that adds into C, run once per
+  // group by the driver; otherwise one kernel over the whole K.
   auto dispatch = [&](const KernelScheme &scheme, int64_t rows) -> Value {
     StringRef layout = scheme.layout;
-    StringRef bLayout = layout.ends_with("vnni2")   ? "vnni2"
-                        : layout.ends_with("vnni4") ? "vnni4"
-                                                    : "row";
+    StringRef bLayout = layout.contains("vnni2")   ? "vnni2"
+                        : layout.contains("vnni4") ? "vnni4"
+                                                   : "row";
+    const int64_t kernelK = scheme.groupK ? scheme.groupK : k;
+    // Grouped activations are rows padded to whole groups.
+    const int64_t lda = scheme.groupK ? (k + kernelK - 1) / kernelK * kernelK : k;
     return kernel::BrgemmDispatchOp::create(
-        b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({rows, 32, k}),
-        b.getDenseI64ArrayAttr({k, 32, 32}), TypeAttr::get(mlirType(scheme.aType)),
+        b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({rows, 32, kernelK}),
+        b.getDenseI64ArrayAttr({lda, 32, 32}), TypeAttr::get(mlirType(scheme.aType)),
         TypeAttr::get(mlirType(scheme.bType)), TypeAttr::get(b.getF32Type()),
-        b.getStringAttr(bLayout), b.getUnitAttr(),
+        b.getStringAttr(bLayout), scheme.groupK ? UnitAttr() : b.getUnitAttr(),
         EpilogueAttr::get(b.getContext(), Epilogue::none),
         b.getStringAttr(scheme.isaName));
   };
@@ -341,7 +346,8 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
                                "hyc.moe.permute";
     // Only kernels that read converted rows gather them (into scratch the
     // memory plan sized for that); fp32 kernels read the permuted copies.
-    if (ks.scratchId != HYRT_GEMM_BF16 && ks.scratchId != HYRT_GEMM_W8A8)
+    if (ks.scratchId != HYRT_GEMM_BF16 && ks.scratchId != HYRT_GEMM_W8A8 &&
+        ks.scratchId != HYRT_GEMM_W8A8_G128)
       return m->emitError() << "fused_producer = moe_permute needs a bf16 or w8a8 "
                                "brgemm scheme, got "
                             << ks.typesName;
@@ -386,7 +392,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   }
   SmallVector<Value> args = {ptrOf(input), x[0].value, i64(k),
                              ptrOf(mm.getWeight())};
-  if (ks.scratchId == 2)
+  if (ks.scratchId == HYRT_GEMM_W8A8 || ks.scratchId == HYRT_GEMM_W8A8_G128)
     args.push_back(ptrOf(mm.getScale()));
   args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
                ptrOf(mm.getResult()), scratch, kernel, rowsPerBlock, minMacs});
@@ -407,9 +413,10 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
   Value scale = mm ? mm.getScale() : gm.getScale();
   QuantScheme scheme = quant.getScheme();
   bool w8a8 = scheme == QuantScheme::w8a8 && quant.getGroup() == 0;
-  if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8)
+  const int64_t group = scheme == QuantScheme::w8a8 ? quant.getGroup() : 0;
+  if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8 && !group)
     return op->emitError() << "the reference target computes in f32, on "
-                              "bf16-rounded weights or per-channel w8a8; got "
+                              "bf16-rounded weights or w8a8 (per channel or group); got "
                            << quant;
   if (gm && epilogue == Epilogue::residual_add)
     return op->emitError("the reference target has no residual_add epilogue "
@@ -420,7 +427,14 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
   Value out = epilogue == Epilogue::silu_mul ? scratch() : ptrOf(op->getResult(0));
   Value bias = mm && mm.getBias() ? ptrOf(mm.getBias()) : null();
   bool roundActivations = bf16Activations && scheme == QuantScheme::bf16;
-  if (mm && mm.getInputScale())
+  if (group && mm)
+    call("hyrt_ref_matmul_w8a8_grouped", {ptrOf(input), ptrOf(weight), ptrOf(scale), bias,
+                                          rows, n, k, i64(group), out});
+  else if (group)
+    call("hyrt_ref_moe_grouped_matmul_w8a8_grouped",
+         {ptrOf(input), ptrOf(weight), ptrOf(scale), ptrOf(gm.getOffsets()), rows,
+          w[0].value, n, k, i64(group), out});
+  else if (mm && mm.getInputScale())
     call("hyrt_ref_matmul_w8a8_quantized",
          {ptrOf(input), ptrOf(mm.getInputScale()), ptrOf(weight), ptrOf(scale),
           bias, rows, n, k, out});

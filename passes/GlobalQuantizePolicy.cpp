@@ -28,15 +28,25 @@ bool nameMatches(ParamOp param, const std::vector<std::string> &names) {
   return false;
 }
 
+/// Groups of `group` K-elements (the last may be shorter).
+int64_t groupsOf(int64_t k, int64_t group) { return (k + group - 1) / group; }
+
+/// The derivation names the artifact writer applies: per-channel
+/// ("w8a8", "w8a8.scale") or per-group-128 ("w8a8g128", ...).
+std::string derivation(int64_t group, bool scale) {
+  std::string d = group ? "w8a8g" + std::to_string(group) : "w8a8";
+  return scale ? d + ".scale" : d;
+}
+
 /// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights;
-/// w8a8 scales are [E, N]).
-void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target,
+/// w8a8 scales are [E, N], or [E, N, groups] per group).
+void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
                     const std::vector<std::string> &keep) {
   auto param = op.getWeight().getDefiningOp<ParamOp>();
   if (!param || op.getQuant().isQuantized() || nameMatches(param, keep))
     return;
   MLIRContext *ctx = op.getContext();
-  auto quant = QuantAttr::get(ctx, target, 0, {});
+  auto quant = QuantAttr::get(ctx, target, target == QuantScheme::w8a8 ? group : 0, {});
   if (target != QuantScheme::w8a8) {
     op.setQuantAttr(quant);
     return;
@@ -46,13 +56,13 @@ void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target,
   auto q = ParamOp::create(b, param.getLoc(),
                            RankedTensorType::get(wType.getShape(), b.getI8Type()),
                            param.getRef());
-  q->setAttr("hyc.quantize", b.getStringAttr("w8a8"));
-  auto s = ParamOp::create(
-      b, param.getLoc(),
-      RankedTensorType::get({wType.getDimSize(0), wType.getDimSize(1)},
-                            b.getF32Type()),
-      param.getRef());
-  s->setAttr("hyc.quantize", b.getStringAttr("w8a8.scale"));
+  q->setAttr("hyc.quantize", b.getStringAttr(derivation(group, false)));
+  SmallVector<int64_t> scaleShape = {wType.getDimSize(0), wType.getDimSize(1)};
+  if (group)
+    scaleShape.push_back(groupsOf(wType.getDimSize(2), group));
+  auto s = ParamOp::create(b, param.getLoc(), RankedTensorType::get(scaleShape, b.getF32Type()),
+                           param.getRef());
+  s->setAttr("hyc.quantize", b.getStringAttr(derivation(group, true)));
   auto mm = MoeGroupedMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                        q, op.getOffsets(), s, quant,
                                        op.getEpilogueAttr());
@@ -68,7 +78,11 @@ struct HycGlobalQuantizePolicyPass
 
   void runOnOperation() override {
     QuantScheme target;
-    if (scheme == "bf16") {
+    int64_t group = 0;
+    if (scheme == "w8a8-g128") {
+      target = QuantScheme::w8a8;
+      group = 128;
+    } else if (scheme == "bf16") {
       target = QuantScheme::bf16;
     } else if (scheme == "f32") {
       target = QuantScheme::f32;
@@ -77,7 +91,7 @@ struct HycGlobalQuantizePolicyPass
     } else {
       getOperation().emitError() << "hyc-global-quantize-policy: scheme '"
                                  << scheme
-                                 << "' is not supported (f32, bf16, w8a8)";
+                                 << "' is not supported (f32, bf16, w8a8, w8a8-g128)";
       return signalPassFailure();
     }
     if (lmHead != "bf16" && lmHead != "int8") {
@@ -108,7 +122,7 @@ struct HycGlobalQuantizePolicyPass
     SmallVector<MoeGroupedMatmulOp> grouped;
     getOperation().walk([&](MoeGroupedMatmulOp op) { grouped.push_back(op); });
     for (MoeGroupedMatmulOp op : grouped)
-      applyToExperts(op, target, f32Names);
+      applyToExperts(op, target, group, f32Names);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
       if (!param || op.getQuant().isQuantized() ||
@@ -142,22 +156,29 @@ struct HycGlobalQuantizePolicyPass
         op.setQuantAttr(quant);
         return;
       }
-      // W8A8: the weight becomes symmetric per-channel int8 plus its scales,
-      // both derived from the checkpoint tensor when the artifact is written.
+      // W8A8: the weight becomes symmetric int8 plus its scales (per output
+      // channel, or per channel and group of 128 K-elements; an int8 head
+      // stays per channel), derived from the checkpoint tensor when the
+      // artifact is written.
       OpBuilder b(op);
       auto wType = cast<RankedTensorType>(param.getType());
       int64_t n = wType.getDimSize(0);
+      const int64_t g = int8Head ? 0 : group;
       auto q = ParamOp::create(
           b, param.getLoc(),
           RankedTensorType::get(wType.getShape(), b.getI8Type()), param.getRef());
-      q->setAttr("hyc.quantize", b.getStringAttr("w8a8"));
+      q->setAttr("hyc.quantize", b.getStringAttr(derivation(g, false)));
+      SmallVector<int64_t> scaleShape = {n};
+      if (g)
+        scaleShape.push_back(groupsOf(wType.getDimSize(1), g));
       auto s = ParamOp::create(b, param.getLoc(),
-                               RankedTensorType::get({n}, b.getF32Type()),
+                               RankedTensorType::get(scaleShape, b.getF32Type()),
                                param.getRef());
-      s->setAttr("hyc.quantize", b.getStringAttr("w8a8.scale"));
+      s->setAttr("hyc.quantize", b.getStringAttr(derivation(g, true)));
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                       q, s, op.getBias(), op.getResidual(),
-                                      op.getInputScale(), quant,
+                                      op.getInputScale(),
+                                      QuantAttr::get(ctx, target, g, {}),
                                       op.getEpilogueAttr());
       op.replaceAllUsesWith(mm.getResult());
       op.erase();

@@ -60,14 +60,32 @@ const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
   }
 }
 
+const KernelScheme *groupedW8a8SchemeFor(KernelTarget target) {
+  using hyc::codegen::DataType;
+  using hyc::codegen::Isa;
+  static const KernelScheme vnni{Isa::avx512_vnni, DataType::u8, DataType::s8,
+                                 "u8s8f32", "avx512vnni", "s8_vnni4_g128",
+                                 "hyrt_cpu_gemm_w8a8_g128", HYRT_GEMM_W8A8_G128, 128, 8,
+                                 HYRT_GEMM_GROUP_K};
+  static const KernelScheme avx2{Isa::avx2, DataType::u8, DataType::s8, "u8s8f32", "avx2",
+                                 "s8_vnni4_g128", "hyrt_cpu_gemm_w8a8_g128",
+                                 HYRT_GEMM_W8A8_G128, 32, 8, HYRT_GEMM_GROUP_K};
+  return target.avx2 ? &avx2 : &vnni;
+}
+
 const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
-                                      llvm::StringRef typesName) {
+                                      llvm::StringRef typesName, llvm::StringRef layout) {
   for (KernelTarget t : {KernelTarget{false, false}, KernelTarget{true, false},
-                         KernelTarget{false, true}})
+                         KernelTarget{false, true}}) {
     for (QuantScheme q : {QuantScheme::f32, QuantScheme::bf16, QuantScheme::w8a8})
       if (const KernelScheme *ks = kernelSchemeFor(q, t);
-          ks && isaName == ks->isaName && typesName == ks->typesName)
+          ks && isaName == ks->isaName && typesName == ks->typesName &&
+          layout == ks->layout)
         return ks;
+    if (const KernelScheme *ks = groupedW8a8SchemeFor(t);
+        isaName == ks->isaName && typesName == ks->typesName && layout == ks->layout)
+      return ks;
+  }
   return nullptr;
 }
 
@@ -82,10 +100,15 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
   static const KernelScheme w8a8{Isa::amx, DataType::u8, DataType::s8,
                                  "u8s8f32", "amx", "s8_vnni4",
                                  "hyrt_cpu_gemm_w8a8", 2, 2048, 8};
+  static const KernelScheme w8a8Grouped{Isa::amx, DataType::u8, DataType::s8, "u8s8f32",
+                                        "amx", "s8_vnni4_g128", "hyrt_cpu_gemm_w8a8_g128",
+                                        HYRT_GEMM_W8A8_G128, 2048, 8, HYRT_GEMM_GROUP_K};
   if (ks.isa == Isa::avx512_bf16 && ks.scratchId == 1 && k % 2 == 0)
     return &bf16;
   if (ks.isa == Isa::avx512_vnni && ks.scratchId == 2 && k % 4 == 0)
     return &w8a8;
+  if (ks.isa == Isa::avx512_vnni && ks.scratchId == HYRT_GEMM_W8A8_G128)
+    return &w8a8Grouped; // K = 128 blocks: whole quads
   return nullptr;
 }
 
@@ -105,11 +128,14 @@ const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
   if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
       (mm.getEpilogue() != Epilogue::none &&
        mm.getEpilogue() != Epilogue::silu_mul) ||
-      mm.getQuant().getGroup() != 0)
+      (mm.getQuant().getGroup() != 0 &&
+       !(mm.getQuant().getScheme() == QuantScheme::w8a8 &&
+         mm.getQuant().getGroup() == HYRT_GEMM_GROUP_K)))
     return nullptr;
-  const KernelScheme *ks =
-      kernelSchemeFor(mm.getQuant().getScheme(), t);
-  if (ks && ks->scratchId == 2 &&
+  const KernelScheme *ks = mm.getQuant().getGroup()
+                               ? groupedW8a8SchemeFor(t)
+                               : kernelSchemeFor(mm.getQuant().getScheme(), t);
+  if (ks && (ks->scratchId == 2 || ks->scratchId == HYRT_GEMM_W8A8_G128) &&
       !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
     return nullptr;
   return ks;

@@ -28,6 +28,10 @@ struct KernelScheme {
   int32_t scratchId;     ///< HYRT_GEMM_* of hyrt/cpu_kernels.h
   int32_t macsPerCycle;  ///< peak multiply-adds per cycle and thread
   int32_t weightBits;    ///< bits per stored weight element
+  /// K-elements per weight-scale group (W8A8 per-group): the block kernel is
+  /// generated for K = groupK, accumulating, and the driver runs it once per
+  /// group; 0: one kernel over the GEMM's whole K.
+  int32_t groupK = 0;
 };
 
 /// Which kernels a target has: native bf16 dot products (avx512-bf16), or
@@ -47,10 +51,14 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k);
 /// The kernel scheme of a weight scheme on a target; null when there is none.
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target);
 
-/// The kernel scheme with these kernel-name spellings (as recorded in a
-/// #hyc_cpu.lowering_config); null when there is none.
+/// The kernel scheme of per-group-128 W8A8 weights on a target; null when
+/// there is none.
+const KernelScheme *groupedW8a8SchemeFor(KernelTarget target);
+
+/// The kernel scheme with these kernel-name spellings and weight layout (as
+/// recorded in a #hyc_cpu.lowering_config); null when there is none.
 const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
-                                      llvm::StringRef typesName);
+                                      llvm::StringRef typesName, llvm::StringRef layout);
 
 /// The scheme of a (grouped) matmul that can run on a generated kernel: a
 /// named weight, no epilogue other than silu_mul (without bias), no K

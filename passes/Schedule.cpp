@@ -17,7 +17,8 @@ const KernelScheme *brgemmScheme(mlir::Operation *op) {
   cpu::LoweringConfigAttr c = configOf(op);
   if (!c || c.getKernel() != "brgemm")
     return nullptr;
-  return kernelSchemeNamed(c.getIsa().getValue(), c.getTypes().getValue());
+  return kernelSchemeNamed(c.getIsa().getValue(), c.getTypes().getValue(),
+                           c.getLayout() ? c.getLayout().getValue() : "");
 }
 
 } // namespace hyc

@@ -103,7 +103,8 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
   let description = [{
     `f32` and `bf16` are unquantized. `w8a8` is symmetric int8 weights with
     per-token dynamic int8 activations: one scale per output channel, or one
-    per `group` of K elements. `fp8_e4m3` is weight-only e4m3 with one f32
+    per `group` of K elements (scale [N, ceil(K / group)]; the last group
+    of a K that `group` does not divide is shorter). `fp8_e4m3` is weight-only e4m3 with one f32
     scale per `block = [n, k]` tile (DeepSeek: [128, 128]).
 
     ```mlir

@@ -70,10 +70,8 @@ LogicalResult verifyWeightScale(Operation *op, QuantAttr quant, int64_t n,
     auto st = rtt(scale);
     int64_t group = quant.getGroup();
     if (group != 0) {
-      if (!ShapedType::isDynamic(k) && k % group != 0)
-        return op->emitOpError() << "group size " << group
-                                 << " does not divide K = " << k;
-      int64_t groups = ShapedType::isDynamic(k) ? k : k / group;
+      // One scale per `group` K-elements; the last group may be shorter.
+      int64_t groups = ShapedType::isDynamic(k) ? k : (k + group - 1) / group;
       if (st.getRank() != 2 || !compatible(st.getDimSize(0), n) ||
           !compatible(st.getDimSize(1), groups))
         return op->emitOpError() << "w8a8 group-" << group

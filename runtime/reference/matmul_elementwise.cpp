@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
 namespace {
@@ -121,6 +122,28 @@ extern "C" void hyrt_ref_matmul_w8a8(const float *x, const int8_t *w_q,
   hyrt_ref_quantize_rows(x, M, K, q.data(), scale.data());
   hyrt_ref_matmul_w8a8_quantized(q.data(), scale.data(), w_q, w_scale, bias, M,
                                  N, K, out);
+}
+
+extern "C" void hyrt_ref_matmul_w8a8_grouped(const float *x, const int8_t *w_q,
+                                             const float *w_scale, const float *bias,
+                                             int64_t M, int64_t N, int64_t K, int64_t group,
+                                             float *out) {
+  std::vector<int8_t> q(static_cast<size_t>(M * K));
+  std::vector<float> scale(static_cast<size_t>(M));
+  hyrt_ref_quantize_rows(x, M, K, q.data(), scale.data());
+  const int64_t groups = (K + group - 1) / group;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const int8_t *wr = w_q + n * K;
+      double acc = bias ? double(bias[n]) : 0.0;
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t sum = 0; // exact within a group
+        for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k)
+          sum += int64_t(q[m * K + k]) * wr[k];
+        acc += double(sum) * scale[m] * w_scale[n * groups + g];
+      }
+      out[m * N + n] = float(acc);
+    }
 }
 
 extern "C" void hyrt_ref_gather_rows(const float *x, const int32_t *rows,

@@ -77,6 +77,19 @@ extern "C" void hyrt_ref_moe_grouped_matmul_w8a8(
   }
 }
 
+extern "C" void hyrt_ref_moe_grouped_matmul_w8a8_grouped(
+    const float *x, const int8_t *w_q, const float *w_scale, const int32_t *offsets,
+    int64_t num_rows, int64_t num_experts, int64_t N, int64_t K, int64_t group, float *out) {
+  const int64_t groups = (K + group - 1) / group;
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const int64_t begin = offsets[e];
+    const int64_t end = std::min<int64_t>(offsets[e + 1], num_rows);
+    if (end > begin)
+      hyrt_ref_matmul_w8a8_grouped(x + begin * K, w_q + e * N * K, w_scale + e * N * groups,
+                                   nullptr, end - begin, N, K, group, out + begin * N);
+  }
+}
+
 extern "C" void hyrt_ref_moe_grouped_matmul_bf16_activations(
     const float *x, const float *w, const int32_t *offsets, int64_t num_rows,
     int64_t num_experts, int64_t N, int64_t K, float *out) {

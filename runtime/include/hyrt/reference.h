@@ -168,6 +168,21 @@ void hyrt_ref_moe_grouped_matmul(const float *x, const float *w,
                                  const int32_t *offsets, int64_t num_rows,
                                  int64_t num_experts, int64_t N, int64_t K,
                                  float *out);
+/* W8A8 with one weight scale per `group` K-elements (the last group may be
+ * shorter): w_scale[N][ceil(K/group)]; activations quantized per token as
+ * hyrt_ref_matmul_w8a8 does; each group's int8 products summed exactly,
+ * out = bias + sum_g a_scale * w_scale[n][g] * sum_g (in double). */
+void hyrt_ref_matmul_w8a8_grouped(const float *x, const int8_t *w_q, const float *w_scale,
+                                  const float *bias, int64_t M, int64_t N, int64_t K,
+                                  int64_t group, float *out);
+
+/* hyrt_ref_moe_grouped_matmul_w8a8 with per-group scales
+ * (w_scale[E][N][ceil(K/group)]). */
+void hyrt_ref_moe_grouped_matmul_w8a8_grouped(const float *x, const int8_t *w_q,
+                                              const float *w_scale, const int32_t *offsets,
+                                              int64_t num_rows, int64_t num_experts, int64_t N,
+                                              int64_t K, int64_t group, float *out);
+
 /* hyrt_ref_moe_grouped_matmul with W8A8 semantics (hyrt_ref_matmul_w8a8):
  * w_q is [E][N][K] int8, w_scale [E][N]. */
 void hyrt_ref_moe_grouped_matmul_w8a8(const float *x, const int8_t *w_q,

@@ -8,7 +8,8 @@
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=bf16 lm-head=int8" 2>&1 | FileCheck %s --check-prefix=HEADBAD
 // HEADBAD: an int8 lm_head needs scheme w8a8 (its activations are quantized per token), got scheme 'bf16'
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: scheme 'int4' is not supported (f32, bf16, w8a8)
+// BAD: scheme 'int4' is not supported (f32, bf16, w8a8, w8a8-g128)
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g128 -split-input-file | FileCheck %s --check-prefix=G128
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -68,6 +69,14 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // BF16: hyc.embedding %[[E]]
 // BF16: %[[C:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> {hyc.quantize = "copy"} -> tensor<32x8xf32>
 // BF16: hyc.quant.matmul %{{.*}}, %[[C]] {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x32xf32>
+// w8a8-g128: one scale per 128 K-elements and output channel (K = 64: one
+// short group), derived as "w8a8g128"; the router and head stay bf16.
+// G128-LABEL: func.func @mlp
+// G128: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8g128"} -> tensor<48x64xi8>
+// G128: %[[S:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8g128.scale"} -> tensor<48x1xf32>
+// G128: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%[[S]]) {epilogue = #hyc<epilogue none>, quant = #hyc.quant<w8a8, group = 128>}
+// G128: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
+
 // W8A8-LABEL: func.func @tied
 // W8A8: {hyc.quantize = "copy"}
 // W8A8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x32xf32>

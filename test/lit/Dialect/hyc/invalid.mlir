@@ -294,9 +294,11 @@ func.func @f(%q: tensor<64x256xi8>, %s: tensor<64x4xf32>) {
 
 // -----
 
-func.func @f(%q: tensor<64x96xi8>, %s: tensor<64x1xf32>) {
-  // expected-error@+1 {{group size 128 does not divide K = 96}}
-  %d = hyc.quant.dequantize %q, %s {quant = #hyc.quant<w8a8, group = 128>} : tensor<64x96xi8>, tensor<64x1xf32> -> tensor<64x96xf32>
+// A K that the group does not divide ends in a shorter group: K = 200 has
+// two groups of 128.
+func.func @f(%q: tensor<64x200xi8>, %s: tensor<64x1xf32>) {
+  // expected-error@+1 {{w8a8 group-128 scale must be [64, 2], got 'tensor<64x1xf32>'}}
+  %d = hyc.quant.dequantize %q, %s {quant = #hyc.quant<w8a8, group = 128>} : tensor<64x200xi8>, tensor<64x1xf32> -> tensor<64x200xf32>
   return
 }
 

@@ -1,0 +1,130 @@
+// --quant w8a8-g128: int8 weights with one scale per 128 K-elements and
+// output channel, per-token int8 activations. The kernel targets (every
+// variant the host runs) against the reference target of the same scheme
+// on synthetic models whose K spans several groups, and the perplexity of
+// every real model in ../shared/models against fp32.
+#include "test/e2e/e2e_util.h"
+#include "test/e2e/engine_util.h"
+
+#include "hyrt/cpu_features.h"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace hyc::e2e {
+namespace {
+
+const std::vector<std::string> kBounds = {"--max-seq-len", "96", "--max-batch-tokens", "48",
+                                          "--kv-cache", "f32"};
+
+std::vector<float> teacherForced(const std::string &artifact, const std::string &isa,
+                                 const std::vector<int32_t> &t) {
+  hyrt::ArtifactOptions options;
+  options.isa = isa;
+  LoadedModel m;
+  hyrt::Status st = hyrt::Artifact::open(artifact, options, &m.artifact);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok() || !hyrt::Engine::create(m.artifact.get(), {}, &m.engine).ok())
+    return {};
+  std::vector<float> all = wholeSequenceLogits(*m.engine, t);
+  std::vector<float> inc = incrementalLogits(*m.engine, t, 8);
+  all.insert(all.end(), inc.begin(), inc.end());
+  return all;
+}
+
+class GroupedW8a8 : public ::testing::TestWithParam<std::string> {};
+
+// A dense Llama (hidden 256, ffn 688: K of 2 and 6 groups, the last one
+// short) and a Qwen3-MoE (expert GEMMs through the grouped and
+// token-gathering drivers): every variant this host runs against the
+// reference of the same per-group quantization, teacher-forced 48 tokens,
+// fp32 cache. Int8 activations make routing and rounding discontinuous, so
+// the bar is the W8A8 one (per-position cosine >= 0.99).
+TEST_P(GroupedW8a8, EveryVariantMatchesTheGroupedReference) {
+  const std::string dir = tempDir() + "/g128-" + GetParam();
+  CommandResult s = runHyc({"synth", "--arch", GetParam(), "--preset", "small", "--seed", "5",
+                            "-o", dir});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::vector<int32_t> t = {1};
+  for (int i = 1; i < 48; ++i)
+    t.push_back(int32_t(3 + (i * 97) % 1000));
+  std::vector<std::string> ref = kBounds, refChannel = kBounds, fast = kBounds;
+  ref.insert(ref.end(), {"--target", "reference", "--quant", "w8a8-g128"});
+  refChannel.insert(refChannel.end(), {"--target", "reference", "--quant", "w8a8"});
+  fast.insert(fast.end(), {"--target", "portable", "--quant", "w8a8-g128"});
+  const std::vector<float> want = teacherForced(compileOnce(dir, ref), "reference", t);
+  ASSERT_FALSE(want.empty());
+  // The scheme is not per-channel W8A8 under another name.
+  const std::vector<float> channel =
+      teacherForced(compileOnce(dir, refChannel), "reference", t);
+  EXPECT_GT(maxAbsDiff(want, channel), 1e-4);
+  const std::string art = compileOnce(dir, fast);
+  auto manifest = nlohmann::json::parse(readFile(art + "/manifest.json"));
+  bool grouped = false;
+  for (const auto &tensor : manifest["weights"]["tensors"])
+    grouped = grouped || tensor["dtype"] == "s8_vnni4_g128";
+  EXPECT_TRUE(grouped) << "no weight packed in K = 128 groups";
+  const size_t vocab = want.size() / (2 * t.size());
+  int ran = 0;
+  for (const auto &v : manifest["variants"]) {
+    bool runs = true;
+    for (const auto &f : v["cpu_features"])
+      runs = runs && hyrt::host_has_cpu_feature(f.get<std::string>());
+    if (!runs) {
+      std::printf("%s: variant %s skipped (this CPU lacks its features)\n",
+                  GetParam().c_str(), v["name"].get<std::string>().c_str());
+      continue;
+    }
+    const std::vector<float> got = teacherForced(art, v["name"], t);
+    ASSERT_EQ(got.size(), want.size());
+    double worst = 1;
+    for (size_t p = 0; p < 2 * t.size(); ++p)
+      worst = std::min(worst, hyc::test::cosine(got.data() + p * vocab,
+                                                want.data() + p * vocab, vocab));
+    std::printf("%s w8a8-g128 %s vs reference: worst per-position cosine %.6f\n",
+                GetParam().c_str(), v["name"].get<std::string>().c_str(), worst);
+    EXPECT_GE(worst, 0.99) << v["name"];
+    ++ran;
+  }
+  EXPECT_GT(ran, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Synth, GroupedW8a8, ::testing::Values("llama", "qwen3-moe"),
+                         caseName);
+
+// The first 200 TinyStories paragraphs on every real model: W8A8 and
+// W8A8-g128 (default target: this host's best variant) within 0.05 of the
+// fp32 reference perplexity. aidreams260K was trained on other text with
+// another tokenizer: its perplexity on these paragraphs is ~230, where an
+// absolute 0.05 would demand 50x the precision asked of the TinyStories
+// models (0.05 of ~4.2, i.e. 1.2%); it is held to that same relative bar.
+TEST(GroupedW8a8Perplexity, EveryRealModelWithinPointZeroFiveOfFp32) {
+  if (!haveShared())
+    GTEST_SKIP() << "../shared/models absent";
+  const std::string models = sharedDir() + "/models/";
+  for (const char *m : {"stories260K/stories260K.bin", "llama2xs-tinystories/model.bin",
+                        "babyllama-tok105/model5000.bin", "aidreams260K/aidreams260K.bin"}) {
+    // aidreams260K's context is 128 positions.
+    const std::string len = std::string(m).rfind("aidreams", 0) == 0 ? "128" : "256";
+    const std::vector<std::string> bounds = {"--max-seq-len", len, "--max-batch-tokens", "64"};
+    std::vector<std::string> w8 = bounds, g128 = bounds;
+    w8.insert(w8.end(), {"--target", "portable", "--quant", "w8a8"});
+    g128.insert(g128.end(), {"--target", "portable", "--quant", "w8a8-g128"});
+    const double f32 = std::exp(meanNll(compileOnce(models + m, bounds)));
+    const double pw8 = std::exp(meanNll(compileOnce(models + m, w8)));
+    const double pg = std::exp(meanNll(compileOnce(models + m, g128)));
+    std::printf("| %s | %.4f | %.4f (%+.4f) | %.4f (%+.4f) |\n", m, f32, pw8, pw8 - f32, pg,
+                pg - f32);
+    const double bar = f32 < 10 ? 0.05 : f32 * 0.05 / 4.219;
+    EXPECT_LT(std::fabs(pw8 - f32), bar) << m;
+    EXPECT_LT(std::fabs(pg - f32), bar) << m;
+  }
+}
+
+} // namespace
+} // namespace hyc::e2e
