@@ -104,6 +104,50 @@ bool readWeight(const models::Checkpoint &ckpt, const PlannedWeight &w,
   return true;
 }
 
+/// One [n, k] matrix as the checkpoint stores it in channel-INT8 (a brace
+/// name: each part); false when any part is stored otherwise.
+bool readStoredInt8Matrix(const models::Checkpoint &ckpt, const std::string &name,
+                          int64_t n, int64_t k, int8_t *q, float *scale) {
+  std::vector<std::string> parts = braceAlternatives(name);
+  if (parts.empty())
+    parts.push_back(name);
+  const int64_t rows = n / int64_t(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const models::WeightInfo *info = ckpt.weights->find(parts[i]);
+    if (!info || info->shape != std::vector<int64_t>{rows, k} ||
+        !ckpt.weights->read_int8_channel(parts[i], q + int64_t(i) * rows * k,
+                                         scale + int64_t(i) * rows))
+      return false;
+  }
+  return true;
+}
+
+/// A W8A8 weight [.., N, K] (expert stacks included) as the checkpoint
+/// stores it in channel-INT8: its int8 values and scales kept bit for bit
+/// rather than re-quantized from their fp32 product (which changes every
+/// row whose largest |q| is not 127). False when it is stored otherwise.
+bool readStoredInt8(const models::Checkpoint &ckpt, const std::string &name,
+                    const std::vector<int64_t> &shape, std::vector<int8_t> &q,
+                    std::vector<float> &scale) {
+  if (shape.size() < 2)
+    return false;
+  const int64_t n = shape[shape.size() - 2], k = shape.back();
+  const int64_t experts = shape.size() == 3 ? shape[0] : 1;
+  q.resize(size_t(experts * n * k));
+  scale.resize(size_t(experts * n));
+  const std::string marker = "experts.*.";
+  const size_t at = name.find(marker);
+  if (at == std::string::npos)
+    return experts == 1 && readStoredInt8Matrix(ckpt, name, n, k, q.data(), scale.data());
+  for (int64_t e = 0; e < experts; ++e)
+    if (!readStoredInt8Matrix(ckpt,
+                              name.substr(0, at) + "experts." + std::to_string(e) + "." +
+                                  name.substr(at + marker.size()),
+                              n, k, q.data() + e * n * k, scale.data() + e * n))
+      return false;
+  return true;
+}
+
 /// Symmetric per-row int8: scale = max|w| / 127, q = round(w / scale).
 void quantizeRows(const std::vector<float> &w, int64_t n, int64_t k,
                   std::vector<int8_t> &q, std::vector<float> &scale) {
@@ -216,6 +260,36 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
       shape.back() = info->shape[1]; // [.., N, groups] -> [.., N, K]
     else
       shape.push_back(info->shape[1]);
+  }
+  // Channel-INT8 checkpoints under per-channel W8A8: their own numbers.
+  if (std::vector<int8_t> q; (derivation == "w8a8" || derivation == "w8a8.scale")) {
+    std::vector<float> scale;
+    if (readStoredInt8(ckpt, base, shape, q, scale)) {
+      auto append = [&](const void *p, size_t size) {
+        bytes.insert(bytes.end(), static_cast<const uint8_t *>(p),
+                     static_cast<const uint8_t *>(p) + size);
+      };
+      if (derivation == "w8a8.scale") {
+        append(scale.data(), scale.size() * sizeof(float));
+        return true;
+      }
+      if (w.layout != "s8_vnni4") {
+        append(q.data(), q.size());
+        return true;
+      }
+      // Packed like the re-quantized path: expert by expert, each brace
+      // part on its own.
+      const int64_t n = shape[shape.size() - 2], k = shape.back();
+      const int64_t experts = shape.size() == 3 ? shape[0] : 1;
+      const int64_t parts = std::max<int64_t>(1, int64_t(braceAlternatives(base).size()));
+      for (int64_t e = 0; e < experts; ++e)
+        for (int64_t i = 0; i < parts; ++i) {
+          const codegen::PackedB p = codegen::pack_b_s8(
+              q.data() + (e * n + i * (n / parts)) * k, n / parts, k, k);
+          append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
+        }
+      return true;
+    }
   }
   std::vector<float> f32(size_t(numelOf(shape)));
   if (!readWeight(ckpt, PlannedWeight{base, shape, "f32"}, f32.data(), error))

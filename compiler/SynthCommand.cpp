@@ -12,7 +12,7 @@ namespace hyc::compiler {
 
 static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|small] [--seed N] -o DIR
        hyc synth --preset dense-1b|moe-small|mla-small [--seed N] -o DIR
-                 [--fp8 [--dequantized-copy DIR2]]
+                 [--fp8 [--dequantized-copy DIR2] | --int8]
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
 names, model.safetensors, and a llama2.c tokenizer.bin) with seeded weights.
@@ -25,6 +25,8 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
 
   --fp8                  store linear weights as e4m3 with 128x128
                          weight_scale_inv blocks (DeepSeek's FP8 format)
+  --int8                 store linear weights as channel-INT8: int8 values
+                         with one weight_scale per output row (w8a8_int8)
   --dequantized-copy D   with --fp8: also write the exact fp32 dequantized
                          twin of the checkpoint to D
 )";
@@ -64,7 +66,7 @@ int runConvertGgufCommand(int argc, char **argv) {
 
 int runSynthCommand(int argc, char **argv) {
   cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy"},
-                 {"help", "fp8"});
+                 {"help", "fp8", "int8"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc synth: %s\n%s", error.c_str(), kSynthUsage);
@@ -95,6 +97,7 @@ int runSynthCommand(int argc, char **argv) {
   options.seed = static_cast<uint64_t>(seed);
   options.output_dir = out;
   options.fp8 = args.has("fp8");
+  options.int8 = args.has("int8");
   options.dequantize_fp8_to = args.get("dequantized-copy");
   auto status = models::synthesize(options);
   if (!status.ok()) {

@@ -42,6 +42,22 @@ protected:
     return model_.tensor(stored);
   }
 
+  bool channel_scales(const std::string &stored, int64_t n,
+                      std::vector<float> &out) const override {
+    const std::string name = stored + "_scale";
+    if (!model_.has(name))
+      return false;
+    Expected<io::TensorView> scale = model_.tensor(name);
+    if (!scale || !(scale->shape == std::vector<int64_t>{n} ||
+                    scale->shape == std::vector<int64_t>{n, 1}))
+      return false;
+    Expected<std::vector<float>> f = io::to_f32(*scale);
+    if (!f)
+      return false;
+    out = std::move(*f);
+    return true;
+  }
+
   Status convert(const std::string &stored, const io::TensorView &v,
                  float *out) const override {
     // Channel-INT8 (w8a8_int8, compressed-tensors int-quantized): int8

@@ -122,6 +122,16 @@ public:
   virtual const WeightInfo *find(const std::string &name) const;
   /// Writes the weight as fp32 into out (numel floats).
   virtual Status read_f32(const std::string &name, float *out) const = 0;
+  /// True when the checkpoint stores `name` [N, K] as symmetric per-channel
+  /// int8 (channel-INT8, compressed-tensors int-quantized): then writes its
+  /// int8 values (N * K) and its scales (N, as fp32) as stored, so that a
+  /// W8A8 artifact keeps them bit for bit instead of re-quantizing their
+  /// fp32 product. False (nothing written) for any other storage.
+  virtual bool read_int8_channel(const std::string &name, int8_t *q,
+                                 float *scale) const {
+    (void)name, (void)q, (void)scale;
+    return false;
+  }
 };
 
 /// Tokenizer vocabulary carried by a checkpoint (maps onto

@@ -167,6 +167,36 @@ void quantizeEntry(io::SafetensorsEntry &e,
   extra.push_back(std::move(s));
 }
 
+/// Replaces an F32 [N, K] entry by channel-INT8: I8 values and the
+/// `<name>_scale` F32 [N] entry (odd rows with their largest |q| at 100).
+void quantizeEntryInt8(io::SafetensorsEntry &e, std::vector<io::SafetensorsEntry> &extra) {
+  const int64_t n = e.shape[0], k = e.shape[1];
+  std::vector<float> w(static_cast<size_t>(n * k));
+  std::memcpy(w.data(), e.bytes.data(), e.bytes.size());
+  std::vector<float> scale(static_cast<size_t>(n));
+  std::vector<uint8_t> q(static_cast<size_t>(n * k));
+  for (int64_t r = 0; r < n; ++r) {
+    float amax = 0;
+    for (int64_t c = 0; c < k; ++c)
+      amax = std::max(amax, std::fabs(w[size_t(r * k + c)]));
+    const float sc = amax > 0 ? amax / (r % 2 ? 100.0f : 127.0f) : 1.0f;
+    scale[size_t(r)] = sc;
+    for (int64_t c = 0; c < k; ++c) {
+      const float v = std::nearbyint(w[size_t(r * k + c)] / sc);
+      q[size_t(r * k + c)] = uint8_t(int8_t(std::max(-127.0f, std::min(127.0f, v))));
+    }
+  }
+  e.dtype = io::DType::I8;
+  e.bytes = std::move(q);
+  io::SafetensorsEntry s;
+  s.name = e.name + "_scale";
+  s.dtype = io::DType::F32;
+  s.shape = {n};
+  s.bytes.resize(scale.size() * sizeof(float));
+  std::memcpy(s.bytes.data(), scale.data(), s.bytes.size());
+  extra.push_back(std::move(s));
+}
+
 //===----------------------------------------------------------------------===//
 // Tokenizer.
 //===----------------------------------------------------------------------===//
@@ -521,6 +551,8 @@ Expected<ModelSpec> synth_spec(const std::string &arch_name,
 Status synthesize(const SynthOptions &options) {
   if (options.output_dir.empty())
     return Error("synth: no output directory given");
+  if (options.fp8 && options.int8)
+    return Error("synth: fp8 and int8 weights are exclusive");
   if (!options.dequantize_fp8_to.empty() && !options.fp8)
     return Error("synth: dequantize_fp8_to ('" + options.dequantize_fp8_to +
                  "') needs fp8");
@@ -550,6 +582,8 @@ Status synthesize(const SynthOptions &options) {
       tensors.back().name = family->canonical_to_hf(w.name);
     if (options.fp8 && w.shape.size() == 2 && isFp8Linear(w.name))
       quantizeEntry(tensors.back(), scales);
+    if (options.int8 && w.shape.size() == 2 && isFp8Linear(w.name))
+      quantizeEntryInt8(tensors.back(), scales);
   }
   for (io::SafetensorsEntry &s : scales)
     tensors.push_back(std::move(s));
@@ -561,6 +595,8 @@ Status synthesize(const SynthOptions &options) {
                                      {"fmt", "e4m3"},
                                      {"activation_scheme", "dynamic"},
                                      {"weight_block_size", {128, 128}}};
+  if (options.int8)
+    config["quantization_config"] = {{"quant_method", "w8a8_int8"}};
   HYC_CKPT_TRY(
       writeText((dir / "config.json").string(), config.dump(2) + "\n"));
   HYC_CKPT_TRY(

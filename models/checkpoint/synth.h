@@ -46,6 +46,13 @@ struct SynthOptions {
   /// fp8 model is therefore not the fp32 synth model of the same seed: use
   /// dequantize_fp8_to for its exact fp32 twin.
   bool fp8 = false;
+  /// Channel-INT8 weights (the same projections as fp8): int8 values with
+  /// one F32 `<name>_scale` per output row (dequantized = q * scale), and
+  /// config.json `quantization_config` {quant_method w8a8_int8}. Odd rows
+  /// use scale = max|w| / 100, so their largest |q| is 100: re-quantizing
+  /// the dequantized weights (scale max|w| / 127) would change them, which
+  /// is what tests of "kept as stored" need. Exclusive with fp8.
+  bool int8 = false;
   /// With fp8: also write the exact dequantized fp32 checkpoint here (see
   /// write_dequantized_copy). Empty: none. Set without fp8: an error.
   std::string dequantize_fp8_to;

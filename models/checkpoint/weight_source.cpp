@@ -2,6 +2,8 @@
 // a spec, and llama2.c tokenizer discovery, shared by the format loaders.
 #include "models/checkpoint/weight_source.h"
 
+#include <cstring>
+
 #include "models/io/llama2c.h"
 
 #include <filesystem>
@@ -50,6 +52,20 @@ Status ViewWeightSource::read_f32(const std::string &name, float *out) const {
                  (*stored != name ? " (stored as '" + *stored + "')" : "") +
                  ": " + s.error());
   return Status();
+}
+
+bool ViewWeightSource::read_int8_channel(const std::string &name, int8_t *q,
+                                         float *scale) const {
+  const std::string *stored = nullptr;
+  Expected<io::TensorView> v = viewOf(name, &stored);
+  if (!v || v->dtype != io::DType::I8 || v->shape.size() != 2)
+    return false;
+  std::vector<float> s;
+  if (!channel_scales(*stored, v->shape[0], s))
+    return false;
+  std::memcpy(q, v->data, size_t(v->shape[0] * v->shape[1]));
+  std::memcpy(scale, s.data(), s.size() * sizeof(float));
+  return true;
 }
 
 Status ViewWeightSource::check_readable(const std::string &name) const {

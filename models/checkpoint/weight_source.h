@@ -20,6 +20,8 @@ public:
   const std::vector<WeightInfo> &weights() const override { return infos_; }
   const WeightInfo *find(const std::string &name) const override;
   Status read_f32(const std::string &name, float *out) const override;
+  bool read_int8_channel(const std::string &name, int8_t *q,
+                         float *scale) const override;
 
   /// The stored tensor behind canonical `name`, checked to be convertible
   /// to fp32; errors name the file and tensor.
@@ -35,6 +37,13 @@ protected:
   /// fp32 conversion of a view; sources with scaled formats override it.
   virtual Status convert(const std::string &stored, const io::TensorView &v,
                          float *out) const;
+  /// The per-channel scales of an int8 tensor stored as `stored`, as fp32
+  /// (N of them); false when the source keeps none (the default).
+  virtual bool channel_scales(const std::string &stored, int64_t n,
+                              std::vector<float> &out) const {
+    (void)stored, (void)n, (void)out;
+    return false;
+  }
 
 private:
   Expected<io::TensorView> viewOf(const std::string &name,

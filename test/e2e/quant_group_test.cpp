@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace hyc::e2e {
 namespace {
@@ -124,6 +125,107 @@ TEST(GroupedW8a8Perplexity, EveryRealModelWithinPointZeroFiveOfFp32) {
     EXPECT_LT(std::fabs(pw8 - f32), bar) << m;
     EXPECT_LT(std::fabs(pg - f32), bar) << m;
   }
+}
+
+} // namespace
+} // namespace hyc::e2e
+
+namespace hyc::e2e {
+namespace {
+
+/// One tensor of a safetensors file: its header entry and bytes.
+struct StoredTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+StoredTensor storedTensor(const std::string &file, const std::string &name) {
+  const std::string all = readFile(file);
+  uint64_t headerBytes = 0;
+  std::memcpy(&headerBytes, all.data(), 8);
+  auto header = nlohmann::json::parse(all.substr(8, headerBytes));
+  StoredTensor t;
+  if (!header.contains(name))
+    return t;
+  t.dtype = header[name]["dtype"];
+  t.shape = header[name]["shape"].get<std::vector<int64_t>>();
+  auto offsets = header[name]["data_offsets"].get<std::vector<uint64_t>>();
+  t.bytes = all.substr(8 + headerBytes + offsets[0], offsets[1] - offsets[0]);
+  return t;
+}
+
+/// The bytes of artifact tensor `name` in weights.bin.
+std::string artifactTensor(const std::string &art, const std::string &name) {
+  auto manifest = nlohmann::json::parse(readFile(art + "/manifest.json"));
+  const std::string all = readFile(art + "/weights.bin");
+  for (const auto &t : manifest["weights"]["tensors"])
+    if (t["name"] == name)
+      return all.substr(t["offset"].get<size_t>(), t["nbytes"].get<size_t>());
+  return "";
+}
+
+// A channel-INT8 checkpoint (hyc synth --int8: odd rows have max |q| = 100,
+// which re-quantizing their fp32 product would stretch to 127) keeps its
+// int8 weights and scales bit for bit under --quant w8a8, dense and expert
+// stacks alike; the kernel artifact built from them follows the reference.
+TEST(ChannelInt8, CheckpointNumbersKeptBitForBit) {
+  const std::string dir = tempDir() + "/int8-ckpt";
+  CommandResult s = runHyc({"synth", "--arch", "qwen3-moe", "--preset", "tiny", "--seed", "3",
+                            "--int8", "-o", dir});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const std::string ref = compileOnce(dir, {"--target", "reference", "--quant", "w8a8",
+                                            "--max-seq-len", "64"});
+  const std::string file = dir + "/model.safetensors";
+  for (const char *w : {"model.layers.0.self_attn.q_proj.weight",
+                        "model.layers.1.mlp.down_proj.weight"}) {
+    const StoredTensor q = storedTensor(file, w);
+    if (q.dtype.empty() && std::string(w).find("mlp") != std::string::npos)
+      continue; // a dense MLP name the MoE layers do not have
+    ASSERT_EQ(q.dtype, "I8") << w;
+    const StoredTensor scale = storedTensor(file, std::string(w) + "_scale");
+    ASSERT_EQ(scale.dtype, "F32") << w;
+    // Odd rows stop at 100: re-quantization would not keep them.
+    int maxOdd = 0;
+    for (int64_t c = 0; c < q.shape[1]; ++c)
+      maxOdd = std::max(maxOdd, std::abs(int(int8_t(q.bytes[size_t(q.shape[1] + c)]))));
+    EXPECT_EQ(maxOdd, 100) << w;
+    EXPECT_EQ(artifactTensor(ref, std::string(w) + "#w8a8"), q.bytes) << w;
+    EXPECT_EQ(artifactTensor(ref, std::string(w) + "#w8a8.scale"), scale.bytes) << w;
+  }
+  // An expert stack: expert 2's slice of the stacked int8 weights.
+  auto manifest = nlohmann::json::parse(readFile(ref + "/manifest.json"));
+  std::string stacked;
+  for (const auto &t : manifest["weights"]["tensors"]) {
+    const std::string n = t["name"];
+    if (n.find("experts.*.down_proj.weight#w8a8") != std::string::npos &&
+        n.find(".scale") == std::string::npos) {
+      stacked = n;
+      break;
+    }
+  }
+  ASSERT_FALSE(stacked.empty());
+  const std::string expert2 =
+      stacked.substr(0, stacked.find("*")) + "2" +
+      stacked.substr(stacked.find("*") + 1, stacked.find("#") - stacked.find("*") - 1);
+  const StoredTensor e2 = storedTensor(file, expert2);
+  ASSERT_EQ(e2.dtype, "I8") << expert2;
+  const std::string all = artifactTensor(ref, stacked);
+  EXPECT_EQ(all.substr(2 * e2.bytes.size(), e2.bytes.size()), e2.bytes) << expert2;
+
+  // The VNNI kernels on the same numbers follow the reference.
+  if (!hyrt::host_has_cpu_feature("avx512_vnni"))
+    GTEST_SKIP() << "host lacks avx512_vnni: the kernel artifact is not run";
+  const std::string fast = compileOnce(dir, {"--target", "avx512", "--quant", "w8a8",
+                                             "--max-seq-len", "64", "--kv-cache", "f32"});
+  std::vector<int32_t> t = {1, 5, 6, 7, 9, 11, 13, 17, 19, 23, 29, 31};
+  const std::vector<float> a = teacherForced(ref, "reference", t),
+                           b = teacherForced(fast, "avx512", t);
+  ASSERT_EQ(a.size(), b.size());
+  const size_t vocab = a.size() / (2 * t.size());
+  for (size_t p = 0; p < 2 * t.size(); ++p)
+    EXPECT_GE(hyc::test::cosine(a.data() + p * vocab, b.data() + p * vocab, vocab), 0.99)
+        << "position " << p;
 }
 
 } // namespace
