@@ -25,9 +25,9 @@ constexpr BrgemmTile kTiles[] = {
     // f32 x bf16 via FMA: B takes two registers per vector, plus a mask.
     {Isa::avx512_core, DT::f32, DT::bf16, 32, 12, 4, 4096},
     {Isa::avx512_core, DT::f32, DT::bf16, 64, 5, 4, 4096},
-    {Isa::avx2, DT::f32, DT::f32, 32, 6, 4, 0},
-    {Isa::avx2, DT::f32, DT::bf16, 32, 4, 4, 0},
-    {Isa::avx2, DT::u8, DT::s8, 32, 4, 4, 0},
+    {Isa::avx2, DT::f32, DT::f32, 32, 6, 4, 4096},
+    {Isa::avx2, DT::f32, DT::bf16, 32, 4, 4, 4096},
+    {Isa::avx2, DT::u8, DT::s8, 32, 4, 4, 4096},
     {Isa::amx, DT::bf16, DT::bf16, 32, 32, 1, 0},
     {Isa::amx, DT::u8, DT::s8, 32, 32, 1, 0},
 };

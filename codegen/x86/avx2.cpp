@@ -97,6 +97,14 @@ void Avx2BrgemmJit::emit_rows(int m) {
 }
 
 void Avx2BrgemmJit::emit_step(int u, int set, int half, bool partial) {
+  // The first half streams the panel: fetch both 64-byte lines of the K
+  // row `prefetch_b` bytes ahead (the second half then reads them from
+  // cache). Without it, decode (m = 1) read weights at under half the
+  // streaming bandwidth.
+  if (half == 0 && tile_.prefetch_b > 0 && !partial) {
+    prefetcht0(ptr[reg_bk + u * 128 + tile_.prefetch_b]);
+    prefetcht0(ptr[reg_bk + u * 128 + 64 + tile_.prefetch_b]);
+  }
   for (int j = 0; j < kVecs; ++j)
     emit_load_b(j, ptr[reg_bk + col_offset(half, j) + u * 128], partial);
   for (int i = 0; i < m_; ++i)
