@@ -148,22 +148,26 @@ bool readStoredInt8(const models::Checkpoint &ckpt, const std::string &name,
   return true;
 }
 
-/// Symmetric per-row int8: scale = max|w| / 127, q = round(w / scale).
-void quantizeRows(const std::vector<float> &w, int64_t n, int64_t k,
-                  std::vector<int8_t> &q, std::vector<float> &scale) {
-  q.resize(w.size());
-  scale.resize(n);
-  for (int64_t r = 0; r < n; ++r) {
-    float amax = 0;
-    for (int64_t c = 0; c < k; ++c)
-      amax = std::max(amax, std::fabs(w[r * k + c]));
-    float s = amax > 0 ? amax / 127.0f : 1.0f;
-    scale[r] = s;
-    for (int64_t c = 0; c < k; ++c) {
-      float v = std::nearbyint(w[r * k + c] / s);
-      q[r * k + c] = int8_t(std::max(-127.0f, std::min(127.0f, v)));
-    }
-  }
+/// The bytes of one int8 [n][k] matrix with its scales ([n][groups]; group
+/// 0: one per row) as a W8A8 entry stores them: the scales for a ".scale"
+/// entry, else the int8 values in the entry's layout.
+void int8MatrixBytes(const int8_t *q, const float *scale, int64_t n, int64_t k, int64_t group,
+                     const std::string &layout, bool scaleEntry, std::vector<uint8_t> &bytes) {
+  auto append = [&](const void *p, size_t size) {
+    bytes.insert(bytes.end(), static_cast<const uint8_t *>(p),
+                 static_cast<const uint8_t *>(p) + size);
+  };
+  auto appendPacked = [&](const codegen::PackedB &p) {
+    append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
+  };
+  if (scaleEntry)
+    append(scale, size_t(n * (group ? (k + group - 1) / group : 1)) * sizeof(float));
+  else if (layout == "s8_vnni4")
+    appendPacked(codegen::pack_b_s8(q, n, k, k));
+  else if (layout == "s8_vnni4_g128")
+    appendPacked(codegen::pack_b_s8_grouped(q, n, k, k, group));
+  else
+    append(q, size_t(n * k));
 }
 
 /// The bytes of one [N][K] matrix (or, for "#w8a8.scale", its scales) in
@@ -177,32 +181,23 @@ bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout
   auto appendPacked = [&](const codegen::PackedB &p) {
     append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
   };
-  std::vector<float> rowMajor(w, w + n * k);
-  if (derivation == "w8a8g128" || derivation == "w8a8g128.scale") {
-    // One scale per (row, group of 128 K-elements): scales [n][groups];
-    // kernels read the int8 weights in K = 128 blocks (s8_vnni4_g128).
-    const int64_t groups = (k + 127) / 128;
+  // W8A8: symmetric int8 per row ("w8a8") or per row and group of 128
+  // K-elements ("w8a8g128"); ".scale" entries hold the scales.
+  if (derivation.rfind("w8a8", 0) == 0) {
+    const bool scaleEntry = derivation.size() > 6 &&
+                            derivation.compare(derivation.size() - 6, 6, ".scale") == 0;
+    const std::string scheme = scaleEntry ? derivation.substr(0, derivation.size() - 6)
+                                          : derivation;
+    if (scheme != "w8a8" && scheme != "w8a8g128") {
+      error = "unknown weight derivation '" + derivation + "'";
+      return false;
+    }
+    const int64_t group = scheme == "w8a8g128" ? 128 : 0;
+    const int64_t width = group ? group : k;
     std::vector<int8_t> q(size_t(n * k));
-    std::vector<float> scale(size_t(n * groups));
-    codegen::quantize_s8_per_group(w, n, k, k, 128, q.data(), scale.data());
-    if (derivation == "w8a8g128.scale")
-      append(reinterpret_cast<const uint8_t *>(scale.data()), scale.size() * 4);
-    else if (layout == "s8_vnni4_g128")
-      appendPacked(codegen::pack_b_s8_grouped(q.data(), n, k, k, 128));
-    else
-      append(reinterpret_cast<const uint8_t *>(q.data()), q.size());
-    return true;
-  }
-  if (derivation == "w8a8" || derivation == "w8a8.scale") {
-    std::vector<int8_t> q;
-    std::vector<float> scale;
-    quantizeRows(rowMajor, n, k, q, scale);
-    if (derivation == "w8a8.scale")
-      append(reinterpret_cast<const uint8_t *>(scale.data()), scale.size() * 4);
-    else if (layout == "s8_vnni4")
-      appendPacked(codegen::pack_b_s8(q.data(), n, k, k));
-    else
-      append(reinterpret_cast<const uint8_t *>(q.data()), q.size());
+    std::vector<float> scale(size_t(n * ((k + width - 1) / width)));
+    codegen::quantize_s8_per_group(w, n, k, k, width, q.data(), scale.data());
+    int8MatrixBytes(q.data(), scale.data(), n, k, group, layout, scaleEntry, bytes);
     return true;
   }
   // "bf16": the tensor rounded to bf16, stored as the layout says.
@@ -261,35 +256,31 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
     else
       shape.push_back(info->shape[1]);
   }
+  // Every [rows, K] matrix the entry converts, in storage order: expert by
+  // expert, and a brace name's parts one after the other, each in the
+  // layout on its own (a packed [gate; up] weight is two packed matrices).
+  // `row` is the matrix's first row in the [.., N, K] tensor.
+  const int64_t n = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
+  const int64_t k = shape.empty() ? 0 : shape.back();
+  const int64_t experts = shape.size() == 3 ? shape[0] : 1;
+  const int64_t parts = std::max<int64_t>(1, int64_t(braceAlternatives(base).size()));
+  auto eachMatrix = [&](auto &&fn) {
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t i = 0; i < parts; ++i)
+        if (!fn(e * n + i * (n / parts), n / parts))
+          return false;
+    return true;
+  };
   // Channel-INT8 checkpoints under per-channel W8A8: their own numbers.
-  if (std::vector<int8_t> q; (derivation == "w8a8" || derivation == "w8a8.scale")) {
+  if (derivation == "w8a8" || derivation == "w8a8.scale") {
+    std::vector<int8_t> q;
     std::vector<float> scale;
-    if (readStoredInt8(ckpt, base, shape, q, scale)) {
-      auto append = [&](const void *p, size_t size) {
-        bytes.insert(bytes.end(), static_cast<const uint8_t *>(p),
-                     static_cast<const uint8_t *>(p) + size);
-      };
-      if (derivation == "w8a8.scale") {
-        append(scale.data(), scale.size() * sizeof(float));
+    if (readStoredInt8(ckpt, base, shape, q, scale))
+      return eachMatrix([&](int64_t row, int64_t rows) {
+        int8MatrixBytes(q.data() + row * k, scale.data() + row, rows, k, 0, w.layout,
+                        derivation == "w8a8.scale", bytes);
         return true;
-      }
-      if (w.layout != "s8_vnni4") {
-        append(q.data(), q.size());
-        return true;
-      }
-      // Packed like the re-quantized path: expert by expert, each brace
-      // part on its own.
-      const int64_t n = shape[shape.size() - 2], k = shape.back();
-      const int64_t experts = shape.size() == 3 ? shape[0] : 1;
-      const int64_t parts = std::max<int64_t>(1, int64_t(braceAlternatives(base).size()));
-      for (int64_t e = 0; e < experts; ++e)
-        for (int64_t i = 0; i < parts; ++i) {
-          const codegen::PackedB p = codegen::pack_b_s8(
-              q.data() + (e * n + i * (n / parts)) * k, n / parts, k, k);
-          append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
-        }
-      return true;
-    }
+      });
   }
   std::vector<float> f32(size_t(numelOf(shape)));
   if (!readWeight(ckpt, PlannedWeight{base, shape, "f32"}, f32.data(), error))
@@ -303,27 +294,14 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
     std::memcpy(bytes.data(), f32.data(), bytes.size());
     return true;
   }
-  // A brace name's parts are laid out one after the other, each in the
-  // layout on its own (a packed [gate; up] weight is two packed matrices).
-  const int64_t parts = std::max<int64_t>(1, int64_t(braceAlternatives(base).size()));
-  auto convert = [&](const float *matrix, int64_t n, int64_t k) {
-    for (int64_t i = 0; i < parts; ++i)
-      if (!matrixBytes(matrix + i * (n / parts) * k, n / parts, k, w.layout,
-                       derivation, bytes, error))
-        return false;
-    return true;
-  };
-  if (shape.size() == 2)
-    return convert(f32.data(), shape[0], shape[1]);
-  if (shape.size() == 3) {
-    for (int64_t e = 0; e < shape[0]; ++e)
-      if (!convert(f32.data() + e * shape[1] * shape[2], shape[1], shape[2]))
-        return false;
-    return true;
+  if (shape.size() != 2 && shape.size() != 3) {
+    error = "weight '" + w.name + "' of rank " + std::to_string(shape.size()) +
+            " cannot take layout " + w.layout;
+    return false;
   }
-  error = "weight '" + w.name + "' of rank " + std::to_string(shape.size()) +
-          " cannot take layout " + w.layout;
-  return false;
+  return eachMatrix([&](int64_t row, int64_t rows) {
+    return matrixBytes(f32.data() + row * k, rows, k, w.layout, derivation, bytes, error);
+  });
 }
 
 bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,

@@ -9,107 +9,121 @@ using namespace mlir;
 
 namespace hyc {
 
+namespace {
+
+using hyc::codegen::DataType;
+using hyc::codegen::Isa;
+
+/// The kernel families a scheme can run on, one per variant level.
+enum class Level { avx2, avx512, avx512NativeBf16, amx };
+
+/// One row of the scheme table: a weight scheme (per-group W8A8 apart) on a
+/// level, and the kernel that runs it.
+struct SchemeRow {
+  QuantScheme quant;
+  bool grouped; ///< W8A8 with one scale per 128 K-elements
+  Level level;
+  KernelScheme ks;
+};
+
+// macsPerCycle: FMA 16 (AVX2) / 32 (AVX-512) fp32 lanes x 2 ports; bf16 dot
+// products twice that; VNNI four times; the AVX2 int8 path (vpmaddubsw,
+// then vpmaddwd) a quarter of VNNI's rate; AMX tdpbf16ps / tdpbusd 16 rows x
+// 16 columns x 32 pairs / 64 quads per tile multiply (1024 / 2048).
+const SchemeRow kSchemes[] = {
+    {QuantScheme::f32, false, Level::avx512,
+     {Isa::avx512_core, DataType::f32, DataType::f32, "f32f32f32", "avx512core", "f32_k1",
+      "hyrt_cpu_gemm_f32", HYRT_GEMM_F32, 32, 32}},
+    {QuantScheme::bf16, false, Level::avx512,
+     {Isa::avx512_core, DataType::f32, DataType::bf16, "f32bf16f32", "avx512core",
+      "bf16_vnni2", "hyrt_cpu_gemm_f32_bf16", HYRT_GEMM_F32_BF16, 32, 16}},
+    {QuantScheme::w8a8, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::u8, DataType::s8, "u8s8f32", "avx512vnni", "s8_vnni4",
+      "hyrt_cpu_gemm_w8a8", HYRT_GEMM_W8A8, 128, 8}},
+    {QuantScheme::w8a8, true, Level::avx512,
+     {Isa::avx512_vnni, DataType::u8, DataType::s8, "u8s8f32", "avx512vnni", "s8_vnni4_g128",
+      "hyrt_cpu_gemm_w8a8_g128", HYRT_GEMM_W8A8_G128, 128, 8, HYRT_GEMM_GROUP_K}},
+    {QuantScheme::bf16, false, Level::avx512NativeBf16,
+     {Isa::avx512_bf16, DataType::bf16, DataType::bf16, "bf16bf16f32", "avx512bf16",
+      "bf16_vnni2", "hyrt_cpu_gemm_bf16", HYRT_GEMM_BF16, 64, 16}},
+    {QuantScheme::f32, false, Level::avx2,
+     {Isa::avx2, DataType::f32, DataType::f32, "f32f32f32", "avx2", "f32_k1",
+      "hyrt_cpu_gemm_f32", HYRT_GEMM_F32, 16, 32}},
+    {QuantScheme::bf16, false, Level::avx2,
+     {Isa::avx2, DataType::f32, DataType::bf16, "f32bf16f32", "avx2", "bf16_vnni2",
+      "hyrt_cpu_gemm_f32_bf16", HYRT_GEMM_F32_BF16, 16, 16}},
+    {QuantScheme::w8a8, false, Level::avx2,
+     {Isa::avx2, DataType::u8, DataType::s8, "u8s8f32", "avx2", "s8_vnni4",
+      "hyrt_cpu_gemm_w8a8", HYRT_GEMM_W8A8, 32, 8}},
+    {QuantScheme::w8a8, true, Level::avx2,
+     {Isa::avx2, DataType::u8, DataType::s8, "u8s8f32", "avx2", "s8_vnni4_g128",
+      "hyrt_cpu_gemm_w8a8_g128", HYRT_GEMM_W8A8_G128, 32, 8, HYRT_GEMM_GROUP_K}},
+    {QuantScheme::bf16, false, Level::amx,
+     {Isa::amx, DataType::bf16, DataType::bf16, "bf16bf16f32", "amx", "bf16_vnni2",
+      "hyrt_cpu_gemm_bf16", HYRT_GEMM_BF16, 1024, 16}},
+    {QuantScheme::w8a8, false, Level::amx,
+     {Isa::amx, DataType::u8, DataType::s8, "u8s8f32", "amx", "s8_vnni4", "hyrt_cpu_gemm_w8a8",
+      HYRT_GEMM_W8A8, 2048, 8}},
+    {QuantScheme::w8a8, true, Level::amx,
+     {Isa::amx, DataType::u8, DataType::s8, "u8s8f32", "amx", "s8_vnni4_g128",
+      "hyrt_cpu_gemm_w8a8_g128", HYRT_GEMM_W8A8_G128, 2048, 8, HYRT_GEMM_GROUP_K}},
+};
+
+const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {
+  for (const SchemeRow &r : kSchemes)
+    if (r.quant == quant && r.grouped == grouped && r.level == level)
+      return &r.ks;
+  return nullptr;
+}
+
+/// The row of a scheme object of the table.
+const SchemeRow *rowOf(const KernelScheme &ks) {
+  for (const SchemeRow &r : kSchemes)
+    if (&r.ks == &ks)
+      return &r;
+  return nullptr;
+}
+
+/// A target's level for `quant`: native bf16 changes only bf16 GEMMs.
+const KernelScheme *schemeOn(QuantScheme quant, bool grouped, KernelTarget target) {
+  if (target.avx2)
+    return find(quant, grouped, Level::avx2);
+  if (target.nativeBf16)
+    if (const KernelScheme *ks = find(quant, grouped, Level::avx512NativeBf16))
+      return ks;
+  return find(quant, grouped, Level::avx512);
+}
+
+} // namespace
+
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
-  const bool nativeBf16 = target.nativeBf16, avx2 = target.avx2;
-  using hyc::codegen::DataType;
-  using hyc::codegen::Isa;
-  static const KernelScheme f32{Isa::avx512_core, DataType::f32, DataType::f32,
-                                "f32f32f32", "avx512core", "f32_k1",
-                                "hyrt_cpu_gemm_f32", 0, 32, 32};
-  static const KernelScheme bf16{Isa::avx512_bf16, DataType::bf16, DataType::bf16,
-                                 "bf16bf16f32", "avx512bf16", "bf16_vnni2",
-                                 "hyrt_cpu_gemm_bf16", 1, 64, 16};
-  static const KernelScheme f32bf16{Isa::avx512_core, DataType::f32, DataType::bf16,
-                                    "f32bf16f32", "avx512core", "bf16_vnni2",
-                                    "hyrt_cpu_gemm_f32_bf16", 3, 32, 16};
-  static const KernelScheme w8a8{Isa::avx512_vnni, DataType::u8, DataType::s8,
-                                 "u8s8f32", "avx512vnni", "s8_vnni4",
-                                 "hyrt_cpu_gemm_w8a8", 2, 128, 8};
-  static const KernelScheme f32Avx2{Isa::avx2, DataType::f32, DataType::f32,
-                                    "f32f32f32", "avx2", "f32_k1",
-                                    "hyrt_cpu_gemm_f32", 0, 16, 32};
-  // bf16 weights widened to fp32 for FMA; int8 through vpmaddubsw (two
-  // products per 16-bit lane, then vpmaddwd), a quarter of VNNI's rate.
-  static const KernelScheme f32bf16Avx2{Isa::avx2, DataType::f32, DataType::bf16,
-                                        "f32bf16f32", "avx2", "bf16_vnni2",
-                                        "hyrt_cpu_gemm_f32_bf16", 3, 16, 16};
-  static const KernelScheme w8a8Avx2{Isa::avx2, DataType::u8, DataType::s8,
-                                     "u8s8f32", "avx2", "s8_vnni4",
-                                     "hyrt_cpu_gemm_w8a8", 2, 32, 8};
-  if (avx2) {
-    switch (scheme) {
-    case QuantScheme::f32:
-      return &f32Avx2;
-    case QuantScheme::bf16:
-      return &f32bf16Avx2;
-    case QuantScheme::w8a8:
-      return &w8a8Avx2;
-    default:
-      return nullptr;
-    }
-  }
-  switch (scheme) {
-  case QuantScheme::f32:
-    return &f32;
-  case QuantScheme::bf16:
-    return nativeBf16 ? &bf16 : &f32bf16;
-  case QuantScheme::w8a8:
-    return &w8a8;
-  default:
-    return nullptr;
-  }
+  return schemeOn(scheme, false, target);
 }
 
 const KernelScheme *groupedW8a8SchemeFor(KernelTarget target) {
-  using hyc::codegen::DataType;
-  using hyc::codegen::Isa;
-  static const KernelScheme vnni{Isa::avx512_vnni, DataType::u8, DataType::s8,
-                                 "u8s8f32", "avx512vnni", "s8_vnni4_g128",
-                                 "hyrt_cpu_gemm_w8a8_g128", HYRT_GEMM_W8A8_G128, 128, 8,
-                                 HYRT_GEMM_GROUP_K};
-  static const KernelScheme avx2{Isa::avx2, DataType::u8, DataType::s8, "u8s8f32", "avx2",
-                                 "s8_vnni4_g128", "hyrt_cpu_gemm_w8a8_g128",
-                                 HYRT_GEMM_W8A8_G128, 32, 8, HYRT_GEMM_GROUP_K};
-  return target.avx2 ? &avx2 : &vnni;
+  return schemeOn(QuantScheme::w8a8, true, target);
 }
 
 const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
                                       llvm::StringRef typesName, llvm::StringRef layout) {
-  for (KernelTarget t : {KernelTarget{false, false}, KernelTarget{true, false},
-                         KernelTarget{false, true}}) {
-    for (QuantScheme q : {QuantScheme::f32, QuantScheme::bf16, QuantScheme::w8a8})
-      if (const KernelScheme *ks = kernelSchemeFor(q, t);
-          ks && isaName == ks->isaName && typesName == ks->typesName &&
-          layout == ks->layout)
-        return ks;
-    if (const KernelScheme *ks = groupedW8a8SchemeFor(t);
-        isaName == ks->isaName && typesName == ks->typesName && layout == ks->layout)
-      return ks;
-  }
+  for (const SchemeRow &r : kSchemes)
+    if (r.level != Level::amx && isaName == r.ks.isaName && typesName == r.ks.typesName &&
+        layout == r.ks.layout)
+      return &r.ks;
   return nullptr;
 }
 
 const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
-  using hyc::codegen::DataType;
-  using hyc::codegen::Isa;
-  // tdpbf16ps / tdpbusd: 16 rows x 16 columns x 32 pairs / 64 quads per
-  // tile multiply, 1024 multiply-adds per cycle (bf16) and 2048 (int8).
-  static const KernelScheme bf16{Isa::amx, DataType::bf16, DataType::bf16,
-                                 "bf16bf16f32", "amx", "bf16_vnni2",
-                                 "hyrt_cpu_gemm_bf16", 1, 1024, 16};
-  static const KernelScheme w8a8{Isa::amx, DataType::u8, DataType::s8,
-                                 "u8s8f32", "amx", "s8_vnni4",
-                                 "hyrt_cpu_gemm_w8a8", 2, 2048, 8};
-  static const KernelScheme w8a8Grouped{Isa::amx, DataType::u8, DataType::s8, "u8s8f32",
-                                        "amx", "s8_vnni4_g128", "hyrt_cpu_gemm_w8a8_g128",
-                                        HYRT_GEMM_W8A8_G128, 2048, 8, HYRT_GEMM_GROUP_K};
-  if (ks.isa == Isa::avx512_bf16 && ks.scratchId == 1 && k % 2 == 0)
-    return &bf16;
-  if (ks.isa == Isa::avx512_vnni && ks.scratchId == 2 && k % 4 == 0)
-    return &w8a8;
-  if (ks.isa == Isa::avx512_vnni && ks.scratchId == HYRT_GEMM_W8A8_G128)
-    return &w8a8Grouped; // K = 128 blocks: whole quads
-  return nullptr;
+  // Only the schemes AMX hosts take (native bf16, VNNI): AMX tiles read the
+  // same activations and packed layouts, K in whole pairs / quads (a
+  // per-group GEMM's kernels are K = 128).
+  const SchemeRow *row = rowOf(ks);
+  if (!row || (ks.isa != Isa::avx512_bf16 && ks.isa != Isa::avx512_vnni))
+    return nullptr;
+  const int64_t unit = ks.aType == DataType::bf16 ? 2 : 4;
+  if (!ks.groupK && k % unit != 0)
+    return nullptr;
+  return find(row->quant, row->grouped, Level::amx);
 }
 
 int64_t kernelRows(const KernelScheme &ks) {

@@ -24,10 +24,11 @@ struct PostArgs {
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Weight-scale groups along K: ceil(K / 128) for the grouped scheme, else 1
-/// (one scale per output channel, or none).
-int64_t weightGroups(int32_t scheme, int64_t K) {
-  return scheme == HYRT_GEMM_W8A8_G128 ? (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K : 1;
+/// Weight-scale groups along K: ceil(K / 128) for HYRT_GEMM_W8A8_G128, 0
+/// for every other scheme (one scale per output channel, or none).
+int64_t groupsOf(int32_t scheme, int64_t K) {
+  return scheme == HYRT_GEMM_W8A8_G128 ? hyrt_gemm_activation_k(scheme, K) / HYRT_GEMM_GROUP_K
+                                       : 0;
 }
 
 /// Bytes of one packed 32-column panel of K (codegen/pack.h layouts).
@@ -39,7 +40,7 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
   case HYRT_GEMM_W8A8:
     return (roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4; // + int32 comp[32]
   case HYRT_GEMM_W8A8_G128: // whole groups of K = 128, each with its comp
-    return weightGroups(scheme, K) * panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
+    return groupsOf(scheme, K) * panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
   default:
     return K * kPanel * 4; // [K][32] f32
   }
@@ -178,8 +179,7 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
   }
   if (scheme == HYRT_GEMM_W8A8 || scheme == HYRT_GEMM_W8A8_G128) {
     // Grouped weights: rows padded (q = 0) to whole groups of 128.
-    const int64_t lda = hyrt_gemm_activation_lda(
-        scheme == HYRT_GEMM_W8A8 ? K : weightGroups(scheme, K) * HYRT_GEMM_GROUP_K, 1, 4);
+    const int64_t lda = hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
     // Layout: per-token scales (64-byte aligned block), then the u8 rows.
     float *aScale = static_cast<float *>(scratch);
     uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
@@ -244,12 +244,7 @@ void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
 /// Scale-array elements per weight matrix of N rows: N per channel, or N x
 /// groups.
 int64_t scaleStride(int32_t scheme, int64_t N, int64_t K) {
-  return N * weightGroups(scheme, K);
-}
-
-/// GemmOperands::groups of a scheme.
-int64_t groupsOf(int32_t scheme, int64_t K) {
-  return scheme == HYRT_GEMM_W8A8_G128 ? weightGroups(scheme, K) : 0;
+  return N * std::max<int64_t>(1, groupsOf(scheme, K));
 }
 
 /// Bytes of one packed [N][K] matrix in a scheme's layout.
@@ -290,15 +285,28 @@ extern "C" void hyrt_cpu_gemm_bf16(const float *x, int64_t M, int64_t K,
             m_max, K, parallel_min_macs);
 }
 
+namespace {
+
+/// W8A8 per channel or per group: activations quantized per token once,
+/// then every panel.
+void gemmW8a8(int32_t scheme, const float *x, int64_t M, int64_t K, const void *w_packed,
+              const float *w_scale, int64_t N, const float *bias, float *out, void *scratch,
+              hyrt_brgemm_fn kernel, int64_t m_max, int64_t parallel_min_macs) {
+  const Activations A = prepareActivations(scheme, x, M, K, scratch);
+  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
+            panelBytes(scheme, K), A.scale, w_scale, bias, out, kernel, m_max, K,
+            parallel_min_macs, groupsOf(scheme, K));
+}
+
+} // namespace
+
 extern "C" void hyrt_cpu_gemm_w8a8(const float *x, int64_t M, int64_t K,
                                    const void *w_packed, const float *w_scale,
                                    int64_t N, const float *bias, float *out,
                                    void *scratch, hyrt_brgemm_fn kernel,
                                    int64_t m_max, int64_t parallel_min_macs) {
-  const Activations A = prepareActivations(HYRT_GEMM_W8A8, x, M, K, scratch);
-  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
-            panelBytes(HYRT_GEMM_W8A8, K), A.scale, w_scale, bias, out, kernel,
-            m_max, K, parallel_min_macs);
+  gemmW8a8(HYRT_GEMM_W8A8, x, M, K, w_packed, w_scale, N, bias, out, scratch, kernel, m_max,
+           parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
@@ -306,10 +314,8 @@ extern "C" void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
                                         int64_t N, const float *bias, float *out,
                                         void *scratch, hyrt_brgemm_fn kernel,
                                         int64_t m_max, int64_t parallel_min_macs) {
-  const Activations A = prepareActivations(HYRT_GEMM_W8A8_G128, x, M, K, scratch);
-  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
-            panelBytes(HYRT_GEMM_W8A8_G128, K), A.scale, w_scale, bias, out, kernel, m_max,
-            K, parallel_min_macs, groupsOf(HYRT_GEMM_W8A8_G128, K));
+  gemmW8a8(HYRT_GEMM_W8A8_G128, x, M, K, w_packed, w_scale, N, bias, out, scratch, kernel,
+           m_max, parallel_min_macs);
 }
 
 extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,

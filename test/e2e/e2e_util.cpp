@@ -1,6 +1,8 @@
 // Helpers for end-to-end tests (see e2e_util.h).
 #include "test/e2e/e2e_util.h"
 
+#include "hyrt/cpu_features.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -99,6 +101,23 @@ std::string compileOnce(const std::string &input,
   EXPECT_EQ(r.exit_code, 0) << "hyc compile " << input << " failed:\n" << r.err;
   cache[key] = out;
   return out;
+}
+
+VariantSplit variantsOf(const std::string &artifact) {
+  VariantSplit s;
+  auto manifest = nlohmann::json::parse(readFile(artifact + "/manifest.json"));
+  for (const auto &v : manifest["variants"]) {
+    std::string missing;
+    for (const auto &f : v["cpu_features"])
+      if (!hyrt::host_has_cpu_feature(f.get<std::string>()))
+        missing += (missing.empty() ? "" : ", ") + f.get<std::string>();
+    const std::string name = v["name"];
+    if (missing.empty())
+      s.run.push_back(name);
+    else
+      s.skipped.push_back(name + " (this CPU lacks " + missing + ")");
+  }
+  return s;
 }
 
 double meanNll(const std::string &artifact) {

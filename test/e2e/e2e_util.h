@@ -34,6 +34,14 @@ std::string tempDir();
 std::string compileOnce(const std::string &input,
                         const std::vector<std::string> &flags = {});
 
+/// An artifact's ISA variants (manifest order), split by whether this host
+/// has their CPU features.
+struct VariantSplit {
+  std::vector<std::string> run;     ///< variants this host executes
+  std::vector<std::string> skipped; ///< "name (this CPU lacks ...)"
+};
+VariantSplit variantsOf(const std::string &artifact);
+
 /// Mean next-token NLL of `hyc perplexity` on the first 200 TinyStories
 /// validation paragraphs (../shared/models); exp() of it is the perplexity.
 double meanNll(const std::string &artifact);

@@ -20,12 +20,19 @@ struct LoadedModel {
   std::unique_ptr<hyrt::Engine> engine;
 };
 
-inline LoadedModel loadModel(const std::string &dir, int64_t pageSize = 16) {
+/// Opens artifact `dir` on an engine; `isa` forces a variant (as HYC_ISA;
+/// empty: the best one the host runs).
+inline LoadedModel loadModel(const std::string &dir, int64_t pageSize = 16,
+                             const std::string &isa = "") {
   LoadedModel m;
-  hyrt::Status st = hyrt::Artifact::open(dir, {}, &m.artifact);
+  hyrt::ArtifactOptions artifactOptions;
+  artifactOptions.isa = isa;
+  hyrt::Status st = hyrt::Artifact::open(dir, artifactOptions, &m.artifact);
   EXPECT_TRUE(st.ok()) << st.message();
   if (!st.ok())
     return m;
+  if (!isa.empty())
+    EXPECT_EQ(m.artifact->variant().name, isa);
   hyrt::EngineOptions options;
   options.page_size = pageSize;
   st = hyrt::Engine::create(m.artifact.get(), options, &m.engine);

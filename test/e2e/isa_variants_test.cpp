@@ -24,29 +24,6 @@
 namespace hyc::e2e {
 namespace {
 
-struct VariantSplit {
-  std::vector<std::string> run;     ///< variants this host executes
-  std::vector<std::string> skipped; ///< "name (this CPU lacks ...)"
-};
-
-/// The artifact's variants, split by whether this host has their features.
-VariantSplit variantsOf(const std::string &artifact) {
-  VariantSplit s;
-  auto manifest = nlohmann::json::parse(readFile(artifact + "/manifest.json"));
-  for (const auto &v : manifest["variants"]) {
-    std::string missing;
-    for (const auto &f : v["cpu_features"])
-      if (!hyrt::host_has_cpu_feature(f.get<std::string>()))
-        missing += (missing.empty() ? "" : ", ") + f.get<std::string>();
-    const std::string name = v["name"];
-    if (missing.empty())
-      s.run.push_back(name);
-    else
-      s.skipped.push_back(name + " (this CPU lacks " + missing + ")");
-  }
-  return s;
-}
-
 std::string joined(const std::vector<std::string> &v) {
   std::string out;
   for (const std::string &x : v)
@@ -61,20 +38,6 @@ void report(const std::string &what, const VariantSplit &s) {
   std::printf("%s\n", line.c_str());
   std::ofstream(std::string(HYC_BUILD_DIR) + "/test/e2e/isa-variants.txt", std::ios::app)
       << line << "\n";
-}
-
-LoadedModel loadVariant(const std::string &dir, const std::string &isa) {
-  LoadedModel m;
-  hyrt::ArtifactOptions options;
-  options.isa = isa;
-  hyrt::Status st = hyrt::Artifact::open(dir, options, &m.artifact);
-  EXPECT_TRUE(st.ok()) << st.message();
-  if (!st.ok())
-    return m;
-  EXPECT_EQ(m.artifact->variant().name, isa);
-  st = hyrt::Engine::create(m.artifact.get(), {}, &m.engine);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return m;
 }
 
 /// Runs `hyc args...` with HYC_ISA set to `isa`.
@@ -102,7 +65,7 @@ TEST_P(IsaVariantsGolden, EveryVariantMatchesTheGoldenLogits) {
   ASSERT_FALSE(split.run.empty()) << "no variant runs here: " << joined(split.skipped);
   auto inputs = nlohmann::json::parse(readFile(dir + "/inputs.json"));
   for (const std::string &isa : split.run) {
-    LoadedModel m = loadVariant(art, isa);
+    LoadedModel m = loadModel(art, 16, isa);
     ASSERT_TRUE(m.engine);
     for (const char *n : {"7", "64"}) {
       auto tokens = inputs["sequences"][n].get<std::vector<int32_t>>();

@@ -40,6 +40,14 @@ static inline int64_t hyrt_gemm_activation_lda(int64_t K, int64_t elem, int64_t 
   return lda;
 }
 
+/* Elements of K the kernels read per activation row: K, or for
+ * HYRT_GEMM_W8A8_G128 whole groups of 128 (the padding quantized to 0). */
+static inline int64_t hyrt_gemm_activation_k(int32_t scheme, int64_t K) {
+  return scheme == HYRT_GEMM_W8A8_G128
+             ? (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K * HYRT_GEMM_GROUP_K
+             : K;
+}
+
 /* Bytes of scratch for M rows: per-token scales (64-byte aligned block) then
  * the u8 rows for W8A8; the bf16 rows for BF16; none for the f32 kernels. */
 static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int64_t K) {
@@ -48,11 +56,9 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
     return M * hyrt_gemm_activation_lda(K, 2, 2) * 2;
   case HYRT_GEMM_W8A8:
     return (M * 4 + 63) / 64 * 64 + M * hyrt_gemm_activation_lda(K, 1, 4);
-  case HYRT_GEMM_W8A8_G128: {
-    const int64_t groups = (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K;
+  case HYRT_GEMM_W8A8_G128:
     return (M * 4 + 63) / 64 * 64 +
-           M * hyrt_gemm_activation_lda(groups * HYRT_GEMM_GROUP_K, 1, 4);
-  }
+           M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
   default:
     return 0;
   }
