@@ -129,6 +129,26 @@ PackedB pack_b_bf16_from_f32(const float *w, int64_t n, int64_t k,
   });
 }
 
+PackedB pack_b_f8(const uint8_t *codes, int64_t n, int64_t k, int64_t ldw) {
+  constexpr int64_t kBlock = 128;
+  PackedB p;
+  p.layout = BLayout::bf16_vnni2;
+  p.n = n;
+  p.k = k;
+  p.n_panels = ceil_div(n, kPanelCols);
+  p.panel_bytes = ceil_div(k, kBlock) * kBlock * kPanelCols;
+  p.data = AlignedBuffer(size_t(p.n_panels * p.panel_bytes));
+  for (int64_t pn = 0; pn < p.n_panels; ++pn) {
+    uint8_t *dst = p.data.data() + pn * p.panel_bytes;
+    const int64_t cols = std::min<int64_t>(kPanelCols, n - pn * kPanelCols);
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t kk = 0; kk < k; ++kk)
+        dst[((kk >> 1) * kPanelCols + c) * 2 + (kk & 1)] =
+            codes[(pn * kPanelCols + c) * ldw + kk];
+  }
+  return p;
+}
+
 PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw) {
   PackedB p = make_packed(BLayout::s8_vnni4, n, k);
   const int64_t comp_off = packed_comp_offset(k);

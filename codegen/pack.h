@@ -79,6 +79,13 @@ PackedB pack_b_s8(const int8_t *w, int64_t n, int64_t k, int64_t ldw);
 /// K = group kernel runs once per block (hyrt_cpu_gemm_w8a8_g128).
 PackedB pack_b_s8_grouped(const int8_t *w, int64_t n, int64_t k, int64_t ldw,
                           int64_t group);
+/// [N][K] e4m3fn codes (FP8 weight-only) -> the bf16_vnni2 order with one
+/// byte per element, [ceil(N/32)][ceil(K/128) * 64][32][2], K zero padded
+/// (code 0 is +0.0) to whole 128-element blocks: widening a panel's bytes
+/// to 16 bits in place order (hyrt_cpu_f8_to_bf16) gives the bf16_vnni2
+/// panel of K = 128 blocks the bf16 kernels read. panel_bytes covers all
+/// blocks; layout says bf16_vnni2 (the kernels' B layout after widening).
+PackedB pack_b_f8(const uint8_t *codes, int64_t n, int64_t k, int64_t ldw);
 /// Symmetric int8 with one scale per (row, group of `group` K-elements):
 /// scales [n][ceil(k / group)], scale = max|w| / 127 over the group.
 void quantize_s8_per_group(const float *w, int64_t n, int64_t k, int64_t ldw,

@@ -3,6 +3,7 @@
 #include "compiler/ArtifactWriter.h"
 
 #include "codegen/pack.h"
+#include "models/checkpoint/fp8.h"
 #include "hyrt/abi.h"
 #include "hyrt/tokenizer.h"
 
@@ -170,6 +171,60 @@ void int8MatrixBytes(const int8_t *q, const float *scale, int64_t n, int64_t k, 
     append(q, size_t(n * k));
 }
 
+/// The checkpoint name of matrix (expert e, part i) of a table entry: the
+/// expert-stack and brace syntax resolved.
+std::string matrixName(const std::string &base, int64_t e, int64_t i) {
+  std::string name = base;
+  if (size_t at = name.find("experts.*."); at != std::string::npos)
+    name.replace(at, 10, "experts." + std::to_string(e) + ".");
+  if (std::vector<std::string> parts = braceAlternatives(name); !parts.empty())
+    name = parts[size_t(i)];
+  return name;
+}
+
+/// One [n, k] FP8 matrix: e4m3 codes and 128 x 128 block factors as the
+/// checkpoint stores them (DeepSeek FP8, kept bit for bit), else quantized
+/// from its fp32 values.
+bool fp8Matrix(const models::Checkpoint &ckpt, const std::string &name, int64_t n, int64_t k,
+               models::Fp8BlockQuant &q, std::string &error) {
+  const int64_t blocks = ((n + 127) / 128) * ((k + 127) / 128);
+  const models::WeightInfo *info = ckpt.weights->find(name);
+  if (info && info->shape == std::vector<int64_t>{n, k}) {
+    q.codes.resize(size_t(n * k));
+    q.scale_inv.resize(size_t(blocks));
+    if (ckpt.weights->read_fp8_block(name, q.codes.data(), q.scale_inv.data()))
+      return true;
+  }
+  std::vector<float> f32(size_t(n * k));
+  if (!readTensor(ckpt, name, n * k, f32.data(), error))
+    return false;
+  q = models::quantize_fp8_block(f32.data(), n, k, 128, 128);
+  return true;
+}
+
+/// The bytes of one FP8 matrix: its block factors for a ".scale" entry,
+/// else its codes packed ("f8_vnni2") or row-major ("f8e4m3").
+bool fp8MatrixBytes(const models::Fp8BlockQuant &q, int64_t n, int64_t k,
+                    const std::string &layout, bool scaleEntry, std::vector<uint8_t> &bytes,
+                    std::string &error) {
+  auto append = [&](const void *p, size_t size) {
+    bytes.insert(bytes.end(), static_cast<const uint8_t *>(p),
+                 static_cast<const uint8_t *>(p) + size);
+  };
+  if (scaleEntry) {
+    append(q.scale_inv.data(), q.scale_inv.size() * sizeof(float));
+  } else if (layout == "f8_vnni2") {
+    const codegen::PackedB p = codegen::pack_b_f8(q.codes.data(), n, k, k);
+    append(p.data.data(), size_t(p.n_panels * p.panel_bytes));
+  } else if (layout == "f8e4m3") {
+    append(q.codes.data(), q.codes.size());
+  } else {
+    error = "unknown fp8 weight layout '" + layout + "'";
+    return false;
+  }
+  return true;
+}
+
 /// The bytes of one [N][K] matrix (or, for "#w8a8.scale", its scales) in
 /// the entry's layout, appended to `bytes`.
 bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout,
@@ -240,7 +295,8 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
   // Scales are [..., N]: the source matrix has one more dim, K, which the
   // checkpoint (or, for stacked experts, its expert 0) tells.
   std::vector<int64_t> shape = w.shape;
-  if (derivation == "w8a8.scale" || derivation == "w8a8g128.scale") {
+  if (derivation == "w8a8.scale" || derivation == "w8a8g128.scale" ||
+      derivation == "fp8.scale") {
     std::string probe = base;
     if (size_t at = probe.find("experts.*."); at != std::string::npos)
       probe.replace(at, 10, "experts.0.");
@@ -251,10 +307,16 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
       error = "checkpoint has no 2-D tensor '" + probe + "' for the scales of " + base;
       return false;
     }
-    if (derivation == "w8a8g128.scale")
+    if (derivation == "w8a8g128.scale") {
       shape.back() = info->shape[1]; // [.., N, groups] -> [.., N, K]
-    else
+    } else if (derivation == "fp8.scale") {
+      // [.., row blocks, K blocks] -> [.., N, K]: parts of n rows each.
+      const int64_t parts = std::max<size_t>(1, braceAlternatives(base).size());
+      shape.end()[-2] = parts * info->shape[0];
+      shape.back() = info->shape[1];
+    } else {
       shape.push_back(info->shape[1]);
+    }
   }
   // Every [rows, K] matrix the entry converts, in storage order: expert by
   // expert, and a brace name's parts one after the other, each in the
@@ -271,6 +333,16 @@ bool weightBytes(const models::Checkpoint &ckpt, const PlannedWeight &w,
           return false;
     return true;
   };
+  // FP8: each matrix's codes and block factors, as stored or quantized.
+  if (derivation == "fp8" || derivation == "fp8.scale") {
+    const int64_t rowsPerPart = n / parts;
+    return eachMatrix([&](int64_t row, int64_t rows) {
+      models::Fp8BlockQuant q;
+      const int64_t e = row / n, i = (row % n) / rowsPerPart;
+      return fp8Matrix(ckpt, matrixName(base, e, i), rows, k, q, error) &&
+             fp8MatrixBytes(q, rows, k, w.layout, derivation == "fp8.scale", bytes, error);
+    });
+  }
   // Channel-INT8 checkpoints under per-channel W8A8: their own numbers.
   if (derivation == "w8a8" || derivation == "w8a8.scale") {
     std::vector<int8_t> q;

@@ -67,7 +67,10 @@ options:
   --quant SCHEME           f32 (default) | bf16 (bf16 weights; fp32 FMA on
                            avx512) | w8a8 (per-channel int8 weights,
                            per-token int8 activations, VNNI) | w8a8-g128
-                           (one weight scale per 128 K-elements); the MoE
+                           (one weight scale per 128 K-elements) | fp8
+                           (e4m3 weights, one factor per 128x128 block,
+                           weight-only: widened to bf16 in the GEMM; an
+                           FP8 checkpoint keeps its own codes); the MoE
                            router and the lm_head stay bf16 (a tied head
                            gets its own bf16 copy of the table). On
                            --target=reference, bf16 and w8a8 are the plain
@@ -204,8 +207,9 @@ int runCompileCommand(int argc, char **argv) {
     return 2;
   }
   std::string quant = args.get("quant", "f32");
-  if (quant != "f32" && quant != "bf16" && quant != "w8a8" && quant != "w8a8-g128")
-    return fail("--quant expects f32|bf16|w8a8|w8a8-g128, got '" + quant + "'");
+  if (quant != "f32" && quant != "bf16" && quant != "w8a8" && quant != "w8a8-g128" &&
+      quant != "fp8")
+    return fail("--quant expects f32|bf16|w8a8|w8a8-g128|fp8, got '" + quant + "'");
   std::vector<IsaVariant> variants;
   if (!parseTargets(target, quant, variants, error))
     return fail(error);

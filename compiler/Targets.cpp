@@ -30,7 +30,8 @@ namespace {
 /// (levels whose extra instructions no kernel of `quant` uses fall back to
 /// the variant below them). Empty when `name` is not a level.
 std::string levelVariant(const std::string &name, const std::string &quant) {
-  const bool bf16 = quant == "bf16", f32 = quant == "f32";
+  // FP8 runs on the bf16 kernels (its codes widened to bf16).
+  const bool bf16 = quant == "bf16" || quant == "fp8", f32 = quant == "f32";
   for (const char *n : {"x86-64-v3", "haswell", "broadwell", "skylake", "znver1",
                         "znver2", "znver3", "alderlake"})
     if (name == n)
@@ -80,7 +81,7 @@ bool parseTargets(const std::string &target, const std::string &quant,
     if (name == "portable") {
       add("avx2");
       add("avx512");
-      if (quant == "bf16")
+      if (quant == "bf16" || quant == "fp8")
         add("avx512-bf16");
       if (quant != "f32")
         add("amx");

@@ -289,8 +289,9 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
       return b.getF32Type();
     }
   };
-  // Per-group weights: a K = groupK kernel that adds into C, run once per
-  // group by the driver; otherwise one kernel over the whole K.
+  // Per-group weights: a K = groupK kernel run once per group by the
+  // driver, adding into C (W8A8) or writing the block product the driver
+  // scales (FP8); otherwise one kernel over the whole K.
   auto dispatch = [&](const KernelScheme &scheme, int64_t rows) -> Value {
     StringRef layout = scheme.layout;
     StringRef bLayout = layout.contains("vnni2")   ? "vnni2"
@@ -303,7 +304,8 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
         b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({rows, 32, kernelK}),
         b.getDenseI64ArrayAttr({lda, 32, 32}), TypeAttr::get(mlirType(scheme.aType)),
         TypeAttr::get(mlirType(scheme.bType)), TypeAttr::get(b.getF32Type()),
-        b.getStringAttr(bLayout), scheme.groupK ? UnitAttr() : b.getUnitAttr(),
+        b.getStringAttr(bLayout),
+        scheme.groupK && !hyrt_gemm_is_fp8(scheme.scratchId) ? UnitAttr() : b.getUnitAttr(),
         EpilogueAttr::get(b.getContext(), Epilogue::none),
         b.getStringAttr(scheme.isaName));
   };
@@ -347,7 +349,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     // Only kernels that read converted rows gather them (into scratch the
     // memory plan sized for that); fp32 kernels read the permuted copies.
     if (ks.scratchId != HYRT_GEMM_BF16 && ks.scratchId != HYRT_GEMM_W8A8 &&
-        ks.scratchId != HYRT_GEMM_W8A8_G128)
+        ks.scratchId != HYRT_GEMM_W8A8_G128 && ks.scratchId != HYRT_GEMM_FP8)
       return m->emitError() << "fused_producer = moe_permute needs a bf16 or w8a8 "
                                "brgemm scheme, got "
                             << ks.typesName;
@@ -390,9 +392,12 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
           kernel, rowsPerBlock, minMacs});
     return success();
   }
-  SmallVector<Value> args = {ptrOf(input), x[0].value, i64(k),
-                             ptrOf(mm.getWeight())};
-  if (ks.scratchId == HYRT_GEMM_W8A8 || ks.scratchId == HYRT_GEMM_W8A8_G128)
+  SmallVector<Value> args;
+  if (hyrt_gemm_is_fp8(ks.scratchId)) // one driver for both activation forms
+    args.push_back(i32(ks.scratchId));
+  args.append({ptrOf(input), x[0].value, i64(k), ptrOf(mm.getWeight())});
+  if (ks.scratchId == HYRT_GEMM_W8A8 || ks.scratchId == HYRT_GEMM_W8A8_G128 ||
+      hyrt_gemm_is_fp8(ks.scratchId))
     args.push_back(ptrOf(mm.getScale()));
   args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
                ptrOf(mm.getResult()), scratch, kernel, rowsPerBlock, minMacs});
@@ -414,9 +419,12 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
   QuantScheme scheme = quant.getScheme();
   bool w8a8 = scheme == QuantScheme::w8a8 && quant.getGroup() == 0;
   const int64_t group = scheme == QuantScheme::w8a8 ? quant.getGroup() : 0;
-  if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8 && !group)
+  const bool fp8 = scheme == QuantScheme::fp8_e4m3 && quant.getBlock().size() == 2 &&
+                   quant.getBlock()[0] == 128 && quant.getBlock()[1] == 128;
+  if (scheme != QuantScheme::f32 && scheme != QuantScheme::bf16 && !w8a8 && !group && !fp8)
     return op->emitError() << "the reference target computes in f32, on "
-                              "bf16-rounded weights or w8a8 (per channel or group); got "
+                              "bf16-rounded weights, w8a8 (per channel or group) or fp8 "
+                              "with 128 x 128 blocks; got "
                            << quant;
   if (gm && epilogue == Epilogue::residual_add)
     return op->emitError("the reference target has no residual_add epilogue "
@@ -427,7 +435,16 @@ LogicalResult EntryLowering::emitReferenceMatmul(Operation *op) {
   Value out = epilogue == Epilogue::silu_mul ? scratch() : ptrOf(op->getResult(0));
   Value bias = mm && mm.getBias() ? ptrOf(mm.getBias()) : null();
   bool roundActivations = bf16Activations && scheme == QuantScheme::bf16;
-  if (group && mm)
+  // A [gate; up] weight is two matrices, each with its own FP8 row blocks.
+  Value parts = i64(epilogue == Epilogue::silu_mul ? 2 : 1);
+  if (fp8 && mm)
+    call("hyrt_ref_matmul_fp8",
+         {ptrOf(input), ptrOf(weight), ptrOf(scale), bias, rows, n, k, parts, out});
+  else if (fp8)
+    call("hyrt_ref_moe_grouped_matmul_fp8",
+         {ptrOf(input), ptrOf(weight), ptrOf(scale), ptrOf(gm.getOffsets()), rows,
+          w[0].value, n, k, parts, out});
+  else if (group && mm)
     call("hyrt_ref_matmul_w8a8_grouped", {ptrOf(input), ptrOf(weight), ptrOf(scale), bias,
                                           rows, n, k, i64(group), out});
   else if (group)

@@ -66,7 +66,8 @@ std::string weightKey(ParamOp p) {
 /// The layout a weight is stored in: the packed layout of the kernel its
 /// GEMMs were scheduled on (the strategy puts every reader of a weight on
 /// the same kernel or none on a kernel), else row-major: f32, bf16-rounded
-/// f32 for reference bf16 GEMMs, int8 for reference W8A8.
+/// f32 for reference bf16 GEMMs, int8 for reference W8A8, e4m3 codes for
+/// reference FP8.
 std::string layoutOf(ParamOp p) {
   // MLA's kv_b rounded to bf16 (hyc-global-quantize-policy): bf16 rows for
   // the absorbed kernel, the rounded values as fp32 for the reference.
@@ -90,8 +91,11 @@ std::string layoutOf(ParamOp p) {
   }
   if (allBf16)
     return "bf16_as_f32";
-  if (cast<RankedTensorType>(p.getType()).getElementType().isInteger(8))
+  Type element = cast<RankedTensorType>(p.getType()).getElementType();
+  if (element.isInteger(8))
     return "i8";
+  if (isa<Float8E4M3FNType>(element))
+    return "f8e4m3";
   return "f32";
 }
 

@@ -172,7 +172,7 @@ private:
       StringAttr producer;
       if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
           gm && (ks->scratchId == HYRT_GEMM_BF16 || ks->scratchId == HYRT_GEMM_W8A8 ||
-                 ks->scratchId == HYRT_GEMM_W8A8_G128)) {
+                 ks->scratchId == HYRT_GEMM_W8A8_G128 || ks->scratchId == HYRT_GEMM_FP8)) {
         auto permute = gm.getInput().getDefiningOp<MoePermuteOp>();
         if (permute && permute.getResult() == gm.getInput())
           producer = StringAttr::get(ctx, "moe_permute");

@@ -31,38 +31,73 @@ bool nameMatches(ParamOp param, const std::vector<std::string> &names) {
 /// Groups of `group` K-elements (the last may be shorter).
 int64_t groupsOf(int64_t k, int64_t group) { return (k + group - 1) / group; }
 
+/// FP8 weight-only: e4m3 codes with one factor per 128 x 128 block
+/// (DeepSeek's own format).
+constexpr int64_t kFp8Block = 128;
+
 /// The derivation names the artifact writer applies: per-channel
-/// ("w8a8", "w8a8.scale") or per-group-128 ("w8a8g128", ...).
-std::string derivation(int64_t group, bool scale) {
-  std::string d = group ? "w8a8g" + std::to_string(group) : "w8a8";
+/// ("w8a8", "w8a8.scale"), per-group-128 ("w8a8g128", ...) or FP8 blocks
+/// ("fp8", "fp8.scale").
+std::string derivation(QuantScheme target, int64_t group, bool scale) {
+  std::string d = target == QuantScheme::fp8_e4m3 ? "fp8"
+                  : group                         ? "w8a8g" + std::to_string(group)
+                                                  : "w8a8";
   return scale ? d + ".scale" : d;
 }
 
-/// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights;
-/// w8a8 scales are [E, N], or [E, N, groups] per group).
+/// The scheme attribute of a quantized weight.
+QuantAttr quantAttr(MLIRContext *ctx, QuantScheme target, int64_t group) {
+  if (target == QuantScheme::fp8_e4m3)
+    return QuantAttr::get(ctx, target, 0, {kFp8Block, kFp8Block});
+  return QuantAttr::get(ctx, target, target == QuantScheme::w8a8 ? group : 0, {});
+}
+
+/// The stored weight and its scales for a W8A8 / FP8 scheme, derived from
+/// `param` ([N, K], or [E, N, K] expert stacks) when the artifact is
+/// written: int8 with scales [.., N] (per channel) or [.., N, groups]; e4m3
+/// with block factors [.., ceil(N/128), ceil(K/128)].
+std::pair<ParamOp, ParamOp> quantizedParams(OpBuilder &b, ParamOp param, QuantScheme target,
+                                            int64_t group) {
+  auto wType = cast<RankedTensorType>(param.getType());
+  const int64_t rank = wType.getRank();
+  const int64_t n = wType.getDimSize(rank - 2), k = wType.getDimSize(rank - 1);
+  const bool fp8 = target == QuantScheme::fp8_e4m3;
+  Type element = fp8 ? Type(b.getType<Float8E4M3FNType>()) : Type(b.getI8Type());
+  auto q = ParamOp::create(b, param.getLoc(),
+                           RankedTensorType::get(wType.getShape(), element), param.getRef());
+  q->setAttr("hyc.quantize", b.getStringAttr(derivation(target, group, false)));
+  SmallVector<int64_t> scaleShape(wType.getShape().drop_back(2));
+  if (fp8) {
+    scaleShape.append({groupsOf(n, kFp8Block), groupsOf(k, kFp8Block)});
+  } else {
+    scaleShape.push_back(n);
+    if (group)
+      scaleShape.push_back(groupsOf(k, group));
+  }
+  auto s = ParamOp::create(b, param.getLoc(), RankedTensorType::get(scaleShape, b.getF32Type()),
+                           param.getRef());
+  s->setAttr("hyc.quantize", b.getStringAttr(derivation(target, group, true)));
+  return {q, s};
+}
+
+/// Whether `target` stores int8 / e4m3 weights with separate scales.
+bool hasScales(QuantScheme target) {
+  return target == QuantScheme::w8a8 || target == QuantScheme::fp8_e4m3;
+}
+
+/// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights).
 void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
                     const std::vector<std::string> &keep) {
   auto param = op.getWeight().getDefiningOp<ParamOp>();
   if (!param || op.getQuant().isQuantized() || nameMatches(param, keep))
     return;
-  MLIRContext *ctx = op.getContext();
-  auto quant = QuantAttr::get(ctx, target, target == QuantScheme::w8a8 ? group : 0, {});
-  if (target != QuantScheme::w8a8) {
+  QuantAttr quant = quantAttr(op.getContext(), target, group);
+  if (!hasScales(target)) {
     op.setQuantAttr(quant);
     return;
   }
   OpBuilder b(op);
-  auto wType = cast<RankedTensorType>(param.getType());
-  auto q = ParamOp::create(b, param.getLoc(),
-                           RankedTensorType::get(wType.getShape(), b.getI8Type()),
-                           param.getRef());
-  q->setAttr("hyc.quantize", b.getStringAttr(derivation(group, false)));
-  SmallVector<int64_t> scaleShape = {wType.getDimSize(0), wType.getDimSize(1)};
-  if (group)
-    scaleShape.push_back(groupsOf(wType.getDimSize(2), group));
-  auto s = ParamOp::create(b, param.getLoc(), RankedTensorType::get(scaleShape, b.getF32Type()),
-                           param.getRef());
-  s->setAttr("hyc.quantize", b.getStringAttr(derivation(group, true)));
+  auto [q, s] = quantizedParams(b, param, target, group);
   auto mm = MoeGroupedMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                        q, op.getOffsets(), s, quant,
                                        op.getEpilogueAttr());
@@ -88,10 +123,12 @@ struct HycGlobalQuantizePolicyPass
       target = QuantScheme::f32;
     } else if (scheme == "w8a8") {
       target = QuantScheme::w8a8;
+    } else if (scheme == "fp8") {
+      target = QuantScheme::fp8_e4m3;
     } else {
       getOperation().emitError() << "hyc-global-quantize-policy: scheme '"
                                  << scheme
-                                 << "' is not supported (f32, bf16, w8a8, w8a8-g128)";
+                                 << "' is not supported (f32, bf16, w8a8, w8a8-g128, fp8)";
       return signalPassFailure();
     }
     if (lmHead != "bf16" && lmHead != "int8") {
@@ -115,7 +152,7 @@ struct HycGlobalQuantizePolicyPass
     bf16Names.insert(bf16Names.end(), keepBf16.begin(), keepBf16.end());
 
     MLIRContext *ctx = &getContext();
-    auto quant = QuantAttr::get(ctx, target, 0, {});
+    auto quant = quantAttr(ctx, target, 0);
     auto bf16 = QuantAttr::get(ctx, QuantScheme::bf16, 0, {});
     SmallVector<QuantMatmulOp> matmuls;
     getOperation().walk([&](QuantMatmulOp op) { matmuls.push_back(op); });
@@ -152,33 +189,21 @@ struct HycGlobalQuantizePolicyPass
         op.setQuantAttr(bf16);
         return;
       }
-      if (target != QuantScheme::w8a8) {
+      if (!hasScales(target)) {
         op.setQuantAttr(quant);
         return;
       }
       // W8A8: the weight becomes symmetric int8 plus its scales (per output
       // channel, or per channel and group of 128 K-elements; an int8 head
-      // stays per channel), derived from the checkpoint tensor when the
-      // artifact is written.
+      // stays per channel); FP8: e4m3 plus 128 x 128 block factors. Both
+      // are derived from the checkpoint tensor (or kept as it stores them)
+      // when the artifact is written.
       OpBuilder b(op);
-      auto wType = cast<RankedTensorType>(param.getType());
-      int64_t n = wType.getDimSize(0);
       const int64_t g = int8Head ? 0 : group;
-      auto q = ParamOp::create(
-          b, param.getLoc(),
-          RankedTensorType::get(wType.getShape(), b.getI8Type()), param.getRef());
-      q->setAttr("hyc.quantize", b.getStringAttr(derivation(g, false)));
-      SmallVector<int64_t> scaleShape = {n};
-      if (g)
-        scaleShape.push_back(groupsOf(wType.getDimSize(1), g));
-      auto s = ParamOp::create(b, param.getLoc(),
-                               RankedTensorType::get(scaleShape, b.getF32Type()),
-                               param.getRef());
-      s->setAttr("hyc.quantize", b.getStringAttr(derivation(g, true)));
+      auto [q, s] = quantizedParams(b, param, target, g);
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                       q, s, op.getBias(), op.getResidual(),
-                                      op.getInputScale(),
-                                      QuantAttr::get(ctx, target, g, {}),
+                                      op.getInputScale(), quantAttr(ctx, target, g),
                                       op.getEpilogueAttr());
       op.replaceAllUsesWith(mm.getResult());
       op.erase();

@@ -67,6 +67,20 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::w8a8, true, Level::amx,
      {Isa::amx, DataType::u8, DataType::s8, "u8s8f32", "amx", "s8_vnni4_g128",
       "hyrt_cpu_gemm_w8a8_g128", HYRT_GEMM_W8A8_G128, 2048, 8, HYRT_GEMM_GROUP_K}},
+    // FP8 weight-only: the bf16 kernels of each level (K = 128, one call per
+    // block) on the e4m3 codes widened to bf16 by the driver.
+    {QuantScheme::fp8_e4m3, false, Level::avx512NativeBf16,
+     {Isa::avx512_bf16, DataType::bf16, DataType::bf16, "bf16bf16f32", "avx512bf16",
+      "f8_vnni2", "hyrt_cpu_gemm_fp8", HYRT_GEMM_FP8, 64, 8, HYRT_GEMM_GROUP_K}},
+    {QuantScheme::fp8_e4m3, false, Level::avx512,
+     {Isa::avx512_core, DataType::f32, DataType::bf16, "f32bf16f32", "avx512core", "f8_vnni2",
+      "hyrt_cpu_gemm_fp8", HYRT_GEMM_FP8_F32, 32, 8, HYRT_GEMM_GROUP_K}},
+    {QuantScheme::fp8_e4m3, false, Level::avx2,
+     {Isa::avx2, DataType::f32, DataType::bf16, "f32bf16f32", "avx2", "f8_vnni2",
+      "hyrt_cpu_gemm_fp8", HYRT_GEMM_FP8_F32, 16, 8, HYRT_GEMM_GROUP_K}},
+    {QuantScheme::fp8_e4m3, false, Level::amx,
+     {Isa::amx, DataType::bf16, DataType::bf16, "bf16bf16f32", "amx", "f8_vnni2",
+      "hyrt_cpu_gemm_fp8", HYRT_GEMM_FP8, 1024, 8, HYRT_GEMM_GROUP_K}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {
@@ -149,7 +163,8 @@ const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
   const KernelScheme *ks = mm.getQuant().getGroup()
                                ? groupedW8a8SchemeFor(t)
                                : kernelSchemeFor(mm.getQuant().getScheme(), t);
-  if (ks && (ks->scratchId == 2 || ks->scratchId == HYRT_GEMM_W8A8_G128) &&
+  if (ks && (ks->scratchId == HYRT_GEMM_W8A8 || ks->scratchId == HYRT_GEMM_W8A8_G128 ||
+             hyrt_gemm_is_fp8(ks->scratchId)) &&
       !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
     return nullptr;
   return ks;

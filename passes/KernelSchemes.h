@@ -28,9 +28,10 @@ struct KernelScheme {
   int32_t scratchId;     ///< HYRT_GEMM_* of hyrt/cpu_kernels.h
   int32_t macsPerCycle;  ///< peak multiply-adds per cycle and thread
   int32_t weightBits;    ///< bits per stored weight element
-  /// K-elements per weight-scale group (W8A8 per-group): the block kernel is
-  /// generated for K = groupK, accumulating, and the driver runs it once per
-  /// group; 0: one kernel over the GEMM's whole K.
+  /// K-elements per weight-scale group (W8A8 per-group, FP8 blocks): the
+  /// block kernel is generated for K = groupK and the driver runs it once
+  /// per group (accumulating into C for W8A8; into a block product that the
+  /// driver scales into C for FP8); 0: one kernel over the GEMM's whole K.
   int32_t groupK = 0;
 };
 

@@ -215,7 +215,9 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
     Option<"scheme", "scheme", "std::string", /*default=*/"\"bf16\"",
            "Weight scheme for linear layers: f32, bf16, w8a8 (per-channel "
            "int8 weights derived at compile time, per-token int8 activations) "
-           "or w8a8-g128 (one weight scale per 128 K-elements and channel)">,
+           "w8a8-g128 (one weight scale per 128 K-elements and channel) or "
+           "fp8 (e4m3 weights with one factor per 128 x 128 block, weight-only: "
+           "the GEMM widens them to bf16)">,
     ListOption<"keepBf16", "keep-bf16", "std::string",
                "Further weight-name substrings that stay bf16 (router, lm_head "
                "and embeddings always do)">,

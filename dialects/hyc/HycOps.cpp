@@ -56,7 +56,7 @@ LogicalResult expectDim(Operation *op, StringRef what, int64_t found,
 /// Checks that the weight scale of a quantized tensor [N, K] has the shape
 /// its scheme needs.
 LogicalResult verifyWeightScale(Operation *op, QuantAttr quant, int64_t n,
-                                int64_t k, Value scale) {
+                                int64_t k, Value scale, int64_t parts = 1) {
   switch (quant.getScheme()) {
   case QuantScheme::f32:
   case QuantScheme::bf16:
@@ -95,12 +95,15 @@ LogicalResult verifyWeightScale(Operation *op, QuantAttr quant, int64_t n,
     auto ceilDiv = [](int64_t a, int64_t b) {
       return ShapedType::isDynamic(a) ? a : (a + b - 1) / b;
     };
-    if (st.getRank() != 2 || !compatible(st.getDimSize(0), ceilDiv(n, bn)) ||
+    // A [gate; up] weight (silu_mul epilogue) is two matrices of n / 2
+    // rows, each with its own blocks.
+    const int64_t rows = ShapedType::isDynamic(n) ? n : parts * ceilDiv(n / parts, bn);
+    if (st.getRank() != 2 || !compatible(st.getDimSize(0), rows) ||
         !compatible(st.getDimSize(1), ceilDiv(k, bk)))
       return op->emitOpError()
              << "fp8_e4m3 block scale for a [" << dimStr(n) << ", " << dimStr(k)
              << "] weight with block [" << bn << ", " << bk << "] must be ["
-             << dimStr(ceilDiv(n, bn)) << ", " << dimStr(ceilDiv(k, bk))
+             << dimStr(rows) << ", " << dimStr(ceilDiv(k, bk))
              << "], got " << st;
     return success();
   }
@@ -306,8 +309,8 @@ LogicalResult QuantMatmulOp::verify() {
                        "input rows")))
     return failure();
   if (failed(verifyWeightElementType(*this, getQuant(), w.getElementType())) ||
-      failed(verifyWeightScale(*this, getQuant(), w.getDimSize(0),
-                               w.getDimSize(1), getScale())) ||
+      failed(verifyWeightScale(*this, getQuant(), w.getDimSize(0), w.getDimSize(1),
+                               getScale(), getEpilogue() == Epilogue::silu_mul ? 2 : 1)) ||
       failed(verifyEpilogueWidth(*this, getEpilogue(), w.getDimSize(0),
                                  r.getDimSize(1))))
     return failure();

@@ -58,6 +58,21 @@ protected:
     return true;
   }
 
+  bool fp8_block_scales(const std::string &stored, int64_t n, int64_t k,
+                        std::vector<float> &out) const override {
+    const std::string name = stored + "_scale_inv";
+    if (block_n_ != 128 || block_k_ != 128 || !model_.has(name))
+      return false;
+    Expected<io::TensorView> scale = model_.tensor(name);
+    if (!scale || scale->shape != std::vector<int64_t>{(n + 127) / 128, (k + 127) / 128})
+      return false;
+    Expected<std::vector<float>> f = io::to_f32(*scale);
+    if (!f)
+      return false;
+    out = std::move(*f);
+    return true;
+  }
+
   Status convert(const std::string &stored, const io::TensorView &v,
                  float *out) const override {
     // Channel-INT8 (w8a8_int8, compressed-tensors int-quantized): int8

@@ -132,6 +132,16 @@ public:
     (void)name, (void)q, (void)scale;
     return false;
   }
+  /// True when the checkpoint stores `name` [N, K] as DeepSeek FP8: e4m3fn
+  /// codes with a `weight_scale_inv` of 128 x 128 blocks. Then writes the
+  /// codes (N * K bytes) and the block factors ([ceil(N/128)][ceil(K/128)]
+  /// fp32) as stored, so that an fp8 artifact keeps them bit for bit. False
+  /// (nothing written) for any other storage or block size.
+  virtual bool read_fp8_block(const std::string &name, uint8_t *codes,
+                              float *scale_inv) const {
+    (void)name, (void)codes, (void)scale_inv;
+    return false;
+  }
 };
 
 /// Tokenizer vocabulary carried by a checkpoint (maps onto

@@ -68,6 +68,20 @@ bool ViewWeightSource::read_int8_channel(const std::string &name, int8_t *q,
   return true;
 }
 
+bool ViewWeightSource::read_fp8_block(const std::string &name, uint8_t *codes,
+                                      float *scale_inv) const {
+  const std::string *stored = nullptr;
+  Expected<io::TensorView> v = viewOf(name, &stored);
+  if (!v || v->dtype != io::DType::F8_E4M3 || v->shape.size() != 2)
+    return false;
+  std::vector<float> s;
+  if (!fp8_block_scales(*stored, v->shape[0], v->shape[1], s))
+    return false;
+  std::memcpy(codes, v->data, size_t(v->shape[0] * v->shape[1]));
+  std::memcpy(scale_inv, s.data(), s.size() * sizeof(float));
+  return true;
+}
+
 Status ViewWeightSource::check_readable(const std::string &name) const {
   const std::string *stored = nullptr;
   Expected<io::TensorView> v = viewOf(name, &stored);

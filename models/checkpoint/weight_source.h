@@ -22,6 +22,8 @@ public:
   Status read_f32(const std::string &name, float *out) const override;
   bool read_int8_channel(const std::string &name, int8_t *q,
                          float *scale) const override;
+  bool read_fp8_block(const std::string &name, uint8_t *codes,
+                      float *scale_inv) const override;
 
   /// The stored tensor behind canonical `name`, checked to be convertible
   /// to fp32; errors name the file and tensor.
@@ -42,6 +44,14 @@ protected:
   virtual bool channel_scales(const std::string &stored, int64_t n,
                               std::vector<float> &out) const {
     (void)stored, (void)n, (void)out;
+    return false;
+  }
+  /// The 128 x 128 block factors of an e4m3 tensor [n, k] stored as
+  /// `stored`, as fp32 ([ceil(n/128)][ceil(k/128)]); false when the source
+  /// keeps none or uses another block size (the default).
+  virtual bool fp8_block_scales(const std::string &stored, int64_t n, int64_t k,
+                                std::vector<float> &out) const {
+    (void)stored, (void)n, (void)k, (void)out;
     return false;
   }
 

@@ -24,12 +24,17 @@ struct PostArgs {
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Weight-scale groups along K: ceil(K / 128) for HYRT_GEMM_W8A8_G128, 0
-/// for every other scheme (one scale per output channel, or none).
+/// Weight-scale groups along K: ceil(K / 128) for HYRT_GEMM_W8A8_G128 and
+/// the FP8 schemes, 0 for every other scheme (one scale per output channel,
+/// or none).
 int64_t groupsOf(int32_t scheme, int64_t K) {
-  return scheme == HYRT_GEMM_W8A8_G128 ? hyrt_gemm_activation_k(scheme, K) / HYRT_GEMM_GROUP_K
-                                       : 0;
+  return scheme == HYRT_GEMM_W8A8_G128 || hyrt_gemm_is_fp8(scheme)
+             ? hyrt_gemm_activation_k(scheme, K) / HYRT_GEMM_GROUP_K
+             : 0;
 }
+
+/// bf16 elements (and e4m3 bytes) of one FP8 block of a panel: K = 128 x 32.
+constexpr int64_t kFp8BlockElems = HYRT_GEMM_GROUP_K * kPanel;
 
 /// Bytes of one packed 32-column panel of K (codegen/pack.h layouts).
 int64_t panelBytes(int32_t scheme, int64_t K) {
@@ -41,6 +46,9 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
     return (roundUp(K, 4) / 4) * kPanel * 4 + kPanel * 4; // + int32 comp[32]
   case HYRT_GEMM_W8A8_G128: // whole groups of K = 128, each with its comp
     return groupsOf(scheme, K) * panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
+  case HYRT_GEMM_FP8:
+  case HYRT_GEMM_FP8_F32: // one byte per element, whole blocks of K = 128
+    return groupsOf(scheme, K) * kFp8BlockElems;
   default:
     return K * kPanel * 4; // [K][32] f32
   }
@@ -60,8 +68,11 @@ struct GemmOperands {
   hyrt_brgemm_fn kernel;
   int64_t mMax;
   /// Weight-scale groups along K for HYRT_GEMM_W8A8_G128 (then bScale is
-  /// [N][groups] and `kernel` the K = 128 accumulating kernel); 0 otherwise.
+  /// [N][groups] and `kernel` the K = 128 accumulating kernel) and FP8 (then
+  /// bScale is [ceil(N/128)][groups] and `kernel` the K = 128 bf16 one); 0
+  /// otherwise.
   int64_t groups = 0;
+  int32_t scheme = HYRT_GEMM_F32;
 };
 
 /// Per-panel weight scales in the order the kernel reads them: [group][32]
@@ -78,24 +89,91 @@ struct PanelScales {
   }
 };
 
-/// One row block of panel `panel` into C (ldc floats per row): one kernel
-/// call, or for grouped weights C zeroed and one accumulating call per
-/// K-group with that group's scales (the kernel sums each group in int32
-/// and adds a_scale * w_scale[group] * sum into C).
+/// What the row blocks of one panel read besides A: the packed panel, and
+/// for weights with K-groups the W8A8 group scales, or the FP8 block
+/// factors and (when several row blocks share it) the panel widened to
+/// bf16 once.
+struct PanelB {
+  const char *packed = nullptr;
+  int64_t groups = 0;
+  const PanelScales *w8Scales = nullptr;
+  const float *fp8Factors = nullptr; ///< [groups], the panel's 128-row block
+  const uint16_t *widened = nullptr; ///< whole panel in bf16, or null
+};
+
+/// Panel p of a scheme's packed matrix with its group scales. FP8 panels
+/// are widened here when `rowBlocks` > 1 (into this thread's buffer
+/// `slot`: the gate/up driver holds two), so that every row block reuses
+/// them from L2 instead of widening each block again.
+PanelB panelB(int32_t scheme, const char *w, int64_t pBytes, int64_t p, const float *bScale,
+              int64_t N, int64_t groups, int64_t rowBlocks, PanelScales &w8, int slot = 0) {
+  PanelB b;
+  b.packed = w + p * pBytes;
+  b.groups = groups;
+  if (groups == 0 || !bScale)
+    return b;
+  if (scheme == HYRT_GEMM_W8A8_G128) {
+    w8.gather(bScale, N, p * kPanel, groups);
+    b.w8Scales = &w8;
+    return b;
+  }
+  b.fp8Factors = bScale + (p * kPanel / HYRT_GEMM_GROUP_K) * groups;
+  if (rowBlocks > 1) {
+    thread_local std::vector<uint16_t> widened[2];
+    std::vector<uint16_t> &buf = widened[slot];
+    buf.resize(size_t(groups * kFp8BlockElems));
+    hyrt_cpu_f8_to_bf16(reinterpret_cast<const uint8_t *>(b.packed), buf.data(),
+                        groups * kFp8BlockElems);
+    b.widened = buf.data();
+  }
+  return b;
+}
+
+/// One row block of a panel into C (ldc floats per row): one kernel call;
+/// for W8A8 groups C zeroed and one accumulating call per K-group with that
+/// group's scales (the kernel sums each group in int32 and adds a_scale *
+/// w_scale[group] * sum into C); for FP8 one K = 128 bf16 call per block on
+/// the widened codes, C = sum of factor[block] * product (the factor
+/// applied in fp32, so the weights enter the kernel exactly).
 void blockCall(hyrt_brgemm_fn kernel, const char *aBlock, int64_t lda, int64_t aElem,
-               const char *panel, int64_t groups, const PanelScales *scales, float *c,
-               int64_t ldc, int64_t rows, PostArgs &post) {
-  if (groups == 0) {
-    kernel(aBlock, lda, panel, c, ldc, rows, &post);
+               const PanelB &b, float *c, int64_t ldc, int64_t rows, PostArgs &post) {
+  if (b.groups == 0) {
+    kernel(aBlock, lda, b.packed, c, ldc, rows, &post);
+    return;
+  }
+  if (b.fp8Factors) {
+    alignas(64) float product[kMaxBlockRows * kPanel];
+    alignas(64) thread_local uint16_t block[kFp8BlockElems];
+    for (int64_t g = 0; g < b.groups; ++g) {
+      const uint16_t *bf16 = b.widened + g * kFp8BlockElems;
+      if (!b.widened) {
+        hyrt_cpu_f8_to_bf16(reinterpret_cast<const uint8_t *>(b.packed) + g * kFp8BlockElems,
+                            block, kFp8BlockElems);
+        bf16 = block;
+      }
+      kernel(aBlock + g * HYRT_GEMM_GROUP_K * aElem, lda, bf16, product, kPanel, rows,
+             nullptr);
+      const float f = b.fp8Factors[g];
+      for (int64_t r = 0; r < rows; ++r) {
+        float *cr = c + r * ldc;
+        const float *pr = product + r * kPanel;
+        if (g == 0)
+          for (int64_t j = 0; j < kPanel; ++j)
+            cr[j] = f * pr[j];
+        else
+          for (int64_t j = 0; j < kPanel; ++j)
+            cr[j] += f * pr[j];
+      }
+    }
     return;
   }
   const int64_t groupBytes = panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
   for (int64_t r = 0; r < rows; ++r)
     std::memset(c + r * ldc, 0, kPanel * sizeof(float));
-  for (int64_t g = 0; g < groups; ++g) {
-    post.b_scale = scales->group(g);
-    kernel(aBlock + g * HYRT_GEMM_GROUP_K * aElem, lda, panel + g * groupBytes, c, ldc, rows,
-           &post);
+  for (int64_t g = 0; g < b.groups; ++g) {
+    post.b_scale = b.w8Scales->group(g);
+    kernel(aBlock + g * HYRT_GEMM_GROUP_K * aElem, lda, b.packed + g * groupBytes, c, ldc,
+           rows, &post);
   }
 }
 
@@ -107,9 +185,9 @@ void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
   alignas(64) float scale[kPanel] = {};
   thread_local PanelScales groupScales;
   PostArgs post{nullptr, nullptr, nullptr};
-  if (g.bScale && g.groups > 0) {
-    groupScales.gather(g.bScale, N, col, g.groups);
-  } else if (g.bScale) {
+  const PanelB b = panelB(g.scheme, g.w, g.panelBytes, p, g.bScale, N, g.groups,
+                          (mEnd - mBegin + g.mMax - 1) / g.mMax, groupScales);
+  if (g.bScale && g.groups == 0) {
     std::memcpy(scale, g.bScale + col, size_t(cols) * sizeof(float));
     post.b_scale = scale;
   }
@@ -118,13 +196,11 @@ void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
     const char *aBlock = static_cast<const char *>(g.a) + m0 * g.lda * g.aElem;
     post.a_scale = g.aScale ? g.aScale + m0 : nullptr;
     if (cols == kPanel) {
-      blockCall(g.kernel, aBlock, g.lda, g.aElem, g.w + p * g.panelBytes, g.groups,
-                &groupScales, g.out + m0 * N + col, N, rows, post);
+      blockCall(g.kernel, aBlock, g.lda, g.aElem, b, g.out + m0 * N + col, N, rows, post);
     } else {
       // The last panel is zero padded to 32 columns: compute it into a
       // local block and keep the valid columns.
-      blockCall(g.kernel, aBlock, g.lda, g.aElem, g.w + p * g.panelBytes, g.groups,
-                &groupScales, tile, kPanel, rows, post);
+      blockCall(g.kernel, aBlock, g.lda, g.aElem, b, tile, kPanel, rows, post);
       for (int64_t r = 0; r < rows; ++r)
         std::memcpy(g.out + (m0 + r) * N + col, tile + r * kPanel,
                     size_t(cols) * sizeof(float));
@@ -141,10 +217,10 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                const char *w, int64_t panelBytes, const float *aScale,
                const float *bScale, const float *bias, float *out,
                hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
-               int64_t parallelMinMacs, int64_t groups = 0) {
+               int64_t parallelMinMacs, int32_t scheme = HYRT_GEMM_F32) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-  const GemmOperands g{a,   lda, aElem, aScale, w,    panelBytes, bScale,
-                       bias, out, N,     kernel, mMax, groups};
+  const GemmOperands g{a,   lda, aElem, aScale, w,    panelBytes,         bScale,
+                       bias, out, N,     kernel, mMax, groupsOf(scheme, K), scheme};
   // Below parallelMinMacs (the compiler's schedule decision) one thread runs
   // the GEMM: waking the workers would cost more than the work it splits.
   // Panels are split in contiguous ranges: each thread streams its own
@@ -166,8 +242,9 @@ struct Activations {
 /// kernels read x as it is.
 Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
                                int64_t K, void *scratch) {
-  if (scheme == HYRT_GEMM_BF16) {
-    const int64_t lda = hyrt_gemm_activation_lda(K, 2, 2);
+  if (scheme == HYRT_GEMM_BF16 || scheme == HYRT_GEMM_FP8) {
+    // FP8: rows padded (0) to whole blocks of 128.
+    const int64_t lda = hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 2, 2);
     uint16_t *a = static_cast<uint16_t *>(scratch);
     hyrt::cpu::parallelRows(M, K, [&](int64_t m) {
       for (int64_t k = 0; k < K; ++k)
@@ -186,6 +263,16 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
     hyrt_cpu_quantize_rows_u8(x, M, K, lda, a, aScale);
     return {a, lda, 1, aScale};
   }
+  if (scheme == HYRT_GEMM_FP8_F32 && K % HYRT_GEMM_GROUP_K != 0) {
+    // The K = 128 kernels read whole blocks: rows copied, padded with 0.
+    const int64_t lda = hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 4, 1);
+    float *a = static_cast<float *>(scratch);
+    hyrt::cpu::parallelRows(M, K, [&](int64_t m) {
+      std::memcpy(a + m * lda, x + m * K, size_t(K) * sizeof(float));
+      std::fill(a + m * lda + K, a + (m + 1) * lda, 0.0f);
+    });
+    return {a, lda, 4, nullptr};
+  }
   return {x, K, 4, nullptr};
 }
 
@@ -194,21 +281,21 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
 /// block, combined with the row kernel the unfused SiLU·mul uses
 /// (elementwise.h), so the result equals the unfused GEMMs followed by
 /// hyrt_cpu_silu_mul bit for bit.
-void siluMulPanel(const Activations &A, int64_t N, const char *wGate,
+void siluMulPanel(int32_t scheme, const Activations &A, int64_t N, const char *wGate,
                   const char *wUp, int64_t panelBytes, const float *gateScale,
                   const float *upScale, float *out, hyrt_brgemm_fn kernel,
-                  int64_t mMax, int64_t p, int64_t mBegin, int64_t mEnd,
-                  int64_t groups = 0) {
+                  int64_t mMax, int64_t p, int64_t mBegin, int64_t mEnd, int64_t groups) {
   const int64_t col = p * kPanel;
   const int64_t cols = N - col < kPanel ? N - col : kPanel;
   alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
   alignas(64) float gScale[kPanel] = {}, uScale[kPanel] = {};
   thread_local PanelScales gGroups, uGroups;
   PostArgs gPost{nullptr, nullptr, nullptr}, uPost{nullptr, nullptr, nullptr};
-  if (gateScale && groups > 0) {
-    gGroups.gather(gateScale, N, col, groups);
-    uGroups.gather(upScale, N, col, groups);
-  } else if (gateScale) {
+  const int64_t rowBlocks = (mEnd - mBegin + mMax - 1) / mMax;
+  const PanelB gB =
+      panelB(scheme, wGate, panelBytes, p, gateScale, N, groups, rowBlocks, gGroups, 0);
+  const PanelB uB = panelB(scheme, wUp, panelBytes, p, upScale, N, groups, rowBlocks, uGroups, 1);
+  if (gateScale && groups == 0) {
     std::memcpy(gScale, gateScale + col, size_t(cols) * sizeof(float));
     std::memcpy(uScale, upScale + col, size_t(cols) * sizeof(float));
     gPost.b_scale = gScale;
@@ -218,10 +305,8 @@ void siluMulPanel(const Activations &A, int64_t N, const char *wGate,
     const int64_t rows = mEnd - m0 < mMax ? mEnd - m0 : mMax;
     const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
     gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
-    blockCall(kernel, aBlock, A.lda, A.elem, wGate + p * panelBytes, groups, &gGroups, gate,
-              kPanel, rows, gPost);
-    blockCall(kernel, aBlock, A.lda, A.elem, wUp + p * panelBytes, groups, &uGroups, up,
-              kPanel, rows, uPost);
+    blockCall(kernel, aBlock, A.lda, A.elem, gB, gate, kPanel, rows, gPost);
+    blockCall(kernel, aBlock, A.lda, A.elem, uB, up, kPanel, rows, uPost);
     for (int64_t r = 0; r < rows; ++r)
       hyrt::cpu::siluMulRow(gate + r * kPanel, up + r * kPanel, cols,
                             out + (m0 + r) * N + col);
@@ -229,21 +314,23 @@ void siluMulPanel(const Activations &A, int64_t N, const char *wGate,
 }
 
 /// siluMulPanel over every panel and all M rows, one panel range per thread.
-void runPanelsSiluMul(const Activations &A, int64_t M, int64_t N,
+void runPanelsSiluMul(int32_t scheme, const Activations &A, int64_t M, int64_t N,
                       const char *wGate, const char *wUp, int64_t panelBytes,
                       const float *gateScale, const float *upScale, float *out,
                       hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
                       int64_t parallelMinMacs, int64_t groups) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
   hyrt::cpu::parallelFor(panels, 2 * M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1, [&](int64_t p) {
-    siluMulPanel(A, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
+    siluMulPanel(scheme, A, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
                  mMax, p, 0, M, groups);
   });
 }
 
-/// Scale-array elements per weight matrix of N rows: N per channel, or N x
-/// groups.
+/// Scale-array elements per weight matrix of N rows: N per channel, N x
+/// groups per W8A8 group, row blocks x K blocks for FP8.
 int64_t scaleStride(int32_t scheme, int64_t N, int64_t K) {
+  if (hyrt_gemm_is_fp8(scheme))
+    return (N + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K * groupsOf(scheme, K);
   return N * std::max<int64_t>(1, groupsOf(scheme, K));
 }
 
@@ -295,7 +382,7 @@ void gemmW8a8(int32_t scheme, const float *x, int64_t M, int64_t K, const void *
   const Activations A = prepareActivations(scheme, x, M, K, scratch);
   runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
             panelBytes(scheme, K), A.scale, w_scale, bias, out, kernel, m_max, K,
-            parallel_min_macs, groupsOf(scheme, K));
+            parallel_min_macs, scheme);
 }
 
 } // namespace
@@ -318,6 +405,17 @@ extern "C" void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
            m_max, parallel_min_macs);
 }
 
+extern "C" void hyrt_cpu_gemm_fp8(int32_t scheme, const float *x, int64_t M, int64_t K,
+                                  const void *w_packed, const float *w_scale, int64_t N,
+                                  const float *bias, float *out, void *scratch,
+                                  hyrt_brgemm_fn kernel, int64_t m_max,
+                                  int64_t parallel_min_macs) {
+  const Activations A = prepareActivations(scheme, x, M, K, scratch);
+  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
+            panelBytes(scheme, K), nullptr, w_scale, bias, out, kernel, m_max, K,
+            parallel_min_macs, scheme);
+}
+
 extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,
                                        int64_t M, int64_t K,
                                        const void *w_packed,
@@ -327,7 +425,7 @@ extern "C" void hyrt_cpu_gemm_silu_mul(int32_t scheme, const float *x,
                                        int64_t parallel_min_macs) {
   const Activations A = prepareActivations(scheme, x, M, K, scratch);
   const char *w = static_cast<const char *>(w_packed);
-  runPanelsSiluMul(A, M, N, w, w + packedMatrixBytes(scheme, N, K), panelBytes(scheme, K),
+  runPanelsSiluMul(scheme, A, M, N, w, w + packedMatrixBytes(scheme, N, K), panelBytes(scheme, K),
                    w_scale, w_scale ? w_scale + scaleStride(scheme, N, K) : nullptr, out,
                    kernel, m_max, K, parallel_min_macs, groupsOf(scheme, K));
 }
@@ -400,14 +498,14 @@ void runGroupedItems(int32_t scheme, const Activations &A, int64_t used, int64_t
                      const char *wGate = w + 2 * e * matrixBytes;
                      const float *gScale = wScale ? wScale + e * 2 * sStride : nullptr;
                      for (int64_t p = p0; p < p1; ++p)
-                       siluMulPanel(A, N, wGate, wGate + matrixBytes, pBytes, gScale,
+                       siluMulPanel(scheme, A, N, wGate, wGate + matrixBytes, pBytes, gScale,
                                     gScale ? gScale + sStride : nullptr, out, kernel, mMax, p,
                                     r0, r1, groups);
                      return;
                    }
                    const GemmOperands g{A.a,    A.lda, A.elem, A.scale, w + e * matrixBytes,
                                         pBytes, wScale ? wScale + e * sStride : nullptr,
-                                        nullptr, out, N, kernel, mMax, groups};
+                                        nullptr, out, N, kernel, mMax, groups, scheme};
                    for (int64_t p = p0; p < p1; ++p)
                      gemmPanel(g, p, r0, r1);
                  });

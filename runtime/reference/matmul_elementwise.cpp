@@ -146,6 +146,38 @@ extern "C" void hyrt_ref_matmul_w8a8_grouped(const float *x, const int8_t *w_q,
     }
 }
 
+namespace {
+/// e4m3fn -> fp32: bias 7, subnormals m * 2^-9, S.1111.111 NaN.
+float decodeE4m3(uint8_t code) {
+  const int e = (code >> 3) & 15, m = code & 7;
+  float v;
+  if (e == 15 && m == 7)
+    v = std::nanf("");
+  else if (e == 0)
+    v = std::ldexp(float(m), -9);
+  else
+    v = std::ldexp(1.0f + float(m) / 8.0f, e - 7);
+  return (code & 0x80) ? -v : v;
+}
+} // namespace
+
+extern "C" void hyrt_ref_matmul_fp8(const float *x, const uint8_t *codes,
+                                    const float *factors, const float *bias, int64_t M,
+                                    int64_t N, int64_t K, int64_t parts, float *out) {
+  // Dequantize every weight (code * its block's factor, exact in double),
+  // then the fp32 reference matmul.
+  const int64_t rowsPerPart = N / parts, kBlocks = (K + 127) / 128;
+  const int64_t blocksPerPart = (rowsPerPart + 127) / 128;
+  std::vector<float> w(static_cast<size_t>(N * K));
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t blockRow = (n / rowsPerPart) * blocksPerPart + (n % rowsPerPart) / 128;
+    for (int64_t k = 0; k < K; ++k)
+      w[n * K + k] = float(double(decodeE4m3(codes[n * K + k])) *
+                           factors[blockRow * kBlocks + k / 128]);
+  }
+  hyrt_ref_matmul(x, w.data(), bias, M, N, K, out);
+}
+
 extern "C" void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
                                      int64_t num_rows, int64_t dim,
                                      float *out) {

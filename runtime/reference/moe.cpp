@@ -90,6 +90,21 @@ extern "C" void hyrt_ref_moe_grouped_matmul_w8a8_grouped(
   }
 }
 
+extern "C" void hyrt_ref_moe_grouped_matmul_fp8(const float *x, const uint8_t *codes,
+                                                const float *factors, const int32_t *offsets,
+                                                int64_t num_rows, int64_t num_experts,
+                                                int64_t N, int64_t K, int64_t parts,
+                                                float *out) {
+  const int64_t factorsPerExpert = parts * ((N / parts + 127) / 128) * ((K + 127) / 128);
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const int64_t begin = offsets[e];
+    const int64_t end = std::min<int64_t>(offsets[e + 1], num_rows);
+    if (end > begin)
+      hyrt_ref_matmul_fp8(x + begin * K, codes + e * N * K, factors + e * factorsPerExpert,
+                          nullptr, end - begin, N, K, parts, out + begin * N);
+  }
+}
+
 extern "C" void hyrt_ref_moe_grouped_matmul_bf16_activations(
     const float *x, const float *w, const int32_t *offsets, int64_t num_rows,
     int64_t num_experts, int64_t N, int64_t K, float *out) {

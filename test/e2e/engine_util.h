@@ -69,6 +69,18 @@ inline std::vector<float> incrementalLogits(hyrt::Engine &engine,
   return all;
 }
 
+/// Whole-sequence then incremental logits of `t` on variant `isa`.
+inline std::vector<float> teacherForced(const std::string &artifact, const std::string &isa,
+                                 const std::vector<int32_t> &t) {
+  LoadedModel m = loadModel(artifact, 16, isa);
+  if (!m.engine)
+    return {};
+  std::vector<float> all = wholeSequenceLogits(*m.engine, t);
+  std::vector<float> inc = incrementalLogits(*m.engine, t, 8);
+  all.insert(all.end(), inc.begin(), inc.end());
+  return all;
+}
+
 using hyc::test::maxAbsDiff;
 
 inline int32_t argmaxRow(const float *row, int64_t n) {

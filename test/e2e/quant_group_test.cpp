@@ -4,6 +4,7 @@
 // on synthetic models whose K spans several groups, and the perplexity of
 // every real model in ../shared/models against fp32.
 #include "test/e2e/e2e_util.h"
+#include "test/e2e/artifact_bytes.h"
 #include "test/e2e/engine_util.h"
 
 #include "hyrt/cpu_features.h"
@@ -22,18 +23,6 @@ namespace {
 
 const std::vector<std::string> kBounds = {"--max-seq-len", "96", "--max-batch-tokens", "48",
                                           "--kv-cache", "f32"};
-
-/// Whole-sequence then incremental logits of `t` on variant `isa`.
-std::vector<float> teacherForced(const std::string &artifact, const std::string &isa,
-                                 const std::vector<int32_t> &t) {
-  LoadedModel m = loadModel(artifact, 16, isa);
-  if (!m.engine)
-    return {};
-  std::vector<float> all = wholeSequenceLogits(*m.engine, t);
-  std::vector<float> inc = incrementalLogits(*m.engine, t, 8);
-  all.insert(all.end(), inc.begin(), inc.end());
-  return all;
-}
 
 class GroupedW8a8 : public ::testing::TestWithParam<std::string> {};
 
@@ -122,38 +111,6 @@ TEST(GroupedW8a8Perplexity, EveryRealModelWithinPointZeroFiveOfFp32) {
 
 namespace hyc::e2e {
 namespace {
-
-/// One tensor of a safetensors file: its header entry and bytes.
-struct StoredTensor {
-  std::string dtype;
-  std::vector<int64_t> shape;
-  std::string bytes;
-};
-
-StoredTensor storedTensor(const std::string &file, const std::string &name) {
-  const std::string all = readFile(file);
-  uint64_t headerBytes = 0;
-  std::memcpy(&headerBytes, all.data(), 8);
-  auto header = nlohmann::json::parse(all.substr(8, headerBytes));
-  StoredTensor t;
-  if (!header.contains(name))
-    return t;
-  t.dtype = header[name]["dtype"];
-  t.shape = header[name]["shape"].get<std::vector<int64_t>>();
-  auto offsets = header[name]["data_offsets"].get<std::vector<uint64_t>>();
-  t.bytes = all.substr(8 + headerBytes + offsets[0], offsets[1] - offsets[0]);
-  return t;
-}
-
-/// The bytes of artifact tensor `name` in weights.bin.
-std::string artifactTensor(const std::string &art, const std::string &name) {
-  auto manifest = nlohmann::json::parse(readFile(art + "/manifest.json"));
-  const std::string all = readFile(art + "/weights.bin");
-  for (const auto &t : manifest["weights"]["tensors"])
-    if (t["name"] == name)
-      return all.substr(t["offset"].get<size_t>(), t["nbytes"].get<size_t>());
-  return "";
-}
 
 // A channel-INT8 checkpoint (hyc synth --int8: odd rows have max |q| = 100,
 // which re-quantizing their fp32 product would stretch to 127) keeps its

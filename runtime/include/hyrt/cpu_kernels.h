@@ -70,6 +70,25 @@ void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
                              hyrt_brgemm_fn kernel, int64_t m_max,
                              int64_t parallel_min_macs);
 
+/* FP8 weight-only (HYRT_GEMM_FP8 / HYRT_GEMM_FP8_F32): w_packed holds e4m3
+ * codes packed by pack_b_f8, w_scale the [ceil(N/128)][ceil(K/128)] block
+ * factors; `kernel` is the K = 128 bf16 kernel (not accumulating) of the
+ * scheme's activations. Each thread widens its weight panel to bf16 once
+ * (kept in L2 and reused by every row block; per block in L1 when one row
+ * block covers M) and adds factor * (its K = 128 product) into out. The
+ * scheme-taking drivers below accept both FP8 schemes too (factors
+ * [E][row blocks][K blocks] for experts; [gate; up] halves each with their
+ * own row blocks). */
+void hyrt_cpu_gemm_fp8(int32_t scheme, const float *x, int64_t M, int64_t K,
+                       const void *w_packed, const float *w_scale, int64_t N,
+                       const float *bias, float *out, void *scratch,
+                       hyrt_brgemm_fn kernel, int64_t m_max, int64_t parallel_min_macs);
+
+/* e4m3fn codes -> bf16 bits, exactly: every finite e4m3 value (zero,
+ * subnormals, normals) is a bf16 value; S.1111.111 (NaN) becomes the quiet
+ * NaN 0x7FC0 with the code's sign. */
+void hyrt_cpu_f8_to_bf16(const uint8_t *in, uint16_t *out, int64_t n);
+
 /* hyrt_ref_paged_attention's semantics (token t at position p attends to
  * cached positions [0, p] of its sequence) in fp32, threads over (token,
  * head). Also serves extend attention when the step's keys and values were

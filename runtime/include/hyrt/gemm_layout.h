@@ -21,11 +21,26 @@ enum {
    * weights packed as ceil(K/128) s8_vnni4 groups of K = 128 per panel (the
    * last zero padded), scales [N][groups]; activations as W8A8 with rows
    * padded to whole groups. */
-  HYRT_GEMM_W8A8_G128 = 4
+  HYRT_GEMM_W8A8_G128 = 4,
+  /* FP8 weight-only: e4m3 codes in the bf16_vnni2 order (one byte each, K
+   * zero padded to whole blocks of 128), one fp32 factor per 128 x 128
+   * block ([ceil(N/128)][ceil(K/128)]). The driver widens the codes to bf16
+   * (exactly) and runs a K = 128 bf16 kernel per block, scaling its result
+   * into C. HYRT_GEMM_FP8: activations converted to bf16 rows padded to
+   * whole blocks (native bf16 / AMX kernels); HYRT_GEMM_FP8_F32: fp32
+   * activations (FMA kernels), copied to padded rows when K is not a
+   * multiple of 128. */
+  HYRT_GEMM_FP8 = 5,
+  HYRT_GEMM_FP8_F32 = 6
 };
 
-/* K elements per weight-scale group of HYRT_GEMM_W8A8_G128. */
+/* K elements per weight-scale group of HYRT_GEMM_W8A8_G128, and the K and N
+ * extent of an FP8 block. */
 enum { HYRT_GEMM_GROUP_K = 128 };
+
+static inline int hyrt_gemm_is_fp8(int32_t scheme) {
+  return scheme == HYRT_GEMM_FP8 || scheme == HYRT_GEMM_FP8_F32;
+}
 
 /* Elements per row of converted activations of K elements of `elem` bytes
  * read `group` at a time by the kernel (bf16: 2, u8: 4). A row stride that
@@ -41,15 +56,16 @@ static inline int64_t hyrt_gemm_activation_lda(int64_t K, int64_t elem, int64_t 
 }
 
 /* Elements of K the kernels read per activation row: K, or for
- * HYRT_GEMM_W8A8_G128 whole groups of 128 (the padding quantized to 0). */
+ * HYRT_GEMM_W8A8_G128 and FP8 whole groups of 128 (the padding 0). */
 static inline int64_t hyrt_gemm_activation_k(int32_t scheme, int64_t K) {
-  return scheme == HYRT_GEMM_W8A8_G128
+  return scheme == HYRT_GEMM_W8A8_G128 || hyrt_gemm_is_fp8(scheme)
              ? (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K * HYRT_GEMM_GROUP_K
              : K;
 }
 
 /* Bytes of scratch for M rows: per-token scales (64-byte aligned block) then
- * the u8 rows for W8A8; the bf16 rows for BF16; none for the f32 kernels. */
+ * the u8 rows for W8A8; the bf16 rows for BF16 and FP8; padded fp32 rows for
+ * FP8_F32 when K is not whole blocks; none for the f32 kernels. */
 static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int64_t K) {
   switch (scheme) {
   case HYRT_GEMM_BF16:
@@ -59,6 +75,12 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
   case HYRT_GEMM_W8A8_G128:
     return (M * 4 + 63) / 64 * 64 +
            M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
+  case HYRT_GEMM_FP8:
+    return M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 2, 2) * 2;
+  case HYRT_GEMM_FP8_F32: /* only used when K is not whole blocks */
+    return K % HYRT_GEMM_GROUP_K
+               ? M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 4, 1) * 4
+               : 0;
   default:
     return 0;
   }

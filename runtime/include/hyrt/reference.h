@@ -176,6 +176,21 @@ void hyrt_ref_matmul_w8a8_grouped(const float *x, const int8_t *w_q, const float
                                   const float *bias, int64_t M, int64_t N, int64_t K,
                                   int64_t group, float *out);
 
+/* FP8 weight-only: codes [N][K] e4m3fn, factors one per 128 x 128 block;
+ * the weight is `parts` matrices of N / parts rows stacked ([gate; up]: 2),
+ * each with its own row blocks ([parts * ceil(N/parts/128)][ceil(K/128)]).
+ * out = bias + x . (decode(code) * factor)^T with fp32 activations. */
+void hyrt_ref_matmul_fp8(const float *x, const uint8_t *codes, const float *factors,
+                         const float *bias, int64_t M, int64_t N, int64_t K, int64_t parts,
+                         float *out);
+
+/* hyrt_ref_matmul_fp8 per expert (codes [E][N][K], factors per expert as
+ * above). */
+void hyrt_ref_moe_grouped_matmul_fp8(const float *x, const uint8_t *codes,
+                                     const float *factors, const int32_t *offsets,
+                                     int64_t num_rows, int64_t num_experts, int64_t N,
+                                     int64_t K, int64_t parts, float *out);
+
 /* hyrt_ref_moe_grouped_matmul_w8a8 with per-group scales
  * (w_scale[E][N][ceil(K/group)]). */
 void hyrt_ref_moe_grouped_matmul_w8a8_grouped(const float *x, const int8_t *w_q,

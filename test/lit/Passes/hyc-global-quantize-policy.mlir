@@ -8,8 +8,9 @@
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=bf16 lm-head=int8" 2>&1 | FileCheck %s --check-prefix=HEADBAD
 // HEADBAD: an int8 lm_head needs scheme w8a8 (its activations are quantized per token), got scheme 'bf16'
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: scheme 'int4' is not supported (f32, bf16, w8a8, w8a8-g128)
+// BAD: scheme 'int4' is not supported (f32, bf16, w8a8, w8a8-g128, fp8)
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g128 -split-input-file | FileCheck %s --check-prefix=G128
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=fp8 -split-input-file | FileCheck %s --check-prefix=FP8
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -71,6 +72,15 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // BF16: hyc.quant.matmul %{{.*}}, %[[C]] {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x32xf32>
 // w8a8-g128: one scale per 128 K-elements and output channel (K = 64: one
 // short group), derived as "w8a8g128"; the router and head stay bf16.
+// Scheme fp8: e4m3 weights with one factor per 128 x 128 block (a partial block
+// counts: 48 x 64 has one); router and head stay bf16.
+// FP8-LABEL: func.func @mlp
+// FP8: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "fp8"} -> tensor<48x64xf8E4M3FN>
+// FP8: %[[S:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "fp8.scale"} -> tensor<1x1xf32>
+// FP8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%[[S]]) {epilogue = #hyc<epilogue none>, quant = #hyc.quant<fp8_e4m3, block = [128, 128]>}
+// FP8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
+// FP8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
+
 // G128-LABEL: func.func @mlp
 // G128: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8g128"} -> tensor<48x64xi8>
 // G128: %[[S:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8g128.scale"} -> tensor<48x1xf32>
@@ -124,4 +134,21 @@ func.func @mla_keep(%qn: tensor<?x4x16xf32>, %qp: tensor<?x4x8xf32>, %c: !mlac2)
   %kvb = hyc.param #hyc.param<"f" : "model.layers.0.self_attn.kv_b_proj.weight"> -> tensor<128x32xf32>
   %o = hyc.mla.attention %qn, %qp, %kvb, %c {layer = 0 : i64, scale = 0.1 : f32, v_head_dim = 16 : i64} : tensor<?x4x16xf32>, tensor<?x4x8xf32>, tensor<128x32xf32>, !mlac2 -> tensor<?x4x16xf32>
   return %o : tensor<?x4x16xf32>
+}
+
+// -----
+
+// Expert stacks [E, N, K] take the scheme per expert: FP8 factors
+// [E, ceil(N/128), ceil(K/128)], W8A8 scales [E, N].
+// FP8-LABEL: func.func @experts
+// FP8: {hyc.quantize = "fp8"} -> tensor<4x200x300xf8E4M3FN>
+// FP8: {hyc.quantize = "fp8.scale"} -> tensor<4x2x3xf32>
+// FP8: hyc.moe.grouped_matmul {{.*}}quant = #hyc.quant<fp8_e4m3, block = [128, 128]>
+// W8A8-LABEL: func.func @experts
+// KVB-LABEL: func.func @experts
+// W8A8: {hyc.quantize = "w8a8.scale"} -> tensor<4x200xf32>
+func.func @experts(%x: tensor<?x300xf32>, %off: tensor<5xi32>) -> tensor<?x200xf32> {
+  %w = hyc.param #hyc.param<"f" : "model.layers.0.mlp.experts.*.down_proj.weight"> -> tensor<4x200x300xf32>
+  %y = hyc.moe.grouped_matmul %x, %w, %off {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : tensor<?x300xf32>, tensor<4x200x300xf32>, tensor<5xi32> -> tensor<?x200xf32>
+  return %y : tensor<?x200xf32>
 }
