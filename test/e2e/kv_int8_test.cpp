@@ -76,10 +76,12 @@ INSTANTIATE_TEST_SUITE_P(Golden, KvInt8Golden,
                          caseName);
 
 // The first 200 TinyStories paragraphs on every real model (this host's
-// best variant): the int8 cache within 0.05 of the bf16 cache, and W8A8
-// weights with the int8 cache within 0.1 of fp32 weights with an fp32
-// cache. aidreams260K (another tokenizer and corpus, perplexity ~230 here)
-// is held to the same relative bars as in quant_group_test.cpp.
+// best variant): the int8 cache within 0.05 of the bf16 cache (absolute,
+// aidreams260K included: the cache's rounding barely moves even its ~230),
+// and W8A8 weights with the int8 cache within 0.1 of fp32 weights with an
+// fp32 cache. aidreams260K (another tokenizer and corpus) is held to
+// quant_group_test.cpp's relative bar there: W8A8's own error scales with
+// its perplexity.
 TEST(KvInt8Perplexity, EveryRealModelWithinPointZeroFiveOfTheBf16Cache) {
   if (!haveShared())
     GTEST_SKIP() << "../shared/models absent";
@@ -101,7 +103,7 @@ TEST(KvInt8Perplexity, EveryRealModelWithinPointZeroFiveOfTheBf16Cache) {
     std::printf("| %s | %.4f | %.4f | %.4f (%+.4f) | %.4f (%+.4f) |\n", m, pf, pb, pi, pi - pb,
                 pw, pw - pf);
     const double relative = pf < 10 ? 1.0 : pf / 4.219;
-    EXPECT_LT(std::fabs(pi - pb), 0.05 * relative) << m << ": int8 vs bf16 cache";
+    EXPECT_LT(std::fabs(pi - pb), 0.05) << m << ": int8 vs bf16 cache";
     EXPECT_LT(std::fabs(pw - pf), 0.1 * relative) << m << ": w8a8 + int8 cache vs fp32";
   }
 }
