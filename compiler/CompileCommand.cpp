@@ -106,6 +106,8 @@ options:
   --kv-cache TYPE          KV cache elements: auto (default: bf16 on kernel
                            targets when every attention kernel reads bf16,
                            else f32; f32 on --target=reference) | f32 | bf16
+                           | int8 (one fp32 scale per token and KV head,
+                           dequantized inside the attention kernels)
   --print-schedule         print each op's kernel, tile and threading
   --print-ir-after-all     print the IR after every pass (stderr)
   --max-seq-len N          longest sequence the artifact serves (default:
@@ -182,8 +184,8 @@ int runCompileCommand(int argc, char **argv) {
   std::string phase = args.get("compile-to", "import");
   std::string target = args.get("target", "portable");
   const std::string kvCache = args.get("kv-cache", "auto");
-  if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16") {
-    std::fprintf(stderr, "hyc compile: --kv-cache expects auto|f32|bf16, got '%s'\n",
+  if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16" && kvCache != "int8") {
+    std::fprintf(stderr, "hyc compile: --kv-cache expects auto|f32|bf16|int8, got '%s'\n",
                  kvCache.c_str());
     return 2;
   }

@@ -79,6 +79,12 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     pm.addPass(createHycGlobalAbsorbMla());
   if (runs(Phase::Global) && enabled("hyc-global-fuse-activation-quant"))
     pm.addPass(createHycGlobalFuseActivationQuant());
+  // Not optional: an int8 cache has no other way to be read.
+  if (runs(Phase::Global)) {
+    HycGlobalFuseDequantIntoAttentionOptions dequant;
+    dequant.kvCache = options.kvCache;
+    pm.addPass(createHycGlobalFuseDequantIntoAttention(dequant));
+  }
 
   IsaVariant variant;
   if (!isaVariantNamed(options.target, variant)) {

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/KvDequant.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "passes/RopeFrequencies.h"
@@ -835,6 +836,41 @@ LogicalResult EntryLowering::run() {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// The attention kernels take the cache's element type from the cache view
+/// at run time, so nothing in a call says "int8": what makes an int8 cache
+/// safe to lower is hyc-global-fuse-dequant-into-attention's decision on
+/// every op that reads it. Consumed here: an int8-cache module
+/// (hyc_cpu.kv_cache_dtype) lowers only when every attention op carries
+/// hyc.kv_dequant = "int8", and no op carries it over another cache type.
+LogicalResult checkKvDequant(ModuleOp module) {
+  auto dtypeAttr = module->getAttrOfType<StringAttr>(cpu::kKvCacheDtypeName);
+  const StringRef dtype = dtypeAttr ? dtypeAttr.getValue() : StringRef("f32");
+  const bool int8 = dtype == "int8";
+  WalkResult r = module.walk([&](Operation *op) {
+    if (!attendsOverCache(op))
+      return WalkResult::advance();
+    auto mark = op->getAttrOfType<StringAttr>(kKvDequantName);
+    if (int8 && (!mark || mark.getValue() != "int8")) {
+      op->emitOpError() << "reads an int8 KV cache (module " << cpu::kKvCacheDtypeName
+                        << " = \"int8\") but has "
+                        << (mark ? "hyc.kv_dequant = \"" + mark.getValue().str() + "\""
+                                 : std::string("no hyc.kv_dequant"))
+                        << ", expected hyc.kv_dequant = \"int8\" "
+                           "(hyc-global-fuse-dequant-into-attention with kv-cache=int8)";
+      return WalkResult::interrupt();
+    }
+    if (!int8 && mark) {
+      op->emitOpError() << "has hyc.kv_dequant = \"" << mark.getValue()
+                        << "\" but the module's KV cache is " << dtype
+                        << ", expected an int8 cache (hyc-cpu-select-lowering-strategy "
+                           "kv-cache=int8)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 struct HycCpuLowerToKernelPass
     : public hyc::impl::HycCpuLowerToKernelBase<HycCpuLowerToKernelPass> {
   using Base::Base;
@@ -849,6 +885,8 @@ struct HycCpuLowerToKernelPass
       module.emitError("no function with a hyc.entry attribute to lower");
       return signalPassFailure();
     }
+    if (failed(checkKvDequant(module)))
+      return signalPassFailure();
     for (func::FuncOp fn : entries) {
       EntryLowering lowering(fn, bf16Activations);
       if (failed(lowering.run()))

@@ -96,18 +96,19 @@ struct HycCpuSelectLoweringStrategyPass
   }
 
 private:
-  /// The KV cache's element type, for the whole model. `f32` and `bf16`
-  /// are the user's; every kernel reads both (the reference ones by
-  /// widening the layer, a semantic baseline rather than a fast path).
+  /// The KV cache's element type, for the whole model. `f32`, `bf16` and
+  /// `int8` are the user's; every kernel reads all three (the reference ones
+  /// by widening the layer, a semantic baseline rather than a fast path;
+  /// int8 through hyc-global-fuse-dequant-into-attention's contract).
   /// `auto` takes bf16 (half the bytes every attention step reads) on kernel
   /// targets when every op that reads the cache runs on an optimized
   /// attention kernel (appends only write), and fp32 otherwise: on the
   /// reference target, and where a reference attention would widen the
   /// cache on every call.
   LogicalResult decideKvCacheDtype(ModuleOp module) {
-    if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16")
+    if (kvCache != "auto" && kvCache != "f32" && kvCache != "bf16" && kvCache != "int8")
       return module.emitError() << "hyc-cpu-select-lowering-strategy: kv-cache must be "
-                                   "auto, f32 or bf16, got '"
+                                   "auto, f32, bf16 or int8, got '"
                                 << kvCache << "'";
     bool allOptimized = true;
     module.walk([&](Operation *op) {
@@ -121,9 +122,10 @@ private:
                       config.getKernel() != "mla_absorbed"))
         allOptimized = false;
     });
-    const bool bf16 = kvCache == "bf16" || (kvCache == "auto" && kernels && allOptimized);
-    module->setAttr(cpu::kKvCacheDtypeName,
-                    StringAttr::get(module.getContext(), bf16 ? "bf16" : "f32"));
+    StringRef dtype = kvCache;
+    if (kvCache == "auto")
+      dtype = kernels && allOptimized ? "bf16" : "f32";
+    module->setAttr(cpu::kKvCacheDtypeName, StringAttr::get(module.getContext(), dtype));
     return success();
   }
 

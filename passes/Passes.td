@@ -129,6 +129,25 @@ def HycGlobalFuseActivationQuant
   }];
 }
 
+def HycGlobalFuseDequantIntoAttention
+    : Pass<"hyc-global-fuse-dequant-into-attention", "::mlir::ModuleOp"> {
+  let summary = "Attention kernels read the int8 KV cache and dequantize while loading";
+  let description = [{
+    With `kv-cache=int8`, marks every op that attends over the cache
+    (`hyc.attention`, `hyc.paged_attention`, `hyc.paged_attention.append`,
+    `hyc.mla.attention`) `hyc.kv_dequant = "int8"`: its kernel reads int8
+    rows and one fp32 scale per (token, KV head) row and widens them in
+    registers, so no dequantized copy of the cache is ever written.
+    hyc-cpu-lower-to-kernel consumes the attribute and rejects an int8-cache
+    module whose attention op lacks it. Any other `kv-cache` leaves the
+    module unchanged.
+  }];
+  let options = [
+    Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"auto\"",
+           "The KV cache's element type (--kv-cache): auto, f32, bf16 or int8">
+  ];
+}
+
 def HycGlobalFuseGateUpSilu
     : Pass<"hyc-global-fuse-gate-up-silu", "::mlir::ModuleOp"> {
   let summary = "One GEMM over [W_gate; W_up] with a SiLU-multiply epilogue";

@@ -12,6 +12,7 @@
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
+#include "../reference/kv_int8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -34,7 +35,8 @@ using hyrt::cpu::dot;
 /// whole group. Per head, fp32 softmax with the maximum subtracted, then the
 /// weighted sum of values (the reference's order of operations per head).
 /// `scores` holds group rows of n + 1 floats (the scores, then their sum),
-/// `acc` group x dv.
+/// `acc` group x dv. int8 rows are dequantized as they are read: the row's
+/// scale multiplies its dot products and its weight in the value sum.
 template <typename T>
 inline __attribute__((always_inline)) void
 attendGroupBody(const hyrt_step_v0 *step, const LayerView &l, const float *q,
@@ -46,8 +48,9 @@ attendGroupBody(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const float *qg = q + (t * numHeads + kvh * G) * dk;
   forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
     const T *kr = l.kRow<T>(row, kvh);
+    const float rowScale = l.kScaleOf<T>(row, kvh) * scale;
     for (int64_t g = 0; g < G; ++g)
-      scores[g * ns + j] = dot(qg + g * dk, kr, dk) * scale;
+      scores[g * ns + j] = dot(qg + g * dk, kr, dk) * rowScale;
   });
   for (int64_t g = 0; g < G; ++g) {
     float *sg = scores + g * ns;
@@ -64,8 +67,9 @@ attendGroupBody(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   std::fill(acc, acc + G * dv, 0.0f);
   forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
     const T *vr = l.vRow<T>(row, kvh);
+    const float rowScale = l.vScaleOf<T>(row, kvh);
     for (int64_t g = 0; g < G; ++g)
-      axpy(scores[g * ns + j], vr, acc + g * dv, dv);
+      axpy(scores[g * ns + j] * rowScale, vr, acc + g * dv, dv);
   });
   for (int64_t g = 0; g < G; ++g) {
     float *o = out + (t * numHeads + kvh * G + g) * dv;
@@ -96,6 +100,19 @@ attendGroupBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   attendGroupBody<uint16_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroupInt8(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *acc, float *out) {
+  attendGroupBody<int8_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
+}
+
+using GroupFn = void (*)(const hyrt_step_v0 *, const LayerView &, const float *, int64_t,
+                         float, int64_t, int64_t, float *, float *, float *);
+GroupFn portableGroupFn(const LayerView &l) {
+  return l.int8 ? attendGroupInt8 : l.bf16 ? attendGroupBf16 : attendGroupF32;
+}
+
 /// Tokens t .. t + tq - 1 (one sequence, consecutive positions) of KV head
 /// kvh: the row-blocked kernel takes them together where it applies; the
 /// other kernels take one token at a time.
@@ -106,27 +123,26 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const bool avx512 = hyrt::cpu::hostHasAvx512();
   if (hyrt::cpu::hostHasAvx512BwVl()) {
     s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
-    if (l.bf16 ? hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, t, tq, kvh,
-                                                       s.scores.data(), out)
-               : hyrt::cpu::attendRowsAvx512<float>(step, l, q, numHeads, scale, t, tq, kvh,
-                                                    s.scores.data(), out))
+    if (hyrt::cpu::withRowType(l, [&](auto *type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          return hyrt::cpu::attendRowsAvx512<T>(step, l, q, numHeads, scale, t, tq, kvh,
+                                                s.scores.data(), out);
+        }))
       return;
   }
   for (int64_t u = t; u < t + tq; ++u) {
     const size_t n = size_t(step->positions[u]) + 1;
     s.scores.resize(size_t(l.group) * (n + 1));
     if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
-      if (l.bf16)
-        hyrt::cpu::attendGroupAvx512<uint16_t>(step, l, q, numHeads, scale, u, kvh,
-                                               s.scores.data(), out);
-      else
-        hyrt::cpu::attendGroupAvx512<float>(step, l, q, numHeads, scale, u, kvh,
-                                            s.scores.data(), out);
+      hyrt::cpu::withRowType(l, [&](auto *type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        hyrt::cpu::attendGroupAvx512<T>(step, l, q, numHeads, scale, u, kvh, s.scores.data(),
+                                        out);
+      });
       continue;
     }
     s.acc.resize(size_t(l.group * l.dv)); // the AVX-512 kernel keeps it in registers
-    (l.bf16 ? attendGroupBf16 : attendGroupF32)(step, l, q, numHeads, scale, u, kvh,
-                                                s.scores.data(), s.acc.data(), out);
+    portableGroupFn(l)(step, l, q, numHeads, scale, u, kvh, s.scores.data(), s.acc.data(), out);
   }
 }
 
@@ -135,6 +151,11 @@ void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
                 const float *v, int64_t t, int64_t kvh) {
   const int64_t row = cacheRow(step, l, t, step->positions[t]);
   const float *kt = k + (t * l.kvHeads + kvh) * l.dk, *vt = v + (t * l.kvHeads + kvh) * l.dv;
+  if (l.int8) { // quantized as hyrt_ref_kv_cache_append does: same codes, same scales
+    l.kScale[row + kvh * l.page] = hyrt::quantizeKvRow(kt, l.dk, l.kRow<int8_t>(row, kvh));
+    l.vScale[row + kvh * l.page] = hyrt::quantizeKvRow(vt, l.dv, l.vRow<int8_t>(row, kvh));
+    return;
+  }
   if (l.bf16) {
     uint16_t *kr = l.kRow<uint16_t>(row, kvh), *vr = l.vRow<uint16_t>(row, kvh);
     for (int64_t i = 0; i < l.dk; ++i)
@@ -247,12 +268,11 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         const hyrt::cpu::KvSplit split{it.begin, it.end, partials.data() + it.slot * splitFloats};
         tScratch.scores.resize(size_t((it.end - it.begin) * l.group + 16 +
                                       (step->positions[it.t0] + 1) * l.group));
-        if (l.bf16)
-          hyrt::cpu::attendRowsAvx512<uint16_t>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
-                                                tScratch.scores.data(), out, &split);
-        else
-          hyrt::cpu::attendRowsAvx512<float>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
-                                             tScratch.scores.data(), out, &split);
+        hyrt::cpu::withRowType(l, [&](auto *type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          hyrt::cpu::attendRowsAvx512<T>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
+                                         tScratch.scores.data(), out, &split);
+        });
       });
   if (slots == 0)
     return;

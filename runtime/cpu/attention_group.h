@@ -10,25 +10,54 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace hyrt::cpu {
 
-/// Shapes and bases of one layer of the cache; rows hold T = float or
-/// uint16_t (bf16) as the cache's dtype says. A row id is
+/// Shapes and bases of one layer of the cache; rows hold T = float,
+/// uint16_t (bf16) or int8_t as the cache's dtype says. A row id is
 /// page * page_size * kvHeads + slot: with the head-major pages of abi.h,
 /// KV head h's row then starts at element (row + h * page_size) * dim, and
-/// row + 1 is the next slot of the same page and head.
+/// row + 1 is the next slot of the same page and head. An int8 row's scale
+/// sits at the same index without the dim: kScale[row + h * page_size].
 struct LayerView {
   int64_t kvHeads, dk, dv, page, group;
   void *k, *v;
   bool bf16;
+  bool int8 = false;
+  float *kScale = nullptr, *vScale = nullptr; // int8 only
   template <typename T> T *kRow(int64_t row, int64_t kvh) const {
     return static_cast<T *>(k) + (row + kvh * page) * dk;
   }
   template <typename T> T *vRow(int64_t row, int64_t kvh) const {
     return static_cast<T *>(v) + (row + kvh * page) * dv;
   }
+  /// The factor a row's loaded elements are multiplied by: its scale for
+  /// int8 rows, 1 (folded away at compile time) for fp32 and bf16 ones.
+  template <typename T> float kScaleOf(int64_t row, int64_t kvh) const {
+    if constexpr (std::is_same_v<T, int8_t>)
+      return kScale[row + kvh * page];
+    else
+      return 1.0f;
+  }
+  template <typename T> float vScaleOf(int64_t row, int64_t kvh) const {
+    if constexpr (std::is_same_v<T, int8_t>)
+      return vScale[row + kvh * page];
+    else
+      return 1.0f;
+  }
 };
+
+/// Calls f with a null pointer of the cache's element type (float,
+/// uint16_t for bf16, int8_t), so that one call site instantiates a
+/// kernel template for each dtype.
+template <typename F> inline decltype(auto) withRowType(const LayerView &l, F f) {
+  if (l.int8)
+    return f(static_cast<int8_t *>(nullptr));
+  if (l.bf16)
+    return f(static_cast<uint16_t *>(nullptr));
+  return f(static_cast<float *>(nullptr));
+}
 
 inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
                     int64_t numHeads) {
@@ -39,7 +68,11 @@ inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
           numHeads / kv->num_kv_heads,
           kv->k_layers[layer],
           kv->v_layers ? kv->v_layers[layer] : nullptr, // none for MLA latents
-          kv->dtype == HYRT_KV_BF16};
+          kv->dtype == HYRT_KV_BF16,
+          kv->dtype == HYRT_KV_INT8,
+          kv->dtype == HYRT_KV_INT8 ? kv->k_scale_layers[layer] : nullptr,
+          kv->dtype == HYRT_KV_INT8 && kv->v_scale_layers ? kv->v_scale_layers[layer]
+                                                          : nullptr};
 }
 
 /// Threads for an attention step of `macs` multiply-adds: all of them from
@@ -89,6 +122,9 @@ extern template void attendGroupAvx512<float>(const hyrt_step_v0 *, const LayerV
 extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                                  const float *, int64_t, float, int64_t,
                                                  int64_t, float *, float *);
+extern template void attendGroupAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                               const float *, int64_t, float, int64_t,
+                                               int64_t, float *, float *);
 
 /// One KV split of a decode token (flash decoding): positions [begin, end)
 /// and where the partial result goes: [group][16 * ceil(dv / 16) rounded up
@@ -122,6 +158,10 @@ extern template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const Laye
                                                 const float *, int64_t, float, int64_t,
                                                 int64_t, int64_t, float *, float *,
                                                 const KvSplit *);
+extern template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                              const float *, int64_t, float, int64_t,
+                                              int64_t, int64_t, float *, float *,
+                                              const KvSplit *);
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

@@ -13,6 +13,10 @@
 // - The value pass loads each cached row once and feeds up to 16
 //   accumulators (heads x 16-wide slices); with more than 16, heads are
 //   split into passes over the rows (L1/L2-resident by then).
+// int8 rows (a scale per row) load as codes widened to fp32; each row's
+// scale multiplies its R x G scores as one vector (lane r * G + h) and its
+// weight in the value pass: the dequantization, once per row rather than
+// per element, on the way through registers.
 // Rows are prefetched a fixed distance ahead through the block table: a
 // KV head's rows are contiguous within a page (head-major pages), but pages
 // jump, which the hardware prefetchers do not follow.
@@ -38,6 +42,9 @@ inline __m512 load16(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps
 inline __m512 load16(const uint16_t *p, __mmask16 m) {
   const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+inline __m512 load16(const int8_t *p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
 inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t *p) {
@@ -97,8 +104,16 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const int64_t jStop = nOf(tq - 1); // the last token sees the most rows
   for (int64_t j = j0; j < jStop; j += R) {
     const T *kRows[R];
+    __m512 rowScales = vscale; // lane r * G + h: row r's scale x the score scale
     for (int r = 0; r < R; ++r)
       kRows[r] = l.kRow<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh);
+    if constexpr (std::is_same_v<T, int8_t>) {
+      alignas(64) float lanes[16];
+      for (int r = 0; r < R; ++r)
+        for (int h = 0; h < G; ++h)
+          lanes[r * G + h] = l.kScaleOf<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh) * scale;
+      rowScales = _mm512_load_ps(lanes);
+    }
     // Several tokens read these rows: widen bf16 once (zero padded to the
     // 16-lane step), not once per token.
     const float *kr[R];
@@ -136,7 +151,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
       }
       const int64_t valid = (n - j < R ? n - j : R) * G;
       _mm512_mask_storeu_ps(scores + u * stride + (j - j0) * G, tailMask(valid),
-                            _mm512_mul_ps(hsum16(acc), vscale));
+                            _mm512_mul_ps(hsum16(acc), rowScales));
     }
   }
 
@@ -185,8 +200,9 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
             for (int s = 0; s < SV; ++s)
               v[s] = load16(vr + 16 * s, vMask[s]);
           }
+          const float vs = l.vScaleOf<T>(rows[j], kvh);
           for (int h = 0; h < HB; ++h) {
-            const __m512 w = _mm512_set1_ps(su[(j - j0) * G + h0 + h]);
+            const __m512 w = _mm512_set1_ps(su[(j - j0) * G + h0 + h] * vs);
             for (int s = 0; s < SV; ++s)
               acc[h * SV + s] = _mm512_fmadd_ps(w, v[s], acc[h * SV + s]);
           }
@@ -260,6 +276,9 @@ template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &, c
 template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                          const float *, int64_t, float, int64_t, int64_t,
                                          int64_t, float *, float *, const KvSplit *);
+template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                       const float *, int64_t, float, int64_t, int64_t,
+                                       int64_t, float *, float *, const KvSplit *);
 
 } // namespace hyrt::cpu
 

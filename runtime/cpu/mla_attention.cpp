@@ -67,6 +67,7 @@ attendLatentBody(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[t]) * step->max_pages_per_seq;
   const T *rows[kBlock];
+  float rowScale[kBlock]; // int8: each row's scale (1 otherwise)
   float s[16 * kBlock];
   float *sc = H <= 16 ? s : nullptr;
   std::vector<float> big;
@@ -80,12 +81,13 @@ attendLatentBody(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
       const int64_t pos = j0 + b;
       const int64_t row = int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
       rows[b] = l.kRow<T>(row, 0);
+      rowScale[b] = l.kScaleOf<T>(row, 0);
     }
     for (int64_t b = 0; b < nb; ++b)
       for (int64_t h = 0; h < H; ++h)
         sc[h * kBlock + b] =
             (dot(qLat + h * R, rows[b], R) + dot(qPe + h * m.rope, rows[b] + R, m.rope)) *
-            m.scale;
+            (m.scale * rowScale[b]);
     for (int64_t h = 0; h < H; ++h) {
       float *sh = sc + h * kBlock;
       float blockMax = mx[h];
@@ -105,7 +107,7 @@ attendLatentBody(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
         for (int64_t r = 0; r < R; ++r)
           oh[r] *= alpha;
       for (int64_t b = 0; b < nb; ++b)
-        axpy(sh[b], rows[b], oh, R);
+        axpy(sh[b] * rowScale[b], rows[b], oh, R);
     }
   }
 }
@@ -122,6 +124,13 @@ attendLatentBf16(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
                  const float *qLat, const float *qPe, int64_t t, int64_t begin,
                  int64_t end, float *part) {
   attendLatentBody<uint16_t>(step, l, m, qLat, qPe, t, begin, end, part);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendLatentInt8(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                 const float *qLat, const float *qPe, int64_t t, int64_t begin,
+                 int64_t end, float *part) {
+  attendLatentBody<int8_t>(step, l, m, qLat, qPe, t, begin, end, part);
 }
 
 /// q_lat of tokens [t0, t1) for head h: sum over d of q_nope[t][h][d] times
@@ -302,17 +311,19 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
     const Item &it = items[size_t(i)];
     float *part = parts.data() + it.slot * stride;
     const int64_t end = it.end < 0 ? INT64_MAX : it.end;
-    if (avx512 && (l.bf16 ? hyrt::cpu::attendLatentAvx512<uint16_t>(
-                                step, l, m, qLat.data(), q_pe, it.t0, it.count, it.begin, end, part)
-                          : hyrt::cpu::attendLatentAvx512<float>(
-                                step, l, m, qLat.data(), q_pe, it.t0, it.count, it.begin, end, part)))
+    if (avx512 && hyrt::cpu::withRowType(l, [&](auto *type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          return hyrt::cpu::attendLatentAvx512<T>(step, l, m, qLat.data(), q_pe, it.t0,
+                                                  it.count, it.begin, end, part);
+        }))
       return;
     for (int64_t u = 0; u < it.count; ++u) {
       const int64_t t = it.t0 + u;
       const float *ql = qLat.data() + t * H * R, *qp = q_pe + t * H * rope_dim;
       const int64_t e = it.end < 0 ? int64_t(step->positions[t]) + 1 : it.end;
-      (l.bf16 ? attendLatentBf16 : attendLatentF32)(step, l, m, ql, qp, t, it.begin, e,
-                                                    part + u * stride);
+      (l.int8   ? attendLatentInt8
+       : l.bf16 ? attendLatentBf16
+                : attendLatentF32)(step, l, m, ql, qp, t, it.begin, e, part + u * stride);
     }
   });
 

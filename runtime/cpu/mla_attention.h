@@ -35,6 +35,9 @@ extern template bool attendLatentAvx512<float>(const hyrt_step_v0 *, const Layer
 extern template bool attendLatentAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                                   const Mla &, const float *, const float *,
                                                   int64_t, int64_t, int64_t, int64_t, float *);
+extern template bool attendLatentAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                                const Mla &, const float *, const float *,
+                                                int64_t, int64_t, int64_t, int64_t, float *);
 
 /// q_lat[t][h] = W_UK[h]^T q_nope[t][h] for tokens [t0, t1) of head h,
 /// and out[t][h] = W_UV[h] o_lat[t] * inv[t] for the same: kv_b (fp32, or

@@ -3,7 +3,8 @@
 // cached rows [c | k_pe] and values their first `rank` elements.
 //
 // Per block of up to 32 positions:
-// - the block's cache rows are widened to fp32 once (zero padded to a
+// - the block's cache rows are widened to fp32 once (int8 rows dequantized
+//   there, code x the row's scale, so everything after reads fp32; zero padded to a
 //   multiple of 16), shared by every query row;
 // - scores: 4 query rows x 4 positions at a time, 16 accumulators over the
 //   row, one transpose-and-add tree (hsum16) gives their 16 scores in one
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <immintrin.h>
+#include <type_traits>
 #include <vector>
 
 #pragma GCC push_options
@@ -44,6 +46,9 @@ inline __m512 widen16(const float *p, __mmask16 m) { return _mm512_maskz_loadu_p
 inline __m512 widen16(const uint16_t *p, __mmask16 m) {
   const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+inline __m512 widen16(const int8_t *p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
 
 /// A thread's buffers, grown to the largest call seen.
@@ -125,10 +130,17 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
     // Widen the block's rows once.
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t pos = j0 + b;
-      const T *row = l.kRow<T>(int64_t(blocks[pos / l.page]) * l.page + pos % l.page, 0);
+      const int64_t id = int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
+      const T *row = l.kRow<T>(id, 0);
       float *cb = w.c.data() + b * dPad;
-      for (int64_t d = 0; d < dPad; d += 16)
-        _mm512_storeu_ps(cb + d, widen16(row + d, tailMask(D - d)));
+      if constexpr (std::is_same_v<T, int8_t>) {
+        const __m512 rs = _mm512_set1_ps(l.kScaleOf<T>(id, 0));
+        for (int64_t d = 0; d < dPad; d += 16)
+          _mm512_storeu_ps(cb + d, _mm512_mul_ps(widen16(row + d, tailMask(D - d)), rs));
+      } else {
+        for (int64_t d = 0; d < dPad; d += 16)
+          _mm512_storeu_ps(cb + d, widen16(row + d, tailMask(D - d)));
+      }
     }
     // Scores [position][query row]: 4 query rows x 4 positions per 16
     // accumulators (8 loads per 16 FMAs), one hsum16 tree for the 16 dots.
@@ -220,6 +232,9 @@ template bool attendLatentAvx512<float>(const hyrt_step_v0 *, const LayerView &,
 template bool attendLatentAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
                                            const Mla &, const float *, const float *, int64_t,
                                            int64_t, int64_t, int64_t, float *);
+template bool attendLatentAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                         const Mla &, const float *, const float *, int64_t,
+                                         int64_t, int64_t, int64_t, float *);
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
+#include "../reference/kv_int8.h"
 
 #include <algorithm>
 #include <cstring>
@@ -43,11 +44,17 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   qc.resize(size_t(T * H * dk));
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
-  // Latent rows widened to fp32, [c | k_pe] per position.
+  // Latent rows widened to fp32, [c | k_pe] per position (int8 rows
+  // dequantized: code x the row's scale).
   parallelRows(n, D, [&](int64_t j) {
     const int64_t row = int64_t(blocks[j / l.page]) * l.page + j % l.page;
     float *dst = lat.data() + j * D;
-    if (l.bf16) {
+    if (l.int8) {
+      const int8_t *src = l.kRow<int8_t>(row, 0);
+      const float rowScale = l.kScaleOf<int8_t>(row, 0);
+      for (int64_t i = 0; i < D; ++i)
+        dst[i] = hyrt::dequantKv(src[i], rowScale);
+    } else if (l.bf16) {
       const uint16_t *src = l.kRow<uint16_t>(row, 0);
       for (int64_t i = 0; i < D; ++i)
         dst[i] = hyrt::fromBf16(src[i]);

@@ -3,6 +3,7 @@
 #include "hyrt/reference.h"
 
 #include "bf16.h"
+#include "kv_int8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,30 +17,50 @@ namespace {
 
 /// A layer of the cache as fp32 rows of `dim`: the pool itself for an fp32
 /// cache; for a bf16 cache, the whole layer widened (exactly) into
-/// `shadow`. The reference is the semantic baseline of a bf16 cache too
-/// (values rounded once, when appended), so that optimized artifacts can be
-/// compared with a reference of the same cache dtype; it is not a fast
-/// path.
-float *f32Layer(const hyrt_kv_cache_v0 *kv, void *base, int64_t dim,
+/// `shadow`; for an int8 one, dequantized there (code x its row's scale from
+/// `scales`, as the kernels compute it). The reference is the semantic
+/// baseline of a bf16 or int8 cache too (values rounded once, when
+/// appended), so that optimized artifacts can be compared with a reference
+/// of the same cache dtype; it is not a fast path.
+float *f32Layer(const hyrt_kv_cache_v0 *kv, void *base, const float *scales, int64_t dim,
                 std::vector<float> &shadow) {
   if (kv->dtype == HYRT_KV_F32)
     return static_cast<float *>(base);
-  if (kv->dtype != HYRT_KV_BF16) {
-    std::fprintf(stderr, "hyrt reference attention: KV cache dtype %d, expected fp32 or "
-                         "bf16 (internal error)\n",
+  if (kv->dtype != HYRT_KV_BF16 && kv->dtype != HYRT_KV_INT8) {
+    std::fprintf(stderr, "hyrt reference attention: KV cache dtype %d, expected fp32, "
+                         "bf16 or int8 (internal error)\n",
                  int(kv->dtype));
     std::abort();
   }
   const size_t n = size_t(kv->num_pages * kv->num_kv_heads * kv->page_size * dim);
   shadow.resize(n);
+  if (kv->dtype == HYRT_KV_INT8) {
+    const int8_t *c = static_cast<const int8_t *>(base);
+    for (size_t i = 0; i < n; ++i)
+      shadow[i] = hyrt::dequantKv(c[i], scales[i / size_t(dim)]);
+    return shadow.data();
+  }
   const uint16_t *b = static_cast<const uint16_t *>(base);
   for (size_t i = 0; i < n; ++i)
     shadow[i] = hyrt::fromBf16(b[i]);
   return shadow.data();
 }
 
-/// Writes n floats to a cache row of the cache's dtype.
-void storeRow(const hyrt_kv_cache_v0 *kv, void *dst, const float *src, int64_t n) {
+float *kScales(const hyrt_kv_cache_v0 *kv, int64_t layer) {
+  return kv->dtype == HYRT_KV_INT8 ? kv->k_scale_layers[layer] : nullptr;
+}
+float *vScales(const hyrt_kv_cache_v0 *kv, int64_t layer) {
+  return kv->dtype == HYRT_KV_INT8 && kv->v_scale_layers ? kv->v_scale_layers[layer] : nullptr;
+}
+
+/// Writes n floats to a cache row of the cache's dtype (an int8 row's scale
+/// to *scale).
+void storeRow(const hyrt_kv_cache_v0 *kv, void *dst, float *scale, const float *src,
+              int64_t n) {
+  if (kv->dtype == HYRT_KV_INT8) {
+    *scale = hyrt::quantizeKvRow(src, n, static_cast<int8_t *>(dst));
+    return;
+  }
   if (kv->dtype == HYRT_KV_BF16) {
     uint16_t *d = static_cast<uint16_t *>(dst);
     for (int64_t i = 0; i < n; ++i)
@@ -108,19 +129,18 @@ extern "C" void hyrt_ref_kv_cache_append(hyrt_kv_cache_v0 *kv,
                 dv = kv->v_head_dim;
   void *kbase = kv->k_layers[layer];
   void *vbase = kv->v_layers ? kv->v_layers[layer] : nullptr;
-  const int64_t elem = kv->dtype == HYRT_KV_BF16 ? 2 : 4;
+  const int64_t elem = kv->dtype == HYRT_KV_INT8 ? 1 : kv->dtype == HYRT_KV_BF16 ? 2 : 4;
+  float *ks = kScales(kv, layer), *vs = vScales(kv, layer);
   for (int64_t t = 0; t < step->num_tokens; ++t) {
     const int64_t s = step->token_seq[t], pos = step->positions[t];
     for (int64_t h = 0; h < hkv; ++h) {
-      storeRow(kv,
-               static_cast<unsigned char *>(kbase) +
-                   cacheHeadRow(kv, step, s, pos, h, dk) * elem,
-               k + (t * hkv + h) * dk, dk);
+      // The row index with dim 1 is the row's scale slot.
+      const int64_t row = cacheHeadRow(kv, step, s, pos, h, 1);
+      storeRow(kv, static_cast<unsigned char *>(kbase) + row * dk * elem,
+               ks ? ks + row : nullptr, k + (t * hkv + h) * dk, dk);
       if (v && vbase && dv > 0)
-        storeRow(kv,
-                 static_cast<unsigned char *>(vbase) +
-                     cacheHeadRow(kv, step, s, pos, h, dv) * elem,
-                 v + (t * hkv + h) * dv, dv);
+        storeRow(kv, static_cast<unsigned char *>(vbase) + row * dv * elem,
+                 vs ? vs + row : nullptr, v + (t * hkv + h) * dv, dv);
     }
   }
 }
@@ -134,8 +154,8 @@ extern "C" void hyrt_ref_attention(const hyrt_kv_cache_v0 *kv,
                 dv = kv->v_head_dim;
   const int64_t group = num_heads / hkv;
   std::vector<float> kShadow, vShadow;
-  float *kbase = f32Layer(kv, kv->k_layers[layer], dk, kShadow);
-  float *vbase = f32Layer(kv, kv->v_layers[layer], dv, vShadow);
+  float *kbase = f32Layer(kv, kv->k_layers[layer], kScales(kv, layer), dk, kShadow);
+  float *vbase = f32Layer(kv, kv->v_layers[layer], vScales(kv, layer), dv, vShadow);
   std::vector<const float *> keys, values;
   std::vector<double> scores;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
@@ -175,8 +195,8 @@ extern "C" void hyrt_ref_paged_attention(const hyrt_kv_cache_v0 *kv,
                 dv = kv->v_head_dim;
   const int64_t group = num_heads / hkv;
   std::vector<float> kShadow, vShadow;
-  float *kbase = f32Layer(kv, kv->k_layers[layer], dk, kShadow);
-  float *vbase = f32Layer(kv, kv->v_layers[layer], dv, vShadow);
+  float *kbase = f32Layer(kv, kv->k_layers[layer], kScales(kv, layer), dk, kShadow);
+  float *vbase = f32Layer(kv, kv->v_layers[layer], vScales(kv, layer), dv, vShadow);
   std::vector<const float *> values;
   std::vector<double> scores;
   for (int64_t t = 0; t < step->num_tokens; ++t) {
@@ -206,7 +226,7 @@ extern "C" void hyrt_ref_mla_attention(
   const int64_t row_dim = kv->k_head_dim; // kv_lora_rank + rope_dim
   const int64_t head_rows = nope_dim + v_dim;
   std::vector<float> shadow;
-  float *base = f32Layer(kv, kv->k_layers[layer], row_dim, shadow);
+  float *base = f32Layer(kv, kv->k_layers[layer], kScales(kv, layer), row_dim, shadow);
   // Per sequence, expand every cached latent the step can see into explicit
   // per-head keys and values (the plain, non-absorbed form), then attend.
   std::vector<float> k_nope, values;

@@ -250,9 +250,9 @@ Status parse(const json &root, const Fields &f, Manifest *m) {
   HYRT_TRY(f.integer(*kv, "v_head_dim", "kv_cache.v_head_dim", &k.v_head_dim,
                      0));
   HYRT_TRY(f.string(*kv, "dtype", "kv_cache.dtype", &k.dtype, false));
-  if (k.dtype != "f32" && k.dtype != "bf16")
+  if (k.dtype != "f32" && k.dtype != "bf16" && k.dtype != "int8")
     return f.error("kv_cache.dtype",
-                   "expected \"f32\" or \"bf16\" (ABI v" +
+                   "expected \"f32\", \"bf16\" or \"int8\" (ABI v" +
                        std::to_string(HYRT_ABI_VERSION) + "), found \"" +
                        k.dtype + "\"");
 

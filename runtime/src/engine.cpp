@@ -33,7 +33,9 @@ Status Engine::create(const Artifact *artifact, const EngineOptions &options,
   cc.num_kv_heads = m.kv_cache.num_kv_heads;
   cc.k_head_dim = m.kv_cache.k_head_dim;
   cc.v_head_dim = m.kv_cache.v_head_dim;
-  cc.dtype = m.kv_cache.dtype == "bf16" ? HYRT_KV_BF16 : HYRT_KV_F32;
+  cc.dtype = m.kv_cache.dtype == "int8"   ? HYRT_KV_INT8
+             : m.kv_cache.dtype == "bf16" ? HYRT_KV_BF16
+                                          : HYRT_KV_F32;
   cc.huge_pages = options.huge_pages;
   cc.page_size = options.page_size;
   cc.max_pages_per_seq =

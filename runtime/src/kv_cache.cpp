@@ -29,23 +29,29 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
         " page_size=" + str(c.page_size) + " kv_heads=" + str(c.num_kv_heads) +
         " k_dim=" + str(c.k_head_dim) + " v_dim=" + str(c.v_head_dim) +
         " max_pages_per_seq=" + str(c.max_pages_per_seq));
-  if (c.dtype != HYRT_KV_F32 && c.dtype != HYRT_KV_BF16)
+  if (c.dtype != HYRT_KV_F32 && c.dtype != HYRT_KV_BF16 && c.dtype != HYRT_KV_INT8)
     return Status::Error("invalid KV cache dtype " + str(c.dtype) +
-                         ": expected HYRT_KV_F32 (0) or HYRT_KV_BF16 (1)");
+                         ": expected HYRT_KV_F32 (0), HYRT_KV_BF16 (1) or HYRT_KV_INT8 (2)");
   if (c.num_pages > INT32_MAX)
     return Status::Error("KV cache num_pages " + str(c.num_pages) +
                          " exceeds the int32 page id range");
   config_ = c;
   k_pools_.clear();
   v_pools_.clear();
+  k_scale_pools_.clear();
+  v_scale_pools_.clear();
   k_ptrs_.assign(c.num_layers, nullptr);
   v_ptrs_.assign(c.num_layers, nullptr);
-  auto alloc = [&](int64_t head_dim, Pool *out) -> Status {
+  const bool int8 = c.dtype == HYRT_KV_INT8;
+  k_scale_ptrs_.assign(int8 ? c.num_layers : 0, nullptr);
+  v_scale_ptrs_.assign(int8 ? c.num_layers : 0, nullptr);
+  // head_dim elements of elem_bytes per (page, head, slot) row.
+  auto alloc = [&](int64_t head_dim, int64_t elem_bytes, Pool *out) -> Status {
     const uint64_t elems =
         uint64_t(c.num_pages) * c.page_size * c.num_kv_heads * head_dim;
     constexpr uint64_t kHuge = uint64_t(2) << 20;
-    const uint64_t align = elems * elemBytes() >= kHuge ? kHuge : 64;
-    const uint64_t bytes = (elems * elemBytes() + align - 1) / align * align;
+    const uint64_t align = elems * elem_bytes >= kHuge ? kHuge : 64;
+    const uint64_t bytes = (elems * elem_bytes + align - 1) / align * align;
     auto *p = static_cast<unsigned char *>(std::aligned_alloc(align, bytes));
     if (!p)
       return Status::Error("KV cache: cannot allocate " + std::to_string(bytes) +
@@ -57,14 +63,26 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
   };
   for (int64_t l = 0; l < c.num_layers; ++l) {
     k_pools_.emplace_back();
-    if (Status s = alloc(c.k_head_dim, &k_pools_.back()); !s.ok())
+    if (Status s = alloc(c.k_head_dim, elemBytes(), &k_pools_.back()); !s.ok())
       return s;
     k_ptrs_[l] = k_pools_.back().get();
+    if (int8) {
+      k_scale_pools_.emplace_back();
+      if (Status s = alloc(1, sizeof(float), &k_scale_pools_.back()); !s.ok())
+        return s;
+      k_scale_ptrs_[l] = reinterpret_cast<float *>(k_scale_pools_.back().get());
+    }
     if (c.v_head_dim > 0) {
       v_pools_.emplace_back();
-      if (Status s = alloc(c.v_head_dim, &v_pools_.back()); !s.ok())
+      if (Status s = alloc(c.v_head_dim, elemBytes(), &v_pools_.back()); !s.ok())
         return s;
       v_ptrs_[l] = v_pools_.back().get();
+      if (int8) {
+        v_scale_pools_.emplace_back();
+        if (Status s = alloc(1, sizeof(float), &v_scale_pools_.back()); !s.ok())
+          return s;
+        v_scale_ptrs_[l] = reinterpret_cast<float *>(v_scale_pools_.back().get());
+      }
     }
   }
   free_list_.clear();
@@ -80,17 +98,27 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
   view_.k_layers = k_ptrs_.data();
   view_.v_layers = v_ptrs_.data();
   view_.dtype = c.dtype;
+  view_.k_scale_layers = int8 ? k_scale_ptrs_.data() : nullptr;
+  view_.v_scale_layers = int8 ? v_scale_ptrs_.data() : nullptr;
   return Status::Ok();
 }
 
 void KvCacheManager::zero_page(int32_t page) {
-  const int64_t row = config_.page_size * config_.num_kv_heads * elemBytes();
+  // Rows of one page (all heads); an int8 page's scales too: a stale scale
+  // times a zero code is harmless, but a stale code under a fresh row's
+  // scale, or any NaN left behind, is not.
+  const int64_t rows = config_.page_size * config_.num_kv_heads, row = rows * elemBytes();
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     std::memset(static_cast<unsigned char *>(k_ptrs_[l]) + page * row * config_.k_head_dim,
                 0, size_t(row * config_.k_head_dim));
     if (v_ptrs_[l])
       std::memset(static_cast<unsigned char *>(v_ptrs_[l]) + page * row * config_.v_head_dim,
                   0, size_t(row * config_.v_head_dim));
+    if (!k_scale_ptrs_.empty()) {
+      std::fill_n(k_scale_ptrs_[l] + page * rows, rows, 0.0f);
+      if (v_scale_ptrs_[l])
+        std::fill_n(v_scale_ptrs_[l] + page * rows, rows, 0.0f);
+    }
   }
 }
 

@@ -54,9 +54,14 @@ typedef struct hyrt_step_v0 {
  * page are contiguous, so attention streams them):
  * k[num_pages][num_kv_heads][page_size][k_head_dim],
  * v[num_pages][num_kv_heads][page_size][v_head_dim], elements of `dtype`
- * (fp32, or bf16 rounded to nearest even when written). MLA stores its
- * latent (kv_lora_rank + rope dim) as k with num_kv_heads == 1 and no v. */
-enum { HYRT_KV_F32 = 0, HYRT_KV_BF16 = 1 };
+ * (fp32, bf16 rounded to nearest even when written, or int8). MLA stores
+ * its latent (kv_lora_rank + rope dim) as k with num_kv_heads == 1 and no v.
+ * An int8 cache is symmetric per row: each (position, KV head) row of k and
+ * of v has one fp32 scale (max |x| / 127, 0 for an all-zero row) in
+ * k_scale_layers / v_scale_layers, laid out like the rows without their
+ * head dim: scale[num_pages][num_kv_heads][page_size]; element = code x
+ * scale (runtime/reference/kv_int8.h defines the rounding). */
+enum { HYRT_KV_F32 = 0, HYRT_KV_BF16 = 1, HYRT_KV_INT8 = 2 };
 typedef struct hyrt_kv_cache_v0 {
   int64_t num_layers;
   int64_t num_pages;
@@ -66,7 +71,12 @@ typedef struct hyrt_kv_cache_v0 {
   int64_t v_head_dim;
   void **k_layers; /* [num_layers] */
   void **v_layers; /* [num_layers], entries may be NULL when v_head_dim == 0 */
-  int32_t dtype;   /* HYRT_KV_F32 or HYRT_KV_BF16 (manifest kv_cache.dtype) */
+  int32_t dtype;   /* HYRT_KV_F32, _BF16 or _INT8 (manifest kv_cache.dtype) */
+  /* int8 caches only (NULL otherwise): per-row scales of each layer, see
+   * above; v entries NULL when v_head_dim == 0. Appended after dtype, so
+   * views built by fp32/bf16 code that leaves them zero stay valid. */
+  float **k_scale_layers; /* [num_layers] */
+  float **v_scale_layers; /* [num_layers] */
 } hyrt_kv_cache_v0;
 
 typedef int32_t (*hyrt_entry_fn_v0)(const hyrt_step_v0 *step,

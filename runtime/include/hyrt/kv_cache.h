@@ -29,8 +29,10 @@ struct KvCacheConfig {
   bool huge_pages = true;
 };
 
-/// Owns page pools (fp32 or bf16) for every layer, the free-page list and the block
-/// table of every live sequence. Pages are zeroed when handed out.
+/// Owns page pools (fp32, bf16 or int8 with per-row scale pools) for every
+/// layer, the free-page list and the block table of every live sequence.
+/// Pages (and their scales) are zeroed when handed out: a reused page must
+/// never show a new sequence what a freed one left there.
 class KvCacheManager {
 public:
   /// Validates `config` and allocates the pools (64-byte aligned).
@@ -72,11 +74,15 @@ private:
     int64_t length = 0;
   };
   void zero_page(int32_t page);
-  int64_t elemBytes() const { return config_.dtype == HYRT_KV_BF16 ? 2 : 4; }
+  int64_t elemBytes() const {
+    return config_.dtype == HYRT_KV_INT8 ? 1 : config_.dtype == HYRT_KV_BF16 ? 2 : 4;
+  }
 
   KvCacheConfig config_;
   std::vector<Pool> k_pools_, v_pools_;
   std::vector<void *> k_ptrs_, v_ptrs_;
+  std::vector<Pool> k_scale_pools_, v_scale_pools_; // int8 only
+  std::vector<float *> k_scale_ptrs_, v_scale_ptrs_;
   std::vector<int32_t> free_list_; // back() is handed out next
   std::map<int64_t, Sequence> seqs_;
   hyrt_kv_cache_v0 view_{};

@@ -105,3 +105,67 @@ func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<n
   %r = hyc.collective.all_reduce %x {kind = #hyc<reduce_kind sum>, group_size = 2 : i64} : tensor<?x8xf32>
   return %r, %c : tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 }
+
+// -----
+
+// An int8 cache: the attention op carries hyc-global-fuse-dequant-into-
+// attention's decision, so it lowers to the same paged kernel (which takes
+// the element type and the scales from the cache view).
+
+// CHECK-LABEL: func.func @decode_int8()
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_paged_attention_append"
+!c8 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
+module attributes {hyc_cpu.kv_cache_dtype = "int8"} {
+func.func @decode_int8(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c8) -> (tensor<?x4x8xf32>, !c8) attributes {hyc.entry = "decode", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [2] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x32xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+  %e2 = hyc.param #hyc.param<"f" : "kv"> {hyc_cpu.weight_index = 1 : i64} -> tensor<32x16xf32>
+  %y = hyc.embedding %e2[%tok] {hyc_cpu.arena_offsets = array<i64: 256>} : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %c0i = arith.constant 0 : index
+  %n = tensor.dim %x, %c0i : tensor<?x32xf32>
+  %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 8] : tensor<?x32xf32> into tensor<?x4x8xf32>
+  %kv = tensor.expand_shape %y [[0], [1, 2]] output_shape [%n, 2, 8] : tensor<?x16xf32> into tensor<?x2x8xf32>
+  %o, %c1 = hyc.paged_attention.append %q, %kv, %kv, %c {layer = 0 : i64, scale = 0.35 : f32, hyc.kv_dequant = "int8", hyc_cpu.arena_offsets = array<i64: -2, -1>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "paged_attention", threads = 2, kv_splits = 3>} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c8 -> tensor<?x4x8xf32>
+  return %o, %c1 : tensor<?x4x8xf32>, !c8
+}
+}
+
+// -----
+
+// The same op without the decision would hand int8 rows to a kernel that
+// was never told to dequantize them: refused, naming what is missing.
+
+!c8 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
+module attributes {hyc_cpu.kv_cache_dtype = "int8"} {
+func.func @decode_int8_unmarked(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c8) -> (tensor<?x4x8xf32>, !c8) attributes {hyc.entry = "decode", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [2] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x32xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+  %c0i = arith.constant 0 : index
+  %n = tensor.dim %x, %c0i : tensor<?x32xf32>
+  %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 8] : tensor<?x32xf32> into tensor<?x4x8xf32>
+  // expected-error@+1 {{'hyc.paged_attention' op reads an int8 KV cache (module hyc_cpu.kv_cache_dtype = "int8") but has no hyc.kv_dequant, expected hyc.kv_dequant = "int8" (hyc-global-fuse-dequant-into-attention with kv-cache=int8)}}
+  %o = hyc.paged_attention %q, %c {layer = 0 : i64, scale = 0.35 : f32, hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "paged_attention", threads = 2, kv_splits = 1>} : tensor<?x4x8xf32>, !c8 -> tensor<?x4x8xf32>
+  return %o, %c : tensor<?x4x8xf32>, !c8
+}
+}
+
+// -----
+
+// And the decision over a cache that is not int8 is a contradiction.
+
+!cf = !hyc.kv_cache<num_layers = 1, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
+module attributes {hyc_cpu.kv_cache_dtype = "bf16"} {
+func.func @decode_bf16_marked(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !cf) -> (tensor<?x4x8xf32>, !cf) attributes {hyc.entry = "decode", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [2] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x32xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+  %c0i = arith.constant 0 : index
+  %n = tensor.dim %x, %c0i : tensor<?x32xf32>
+  %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 8] : tensor<?x32xf32> into tensor<?x4x8xf32>
+  // expected-error@+1 {{'hyc.paged_attention' op has hyc.kv_dequant = "int8" but the module's KV cache is bf16, expected an int8 cache (hyc-cpu-select-lowering-strategy kv-cache=int8)}}
+  %o = hyc.paged_attention %q, %c {layer = 0 : i64, scale = 0.35 : f32, hyc.kv_dequant = "int8", hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "paged_attention", threads = 2, kv_splits = 1>} : tensor<?x4x8xf32>, !cf -> tensor<?x4x8xf32>
+  return %o, %c : tensor<?x4x8xf32>, !cf
+}
+}

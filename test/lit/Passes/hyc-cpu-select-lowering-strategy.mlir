@@ -5,6 +5,8 @@
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 threads=8" -split-input-file | FileCheck %s --check-prefix=EIGHT
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=f32" -split-input-file | FileCheck %s --check-prefix=KVF32
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=bf16" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVBF16
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=int8" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVINT8
+// RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=int4" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVINT4
 // RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy=target=sve -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: target 'sve' is not supported (reference, avx2, avx512)
 
@@ -65,6 +67,9 @@ func.func @gemms(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !cache) -> (tens
 // KVBF16-NOT: kv_cache_dtype = "f32"
 // KVBF16: hyc.attention {{.*}}<kernel = "reference">
 // KVBF16-NOT: kv_cache_dtype = "f32"
+// int8 likewise: every kernel, reference ones included, reads it.
+// KVINT8: module attributes {hyc_cpu.kv_cache_dtype = "int8"}
+// KVINT4: kv-cache must be auto, f32, bf16 or int8, got 'int4'
 // CHECK: hyc.kv_cache.append {{.*}}<kernel = "reference">
 // CHECK: hyc.attention {{.*}}<kernel = "paged_attention", threads = 2>
 // CHECK: hyc.attention {{.*}}<kernel = "reference">

@@ -146,7 +146,8 @@ TEST(Artifact, MalformedManifests) {
   EXPECT_NE(msg.find("expected an integer >= 1, found 0"), std::string::npos)
       << msg;
   msg = open_error(edited([](json &m) { m["kv_cache"]["dtype"] = "f16"; }));
-  EXPECT_NE(msg.find("field 'kv_cache.dtype': expected \"f32\" or \"bf16\""),
+  EXPECT_NE(msg.find("field 'kv_cache.dtype': expected \"f32\", \"bf16\" or \"int8\" "
+                     "(ABI v2), found \"f16\""),
             std::string::npos)
       << msg;
   msg = open_error(edited([](json &m) { m["model"]["bos_token_id"] = 512; }));
