@@ -58,6 +58,12 @@ protected:
     return file_.tensor(stored);
   }
 
+  // Every tensor but MLA's kv_b (reassembled from two) converts element by
+  // element.
+  bool plain_rows(const std::string &stored) const override {
+    return kv_b_.find(stored) == kv_b_.end();
+  }
+
   Status convert(const std::string &stored, const io::TensorView &v,
                  float *out) const override {
     auto it = kv_b_.find(stored);

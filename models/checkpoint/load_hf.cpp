@@ -58,6 +58,14 @@ protected:
     return true;
   }
 
+  // F32 / F16 / BF16 tensors convert element by element (scaled int8 and
+  // FP8 storage is not read by rows: read_f32_rows checks the dtype).
+  bool plain_rows(const std::string &) const override { return true; }
+
+  void release(const io::TensorView &v) const override {
+    io::release_mapped_pages(v.data, v.nbytes);
+  }
+
   bool fp8_block_scales(const std::string &stored, int64_t n, int64_t k,
                         std::vector<float> &out) const override {
     const std::string name = stored + "_scale_inv";

@@ -122,6 +122,14 @@ public:
   virtual const WeightInfo *find(const std::string &name) const;
   /// Writes the weight as fp32 into out (numel floats).
   virtual Status read_f32(const std::string &name, float *out) const = 0;
+  /// Rows [row0, row0 + rows) of the 2-D weight `name` as fp32 (rows * K
+  /// floats), where the source can read them alone (unscaled F32 / F16 /
+  /// BF16 storage); false (nothing written) otherwise: read it whole.
+  virtual bool read_f32_rows(const std::string &name, int64_t row0, int64_t rows,
+                             float *out) const {
+    (void)name, (void)row0, (void)rows, (void)out;
+    return false;
+  }
   /// True when the checkpoint stores `name` [N, K] as symmetric per-channel
   /// int8 (channel-INT8, compressed-tensors int-quantized): then writes its
   /// int8 values (N * K) and its scales (N, as fp32) as stored, so that a

@@ -47,11 +47,35 @@ Status ViewWeightSource::read_f32(const std::string &name, float *out) const {
   if (!v)
     return v.take_error();
   Status s = convert(*stored, *v, out);
+  release(*v);
   if (!s)
     return Error(origin() + ": weight '" + name + "'" +
                  (*stored != name ? " (stored as '" + *stored + "')" : "") +
                  ": " + s.error());
   return Status();
+}
+
+bool ViewWeightSource::read_f32_rows(const std::string &name, int64_t row0, int64_t rows,
+                                     float *out) const {
+  const std::string *stored = nullptr;
+  Expected<io::TensorView> v = viewOf(name, &stored);
+  if (!v || !plain_rows(*stored) || v->shape.size() != 2 || row0 < 0 || rows < 0 || row0 + rows > v->shape[0] ||
+      (v->dtype != io::DType::F32 && v->dtype != io::DType::F16 &&
+       v->dtype != io::DType::BF16))
+    return false;
+  // Unscaled element types: a row range is a contiguous byte range.
+  const size_t elem = v->dtype == io::DType::F32 ? 4 : 2;
+  const size_t rowBytes = size_t(v->shape[1]) * elem;
+  if (v->nbytes != size_t(v->shape[0]) * rowBytes)
+    return false;
+  io::TensorView part = *v;
+  part.shape = {rows, v->shape[1]};
+  part.data = v->data + size_t(row0) * rowBytes;
+  part.nbytes = size_t(rows) * rowBytes;
+  if (!io::to_f32(part, out))
+    return false;
+  release(part);
+  return true;
 }
 
 bool ViewWeightSource::read_int8_channel(const std::string &name, int8_t *q,
@@ -65,6 +89,7 @@ bool ViewWeightSource::read_int8_channel(const std::string &name, int8_t *q,
     return false;
   std::memcpy(q, v->data, size_t(v->shape[0] * v->shape[1]));
   std::memcpy(scale, s.data(), s.size() * sizeof(float));
+  release(*v);
   return true;
 }
 
@@ -79,6 +104,7 @@ bool ViewWeightSource::read_fp8_block(const std::string &name, uint8_t *codes,
     return false;
   std::memcpy(codes, v->data, size_t(v->shape[0] * v->shape[1]));
   std::memcpy(scale_inv, s.data(), s.size() * sizeof(float));
+  release(*v);
   return true;
 }
 

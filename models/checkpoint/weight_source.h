@@ -20,6 +20,8 @@ public:
   const std::vector<WeightInfo> &weights() const override { return infos_; }
   const WeightInfo *find(const std::string &name) const override;
   Status read_f32(const std::string &name, float *out) const override;
+  bool read_f32_rows(const std::string &name, int64_t row0, int64_t rows,
+                     float *out) const override;
   bool read_int8_channel(const std::string &name, int8_t *q,
                          float *scale) const override;
   bool read_fp8_block(const std::string &name, uint8_t *codes,
@@ -46,6 +48,18 @@ protected:
     (void)stored, (void)n, (void)out;
     return false;
   }
+  /// Whether `stored`'s fp32 values are its view's elements converted one
+  /// for one (no scales, no reassembly), so that a row range can be read
+  /// alone. Default: false (read whole).
+  virtual bool plain_rows(const std::string &stored) const {
+    (void)stored;
+    return false;
+  }
+  /// Called once a read has consumed `v`: a source whose views are file
+  /// mappings drops their pages (the page cache keeps them), so that
+  /// converting a checkpoint larger than memory holds a few tensors
+  /// resident, not every tensor read so far. Default: nothing.
+  virtual void release(const io::TensorView &v) const { (void)v; }
   /// The 128 x 128 block factors of an e4m3 tensor [n, k] stored as
   /// `stored`, as fp32 ([ceil(n/128)][ceil(k/128)]); false when the source
   /// keeps none or uses another block size (the default).

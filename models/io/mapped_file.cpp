@@ -73,4 +73,12 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
+void release_mapped_pages(const void *data, size_t nbytes) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + nbytes) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
 } // namespace hyc::io

@@ -37,6 +37,12 @@ private:
   size_t size_ = 0;
 };
 
+/// Drops the whole pages inside [data, data + nbytes) of a MappedFile from
+/// this process (madvise MADV_DONTNEED): the next access reads them again
+/// from the page cache. Only for ranges of a MappedFile (anonymous memory
+/// would read back as zeros).
+void release_mapped_pages(const void *data, size_t nbytes);
+
 } // namespace hyc::io
 
 #endif // HYC_MODELS_IO_MAPPED_FILE_H
