@@ -15,11 +15,13 @@
 
 #include "compiler/Args.h"
 #include "compiler/ArtifactWriter.h"
+#include "compiler/Calibration.h"
 #include "compiler/KernelEmitter.h"
 #include "compiler/Linker.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Targets.h"
 #include "compiler/ObjectEmitter.h"
+#include "compiler/SmoothedWeights.h"
 #include "dialects/hyc/HycOps.h"
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
@@ -40,6 +42,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -108,6 +112,15 @@ options:
                            else f32; f32 on --target=reference) | f32 | bf16
                            | int8 (one fp32 scale per token and KV head,
                            dequantized inside the attention kernels)
+  --calibration-build      an fp32 artifact that records per-channel max |x|
+                           of every quantizable GEMM input (hyc.observe);
+                           run it with `hyc calibrate ART --text FILE`
+  --calibration FILE       SmoothQuant: the maxima `hyc calibrate` wrote move
+                           activation outliers into the weights (factor s
+                           per channel, norm weight / s, GEMM columns * s;
+                           attention and MLP input norms); exact in fp32
+  --smooth-alpha A         with --calibration: migration strength in [0, 1]
+                           (default 0.5): s = max|X|^A / max|W|^(1-A)
   --print-schedule         print each op's kernel, tile and threading
   --print-ir-after-all     print the IR after every pass (stderr)
   --max-seq-len N          longest sequence the artifact serves (default:
@@ -161,9 +174,9 @@ int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
                   "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache",
-                  "quant-lm-head"},
+                  "quant-lm-head", "calibration", "smooth-alpha"},
                  {"help", "bf16-activations", "print-ir-after-all",
-                  "print-schedule"});
+                  "print-schedule", "calibration-build"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc compile: %s\n%s", error.c_str(), kCompileUsage);
@@ -233,6 +246,40 @@ int runCompileCommand(int argc, char **argv) {
     return fail("--bf16-activations applies to --target=reference --quant=bf16 "
                 "only (got --target=" + target + " --quant=" + quant + ")");
 
+  // Calibration: an observing fp32 build, or SmoothQuant from its maxima.
+  const bool calibrationBuild = args.has("calibration-build");
+  const std::string calibrationPath = args.get("calibration");
+  if (calibrationBuild && quant != "f32")
+    return fail("--calibration-build records fp32 activations: it needs --quant f32, got "
+                "--quant " + quant);
+  if (calibrationBuild && args.has("calibration"))
+    return fail("--calibration-build observes the model as it is: drop --calibration");
+  double smoothAlpha = 0.5;
+  if (args.has("smooth-alpha")) {
+    const std::string a = args.get("smooth-alpha");
+    char *end = nullptr;
+    smoothAlpha = std::strtod(a.c_str(), &end);
+    if (a.empty() || *end || !(smoothAlpha >= 0 && smoothAlpha <= 1))
+      return fail("--smooth-alpha expects a number in [0, 1], got '" + a + "'");
+    if (!args.has("calibration"))
+      return fail("--smooth-alpha needs --calibration FILE");
+  }
+  Calibration calibration;
+  if (args.has("calibration") && !readCalibration(calibrationPath, calibration, error))
+    return fail(error);
+  // Names and widths are checked against the groups below; a checkpoint of
+  // the same shape under another path is worth a word, not a failure (it
+  // may be a copy).
+  if (args.has("calibration") && !calibration.checkpoint.empty()) {
+    char *a = ::realpath(calibration.checkpoint.c_str(), nullptr);
+    char *b = ::realpath(input.c_str(), nullptr);
+    if (!a || !b || std::strcmp(a, b) != 0)
+      std::fprintf(stderr, "hyc compile: note: %s was calibrated on %s, not on %s\n",
+                   calibrationPath.c_str(), calibration.checkpoint.c_str(), input.c_str());
+    std::free(a);
+    std::free(b);
+  }
+
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
   if (!args.getInt("max-seq-len", 0, maxSeqLen, error) ||
       !args.getInt("max-batch-tokens", 64, maxBatchTokens, error) ||
@@ -262,6 +309,8 @@ int runCompileCommand(int argc, char **argv) {
 
   bool isMlir = input.size() > 5 && input.substr(input.size() - 5) == ".mlir";
   if (isMlir) {
+    if (args.has("calibration"))
+      return fail("--calibration smooths a checkpoint's weights; a .mlir input has none");
     if (emit == "lib" || emit == "exe")
       return fail("a .mlir input has no weights; use --emit=mlir|llvm|obj");
     llvm::SourceMgr sourceMgr;
@@ -308,6 +357,10 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.threads = threads;
   pipeline.kvCache = kvCache;
   pipeline.quantLmHead = quantLmHead;
+  pipeline.observeActivations = calibrationBuild;
+  if (args.has("calibration"))
+    pipeline.smoothAlpha = smoothAlpha;
+  std::vector<SmoothGroup> smoothGroups;
   auto commaList = [&](const std::string &flag) {
     std::vector<std::string> out;
     const std::string value = args.get(flag);
@@ -360,6 +413,16 @@ int runCompileCommand(int argc, char **argv) {
     Phase runTo = emit == "mlir" ? lastPhase : Phase::Llvm;
     if (!runPhases(std::min(runTo, Phase::Strategy)))
       return fail(variants.size() > 1 ? variant.name + ": " + error : error);
+    // The groups are the same in every variant: match them to the
+    // calibration once, before anything is linked or written.
+    if (args.has("calibration") && &variant == &variants.front() &&
+        vm->hasAttr("hyc.smooth_groups")) {
+      smoothGroups = smoothGroupsOf(vm);
+      if (!matchCalibration(smoothGroups, calibration, *checkpoint->weights, error))
+        return fail(error);
+      std::fprintf(stderr, "hyc compile: SmoothQuant on %zu norm -> GEMM groups from %s\n",
+                   smoothGroups.size(), calibrationPath.c_str());
+    }
     if (args.has("print-schedule")) {
       if (variants.size() > 1)
         std::fprintf(stderr, "variant %s:\n", variant.name.c_str());
@@ -459,6 +522,11 @@ int runCompileCommand(int argc, char **argv) {
   info.maxBatchTokens = maxBatchTokens;
   info.maxSeqs = maxSeqs;
   info.source = input;
+  if (!smoothGroups.empty()) {
+    checkpoint->weights = smoothWeights(std::move(checkpoint->weights), smoothGroups, error);
+    if (!checkpoint->weights)
+      return fail(error);
+  }
   if (!writeArtifactFiles(output, *checkpoint, weights, info, error))
     return fail(error);
   std::string names;

@@ -59,6 +59,16 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
   auto enabled = [&](const char *name) { return !options.disabled.count(name); };
   auto runs = [&](Phase p) { return done < p && p <= last; };
 
+  // Both look at the model as imported: observers before fusions fold the
+  // observed rows into their consumers, groups before the quantize policy
+  // rewrites the GEMMs they are made of.
+  if (runs(Phase::Global) && options.observeActivations)
+    pm.addPass(createHycGlobalObserveActivations());
+  if (runs(Phase::Global) && options.smoothAlpha >= 0) {
+    HycGlobalSmoothActivationsOptions smooth;
+    smooth.alpha = options.smoothAlpha;
+    pm.addPass(createHycGlobalSmoothActivations(smooth));
+  }
   if (runs(Phase::Global) && options.quant != "f32") {
     HycGlobalQuantizePolicyOptions policy;
     policy.scheme = options.quant;

@@ -1,6 +1,7 @@
 //===- Pipeline.h - the hyc compile pass pipeline, phase by phase -*- C++ -*-===//
 //
-//   global    graph-level rewrites on hyc ops: quantize policy, fusions
+//   global    graph-level rewrites on hyc ops: calibration observers or
+//             SmoothQuant groups, quantize policy, fusions
 //   strategy  hyc-cpu-select-lowering-strategy writes every op's schedule,
 //             hyc-cpu-plan-memory every tensor's place (arena, weights)
 //   kernel    hyc-cpu-lower-to-kernel: hyc_kernel ops on planned buffers
@@ -39,6 +40,11 @@ struct PipelineOptions {
   std::set<std::string> disabled;   ///< pass names left out
   std::vector<std::string> keepBf16, keepF32; ///< weight-name substrings
   std::string quantLmHead = "bf16";  ///< bf16 | int8 (with quant w8a8)
+  /// Calibration build: hyc.observe on every quantizable GEMM input.
+  bool observeActivations = false;
+  /// SmoothQuant groups (hyc-global-smooth-activations) with this alpha;
+  /// negative: none (no --calibration).
+  double smoothAlpha = -1.0;
 };
 
 /// Passes --disable-pass accepts (the optional graph-level rewrites).

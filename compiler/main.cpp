@@ -3,6 +3,7 @@
 //   hyc compile     checkpoint -> artifact (compiler/CompileCommand.cpp)
 //   hyc run         run an artifact on a prompt (libhyrt)
 //   hyc perplexity  score a text file (libhyrt)
+//   hyc calibrate   activation maxima of a calibration build (libhyrt)
 //   hyc synth       write a seeded Hugging Face checkpoint
 //   hyc convert-gguf  Hugging Face checkpoint -> GGUF
 //   hyc bench       speed and efficiency of an artifact (BenchCommand.cpp)
@@ -29,6 +30,7 @@ commands:
   compile     compile a checkpoint (GGUF, llama2.c .bin, Hugging Face dir) to an artifact
   run         generate text with an artifact
   perplexity  mean NLL / perplexity of an artifact over a text file
+  calibrate   per-channel activation maxima of a calibration build (for --calibration)
   synth       write a seeded synthetic Hugging Face checkpoint
   convert-gguf  write a Hugging Face checkpoint as GGUF (llama.cpp layout)
   bench       TTFT, TPOT, tokens/s and efficiencies of an artifact
@@ -70,6 +72,8 @@ int main(int argc, char **argv) {
     return hyrt_cli_run(subArgc, subArgv);
   if (cmd == "perplexity")
     return hyrt_cli_perplexity(subArgc, subArgv);
+  if (cmd == "calibrate")
+    return hyrt_cli_calibrate(subArgc, subArgv);
   if (cmd == "synth")
     return hyc::compiler::runSynthCommand(subArgc, subArgv);
   if (cmd == "convert-gguf")

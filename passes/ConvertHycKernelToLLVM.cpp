@@ -379,6 +379,18 @@ struct ConvertHycKernelToLLVMPass
       Value p = LLVM::CallOp::create(b, loc, state, ValueRange{}).getResult();
       LLVM::ReturnOp::create(b, loc, p);
     }
+    // hyc_observe_v0() -> hyrt_observe_state(): only in calibration builds,
+    // whose observers call hyrt_ref_observe_absmax (abi.h).
+    if (module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_ref_observe_absmax")) {
+      auto ptrTy = LLVM::LLVMPointerType::get(module.getContext());
+      auto fnTy = LLVM::LLVMFunctionType::get(ptrTy, {});
+      auto state = LLVM::LLVMFuncOp::create(b, loc, "hyrt_observe_state", fnTy);
+      auto accessor = LLVM::LLVMFuncOp::create(b, loc, "hyc_observe_v0", fnTy);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(accessor.addEntryBlock(b));
+      Value p = LLVM::CallOp::create(b, loc, state, ValueRange{}).getResult();
+      LLVM::ReturnOp::create(b, loc, p);
+    }
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
     // types, [accumulate]}.
     SmallVector<Attribute> kernelAttrs;

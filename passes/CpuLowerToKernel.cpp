@@ -635,6 +635,24 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
           return emitKernelMatmul(m);
         return emitReferenceMatmul(m);
       })
+      .Case<ObserveOp>([&](ObserveOp o) {
+        // The feeds travel with the call as a NUL-terminated constant, so
+        // the artifact describes its own observers (abi.h).
+        std::string feeds;
+        for (Attribute f : o.getFeeds())
+          feeds += (feeds.empty() ? "" : ",") + cast<StringAttr>(f).str();
+        std::vector<int8_t> bytes(feeds.begin(), feeds.end());
+        bytes.push_back(0);
+        const int64_t n = int64_t(bytes.size());
+        auto text = kernel::ConstantTableOp::create(
+            b, loc, MemRefType::get({n}, b.getI8Type()),
+            DenseElementsAttr::get(RankedTensorType::get({n}, b.getI8Type()),
+                                   ArrayRef<int8_t>(bytes)));
+        auto x = D(o.getInput());
+        call("hyrt_ref_observe_absmax",
+             {ptrOf(o.getInput()), x[0].value, x[1].value, i64(o.getSlotAttr().getInt()), text});
+        return success();
+      })
       .Case<AddOp>([&](AddOp a) {
         auto d = D(a.getResult());
         call("hyrt_ref_add", {ptrOf(a.getLhs()), ptrOf(a.getRhs()),

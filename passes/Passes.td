@@ -214,6 +214,22 @@ def HycGlobalFuseResidualNorm
   }];
 }
 
+def HycGlobalObserveActivations
+    : Pass<"hyc-global-observe-activations", "::mlir::ModuleOp"> {
+  let summary = "Calibration builds: observe every quantizable GEMM input";
+  let description = [{
+    Inserts `hyc.observe` on the input of every `hyc.quant.matmul` whose
+    weight a W8A8 policy would quantize (a `hyc.param` other than the
+    output head and the MoE router): one observer per distinct input, its
+    `feeds` naming every weight that reads it (q/k/v share one, gate/up
+    another), one slot per feeds list for the whole module (so @extend and
+    @decode fold into the same maxima). Run first in the global phase of an
+    fp32 build (`hyc compile --calibration-build`), before fusions that
+    would fold the observed rows into their consumer. `hyc calibrate` reads
+    the maxima back.
+  }];
+}
+
 def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::ModuleOp"> {
   let summary = "Choose the weight precision of every linear layer";
   let description = [{
@@ -247,6 +263,29 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
            "or int8 (per-channel int8 like the other linear layers, half the "
            "bytes of the largest decode read; a tied head quantizes its own "
            "copy, the embedding keeps its table)">
+  ];
+}
+
+def HycGlobalSmoothActivations
+    : Pass<"hyc-global-smooth-activations", "::mlir::ModuleOp"> {
+  let summary = "Choose the RMSNorm -> GEMM groups for SmoothQuant migration";
+  let description = [{
+    SmoothQuant moves activation outliers into the weights: with per-channel
+    factors s, `norm(x) * w / s` feeds GEMMs whose weight columns are
+    multiplied by s, which leaves the product unchanged and flattens the
+    per-token activation range. This pass chooses where that is exact: an
+    `hyc.rms_norm` whose weight is a `hyc.param` read by RMSNorms only, and
+    whose result is read only as the input of `hyc.quant.matmul`s whose
+    weights are params read nowhere else (attention input norm -> q/k/v,
+    post-attention norm -> gate/up; not the output head or the router). It
+    records each group as `{norm, gemms, alpha}` in the module attribute
+    `hyc.smooth_groups`; the compiler computes the factors from calibrated
+    activation maxima when it reads the weights. Runs before the quantize
+    policy (which renames nothing: the tensors keep their names).
+  }];
+  let options = [
+    Option<"alpha", "alpha", "double", /*default=*/"0.5",
+           "Migration strength: s_j = max|X_j|^alpha / max|W_j|^(1 - alpha)">
   ];
 }
 

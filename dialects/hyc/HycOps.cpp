@@ -171,6 +171,21 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+LogicalResult ObserveOp::verify() {
+  auto t = rtt(getInput());
+  if (t.getRank() != 2)
+    return emitOpError() << "observes [tokens, channels] rows, got rank " << t.getRank()
+                         << " (" << t << ")";
+  if (ShapedType::isDynamic(t.getDimSize(1)))
+    return emitOpError() << "needs a static channel count, got " << t;
+  // I64Attr reads back as uint64_t: the sign is in the attribute.
+  if (getSlotAttr().getInt() < 0)
+    return emitOpError() << "slot must be non-negative, got " << getSlotAttr().getInt();
+  if (getFeeds().empty())
+    return emitOpError("feeds must name at least one weight");
+  return success();
+}
+
 LogicalResult AssumeBoundsOp::verify() {
   auto t = rtt(getInput());
   ArrayRef<int64_t> bounds = getUpperBounds();

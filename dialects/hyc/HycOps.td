@@ -79,6 +79,28 @@ def Hyc_AssumeBoundsOp : Hyc_Op<"assume_bounds", [Pure, SameOperandsAndResultTyp
   let hasVerifier = 1;
 }
 
+def Hyc_ObserveOp : Hyc_Op<"observe"> {
+  let summary = "Record per-channel max |x| of a GEMM input (calibration builds)";
+  let description = [{
+    Folds `max_t |input[t][j]|` of every step into observer `slot` of the
+    artifact (`hyc_observe_v0`, runtime/include/hyrt/abi.h). `feeds` names
+    the weights of the GEMMs that read `input`, so that `hyc calibrate` can
+    write the maxima under their names. Inserted by
+    hyc-global-observe-activations; reads its operand and has a side
+    effect, so it is neither moved nor removed.
+
+    ```mlir
+    hyc.observe %x slot 0 feeds ["model.layers.0.self_attn.q_proj.weight",
+                                 "model.layers.0.self_attn.k_proj.weight"]
+        : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, I64Attr:$slot,
+                       StrArrayAttr:$feeds);
+  let assemblyFormat = "$input `slot` $slot `feeds` $feeds attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding, normalization, rotary embedding
 //===----------------------------------------------------------------------===//

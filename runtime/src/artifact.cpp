@@ -165,6 +165,9 @@ Status Artifact::load_library(const ArtifactOptions &options) {
   ::dlerror();
   if (void *profile = ::dlsym(library_, "hyc_profile_v0"))
     profile_ = reinterpret_cast<hyrt_profile_fn_v0>(profile)();
+  // Only calibration builds observe activations.
+  if (void *observe = ::dlsym(library_, "hyc_observe_v0"))
+    observe_ = reinterpret_cast<hyrt_observe_fn_v0>(observe)();
   return Status::Ok();
 }
 

@@ -1,7 +1,9 @@
 // Pieces shared by the hyrt commands (see cli_common.h).
 #include "cli_common.h"
 
+#include <cctype>
 #include <ostream>
+#include <sstream>
 
 namespace hyrt::cli {
 
@@ -15,6 +17,37 @@ Status open_session(const std::string &dir, const ArtifactOptions &artifact,
         sequences * ((len + engine.page_size - 1) / engine.page_size);
   }
   return Engine::create(out->artifact.get(), engine, &out->engine);
+}
+
+namespace {
+
+bool is_blank(const std::string &line) {
+  for (char c : line)
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::vector<std::string> split_paragraphs(const std::string &text) {
+  std::vector<std::string> paragraphs;
+  std::istringstream in(text);
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (is_blank(line)) {
+      if (!current.empty())
+        paragraphs.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += (current.empty() ? "" : "\n") + line;
+    }
+  }
+  if (!current.empty())
+    paragraphs.push_back(std::move(current));
+  return paragraphs;
 }
 
 std::vector<std::string> args_after_command(int argc, char **argv) {

@@ -28,6 +28,10 @@ struct Session {
 Status open_session(const std::string &dir, const ArtifactOptions &artifact,
                     EngineOptions engine, int64_t sequences, Session *out);
 
+/// Paragraphs of `text`: runs of non-blank lines joined by '\n' (what
+/// `hyc perplexity` scores and `hyc calibrate` samples).
+std::vector<std::string> split_paragraphs(const std::string &text);
+
 /// argv[1..argc) as strings (argv[0], the command name, is skipped).
 std::vector<std::string> args_after_command(int argc, char **argv);
 

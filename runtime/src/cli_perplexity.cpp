@@ -23,34 +23,6 @@ const char kPerplexityUsage[] =
     "  --max-paragraphs N   score only the first N paragraphs\n"
     "  --mmap               map weights.bin instead of reading it\n";
 
-bool is_blank(const std::string &line) {
-  for (char c : line)
-    if (!std::isspace(static_cast<unsigned char>(c)))
-      return false;
-  return true;
-}
-
-/// Paragraphs of `text`: runs of non-blank lines joined by '\n'.
-std::vector<std::string> split_paragraphs(const std::string &text) {
-  std::vector<std::string> paragraphs;
-  std::istringstream in(text);
-  std::string line, current;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (is_blank(line)) {
-      if (!current.empty())
-        paragraphs.push_back(std::move(current));
-      current.clear();
-    } else {
-      current += (current.empty() ? "" : "\n") + line;
-    }
-  }
-  if (!current.empty())
-    paragraphs.push_back(std::move(current));
-  return paragraphs;
-}
-
 /// -log softmax(row)[target]; the terms exp(x - max) <= 1 are summed in
 /// double.
 double nll(const float *row, int64_t n, int32_t target) {
@@ -159,7 +131,7 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
     return cli::runtime_error(err, command, text_path + ": cannot read");
   std::stringstream text;
   text << in.rdbuf();
-  std::vector<std::string> paragraphs = split_paragraphs(text.str());
+  std::vector<std::string> paragraphs = cli::split_paragraphs(text.str());
   if (int64_t(paragraphs.size()) > max_paragraphs)
     paragraphs.resize(size_t(max_paragraphs));
   if (paragraphs.empty())

@@ -9,6 +9,8 @@
  *   int32_t  hyc_decode_v0(same);
  * and optionally (artifacts compiled since the profiler landed):
  *   hyrt_profile_v0 *hyc_profile_v0(void);    the artifact's op-kind profile
+ * and only where compiled with `hyc compile --calibration-build`:
+ *   hyrt_observe_v0 *hyc_observe_v0(void);    its activation observers
  * Entry points return 0 on success. `weights` is the table of weight base
  * pointers in manifest order; `arena` is 64-byte aligned scratch of
  * hyc_arena_bytes bytes owned by the caller.
@@ -104,6 +106,27 @@ typedef struct hyrt_profile_v0 {
 } hyrt_profile_v0;
 
 typedef hyrt_profile_v0 *(*hyrt_profile_fn_v0)(void);
+
+/* Per-channel activation maxima, kept by a calibration build itself
+ * (`hyc compile --calibration-build`, read by `hyc calibrate`): every
+ * observed GEMM input (hyc.observe) calls hyrt_ref_observe_absmax, which
+ * folds max |x[t][j]| over the step's rows into its slot. `feeds` names the
+ * weights that read the input ("a,b,c", owned by the artifact). A slot
+ * appears when first observed; the caller resets by zeroing `rows` and
+ * `absmax` of every observer. Single-threaded like the profile. */
+typedef struct hyrt_observer_v0 {
+  const char *feeds;
+  int64_t channels;
+  int64_t rows;  /* rows (tokens) folded in so far */
+  float *absmax; /* [channels], owned by the artifact */
+} hyrt_observer_v0;
+
+typedef struct hyrt_observe_v0 {
+  int32_t num_observers; /* slots 0 .. num_observers - 1 */
+  hyrt_observer_v0 *observers;
+} hyrt_observe_v0;
+
+typedef hyrt_observe_v0 *(*hyrt_observe_fn_v0)(void);
 
 #ifdef __cplusplus
 }

@@ -150,6 +150,9 @@ public:
   /// The artifact's own op-kind profile (abi.h), null when it keeps none.
   /// Mutable library state: set `enabled` and zero `num_kinds` to start.
   hyrt_profile_v0 *profile() const { return profile_; }
+  /// The activation observers of a calibration build (abi.h), null for any
+  /// other artifact. Mutable library state; `hyc calibrate` reads it.
+  hyrt_observe_v0 *observers() const { return observe_; }
   /// Weight base pointers in the chosen variant's table order (the entry
   /// points' table).
   void *const *weights() const { return weight_ptrs_.data(); }
@@ -176,6 +179,7 @@ private:
   void *library_ = nullptr; // dlopen handle
   hyrt_entry_fn_v0 extend_ = nullptr, decode_ = nullptr;
   hyrt_profile_v0 *profile_ = nullptr;
+  hyrt_observe_v0 *observe_ = nullptr;
   int64_t arena_bytes_ = 0;
   void *weights_base_ = nullptr;
   size_t weights_alloc_bytes_ = 0;

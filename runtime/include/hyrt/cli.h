@@ -14,7 +14,15 @@ extern "C" int hyrt_cli_run(int argc, char **argv);
 /// `hyc perplexity ART --text FILE [flags]`, argv as hyrt_cli_run.
 extern "C" int hyrt_cli_perplexity(int argc, char **argv);
 
+/// `hyc calibrate ART --text FILE [--samples N] [--skip N] [-o OUT]`:
+/// per-channel activation maxima of a calibration build, as JSON.
+extern "C" int hyrt_cli_calibrate(int argc, char **argv);
+
 namespace hyrt {
+
+/// `calibrate` with explicit streams; `args` follow the command name.
+int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,
+                  std::ostream &err);
 
 /// `run` with explicit streams. `args` are the arguments after the command
 /// name:

@@ -49,6 +49,12 @@ void hyrt_ref_matmul_bf16_activations(const float *x, const float *w,
 void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows, int64_t n,
                               float *out);
 
+/* Calibration observer (abi.h, hyrt_observe_v0): folds max |x[t][j]| of
+ * the rows x[rows][cols] into the artifact's observer `slot`, which feeds
+ * the weights named in `feeds`. Reads x only. */
+void hyrt_ref_observe_absmax(const float *x, int64_t rows, int64_t cols,
+                             int64_t slot, const char *feeds);
+
 /* out[r] = x[rows[r]] for r < num_rows (rows of `dim` floats). */
 void hyrt_ref_gather_rows(const float *x, const int32_t *rows,
                           int64_t num_rows, int64_t dim, float *out);

@@ -864,3 +864,27 @@ func.func @f(%y: tensor<?x8xf32>, %rows: tensor<?xi32>, %w: tensor<?x2xf32>, %a:
   %u = hyc.moe.unpermute %y, %rows, %w add(%a, %a, %a : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) : tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @observe_rank(%x: tensor<?x4x16xf32>) {
+  // expected-error@+1 {{observes [tokens, channels] rows, got rank 3}}
+  hyc.observe %x slot 0 feeds ["a.weight"] : tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @observe_slot(%x: tensor<?x16xf32>) {
+  // expected-error@+1 {{slot must be non-negative, got -1}}
+  hyc.observe %x slot -1 feeds ["a.weight"] : tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @observe_feeds(%x: tensor<?x16xf32>) {
+  // expected-error@+1 {{feeds must name at least one weight}}
+  hyc.observe %x slot 0 feeds [] : tensor<?x16xf32>
+  return
+}

@@ -140,3 +140,12 @@ func.func @combine_with_addends(%y: tensor<?x8xf32>, %rows: tensor<?xi32>, %w: t
   %u = hyc.moe.unpermute %y, %rows, %w add(%a, %a : tensor<?x8xf32>, tensor<?x8xf32>) : tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
   return %u : tensor<?x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @observe
+// CHECK: hyc.observe %{{.*}} slot 3 feeds ["a.weight", "b.weight"] : tensor<?x64xf32>
+func.func @observe(%x: tensor<?x64xf32>) {
+  hyc.observe %x slot 3 feeds ["a.weight", "b.weight"] : tensor<?x64xf32>
+  return
+}
