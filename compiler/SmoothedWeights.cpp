@@ -47,6 +47,12 @@ public:
   bool read_int8_channel(const std::string &name, int8_t *q, float *scale) const override {
     return !smoothed_.count(name) && base_->read_int8_channel(name, q, scale);
   }
+  // Row slices only of weights it leaves alone (a smoothed one is scaled
+  // by read_f32 as a whole).
+  bool read_f32_rows(const std::string &name, int64_t row0, int64_t rows,
+                     float *out) const override {
+    return !smoothed_.count(name) && base_->read_f32_rows(name, row0, rows, out);
+  }
   bool read_fp8_block(const std::string &name, uint8_t *codes,
                       float *scale_inv) const override {
     return !smoothed_.count(name) && base_->read_fp8_block(name, codes, scale_inv);

@@ -13,10 +13,6 @@ namespace hyc::compiler {
 
 namespace {
 
-/// Matrices above this many elements (64 MB as fp32) are converted in row
-/// slices of about this size.
-constexpr int64_t kSliceElements = int64_t(16) << 20;
-
 int64_t numelOf(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -311,7 +307,8 @@ bool matrixChunk(const models::Checkpoint &ckpt, const std::string &name, int64_
 } // namespace
 
 bool planEntryChunks(const models::Checkpoint &ckpt, const PlannedWeight &w,
-                     std::vector<ChunkFn> &chunks, std::string &error) {
+                     std::vector<ChunkFn> &chunks, std::string &error,
+                     int64_t sliceElements) {
   chunks.clear();
   std::string base, derivation;
   splitName(w.name, base, derivation);
@@ -358,8 +355,8 @@ bool planEntryChunks(const models::Checkpoint &ckpt, const PlannedWeight &w,
         // every core converts a part of it: each derivation works row by
         // row, per 32-row panel or per 128-row FP8 block.
         float probe = 0;
-        if (rows * k > kSliceElements && ckpt.weights->read_f32_rows(name, 0, 0, &probe)) {
-          const int64_t slice = std::max<int64_t>(128, kSliceElements / k / 128 * 128);
+        if (rows * k > sliceElements && ckpt.weights->read_f32_rows(name, 0, 0, &probe)) {
+          const int64_t slice = std::max<int64_t>(128, sliceElements / k / 128 * 128);
           for (int64_t r0 = 0; r0 < rows; r0 += slice)
             chunks.push_back([&ckpt, name, r0, n = std::min(slice, rows - r0), k, layout,
                               d](std::vector<uint8_t> &bytes, std::string &err) {

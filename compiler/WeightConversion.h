@@ -28,8 +28,13 @@ using ChunkFn = std::function<bool(std::vector<uint8_t> &bytes, std::string &err
 /// concatenated are the entry). False with `error` when the entry cannot
 /// be planned (a scale entry whose source tensor is missing, a layout that
 /// does not fit its rank).
+/// Matrices above `sliceElements` (default: 16 Mi, 64 MB as fp32) that the
+/// checkpoint stores plainly are planned as row slices of whole 128-row
+/// blocks of about that size; the bytes do not depend on it.
+constexpr int64_t kSliceElements = int64_t(16) << 20;
 bool planEntryChunks(const models::Checkpoint &ckpt, const PlannedWeight &w,
-                     std::vector<ChunkFn> &chunks, std::string &error);
+                     std::vector<ChunkFn> &chunks, std::string &error,
+                     int64_t sliceElements = kSliceElements);
 
 } // namespace hyc::compiler
 
