@@ -10,7 +10,8 @@
 // bandwidth swings minute to minute). Prefill (M = 128): tokens/s and the
 // ratio of each scheme to per-channel W8A8 (the seed's FP8 reached 80-90%
 // of INT8). Weights are random bytes in the packed layouts (speed does not
-// depend on their values; e4m3 NaN codes and bf16 exponents kept normal).
+// depend on their values, except FP8's few subnormal codes: its codes are
+// those of block-quantized Gaussian weights; bf16 exponents kept normal).
 // Not a test: run build/bench/quant/hyc_quant_bench [--quick] [--only NAME]
 // (bench/README.md).
 #include "codegen/brgemm.h"
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +84,35 @@ int64_t scaleFloats(const Scheme &s, int64_t N, int64_t K) {
   }
 }
 
+/// Eight e4m3 codes as block-quantized Gaussian weights have them (the
+/// block's largest |w|, ~4 sigma, at 448, so subnormal and zero codes are
+/// rare): each byte of `bits` picks one of 256 codes drawn once as the
+/// nearest e4m3 value to 112 z, z standard normal.
+uint64_t fp8Codes(uint64_t bits) {
+  static const std::vector<uint8_t> table = [] {
+    // Positive e4m3 magnitudes in code order (0x00..0x7E are increasing).
+    std::vector<float> mags;
+    for (int c = 0; c < 0x7F; ++c) {
+      const int e = c >> 3, m = c & 7;
+      mags.push_back(e == 0 ? std::ldexp(float(m), -9) : std::ldexp(8.0f + m, e - 10));
+    }
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0, 1);
+    std::vector<uint8_t> t(256);
+    for (uint8_t &code : t) {
+      const float v = std::min(448.0f, std::fabs(112.0f * nd(rng)));
+      const int c = int(std::lower_bound(mags.begin(), mags.end(), v) - mags.begin());
+      const int best = c > 0 && (c == 0x7F || v - mags[c - 1] < mags[c] - v) ? c - 1 : c;
+      code = uint8_t(best | (rng() & 1 ? 0x80 : 0));
+    }
+    return t;
+  }();
+  uint64_t out = 0;
+  for (int b = 0; b < 8; ++b)
+    out |= uint64_t(table[(bits >> (8 * b)) & 0xFF]) << (8 * b);
+  return out;
+}
+
 /// 64-byte aligned random bytes valid for the scheme.
 struct Buffer {
   std::unique_ptr<uint8_t, decltype(&std::free)> p{nullptr, &std::free};
@@ -94,7 +125,7 @@ struct Buffer {
       if (s.id == HYRT_GEMM_BF16 || s.id == HYRT_GEMM_F32_BF16)
         w[i] = (x & 0x807f807f807f807full) | 0x3d803d803d803d80ull; // normal bf16
       else if (hyrt_gemm_is_fp8(s.id))
-        w[i] = x & 0xF7F7F7F7F7F7F7F7ull; // no S.1111.111 (NaN) code
+        w[i] = fp8Codes(x);
       else
         w[i] = x;
     }

@@ -11,6 +11,7 @@
 #include "models/io/safetensors.h"
 
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 namespace hyc::models::detail {
@@ -44,18 +45,7 @@ protected:
 
   bool channel_scales(const std::string &stored, int64_t n,
                       std::vector<float> &out) const override {
-    const std::string name = stored + "_scale";
-    if (!model_.has(name))
-      return false;
-    Expected<io::TensorView> scale = model_.tensor(name);
-    if (!scale || !(scale->shape == std::vector<int64_t>{n} ||
-                    scale->shape == std::vector<int64_t>{n, 1}))
-      return false;
-    Expected<std::vector<float>> f = io::to_f32(*scale);
-    if (!f)
-      return false;
-    out = std::move(*f);
-    return true;
+    return readScales(stored + "_scale", {{n}, {n, 1}}, out);
   }
 
   // F32 / F16 / BF16 tensors convert element by element (scaled int8 and
@@ -68,17 +58,8 @@ protected:
 
   bool fp8_block_scales(const std::string &stored, int64_t n, int64_t k,
                         std::vector<float> &out) const override {
-    const std::string name = stored + "_scale_inv";
-    if (block_n_ != 128 || block_k_ != 128 || !model_.has(name))
-      return false;
-    Expected<io::TensorView> scale = model_.tensor(name);
-    if (!scale || scale->shape != std::vector<int64_t>{(n + 127) / 128, (k + 127) / 128})
-      return false;
-    Expected<std::vector<float>> f = io::to_f32(*scale);
-    if (!f)
-      return false;
-    out = std::move(*f);
-    return true;
+    return block_n_ == 128 && block_k_ == 128 &&
+           readScales(stored + "_scale_inv", {{(n + 127) / 128, (k + 127) / 128}}, out);
   }
 
   Status convert(const std::string &stored, const io::TensorView &v,
@@ -114,6 +95,21 @@ protected:
   }
 
 private:
+  /// Tensor `name` as fp32 when the checkpoint has it in one of `shapes`.
+  bool readScales(const std::string &name, std::initializer_list<std::vector<int64_t>> shapes,
+                  std::vector<float> &out) const {
+    if (!model_.has(name))
+      return false;
+    Expected<io::TensorView> scale = model_.tensor(name);
+    if (!scale || std::find(shapes.begin(), shapes.end(), scale->shape) == shapes.end())
+      return false;
+    Expected<std::vector<float>> f = io::to_f32(*scale);
+    if (!f)
+      return false;
+    out = std::move(*f);
+    return true;
+  }
+
   io::SafetensorsModel model_;
   std::string dir_;
   int64_t block_n_;
