@@ -146,3 +146,21 @@ TEST(HfTokenizer, CliTokenizeRoundTripsAndRejectsBadInput) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(HfTokenizer, SaveLoadKeepsPipelineAndTemplate) {
+  const std::string dir = writeDir("save", tinyTokenizer().dump(),
+                                   R"({"chat_template": "{{ messages }}"})");
+  hyrt::Tokenizer tok, back;
+  ASSERT_TRUE(load(dir, &tok).ok());
+  const std::string path = dir + "/tokenizer.hytk";
+  ASSERT_TRUE(tok.save(path).ok());
+  hyrt::Status s = hyrt::Tokenizer::load(path, &back);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(back.kind(), hyrt::TokenizerKind::kHfByteLevel);
+  EXPECT_EQ(back.data().chat_template, "{{ messages }}");
+  EXPECT_EQ(back.encode("ab<|x|>", false), tok.encode("ab<|x|>", false));
+}
+
+} // namespace
