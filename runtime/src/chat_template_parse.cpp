@@ -465,11 +465,11 @@ std::unique_ptr<TemplateNode> node(TemplateNode::Kind k, int line) {
 }
 
 /// Parses segments from `i` into `block` until a statement whose keyword is
-/// in `stops`; returns that keyword ("" at the end of the template).
+/// in `stops`; returns that keyword ("" at the end of the template), with
+/// `i` left on that statement.
 std::string parse_block(const std::vector<Segment> &segs, size_t &i,
                         TemplateNode *block,
-                        const std::vector<std::string> &stops,
-                        ExprParser **last) {
+                        const std::vector<std::string> &stops) {
   for (; i < segs.size(); ++i) {
     const Segment &s = segs[i];
     if (s.kind == Segment::Kind::kText) {
@@ -488,12 +488,8 @@ std::string parse_block(const std::vector<Segment> &segs, size_t &i,
     }
     const std::string kw = ep.expect_name();
     for (const std::string &stop : stops)
-      if (kw == stop) {
-        static thread_local std::unique_ptr<ExprParser> keep;
-        keep = std::make_unique<ExprParser>(std::move(ep));
-        *last = keep.get();
+      if (kw == stop)
         return kw;
-      }
     if (kw == "if") {
       auto n = node(TemplateNode::Kind::kIf, s.line);
       n->conditions.push_back(ep.expression());
@@ -501,18 +497,18 @@ std::string parse_block(const std::vector<Segment> &segs, size_t &i,
       for (;;) {
         auto body = node(TemplateNode::Kind::kBlock, s.line);
         ++i;
-        ExprParser *stop_parser = nullptr;
-        const std::string end = parse_block(segs, i, body.get(),
-                                            {"elif", "else", "endif"},
-                                            &stop_parser);
+        const std::string end =
+            parse_block(segs, i, body.get(), {"elif", "else", "endif"});
         n->children.push_back(std::move(body));
         if (end.empty())
           fail(s.line, "'if' without 'endif'");
         if (end == "endif")
           break;
         if (end == "elif") {
-          n->conditions.push_back(stop_parser->expression());
-          stop_parser->expect_end();
+          ExprParser elif(lex(segs[i].body, segs[i].line), segs[i].line);
+          elif.expect_name();
+          n->conditions.push_back(elif.expression());
+          elif.expect_end();
         } else {
           if (!n->conditions.back())
             fail(segs[i].line, "'else' after 'else'");
@@ -542,14 +538,12 @@ std::string parse_block(const std::vector<Segment> &segs, size_t &i,
       ep.expect_end();
       auto body = node(TemplateNode::Kind::kBlock, s.line);
       ++i;
-      ExprParser *stop_parser = nullptr;
-      std::string end =
-          parse_block(segs, i, body.get(), {"else", "endfor"}, &stop_parser);
+      std::string end = parse_block(segs, i, body.get(), {"else", "endfor"});
       n->children.push_back(std::move(body));
       if (end == "else") {
         auto other = node(TemplateNode::Kind::kBlock, s.line);
         ++i;
-        end = parse_block(segs, i, other.get(), {"endfor"}, &stop_parser);
+        end = parse_block(segs, i, other.get(), {"endfor"});
         n->children.push_back(std::move(other));
       }
       if (end != "endfor")
@@ -589,9 +583,7 @@ std::string parse_template(const std::string &source,
     std::vector<Segment> segs = split_segments(source);
     auto root = node(TemplateNode::Kind::kBlock, 1);
     size_t i = 0;
-    ExprParser *stop = nullptr;
-    const std::string end = parse_block(segs, i, root.get(), {}, &stop);
-    (void)end;
+    parse_block(segs, i, root.get(), {});
     *out = std::move(root);
     return "";
   } catch (const ParseError &e) {
