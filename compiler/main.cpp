@@ -4,6 +4,7 @@
 //   hyc run         run an artifact on a prompt (libhyrt)
 //   hyc perplexity  score a text file (libhyrt)
 //   hyc calibrate   activation maxima of a calibration build (libhyrt)
+//   hyc tokenize    text <-> ids with a checkpoint's tokenizer (libhyrt)
 //   hyc synth       write a seeded Hugging Face checkpoint
 //   hyc convert-gguf  Hugging Face checkpoint -> GGUF
 //   hyc bench       speed and efficiency of an artifact (BenchCommand.cpp)
@@ -31,6 +32,7 @@ commands:
   run         generate text with an artifact
   perplexity  mean NLL / perplexity of an artifact over a text file
   calibrate   per-channel activation maxima of a calibration build (for --calibration)
+  tokenize    text <-> token ids, or a rendered chat, with a checkpoint's tokenizer
   synth       write a seeded synthetic Hugging Face checkpoint
   convert-gguf  write a Hugging Face checkpoint as GGUF (llama.cpp layout)
   bench       TTFT, TPOT, tokens/s and efficiencies of an artifact
@@ -74,6 +76,8 @@ int main(int argc, char **argv) {
     return hyrt_cli_perplexity(subArgc, subArgv);
   if (cmd == "calibrate")
     return hyrt_cli_calibrate(subArgc, subArgv);
+  if (cmd == "tokenize")
+    return hyrt_cli_tokenize(subArgc, subArgv);
   if (cmd == "synth")
     return hyc::compiler::runSynthCommand(subArgc, subArgv);
   if (cmd == "convert-gguf")

@@ -26,9 +26,11 @@ Status Tokenizer::init(TokenizerData data) {
     return Status::Error("tokenizer: expected a non-empty vocabulary");
   if (data.kind != TokenizerKind::kLlama2c &&
       data.kind != TokenizerKind::kSentencePiece &&
-      data.kind != TokenizerKind::kGpt2)
+      data.kind != TokenizerKind::kGpt2 &&
+      data.kind != TokenizerKind::kHfByteLevel)
     return Status::Error("tokenizer: unknown kind " + str(int(data.kind)));
-  const bool needs_scores = data.kind != TokenizerKind::kGpt2;
+  const bool needs_scores = data.kind == TokenizerKind::kLlama2c ||
+                            data.kind == TokenizerKind::kSentencePiece;
   if (needs_scores && int64_t(data.scores.size()) != n)
     return Status::Error("tokenizer: expected " + str(n) +
                          " scores (one per token), found " +
@@ -77,6 +79,8 @@ Status Tokenizer::init(TokenizerData data) {
     return Status::Error("tokenizer: gpt2 kind expects a merges list, found "
                          "none for " +
                          str(n) + " tokens");
+  if (data_.kind == TokenizerKind::kHfByteLevel)
+    return init_hf();
   return Status::Ok();
 }
 
@@ -87,6 +91,8 @@ int32_t Tokenizer::lookup(const std::string &piece) const {
 
 std::vector<int32_t> Tokenizer::encode(const std::string &text,
                                        bool add_bos) const {
+  if (data_.kind == TokenizerKind::kHfByteLevel)
+    return encode_hf(text, add_bos);
   std::vector<int32_t> ids;
   if (add_bos && data_.bos_id >= 0)
     ids.push_back(data_.bos_id);
@@ -111,7 +117,8 @@ std::string Tokenizer::decode(int32_t prev, int32_t id) const {
     return b >= 0 ? std::string(1, char(b)) : piece;
   }
   std::string text;
-  if (data_.kind == TokenizerKind::kGpt2) {
+  if (data_.kind == TokenizerKind::kGpt2 ||
+      data_.kind == TokenizerKind::kHfByteLevel) {
     for (size_t i = 0; i < piece.size();) {
       const int len = detail::utf8_length(piece, i);
       if (len == 0) {
@@ -141,6 +148,13 @@ std::string Tokenizer::decode(int32_t prev, int32_t id) const {
   if (prev >= 0 && prev == data_.bos_id && !text.empty() && text[0] == ' ')
     text.erase(0, 1);
   return text;
+}
+
+std::string Tokenizer::decode_text(const std::vector<int32_t> &ids,
+                                   bool skip_special) const {
+  if (data_.kind == TokenizerKind::kHfByteLevel)
+    return decode_hf(ids, skip_special);
+  return decode_all(ids);
 }
 
 std::string Tokenizer::decode_all(const std::vector<int32_t> &ids) const {

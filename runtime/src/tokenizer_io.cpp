@@ -3,7 +3,9 @@
 //
 // hyrt format (little-endian): "HYTK", u32 version (1), i32 kind, i32 bos,
 // i32 eos, i32 unk, u32 n_tokens, per token {u32 len, bytes, f32 score,
-// i32 type}, u32 n_merges, per merge {u32 len, bytes}.
+// i32 type}, u32 n_merges, per merge {u32 len, bytes}. Version 2 (written
+// only for kHfByteLevel, so other tokenizers keep producing version 1 files)
+// appends {u32 len, bytes} pipeline_json and chat_template.
 #include "hyrt/tokenizer.h"
 
 #include <cstring>
@@ -14,6 +16,7 @@ namespace hyrt {
 namespace {
 
 constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersionHf = 2;
 constexpr uint32_t kMaxStringBytes = 1u << 20;
 
 template <typename T> void put(std::ofstream &f, T v) {
@@ -41,7 +44,8 @@ Status Tokenizer::save(const std::string &path) const {
   if (!f)
     return Status::Error("tokenizer save: cannot open " + path);
   f.write("HYTK", 4);
-  put<uint32_t>(f, kVersion);
+  const bool hf = data_.kind == TokenizerKind::kHfByteLevel;
+  put<uint32_t>(f, hf ? kVersionHf : kVersion);
   put<int32_t>(f, int32_t(data_.kind));
   put<int32_t>(f, data_.bos_id);
   put<int32_t>(f, data_.eos_id);
@@ -55,6 +59,10 @@ Status Tokenizer::save(const std::string &path) const {
   put<uint32_t>(f, uint32_t(data_.merges.size()));
   for (const std::string &m : data_.merges)
     put_string(f, m);
+  if (hf) {
+    put_string(f, data_.pipeline_json);
+    put_string(f, data_.chat_template);
+  }
   if (!f)
     return Status::Error("tokenizer save: write failed for " + path);
   return Status::Ok();
@@ -68,9 +76,10 @@ Status Tokenizer::load(const std::string &path, Tokenizer *out) {
   uint32_t version = 0;
   if (!f.read(magic, 4) || std::memcmp(magic, "HYTK", 4) != 0)
     return Status::Error(path + ": expected magic HYTK");
-  if (!get(f, &version) || version != kVersion)
+  if (!get(f, &version) || (version != kVersion && version != kVersionHf))
     return Status::Error(path + ": expected tokenizer format version " +
-                         std::to_string(kVersion) + ", found " +
+                         std::to_string(kVersion) + " or " +
+                         std::to_string(kVersionHf) + ", found " +
                          std::to_string(version));
   TokenizerData d;
   int32_t kind = 0;
@@ -95,6 +104,10 @@ Status Tokenizer::load(const std::string &path, Tokenizer *out) {
     if (!get_string(f, &d.merges[i]))
       return Status::Error(path + ": truncated at merge " + std::to_string(i) +
                            " of " + std::to_string(m));
+  if (version == kVersionHf &&
+      (!get_string(f, &d.pipeline_json) || !get_string(f, &d.chat_template)))
+    return Status::Error(path + ": truncated in the tokenizer.json pipeline "
+                                "section");
   return out->init(std::move(d));
 }
 

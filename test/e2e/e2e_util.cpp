@@ -63,11 +63,18 @@ std::string tempDir() {
 }
 
 CommandResult runHyc(const std::vector<std::string> &args) {
+  return runHyc(args, "");
+}
+
+CommandResult runHyc(const std::vector<std::string> &args,
+                     const std::string &input) {
+  const std::string inPath = tempDir() + "/cmd.in";
+  std::ofstream(inPath, std::ios::binary) << input;
   std::string outPath = tempDir() + "/cmd.out", errPath = tempDir() + "/cmd.err";
   std::string cmd = quote(HYC_BIN);
   for (const auto &a : args)
     cmd += " " + quote(a);
-  cmd += " >" + quote(outPath) + " 2>" + quote(errPath) + " </dev/null";
+  cmd += " >" + quote(outPath) + " 2>" + quote(errPath) + " <" + quote(inPath);
   int status = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

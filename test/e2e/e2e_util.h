@@ -18,6 +18,9 @@ struct CommandResult {
 
 /// Runs `hyc args...` and captures its output.
 CommandResult runHyc(const std::vector<std::string> &args);
+/// Runs `hyc args...` with `input` (bytes, NULs included) on stdin.
+CommandResult runHyc(const std::vector<std::string> &args,
+                     const std::string &input);
 
 /// `../shared` of this checkout, and whether it exists.
 std::string sharedDir();

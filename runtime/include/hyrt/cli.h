@@ -18,7 +18,17 @@ extern "C" int hyrt_cli_perplexity(int argc, char **argv);
 /// per-channel activation maxima of a calibration build, as JSON.
 extern "C" int hyrt_cli_calibrate(int argc, char **argv);
 
+/// `hyc tokenize DIR [--add-special] [--decode] [--chat FILE.json]`: text
+/// <-> ids with a checkpoint's tokenizer, or a rendered chat's ids.
+extern "C" int hyrt_cli_tokenize(int argc, char **argv);
+
 namespace hyrt {
+
+/// `tokenize` with explicit streams; `args` follow the command name. Reads
+/// stdin byte for byte: text to encode, or ids with --decode. Returns 0, 1
+/// on bad input or files (message on `err`), 2 on a usage error.
+int cli_tokenize(const std::vector<std::string> &args, std::istream &in,
+                 std::ostream &out, std::ostream &err);
 
 /// `calibrate` with explicit streams; `args` follow the command name.
 int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,

@@ -1,11 +1,14 @@
-// hyrt/tokenizer.h - text <-> token ids for the three tokenizer families hyc
+// hyrt/tokenizer.h - text <-> token ids for the tokenizer families hyc
 // serves: llama2.c tokenizer.bin, GGUF "llama" (SentencePiece BPE with byte
-// fallback) and GGUF "gpt2" (byte-level BPE), behind one interface.
+// fallback), GGUF "gpt2" (byte-level BPE) and Hugging Face tokenizer.json
+// (byte-level BPE with the file's normalizer, pre-tokenizer regexes and
+// added tokens), behind one interface.
 #pragma once
 
 #include "hyrt/status.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,7 +20,12 @@ enum class TokenizerKind : int32_t {
   kLlama2c = 0,       ///< llama2.c: dummy " " prefix, score merges, id=byte+3
   kSentencePiece = 1, ///< GGUF llama: "▁" for spaces, score merges, <0xXX>
   kGpt2 = 2,          ///< GGUF gpt2: byte-level BPE with ranked merges
+  kHfByteLevel = 3,   ///< tokenizer.json: byte-level BPE, pipeline from JSON
 };
+
+namespace detail {
+struct HfPipeline;
+}
 
 /// SentencePiece / GGUF token types.
 enum TokenType : int32_t {
@@ -41,6 +49,15 @@ struct TokenizerData {
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t unk_id = -1;
+  /// kHfByteLevel only: the parts of tokenizer.json besides the vocabulary
+  /// and merges ("normalizer", "pre_tokenizer", "decoder", "model" options)
+  /// plus "add_bos" / "add_eos" (the special-token policy), as JSON text.
+  /// Added tokens are ordinary entries of `tokens`: special ones typed
+  /// kTokenControl, the others kTokenUserDefined; both are matched in text
+  /// before the pipeline runs.
+  std::string pipeline_json;
+  /// The checkpoint's Jinja chat template ("" when it has none).
+  std::string chat_template;
 };
 
 /// Encoder / decoder over one vocabulary.
@@ -58,7 +75,17 @@ public:
   Status init(TokenizerData data);
 
   /// Token ids of `text`, with the BOS id first when add_bos (and bos >= 0).
+  /// For kHfByteLevel, add_bos means "add special tokens" as the checkpoint's
+  /// policy says (BOS and/or EOS, or nothing), and added-token strings in
+  /// the text are always matched as tokens (HF's split_special_tokens=false).
   std::vector<int32_t> encode(const std::string &text, bool add_bos) const;
+
+  /// The text of `ids` as Hugging Face's decode gives it: pieces joined,
+  /// special (control) tokens dropped when skip_special, byte-level pieces
+  /// turned back into bytes, and (kHfByteLevel) invalid UTF-8 replaced by
+  /// U+FFFD. Other kinds: decode_all, minus control tokens.
+  std::string decode_text(const std::vector<int32_t> &ids,
+                          bool skip_special) const;
 
   /// Text of `id` when it starts the output (no preceding token).
   std::string decode(int32_t id) const { return decode(-1, id); }
@@ -86,8 +113,18 @@ private:
   void bpe_by_score(std::vector<int32_t> &ids) const;
   void push_byte_fallback(unsigned char byte, std::vector<int32_t> &ids) const;
   int32_t lookup(const std::string &piece) const;
+  Status init_hf();
+  std::vector<int32_t> encode_hf(const std::string &text,
+                                 bool add_special) const;
+  void bpe_by_rank(std::vector<int32_t> &ids) const;
+  std::string decode_hf(const std::vector<int32_t> &ids,
+                        bool skip_special) const;
 
   TokenizerData data_;
+  /// kHfByteLevel: compiled regexes and options, shared by copies.
+  std::shared_ptr<const detail::HfPipeline> hf_;
+  /// kHfByteLevel: (left id << 32 | right id) -> (rank, merged id).
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> id_merges_;
   std::unordered_map<std::string, int32_t> piece_to_id_;
   std::unordered_map<std::string, int32_t> merge_rank_; // kGpt2
   int32_t byte_ids_[256] = {};                          // -1: none
@@ -98,5 +135,11 @@ private:
 /// unk 0. vocab_size < 0 reads records until end of file.
 Status read_llama2c_tokenizer(const std::string &path, int64_t vocab_size,
                               TokenizerData *out);
+
+/// Reads a Hugging Face tokenizer from `dir` (tokenizer.json, plus
+/// tokenizer_config.json when present: add_bos_token / add_eos_token,
+/// bos_token / eos_token, chat_template) into `out` as kind kHfByteLevel.
+/// Components the runtime cannot run are reported by init(), naming them.
+Status read_hf_tokenizer(const std::string &dir, TokenizerData *out);
 
 } // namespace hyrt

@@ -1,0 +1,174 @@
+// Hugging Face byte-level BPE (kHfByteLevel): added tokens matched first,
+// then per segment the normalizer, the pre-tokenizer splits and ranked BPE
+// merges over byte ids; decoding maps byte-level characters back to bytes.
+#include "hyrt/tokenizer.h"
+
+#include "tokenizer_hf_pipeline.h"
+#include "tokenizer_util.h"
+
+#include <algorithm>
+
+namespace hyrt {
+
+namespace {
+uint64_t pair_key(int32_t a, int32_t b) {
+  return (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+}
+} // namespace
+
+Status Tokenizer::init_hf() {
+  std::shared_ptr<detail::HfPipeline> p;
+  if (Status s = detail::compile_hf_pipeline(data_.pipeline_json, &p);
+      !s.ok())
+    return s;
+  const int64_t n = vocab_size();
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t type = data_.types[i];
+    const std::string &piece = data_.tokens[i];
+    if ((type == kTokenControl || type == kTokenUserDefined) && !piece.empty())
+      p->added_by_first_byte[static_cast<unsigned char>(piece[0])]
+          .emplace_back(piece, int32_t(i));
+  }
+  for (auto &bucket : p->added_by_first_byte)
+    std::stable_sort(bucket.begin(), bucket.end(),
+                     [](const auto &a, const auto &b) {
+                       return a.first.size() > b.first.size();
+                     });
+  for (int b = 0; b < 256; ++b) {
+    byte_ids_[b] = lookup(
+        detail::utf8_encode(detail::gpt2_byte_to_codepoint(uint8_t(b))));
+    if (byte_ids_[b] < 0)
+      return Status::Error("tokenizer: byte-level vocabulary lacks the token "
+                           "for byte " +
+                           std::to_string(b));
+  }
+  // Merges by id: every merge's halves and result must be tokens, else the
+  // merge can never apply (HF refuses such files too).
+  id_merges_.clear();
+  id_merges_.reserve(data_.merges.size());
+  for (size_t r = 0; r < data_.merges.size(); ++r) {
+    const std::string &m = data_.merges[r];
+    const size_t sp = m.find(' ', 1);
+    if (sp == std::string::npos)
+      return Status::Error("tokenizer: merge " + std::to_string(r) + " '" + m +
+                           "' expects two tokens separated by a space");
+    const std::string left = m.substr(0, sp), right = m.substr(sp + 1);
+    const int32_t a = lookup(left), b = lookup(right),
+                  c = lookup(left + right);
+    if (a < 0 || b < 0 || c < 0)
+      return Status::Error("tokenizer: merge " + std::to_string(r) + " '" + m +
+                           "' names a token missing from the vocabulary");
+    id_merges_.emplace(pair_key(a, b), std::make_pair(int32_t(r), c));
+  }
+  merge_rank_.clear(); // the string-keyed table is kGpt2's
+  hf_ = std::move(p);
+  return Status::Ok();
+}
+
+void Tokenizer::bpe_by_rank(std::vector<int32_t> &ids) const {
+  // Lowest rank first, leftmost on ties: the order HF's BPE applies merges.
+  while (ids.size() > 1) {
+    int32_t best_rank = INT32_MAX, best_id = -1;
+    size_t best_pos = 0;
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+      auto it = id_merges_.find(pair_key(ids[i], ids[i + 1]));
+      if (it != id_merges_.end() && it->second.first < best_rank) {
+        best_rank = it->second.first;
+        best_id = it->second.second;
+        best_pos = i;
+      }
+    }
+    if (best_id < 0)
+      return;
+    ids[best_pos] = best_id;
+    ids.erase(ids.begin() + best_pos + 1);
+  }
+}
+
+std::vector<int32_t> Tokenizer::encode_hf(const std::string &text,
+                                          bool add_special) const {
+  const detail::HfPipeline &p = *hf_;
+  std::vector<int32_t> ids;
+  if (add_special && p.add_bos && data_.bos_id >= 0)
+    ids.push_back(data_.bos_id);
+  std::vector<int32_t> word;
+  auto encode_segment = [&](size_t begin, size_t end) {
+    if (end <= begin)
+      return;
+    const std::string normalized = p.normalize(text.substr(begin, end - begin));
+    for (const std::string &piece : p.pre_tokenize(normalized)) {
+      if (p.ignore_merges) {
+        std::string mapped;
+        for (char c : piece)
+          mapped += detail::utf8_encode(
+              detail::gpt2_byte_to_codepoint(static_cast<unsigned char>(c)));
+        if (int32_t id = lookup(mapped); id >= 0) {
+          ids.push_back(id);
+          continue;
+        }
+      }
+      word.clear();
+      for (char c : piece)
+        word.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+      bpe_by_rank(word);
+      ids.insert(ids.end(), word.begin(), word.end());
+    }
+  };
+  size_t segment = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    int32_t match_id = -1;
+    size_t match_len = 0;
+    for (const auto &[content, id] :
+         p.added_by_first_byte[static_cast<unsigned char>(text[pos])])
+      if (text.compare(pos, content.size(), content) == 0) {
+        match_id = id;
+        match_len = content.size();
+        break;
+      }
+    if (match_id < 0) {
+      ++pos;
+      continue;
+    }
+    encode_segment(segment, pos);
+    ids.push_back(match_id);
+    pos += match_len;
+    segment = pos;
+  }
+  encode_segment(segment, text.size());
+  if (add_special && p.add_eos && data_.eos_id >= 0)
+    ids.push_back(data_.eos_id);
+  return ids;
+}
+
+std::string Tokenizer::decode_hf(const std::vector<int32_t> &ids,
+                                 bool skip_special) const {
+  std::string bytes;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size())
+      continue;
+    const int32_t type = data_.types[id];
+    if (type == kTokenUnused || (skip_special && type == kTokenControl))
+      continue;
+    // HF's ByteLevel decoder maps a token's characters back to bytes when
+    // every character has a byte; otherwise (e.g. "<｜User｜>") the token's
+    // UTF-8 is taken as is.
+    const std::string &piece = data_.tokens[id];
+    std::string mapped;
+    bool all_mapped = true;
+    for (size_t i = 0; i < piece.size() && all_mapped;) {
+      const int len = detail::utf8_length(piece, i);
+      const int b = len == 0 ? -1
+                             : detail::gpt2_codepoint_to_byte(
+                                   detail::utf8_decode(piece, i, len));
+      if (b < 0)
+        all_mapped = false;
+      else
+        mapped += char(b);
+      i += size_t(std::max(len, 1));
+    }
+    bytes += all_mapped ? mapped : piece;
+  }
+  return detail::utf8_lossy(bytes);
+}
+
+} // namespace hyrt
