@@ -96,7 +96,7 @@ private:
   void reply_error(httplib::Response &res, const std::string &endpoint,
                    const serve::ApiError &e) {
     res.status = e.status;
-    res.set_content(e.body().dump(), "application/json");
+    res.set_content(e.body().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     metrics_.count_response(endpoint, e.status);
   }
   bool authorized(const httplib::Request &req, httplib::Response &res,
@@ -218,7 +218,7 @@ void Server::generate(const httplib::Request &req, httplib::Response &res,
       err.status = 500;
       err.type = "server_error";
       err.message = e.error;
-      res.set_content(err.body().dump(), "application/json");
+      res.set_content(err.body().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
       return;
     }
     json choice = {{"index", 0}, {"finish_reason", e.finish_reason}};
@@ -234,7 +234,7 @@ void Server::generate(const httplib::Request &req, httplib::Response &res,
                  {"model", limits_.model_name},
                  {"choices", json::array({choice})},
                  {"usage", usage(e)}};
-    res.set_content(body.dump(), "application/json");
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     return;
   }
 
@@ -247,7 +247,7 @@ void Server::generate(const httplib::Request &req, httplib::Response &res,
       "text/event-stream",
       [this, pending, pr, rid, state, usage](size_t, httplib::DataSink &sink) {
         auto send = [&](const json &j) {
-          const std::string line = "data: " + j.dump() + "\n\n";
+          const std::string line = "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
           return sink.write(line.data(), line.size());
         };
         RequestEvent e;
@@ -313,7 +313,7 @@ void Server::install(httplib::Server &http) {
                   {"owned_by", "hyc"},
                   {"max_model_len", limits_.max_seq_len}};
     res.set_content(json{{"object", "list"}, {"data", json::array({model})}}
-                        .dump(),
+                        .dump(-1, ' ', false, json::error_handler_t::replace),
                     "application/json");
     metrics_.count_response("models", 200);
   });
