@@ -8,7 +8,7 @@
 //   hyc synth       write a seeded Hugging Face checkpoint
 //   hyc convert-gguf  Hugging Face checkpoint -> GGUF
 //   hyc bench       speed and efficiency of an artifact (BenchCommand.cpp)
-//   hyc serve       not implemented yet
+//   hyc serve       OpenAI-compatible HTTP server (libhyrt_serve)
 //   hyc version
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +18,7 @@
 #include "compiler/SynthCommand.h"
 #include "hyrt/abi.h"
 #include "hyrt/cli.h"
+#include "hyrt/serve.h"
 
 #include <cstdio>
 #include <cstring>
@@ -36,23 +37,11 @@ commands:
   synth       write a seeded synthetic Hugging Face checkpoint
   convert-gguf  write a Hugging Face checkpoint as GGUF (llama.cpp layout)
   bench       TTFT, TPOT, tokens/s and efficiencies of an artifact
-  serve       OpenAI-compatible HTTP server (not implemented yet)
+  serve       OpenAI-compatible HTTP server (continuous batching)
   version     print version information
 
 `hyc <command> --help` describes each command.
 )";
-
-int notImplemented(const char *name, int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0) {
-      std::printf("usage: hyc %s ARTIFACT [options]\n\n"
-                  "hyc %s is not implemented yet in this build.\n",
-                  name, name);
-      return 0;
-    }
-  std::fprintf(stderr, "hyc %s: not implemented yet\n", name);
-  return 1;
-}
 
 } // namespace
 
@@ -85,7 +74,7 @@ int main(int argc, char **argv) {
   if (cmd == "bench")
     return hyc::compiler::runBenchCommand(subArgc, subArgv);
   if (cmd == "serve")
-    return notImplemented(cmd.c_str(), subArgc, subArgv);
+    return hyrt_cli_serve(subArgc, subArgv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("hyc 0.1.0 (runtime ABI %d, targets: reference)\n",
                 HYRT_ABI_VERSION);

@@ -9,6 +9,7 @@ PACKAGES=(
   libxbyak-dev libdnnl-dev ocl-icd-opencl-dev libomp-22-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   libicu-dev
+  libcpp-httplib-dev pkgconf
 )
 
 missing=()
@@ -17,6 +18,13 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# The serving e2e test drives `hyc serve` with the official openai npm
+# client: Debian's nodejs + npm where no npm is present (a node that came
+# from elsewhere with its own npm is left alone).
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -102,7 +102,7 @@ Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
 }
 
 Status Engine::extend_batch(const std::vector<SeqChunk> &chunks,
-                            std::vector<float> *logits) {
+                            std::vector<float> *logits, bool all_rows) {
   int64_t total = 0;
   for (const SeqChunk &c : chunks) {
     if (Status s = check_sequence(c.seq_id, int64_t(c.tokens.size())); !s.ok())
@@ -117,10 +117,18 @@ Status Engine::extend_batch(const std::vector<SeqChunk> &chunks,
     return Status::Error("extend step over " + str(int64_t(chunks.size())) +
                          " sequences exceeds max_seqs " +
                          str(limits().max_seqs) + " of this artifact");
-  if (Status s = run_step(chunks, /*decode=*/false); !s.ok())
+  if (Status s = run_step(chunks, /*decode=*/false, all_rows); !s.ok())
     return s;
-  if (logits)
+  if (!logits)
+    return Status::Ok();
+  if (all_rows) {
     logits->assign(batch_.logits(0), batch_.logits(0) + total * vocab_size());
+    return Status::Ok();
+  }
+  logits->clear();
+  for (size_t i = 0; i < chunks.size(); ++i)
+    logits->insert(logits->end(), batch_.last_logits(int64_t(i)),
+                   batch_.last_logits(int64_t(i)) + vocab_size());
   return Status::Ok();
 }
 

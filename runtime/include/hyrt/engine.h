@@ -90,9 +90,10 @@ public:
 
   /// One extend call over several sequences (distinct, each with >= 1
   /// token): at most limits.max_batch_tokens tokens and limits.max_seqs
-  /// sequences. `logits` gets [total tokens][vocab] in chunk order.
+  /// sequences. `logits` gets [total tokens][vocab] in chunk order, or with
+  /// !all_rows only the last token's row of each chunk: [chunks][vocab].
   Status extend_batch(const std::vector<SeqChunk> &chunks,
-                      std::vector<float> *logits);
+                      std::vector<float> *logits, bool all_rows = true);
 
   /// One decode call: token `tokens[i]` appended to `seqs[i]`, at most
   /// limits.max_seqs sequences. `logits` gets [seqs][vocab].

@@ -1,0 +1,294 @@
+// Drives a real `hyc serve` over loopback with the official `openai` npm
+// client. Every greedy answer must equal `hyc run` on the same prompt
+// alone. Mode "e2e": completions and chat, streaming and not, 16 concurrent
+// requests, 4xx for bad requests (the server keeps serving), a client that
+// disconnects mid-stream frees its pages. Mode "soak": more concurrent
+// requests than the KV pool holds, for a bounded time: zero errors, zero
+// pages in use at the end, identical greedy outputs.
+// Args: HYC ART NODE_MODULES MODE
+import { spawn, execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import assert from 'node:assert/strict';
+
+const [hyc, art, modules, mode = 'e2e'] = process.argv.slice(2);
+const require = createRequire(modules + '/');
+const openaiModule = require('openai');
+const OpenAI = openaiModule.OpenAI ?? openaiModule.default ?? openaiModule;
+const MODEL = 'stories';
+const KEY = 'test-key-123';
+
+let server = null;
+// Whatever happens, the server this script started does not outlive it.
+process.on('exit', () => {
+  if (server && server.exitCode === null) server.kill('SIGKILL');
+});
+
+function startServer(extra = []) {
+  return new Promise((resolve, reject) => {
+    const args = ['serve', art, '--port', '0', '--api-key', KEY,
+                  '--model-name', MODEL, ...extra];
+    server = spawn(hyc, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    const timer = setTimeout(
+        () => reject(new Error('hyc serve did not start in 60 s: ' + out)),
+        60000);
+    server.on('exit', (code) => reject(new Error(`hyc serve exited (${code}): ${out}`)));
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+}
+
+async function stopServer() {
+  if (!server || server.exitCode !== null) return;
+  const exited = new Promise((r) => server.once('exit', r));
+  server.kill('SIGTERM');
+  const t = setTimeout(() => server.kill('SIGKILL'), 10000);
+  await exited;
+  clearTimeout(t);
+}
+
+/// `hyc run` alone: the reference every greedy server answer must equal.
+const runCache = new Map();
+function runAlone(prompt, n) {
+  const key = prompt + '\u0000' + n;
+  if (!runCache.has(key)) {
+    const out = execFileSync(hyc, ['run', art, '--prompt', prompt, '-n', String(n),
+                                   '--temperature', '0', '--no-stats'],
+                             { encoding: 'utf8' });
+    // `hyc run` echoes the prompt, then the continuation, then a newline.
+    assert.ok(out.startsWith(prompt) && out.endsWith('\n'),
+              `hyc run output does not echo the prompt: ${JSON.stringify(out)}`);
+    runCache.set(key, out.slice(prompt.length, -1));
+  }
+  return runCache.get(key);
+}
+
+/// The fallback chat rendering of serve_api.cpp's render_chat_prompt.
+function rendered(messages) {
+  return messages.map((m) => `${m.role}: ${m.content}\n`).join('') + 'assistant:';
+}
+
+async function metrics(base) {
+  const text = await (await fetch(base + '/metrics')).text();
+  const value = (re) => {
+    const m = text.match(re);
+    return m ? Number(m[1]) : 0;
+  };
+  return {
+    pagesUsed: value(/^hyc_kv_pages_used (\d+)$/m),
+    queued: value(/^hyc_queue_depth (\d+)$/m),
+    cancelled: value(/^hyc_generations_total\{reason="cancelled"\} (\d+)$/m),
+    ttftCount: value(/^hyc_time_to_first_token_seconds_count (\d+)$/m),
+    text,
+  };
+}
+
+async function waitFor(what, f, seconds = 15) {
+  const end = Date.now() + seconds * 1000;
+  let last;
+  while (Date.now() < end) {
+    last = await f();
+    if (last.ok) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`${what}: ${JSON.stringify(last)}`);
+}
+
+/// One greedy request through the client; returns the generated text.
+async function ask(client, { kind, prompt, n, stream }) {
+  const common = { model: MODEL, max_tokens: n, temperature: 0 };
+  if (kind === 'chat') {
+    const messages = [{ role: 'user', content: prompt }];
+    if (!stream) {
+      const r = await client.chat.completions.create({ ...common, messages });
+      assert.equal(r.choices[0].message.role, 'assistant');
+      assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+      return r.choices[0].message.content;
+    }
+    const s = await client.chat.completions.create({ ...common, messages, stream: true });
+    let text = '', finish = null;
+    for await (const c of s) {
+      text += c.choices[0]?.delta?.content ?? '';
+      finish = c.choices[0]?.finish_reason ?? finish;
+    }
+    assert.ok(['stop', 'length'].includes(finish), `finish_reason ${finish}`);
+    return text;
+  }
+  if (!stream) {
+    const r = await client.completions.create({ ...common, prompt });
+    assert.equal(r.usage.completion_tokens > 0, true);
+    return r.choices[0].text;
+  }
+  const s = await client.completions.create({ ...common, prompt, stream: true });
+  let text = '';
+  for await (const c of s) text += c.choices[0]?.text ?? '';
+  return text;
+}
+
+function expected({ kind, prompt, n }) {
+  return kind === 'chat' ? runAlone(rendered([{ role: 'user', content: prompt }]), n)
+                         : runAlone(prompt, n);
+}
+
+const PROMPTS = ['Once upon a time', 'The little dog', 'Lily and Ben', 'One day',
+                 'The sun was', 'Tom had a red ball', 'Sara liked to', 'There was a big tree',
+                 'Mom said', 'The bird', 'A girl named Amy', 'It was a rainy day',
+                 'The cat sat', 'Max wanted', 'In the park', 'The old man'];
+
+async function postRaw(base, path, body, key = KEY) {
+  const r = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` },
+    body,
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+async function e2e() {
+  const base = await startServer();
+  const client = new OpenAI({ apiKey: KEY, baseURL: base + '/v1', maxRetries: 0 });
+
+  assert.equal((await fetch(base + '/health')).status, 200);
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), [MODEL]);
+  const wrongKey = new OpenAI({ apiKey: 'nope', baseURL: base + '/v1', maxRetries: 0 });
+  await assert.rejects(wrongKey.models.list(), (e) => e.status === 401);
+
+  // One of each kind, then 16 at once; all greedy, all equal to hyc run.
+  const single = [
+    { kind: 'completion', prompt: 'Once upon a time', n: 48, stream: false },
+    { kind: 'completion', prompt: 'Once upon a time', n: 48, stream: true },
+    { kind: 'chat', prompt: 'Tell me a story', n: 40, stream: false },
+    { kind: 'chat', prompt: 'Tell me a story', n: 40, stream: true },
+  ];
+  for (const r of single) {
+    const got = await ask(client, r);
+    assert.ok(got.length > 0, 'empty answer');
+    assert.equal(got, expected(r), `${r.kind} stream=${r.stream}`);
+  }
+  const many = PROMPTS.map((prompt, i) => ({
+    kind: i % 4 < 2 ? 'completion' : 'chat', prompt, n: 20 + 3 * i, stream: i % 2 === 1 }));
+  many.forEach(expected); // run alone first, outside the timed part
+  const answers = await Promise.all(many.map((r) => ask(client, r)));
+  many.forEach((r, i) => assert.equal(answers[i], expected(r), `concurrent request ${i}`));
+  console.log('ok: completions and chat, streaming and not, 16 concurrent == hyc run');
+
+  // Bad requests: 4xx with an OpenAI error body; the server keeps serving.
+  const bad = [
+    ['/v1/completions', '{"model": "stories", "prompt": ', 400, null],
+    ['/v1/completions', '[1, 2]', 400, null],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', temperature: 'hot' }), 400, 'temperature'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', top_p: 0 }), 400, 'top_p'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', max_tokens: -1 }), 400, 'max_tokens'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: { text: 'x' } }), 400, 'prompt'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: Array(1100).fill(5) }), 400, 'prompt'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', max_tokens: 5000 }), 400, 'max_tokens'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: [1, 99999] }), 400, null],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', stop: 7 }), 400, 'stop'],
+    ['/v1/completions', JSON.stringify({ model: 'gpt-4', prompt: 'x' }), 404, 'model'],
+    ['/v1/chat/completions', JSON.stringify({ model: MODEL, messages: [] }), 400, 'messages'],
+    ['/v1/chat/completions', JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 5 }] }), 400, 'messages[0].content'],
+    ['/v1/nothing-here', '{}', 404, null],
+  ];
+  for (const [path, body, status, param] of bad) {
+    const r = await postRaw(base, path, body);
+    assert.equal(r.status, status, `${path} ${body.slice(0, 60)}: ${JSON.stringify(r.body)}`);
+    assert.equal(typeof r.body.error.message, 'string');
+    assert.ok(r.body.error.message.length > 0);
+    if (param) assert.equal(r.body.error.param, param);
+  }
+  const oversized = await postRaw(base, '/v1/completions',
+                                  JSON.stringify({ model: MODEL, prompt: Array(1100).fill(5) }));
+  assert.equal(oversized.body.error.code, 'context_length_exceeded');
+  await assert.rejects(
+      client.completions.create({ model: MODEL, prompt: 'x', temperature: 5 }),
+      (e) => e.status === 400 && /temperature/.test(e.message));
+  assert.equal((await fetch(base + '/health')).status, 200);
+  assert.equal(await ask(client, single[0]), expected(single[0]));
+  console.log('ok: malformed and oversized requests get 4xx, the server keeps serving');
+
+  // A client that disconnects mid-stream: its request is cancelled and its
+  // pages come back.
+  const before = await metrics(base);
+  const stream = await client.completions.create({
+    model: MODEL, prompt: 'Once', max_tokens: 500, temperature: 0, stream: true,
+    ignore_eos: true });
+  let chunks = 0, pagesDuring = 0;
+  for await (const c of stream) {
+    if (++chunks === 1) pagesDuring = (await metrics(base)).pagesUsed;
+    if (chunks === 3) break; // leaving the loop aborts the HTTP request
+  }
+  assert.ok(pagesDuring > 0, 'the stream held no pages while running');
+  await waitFor('pages back and the request cancelled after the disconnect', async () => {
+    const m = await metrics(base);
+    return { ok: m.pagesUsed === 0 && m.cancelled === before.cancelled + 1,
+             pagesUsed: m.pagesUsed, cancelled: m.cancelled };
+  });
+  const m = await metrics(base);
+  assert.ok(m.ttftCount >= 20, 'TTFT histogram not filled');
+  assert.match(m.text, /hyc_time_per_output_token_seconds_bucket\{le="\+Inf"\}/);
+  console.log('ok: a disconnected stream is cancelled and frees its pages');
+  await stopServer();
+}
+
+async function soak(seconds = 25) {
+  // 24 pages of 16 positions: three of these requests (prompt + 100 tokens,
+  // 7 pages) fit at a time, fewer than max_seqs and far fewer than the
+  // 32 clients.
+  const base = await startServer(['--kv-pages', '24']);
+  const client = new OpenAI({ apiKey: KEY, baseURL: base + '/v1', maxRetries: 0 });
+  const kinds = PROMPTS.slice(0, 8).map((prompt, i) => ({
+    kind: i % 3 === 2 ? 'chat' : 'completion', prompt, n: 100, stream: i % 2 === 0 }));
+  kinds.forEach(expected);
+  const end = Date.now() + seconds * 1000;
+  let done = 0, errors = 0, mismatches = 0, maxQueued = 0, maxPages = 0;
+  const poller = (async () => {
+    while (Date.now() < end) {
+      const m = await metrics(base);
+      maxQueued = Math.max(maxQueued, m.queued);
+      maxPages = Math.max(maxPages, m.pagesUsed);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  await Promise.all(Array.from({ length: 32 }, async (_, w) => {
+    for (let i = w; Date.now() < end; i += 32) {
+      const r = kinds[i % kinds.length];
+      try {
+        if ((await ask(client, r)) !== expected(r)) ++mismatches;
+      } catch (e) {
+        ++errors;
+        console.error(`worker ${w}: ${e}`);
+      }
+      ++done;
+    }
+  }));
+  await poller;
+  const m = await metrics(base);
+  console.log(`soak: ${done} requests in ${seconds} s by 32 clients, ${errors} errors, ` +
+              `${mismatches} mismatches, queue depth up to ${maxQueued}, ` +
+              `pages in use up to ${maxPages} of 24, ${m.pagesUsed} at the end`);
+  assert.equal(errors, 0);
+  assert.equal(mismatches, 0);
+  assert.ok(done >= 32, 'too few requests finished');
+  assert.ok(maxQueued > 0, 'requests never had to queue: the soak did not fill the pool');
+  assert.ok(maxPages <= 24);
+  assert.equal(m.pagesUsed, 0);
+  await stopServer();
+}
+
+try {
+  if (mode === 'soak') await soak();
+  else await e2e();
+  console.log(`PASSED (${mode})`);
+} catch (e) {
+  console.error(e);
+  process.exitCode = 1;
+} finally {
+  await stopServer();
+}
