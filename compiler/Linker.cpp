@@ -131,7 +131,8 @@ bool linkExecutable(const std::vector<std::string> &inputs,
       return false;
     args.push_back(dir + "/" + lib);
   }
-  for (const char *flag : {"-rdynamic", "-ldl", "-lpthread", "-lm",
+  // libhyrt's Hugging Face tokenizer uses ICU (regex, normalization).
+  for (const char *flag : {"-rdynamic", "-licui18n", "-licuuc", "-ldl", "-lpthread", "-lm",
                            "-Wl,-z,noexecstack"})
     args.push_back(flag);
   return runCxxDriver(args, error);
