@@ -31,13 +31,14 @@ def one_request(args, rng, vocab):
     n_in = rng.randint(args.input // 2, args.input) if args.random_lengths else args.input
     n_out = rng.randint(args.output // 2, args.output) if args.random_lengths else args.output
     body = {"model": args.model, "prompt": [rng.randrange(3, vocab) for _ in range(n_in)],
-            "max_tokens": n_out, "temperature": 0, "stream": True, "ignore_eos": True}
+            "max_tokens": n_out, "temperature": 0, "stream": True, "ignore_eos": True,
+            "stream_options": {"include_usage": True}}
     req = urllib.request.Request(args.base + "/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json",
                                           "Authorization": "Bearer " + args.api_key})
     t0 = time.perf_counter()
     first = last = None
-    chunks = 0
+    tokens = None  # from the final chunk's usage: a chunk may carry several tokens
     with urllib.request.urlopen(req, timeout=600) as r:
         for raw in r:
             line = raw.decode().strip()
@@ -47,13 +48,16 @@ def one_request(args, rng, vocab):
             if "error" in event:
                 raise RuntimeError(event["error"]["message"])
             now = time.perf_counter()
+            if event.get("usage"):
+                tokens = event["usage"]["completion_tokens"]
             if event["choices"] and event["choices"][0].get("finish_reason") is None:
                 first = first or now
                 last = now
-                chunks += 1
+    if tokens is None:
+        raise RuntimeError("the stream ended without usage (stream_options.include_usage)")
     ttft = (first - t0) if first else float("nan")
-    tpot = (last - first) / (n_out - 1) if first and n_out > 1 else float("nan")
-    return n_out, ttft, tpot
+    tpot = (last - first) / (tokens - 1) if first and tokens > 1 else float("nan")
+    return tokens, ttft, tpot
 
 
 def main():
