@@ -149,9 +149,22 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
 }
 
 bool writeTokenizer(const std::string &path, const models::TokenizerSpec &t,
-                    std::string &error) {
+                    int64_t vocabSize, std::string &error) {
   hyrt::TokenizerData data;
-  if (t.kind == "llama2c")
+  if (t.kind == "hf") {
+    // tokenizer.json + tokenizer_config.json, read as the runtime reads
+    // them (its errors name an unsupported component).
+    if (hyrt::Status st = hyrt::read_hf_tokenizer(t.hf_dir, &data); !st.ok()) {
+      error = st.message();
+      return false;
+    }
+    // Ids past the embedding table would make the model read garbage.
+    if (int64_t(data.tokens.size()) > vocabSize) {
+      error = "tokenizer.json has " + std::to_string(data.tokens.size()) +
+              " tokens, the model's vocab_size is " + std::to_string(vocabSize);
+      return false;
+    }
+  } else if (t.kind == "llama2c")
     data.kind = hyrt::TokenizerKind::kLlama2c;
   else if (t.kind == "sentencepiece")
     data.kind = hyrt::TokenizerKind::kSentencePiece;
@@ -161,13 +174,15 @@ bool writeTokenizer(const std::string &path, const models::TokenizerSpec &t,
     error = "unknown tokenizer kind '" + t.kind + "'";
     return false;
   }
-  data.tokens = t.tokens;
-  data.scores = t.scores;
-  data.types = t.types;
-  data.merges = t.merges;
-  data.bos_id = t.bos_id;
-  data.eos_id = t.eos_id;
-  data.unk_id = t.unk_id;
+  if (t.kind != "hf") {
+    data.tokens = t.tokens;
+    data.scores = t.scores;
+    data.types = t.types;
+    data.merges = t.merges;
+    data.bos_id = t.bos_id;
+    data.eos_id = t.eos_id;
+    data.unk_id = t.unk_id;
+  }
   hyrt::Tokenizer tok;
   auto st = tok.init(std::move(data));
   if (!st.ok()) {
@@ -233,9 +248,20 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
   if (!info.executableVariant.empty())
     manifest["executable_variant"] = info.executableVariant;
   if (ckpt.tokenizer) {
-    if (!writeTokenizer(dir + "/tokenizer.hytk", *ckpt.tokenizer, error))
+    std::string why;
+    if (writeTokenizer(dir + "/tokenizer.hytk", *ckpt.tokenizer, s.vocab_size, why)) {
+      manifest["tokenizer"] = "tokenizer.hytk";
+    } else if (ckpt.tokenizer->kind == "hf") {
+      // The weights are still a model to run on token ids: say why text
+      // will not work instead of refusing the whole compile.
+      std::fprintf(stderr,
+                   "hyc compile: warning: %s/tokenizer.json not carried (the artifact "
+                   "takes token ids only): %s\n",
+                   ckpt.tokenizer->hf_dir.c_str(), why.c_str());
+    } else {
+      error = why;
       return false;
-    manifest["tokenizer"] = "tokenizer.hytk";
+    }
   }
   std::ofstream out(dir + "/manifest.json");
   if (!out) {

@@ -3,8 +3,9 @@
 // DeepSeek-style FP8 with weight_scale_inv dequantized by block).
 //
 // hyc convention: a llama2.c-format `tokenizer.bin` beside config.json (as
-// `hyc synth` writes) is loaded as the checkpoint's tokenizer. tokenizer.json
-// is not read yet.
+// `hyc synth` writes) is loaded as the checkpoint's tokenizer; otherwise a
+// tokenizer.json is carried as kind "hf" (the compiler reads it with the
+// runtime's reader and stores it in the artifact).
 #include "models/checkpoint/family.h"
 #include "models/checkpoint/weight_source.h"
 
@@ -186,9 +187,12 @@ Expected<Checkpoint> load_hf(const std::string &dir,
   HYC_CKPT_TRY(
       attach_llama2c_tokenizer(ckpt, options, {tokenizer_bin.string()}));
   std::error_code ec;
-  if (!ckpt.tokenizer && fs::exists(fs::path(dir) / "tokenizer.json", ec))
-    ckpt.warnings.push_back(dir + ": tokenizer.json is not supported yet; "
-                                  "pass a llama2.c tokenizer.bin to run text");
+  if (!ckpt.tokenizer && fs::exists(fs::path(dir) / "tokenizer.json", ec)) {
+    TokenizerSpec t;
+    t.kind = "hf";
+    t.hf_dir = dir;
+    ckpt.tokenizer = std::move(t);
+  }
   return ckpt;
 }
 

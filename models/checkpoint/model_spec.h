@@ -155,7 +155,11 @@ public:
 /// Tokenizer vocabulary carried by a checkpoint (maps onto
 /// hyrt::TokenizerData; kept separate so models/ does not depend on runtime/).
 struct TokenizerSpec {
-  std::string kind; ///< "llama2c", "sentencepiece" or "gpt2"
+  /// "llama2c", "sentencepiece", "gpt2", or "hf": a Hugging Face
+  /// tokenizer.json (+ tokenizer_config.json) in `hf_dir`, which the
+  /// compiler reads with the runtime's reader (models/ does not parse it).
+  std::string kind;
+  std::string hf_dir;
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;

@@ -86,6 +86,17 @@ public:
     limits_.tokenizer = tok;
     limits_.bos_id = tok ? tok->bos_id() : m.model.bos_token_id;
     limits_.eos_id = tok ? tok->eos_id() : m.model.eos_token_id;
+    // The checkpoint's chat template, compiled once (a template the
+    // renderer cannot run falls back to the plain format, with a warning).
+    if (tok && !tok->data().chat_template.empty()) {
+      auto t = std::make_shared<ChatTemplate>();
+      if (Status st = t->compile(tok->data().chat_template); st.ok())
+        limits_.chat_template = std::move(t);
+      else
+        std::fprintf(stderr, "hyc serve: warning: chat template not used (%s); chat "
+                     "messages are rendered as \"role: content\" lines\n",
+                     st.message().c_str());
+    }
   }
 
   void install(httplib::Server &http);

@@ -140,7 +140,7 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
 
   // The prompt: text (tokenized as `hyc run` does: BOS first) or token ids.
   std::string text;
-  bool have_text = false;
+  bool have_text = false, templated = false;
   if (chat) {
     const json *msgs = field(body, "messages");
     if (!msgs || !msgs->is_array() || msgs->empty())
@@ -164,7 +164,30 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
           return e;
       list.push_back(std::move(cm));
     }
-    text = render_chat_prompt(list);
+    if (limits.chat_template) {
+      json vars = {{"messages", json::array()}, {"add_generation_prompt", true}};
+      for (const ChatMessage &m : list)
+        vars["messages"].push_back({{"role", m.role}, {"content", m.content}});
+      const std::vector<std::string> &tokens = limits.tokenizer->data().tokens;
+      auto special = [&](int32_t id) {
+        return id >= 0 && size_t(id) < tokens.size() ? json(tokens[size_t(id)]) : json();
+      };
+      vars["bos_token"] = special(limits.bos_id);
+      vars["eos_token"] = special(limits.eos_id);
+      if (const json *kw = field(body, "chat_template_kwargs")) {
+        if (!kw->is_object())
+          return bad("chat_template_kwargs", "chat_template_kwargs: expected an object, "
+                                             "found " + type_name(*kw));
+        for (auto it = kw->begin(); it != kw->end(); ++it)
+          vars[it.key()] = it.value();
+      }
+      if (Status st = limits.chat_template->render(vars.dump(), &text); !st.ok())
+        return bad("messages", "the chat template could not render these messages: " +
+                                   st.message());
+      templated = true;
+    } else {
+      text = render_chat_prompt(list);
+    }
     have_text = true;
   } else {
     const json *p = field(body, "prompt");
@@ -194,7 +217,7 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
       return bad(chat ? "messages" : "prompt",
                  "this artifact has no tokenizer; give the prompt as token "
                  "ids");
-    r.prompt = limits.tokenizer->encode(text, /*add_bos=*/limits.bos_id >= 0);
+    r.prompt = limits.tokenizer->encode(text, /*add_bos=*/!templated && limits.bos_id >= 0);
     if (r.prompt.empty() && limits.bos_id >= 0)
       r.prompt.push_back(limits.bos_id);
     if (r.prompt.empty())

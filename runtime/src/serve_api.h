@@ -3,6 +3,7 @@
 // Requests, or an ApiError that becomes a 4xx with an OpenAI error body.
 #pragma once
 
+#include "hyrt/chat_template.h"
 #include "hyrt/scheduler.h"
 #include "hyrt/tokenizer.h"
 
@@ -30,9 +31,9 @@ struct ChatMessage {
   std::string role, content;
 };
 
-/// The prompt text for `messages`. A fallback until chat templates land:
-/// each message as "<role>: <content>\n", then "assistant:" (the turn the
-/// model writes). The chat template renderer replaces this one function.
+/// The prompt text for `messages` when the artifact's tokenizer has no chat
+/// template (or one the renderer cannot run): each message as "<role>:
+/// <content>\n", then "assistant:" (the turn the model writes).
 std::string render_chat_prompt(const std::vector<ChatMessage> &messages);
 
 /// What the model and artifact allow a request.
@@ -41,6 +42,12 @@ struct ServeLimits {
   int64_t max_seq_len = 0;
   const Tokenizer *tokenizer = nullptr; ///< null: token-id prompts only
   int32_t bos_id = -1, eos_id = -1;
+  /// The checkpoint's chat template (null: render_chat_prompt). Rendered
+  /// with the messages, add_generation_prompt = true, the tokenizer's
+  /// bos_token / eos_token strings and the request's
+  /// `chat_template_kwargs` (e.g. Qwen3's enable_thinking); the text is
+  /// tokenized without adding BOS (the template places it).
+  std::shared_ptr<const ChatTemplate> chat_template;
 };
 
 /// A validated request.

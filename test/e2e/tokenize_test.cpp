@@ -84,3 +84,93 @@ TEST(TokenizeCliErrors, MissingTokenizerAndBadUsage) {
 
 } // namespace
 } // namespace hyc::e2e
+
+namespace hyc::e2e {
+namespace {
+
+/// A byte-level BPE over the 256 byte symbols (ids in byte order, GPT-2's
+/// byte-to-character map), one merge "a b" -> 256 and a special token
+/// "<|x|>" at `specialId`, with a chat template that wraps each message.
+void writeTinyHfTokenizer(const std::string &dir, int specialId) {
+  nlohmann::json vocab = nlohmann::json::object();
+  auto byteChar = [](int b) -> std::string {
+    // GPT-2: printable bytes map to themselves, the others to U+0100 + n.
+    static std::vector<int> map = [] {
+      std::vector<int> m(256, -1);
+      int n = 0;
+      for (int c = 0; c < 256; ++c)
+        if ((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))
+          m[size_t(c)] = c;
+      for (int c = 0; c < 256; ++c)
+        if (m[size_t(c)] < 0)
+          m[size_t(c)] = 256 + n++;
+      return m;
+    }();
+    const int cp = map[size_t(b)];
+    std::string s;
+    if (cp < 0x80) {
+      s += char(cp);
+    } else {
+      s += char(0xC0 | (cp >> 6));
+      s += char(0x80 | (cp & 0x3F));
+    }
+    return s;
+  };
+  for (int b = 0; b < 256; ++b)
+    vocab[byteChar(b)] = b;
+  vocab["ab"] = 256;
+  const nlohmann::json tok = {
+      {"added_tokens", {{{"id", specialId}, {"content", "<|x|>"}, {"special", true}}}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"use_regex", true}}},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
+  std::ofstream(dir + "/tokenizer.json") << tok.dump();
+  std::ofstream(dir + "/tokenizer_config.json")
+      << R"({"chat_template": "{% for m in messages %}<|x|>{{ m.content }}{% endfor %}"})";
+}
+
+// A Hugging Face checkpoint with tokenizer.json (and no tokenizer.bin)
+// compiles to an artifact that carries it: `hyc tokenize` on the artifact
+// gives the ids it gives on the checkpoint, and `hyc run` takes text. A
+// tokenizer with ids past the model's vocabulary is not carried, with a
+// warning saying why.
+TEST(TokenizerInArtifact, HfCheckpointCarriesItsTokenizerJson) {
+  const std::string dir = tempDir() + "/hf-tok-ckpt";
+  CommandResult s = runHyc({"synth", "--arch", "qwen3", "--seed", "2", "-o", dir});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::remove((dir + "/tokenizer.bin").c_str());
+  writeTinyHfTokenizer(dir, 300);
+  const std::string art = tempDir() + "/hf-tok.hyc";
+  CommandResult c = runHyc({"compile", dir, "-o", art, "--target", "reference",
+                            "--max-seq-len", "64"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(readFile(art + "/manifest.json").find("\"tokenizer\": \"tokenizer.hytk\""),
+            std::string::npos);
+  const std::string text = "abc ab<|x|>ab";
+  CommandResult fromCkpt = runHyc({"tokenize", dir}, text);
+  CommandResult fromArt = runHyc({"tokenize", art}, text);
+  ASSERT_EQ(fromCkpt.exit_code, 0) << fromCkpt.err;
+  ASSERT_EQ(fromArt.exit_code, 0) << fromArt.err;
+  // "abc" -> ab, c; " ab" -> space, ab; the special token; "ab".
+  EXPECT_EQ(fromCkpt.out, "256,99,32,256,300,256\n");
+  EXPECT_EQ(fromArt.out, fromCkpt.out);
+  CommandResult run = runHyc({"run", art, "--prompt", "ab ab", "-n", "4", "--temperature", "0"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+
+  const std::string big = tempDir() + "/hf-tok-ckpt-big";
+  ASSERT_EQ(runHyc({"synth", "--arch", "qwen3", "--seed", "2", "-o", big}).exit_code, 0);
+  std::remove((big + "/tokenizer.bin").c_str());
+  writeTinyHfTokenizer(big, 700); // the tiny model's vocabulary is 512
+  const std::string art2 = tempDir() + "/hf-tok-big.hyc";
+  c = runHyc({"compile", big, "-o", art2, "--target", "reference", "--max-seq-len", "64"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.err.find("tokenizer.json has 701 tokens, the model's vocab_size is 512"),
+            std::string::npos)
+      << c.err;
+  EXPECT_EQ(readFile(art2 + "/manifest.json").find("\"tokenizer\""), std::string::npos);
+}
+
+} // namespace
+} // namespace hyc::e2e

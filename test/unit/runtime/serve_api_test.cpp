@@ -1,0 +1,98 @@
+// hyc serve's request parsing with a checkpoint's chat template: messages
+// rendered by the template (with the request's chat_template_kwargs) and
+// tokenized without a second BOS; without a template, the plain format.
+#include "hyrt/chat_template.h"
+#include "hyrt/tokenizer.h"
+
+#include "runtime/src/serve_api.h"
+#include "runtime/src/tokenizer_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// Byte-level BPE over the 256 bytes (ids in byte order), merge "a b" ->
+/// 256, special "<|x|>" = 300 which tokenizer_config.json makes the BOS.
+hyrt::Tokenizer tinyTokenizer() {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b)
+    vocab[hyrt::detail::utf8_encode(
+        hyrt::detail::gpt2_byte_to_codepoint(static_cast<unsigned char>(b)))] = b;
+  vocab["ab"] = 256;
+  const json tok = {{"added_tokens", {{{"id", 300}, {"content", "<|x|>"}, {"special", true}}}},
+                    {"normalizer", nullptr},
+                    {"pre_tokenizer", {{"type", "ByteLevel"}, {"use_regex", true}}},
+                    {"post_processor", nullptr},
+                    {"decoder", {{"type", "ByteLevel"}}},
+                    {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
+  const fs::path dir = fs::path(::testing::TempDir()) / "serve_api_tok";
+  fs::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"add_bos_token": true, "bos_token": "<|x|>"})";
+  hyrt::TokenizerData data;
+  EXPECT_TRUE(hyrt::read_hf_tokenizer(dir.string(), &data).ok());
+  hyrt::Tokenizer t;
+  EXPECT_TRUE(t.init(std::move(data)).ok());
+  return t;
+}
+
+hyrt::serve::ServeLimits limitsFor(const hyrt::Tokenizer &tok, const std::string &tmpl) {
+  hyrt::serve::ServeLimits l;
+  l.model_name = "m";
+  l.max_seq_len = 64;
+  l.tokenizer = &tok;
+  l.bos_id = tok.bos_id();
+  l.eos_id = tok.eos_id();
+  if (!tmpl.empty()) {
+    auto t = std::make_shared<hyrt::ChatTemplate>();
+    EXPECT_TRUE(t->compile(tmpl).ok());
+    l.chat_template = t;
+  }
+  return l;
+}
+
+const char *kChat = R"({"model": "m", "messages": [{"role": "user", "content": "hi"},
+                                                   {"role": "assistant", "content": "ab"}]})";
+
+TEST(ServeChat, TemplateRendersAndBosIsNotAddedTwice) {
+  const hyrt::Tokenizer tok = tinyTokenizer();
+  ASSERT_EQ(tok.bos_id(), 300);
+  const auto limits = limitsFor(
+      tok, "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+           "{% if add_generation_prompt %}[assistant]{% endif %}{{ extra | default('') }}");
+  hyrt::serve::ParsedRequest pr;
+  ASSERT_FALSE(hyrt::serve::parse_request(kChat, true, limits, 1, &pr));
+  // "<|x|>[user]hi[assistant]ab[assistant]": the template's own BOS once.
+  EXPECT_EQ(pr.request.prompt, tok.encode("<|x|>[user]hi[assistant]ab[assistant]", false));
+  EXPECT_EQ(std::count(pr.request.prompt.begin(), pr.request.prompt.end(), 300), 1);
+  // chat_template_kwargs reach the template; a wrong type is a 400 naming it.
+  json body = json::parse(kChat);
+  body["chat_template_kwargs"] = {{"extra", "ab"}};
+  ASSERT_FALSE(hyrt::serve::parse_request(body.dump(), true, limits, 1, &pr));
+  EXPECT_EQ(pr.request.prompt,
+            tok.encode("<|x|>[user]hi[assistant]ab[assistant]ab", false));
+  body["chat_template_kwargs"] = "yes";
+  auto err = hyrt::serve::parse_request(body.dump(), true, limits, 1, &pr);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->status, 400);
+  EXPECT_EQ(err->param, "chat_template_kwargs");
+}
+
+TEST(ServeChat, WithoutTemplateThePlainFormatWithBos) {
+  const hyrt::Tokenizer tok = tinyTokenizer();
+  const auto limits = limitsFor(tok, "");
+  hyrt::serve::ParsedRequest pr;
+  ASSERT_FALSE(hyrt::serve::parse_request(kChat, true, limits, 1, &pr));
+  EXPECT_EQ(pr.request.prompt, tok.encode("user: hi\nassistant: ab\nassistant:", true));
+  EXPECT_EQ(pr.request.prompt.front(), 300);
+}
+
+} // namespace
