@@ -26,6 +26,7 @@ const char kServeUsage[] =
     "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K]\n"
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
     "                 [--http-threads 64] [--no-mixed-steps]\n"
+    "                 [--no-prefix-cache]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
     "  --api-key K       require 'Authorization: Bearer K' on /v1/*\n"
@@ -35,6 +36,8 @@ const char kServeUsage[] =
     "  --kv-pages N      KV cache pages (default: max_seqs x max_seq_len)\n"
     "  --http-threads N  connections served at once (default 64)\n"
     "  --no-mixed-steps  prefill and decode in separate engine steps\n"
+    "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
+    "                    requests with a common prefix)\n"
     "Prints 'hyc serve: listening on http://HOST:PORT' once it accepts "
     "connections.\n";
 
@@ -370,7 +373,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   const std::string command = "hyc serve";
   std::string host = "127.0.0.1", api_key, model_name;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
-  bool no_mixed = false;
+  bool no_mixed = false, no_prefix_cache = false;
   cli::ArgParser parser;
   parser.add_string("--host", &host);
   parser.add_int("--port", &port, 0, 65535);
@@ -380,6 +383,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   parser.add_int("--kv-pages", &kv_pages, 1);
   parser.add_int("--http-threads", &http_threads, 1, 4096);
   parser.add_switch("--no-mixed-steps", &no_mixed);
+  parser.add_switch("--no-prefix-cache", &no_prefix_cache);
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
       out << kServeUsage;
@@ -417,6 +421,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
     return cli::runtime_error(err, command, s.message());
   SchedulerOptions so;
   so.mixed_steps = !no_mixed;
+  so.prefix_cache = !no_prefix_cache;
   Server server(&session, model_name, api_key, so);
   httplib::Server http;
   const size_t threads = size_t(http_threads);

@@ -61,6 +61,15 @@ int64_t Engine::add_sequence() {
   return id;
 }
 
+Status Engine::share_prefix(int64_t seq, const std::vector<int32_t> &pages) {
+  if (!live_.count(seq))
+    return Status::Error("share_prefix: unknown sequence " + str(seq));
+  if (int64_t(pages.size()) * cache_.config().page_size > limits().max_seq_len)
+    return Status::Error("share_prefix: " + str(int64_t(pages.size())) +
+                         " pages exceed max_seq_len " + str(limits().max_seq_len));
+  return cache_.share_pages(seq, pages);
+}
+
 Status Engine::release(int64_t seq) {
   if (!live_.erase(seq))
     return Status::Error("release: unknown sequence " + str(seq));

@@ -86,6 +86,7 @@ Status KvCacheManager::init(const KvCacheConfig &c) {
     }
   }
   free_list_.clear();
+  page_refs_.assign(size_t(c.num_pages), 0);
   for (int64_t p = c.num_pages - 1; p >= 0; --p)
     free_list_.push_back(int32_t(p));
   seqs_.clear();
@@ -149,6 +150,7 @@ Status KvCacheManager::allocate(int64_t seq_id, int64_t num_tokens) {
     const int32_t page = free_list_.back();
     free_list_.pop_back();
     zero_page(page);
+    page_refs_[page] = 1;
     seq.pages.push_back(page);
   }
   return Status::Ok();
@@ -159,8 +161,49 @@ Status KvCacheManager::free_sequence(int64_t seq_id) {
   if (it == seqs_.end())
     return Status::Error("free_sequence: unknown sequence " + str(seq_id));
   for (auto p = it->second.pages.rbegin(); p != it->second.pages.rend(); ++p)
-    free_list_.push_back(*p);
+    if (Status s = release_page(*p); !s.ok())
+      return s;
   seqs_.erase(it);
+  return Status::Ok();
+}
+
+Status KvCacheManager::share_pages(int64_t seq_id,
+                                   const std::vector<int32_t> &pages) {
+  auto it = seqs_.find(seq_id);
+  if (it != seqs_.end() && !it->second.pages.empty())
+    return Status::Error("share_pages: sequence " + str(seq_id) + " already has " +
+                         str(int64_t(it->second.pages.size())) +
+                         " pages, expected none");
+  if (int64_t(pages.size()) > config_.max_pages_per_seq)
+    return Status::Error("share_pages: " + str(int64_t(pages.size())) +
+                         " pages exceed max_pages_per_seq " +
+                         str(config_.max_pages_per_seq));
+  for (int32_t p : pages)
+    if (page_refs(p) <= 0)
+      return Status::Error("share_pages: page " + str(p) +
+                           " is not in use, expected a page held by its owner");
+  Sequence &seq = seqs_[seq_id];
+  for (int32_t p : pages)
+    ++page_refs_[p];
+  seq.pages = pages;
+  seq.length = int64_t(pages.size()) * config_.page_size;
+  return Status::Ok();
+}
+
+Status KvCacheManager::retain_page(int32_t page) {
+  if (page_refs(page) <= 0)
+    return Status::Error("retain_page: page " + str(page) +
+                         " is not in use (expected a page with references)");
+  ++page_refs_[page];
+  return Status::Ok();
+}
+
+Status KvCacheManager::release_page(int32_t page) {
+  if (page_refs(page) <= 0)
+    return Status::Error("release_page: page " + str(page) +
+                         " has no references to drop");
+  if (--page_refs_[page] == 0)
+    free_list_.push_back(page);
   return Status::Ok();
 }
 

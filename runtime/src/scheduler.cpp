@@ -46,7 +46,9 @@ struct Scheduler::Active {
   EventCallback on_event;
   Sampler sampler;
   int64_t seq = -1;
-  int64_t reserved = 0;      ///< pages reserved at admission
+  int64_t reserved = 0;      ///< worst-case pages (shared ones included)
+  int64_t shared = 0;        ///< leading pages taken from the prefix cache
+  int64_t cached_blocks = 0; ///< prompt blocks recorded in the prefix cache
   size_t prefilled = 0;      ///< prompt tokens already in the cache
   int32_t pending = -1;      ///< sampled token still to be fed (decode)
   int64_t generated = 0;     ///< tokens reported, stop token excluded
@@ -62,6 +64,8 @@ Scheduler::Scheduler(Engine *engine, const Tokenizer *tokenizer,
     : engine_(engine), tokenizer_(tokenizer), options_(options),
       page_size_(engine->kv_cache().config().page_size) {
   stats_.kv_pages_total = engine->kv_cache().config().num_pages;
+  if (options_.prefix_cache)
+    prefix_ = std::make_unique<PrefixCache>(&engine->mutable_kv_cache());
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -134,12 +138,56 @@ SchedulerStats Scheduler::stats() const {
   return stats_;
 }
 
+void Scheduler::clear_prefix_cache() {
+  if (prefix_)
+    prefix_->clear();
+  publish_stats();
+}
+
+int64_t Scheduler::unreserved_pages() const {
+  const KvCacheManager &kv = engine_->kv_cache();
+  int64_t available = kv.free_pages() + (prefix_ ? prefix_->evictable_pages() : 0);
+  for (const auto &a : running_) {
+    const int64_t own = int64_t(kv.block_table(a->seq).size()) - a->shared;
+    available -= a->reserved - a->shared - own;
+  }
+  return available;
+}
+
+void Scheduler::make_room(const std::vector<SeqChunk> &chunks) {
+  if (!prefix_)
+    return;
+  const KvCacheManager &kv = engine_->kv_cache();
+  int64_t need = 0;
+  for (const SeqChunk &c : chunks)
+    need += std::max<int64_t>(
+        0, (kv.seq_length(c.seq_id) + int64_t(c.tokens.size()) + page_size_ - 1) /
+                   page_size_ -
+               int64_t(kv.block_table(c.seq_id).size()));
+  if (need > kv.free_pages())
+    prefix_->evict(need - kv.free_pages());
+}
+
+void Scheduler::cache_prompt_blocks(Active &a) {
+  const int64_t blocks = int64_t(a.prefilled) / page_size_;
+  if (!prefix_ || blocks <= a.cached_blocks)
+    return;
+  // Cannot fail: the blocks lie in pages this sequence holds.
+  (void)prefix_->insert(a.req.prompt, engine_->kv_cache().block_table(a.seq),
+                        blocks);
+  a.cached_blocks = blocks;
+}
+
 void Scheduler::publish_stats() {
+  const int64_t evictable = prefix_ ? prefix_->evictable_pages() : 0;
   std::lock_guard<std::mutex> lock(mu_);
   stats_.queued = int64_t(inbox_.size() + waiting_.size());
   stats_.running = int64_t(running_.size());
-  stats_.kv_pages_used =
-      stats_.kv_pages_total - engine_->kv_cache().free_pages();
+  stats_.kv_pages_used = stats_.kv_pages_total -
+                         engine_->kv_cache().free_pages() - evictable;
+  stats_.prefix_cached_pages = prefix_ ? prefix_->cached_pages() : 0;
+  stats_.prefix_hit_tokens = prefix_hits_;
+  stats_.prefix_evicted_pages = prefix_ ? prefix_->evicted_pages() : 0;
   stats_.steps = steps_;
   stats_.prompt_tokens = prompt_total_;
   stats_.generated_tokens = generated_total_;
@@ -247,15 +295,34 @@ void Scheduler::admit_inbox() {
                                 [](const auto &a) { return a->done; }),
                  waiting_.end());
   const ArtifactLimits &lim = engine_->limits();
-  const int64_t pool = engine_->kv_cache().config().num_pages;
+  const KvCacheManager &kv = engine_->kv_cache();
   // First come, first served: the head waits for pages rather than being
   // overtaken by smaller requests, so it cannot starve.
-  while (!waiting_.empty() && int64_t(running_.size()) < lim.max_seqs &&
-         reserved_pages_ + waiting_.front()->reserved <= pool) {
+  while (!waiting_.empty() && int64_t(running_.size()) < lim.max_seqs) {
+    Active &head = *waiting_.front();
+    // At least the last prompt token is computed (its logits give the
+    // first token), so the block holding it is never taken from the cache.
+    const std::vector<int32_t> shared =
+        prefix_ ? prefix_->lookup(head.req.prompt,
+                                  (int64_t(head.req.prompt.size()) - 1) / page_size_)
+                : std::vector<int32_t>{};
+    // Shared pages that only the cache held stop being evictable.
+    int64_t revived = 0;
+    for (int32_t p : shared)
+      revived += kv.page_refs(p) == 1 ? 1 : 0;
+    if (head.reserved - int64_t(shared.size()) + revived > unreserved_pages())
+      break;
     std::unique_ptr<Active> a = std::move(waiting_.front());
     waiting_.pop_front();
     a->seq = engine_->add_sequence();
-    reserved_pages_ += a->reserved;
+    if (!shared.empty()) {
+      // Cannot fail: a fresh sequence, pages the cache holds.
+      (void)engine_->share_prefix(a->seq, shared);
+      a->shared = int64_t(shared.size());
+      a->prefilled = size_t(a->shared * page_size_);
+      prefix_hits_ += a->shared * page_size_;
+      cache_prompt_blocks(*a); // marks the shared blocks used
+    }
     running_.push_back(std::move(a));
   }
 }
@@ -300,6 +367,7 @@ Status Scheduler::step(bool *did_work) {
     if (did_work)
       *did_work = true;
     std::vector<float> logits;
+    make_room(chunks);
     status = prefills.empty()
                  ? engine_->decode(
                        [&] {
@@ -334,6 +402,7 @@ Status Scheduler::step(bool *did_work) {
         const size_t n = chunks[decodes.size() + i].tokens.size();
         a->prefilled += n;
         prompt_total_ += int64_t(n);
+        cache_prompt_blocks(*a);
         if (a->prefilled == a->req.prompt.size())
           accept_token(*a, a->sampler.sample(&logits[row * V], V));
       }
@@ -344,7 +413,6 @@ Status Scheduler::step(bool *did_work) {
   for (auto &a : running_)
     if (a->done) {
       (void)engine_->release(a->seq);
-      reserved_pages_ -= a->reserved;
       if (did_work)
         *did_work = true;
     }
@@ -409,7 +477,6 @@ void Scheduler::stop() {
   }
   waiting_.clear();
   running_.clear();
-  reserved_pages_ = 0;
   publish_stats();
 }
 

@@ -82,9 +82,17 @@ std::string Metrics::render(const SchedulerStats &s) const {
   gauge("hyc_queue_depth", "Requests waiting for admission.", s.queued);
   gauge("hyc_requests_running", "Requests admitted and generating.",
         s.running);
+  gauge("hyc_prefix_cache_pages",
+        "KV cache pages kept by the prefix cache (evictable when unused).",
+        s.prefix_cached_pages);
   o << "# HELP hyc_engine_steps_total Engine steps run.\n"
        "# TYPE hyc_engine_steps_total counter\nhyc_engine_steps_total "
     << s.steps << "\n";
+  o << "# HELP hyc_prefix_cache_hit_tokens_total Prompt tokens whose KV came "
+       "from the prefix cache.\n"
+       "# TYPE hyc_prefix_cache_hit_tokens_total counter\n"
+       "hyc_prefix_cache_hit_tokens_total "
+    << s.prefix_hit_tokens << "\n";
   return o.str();
 }
 

@@ -72,10 +72,17 @@ public:
   const ArtifactLimits &limits() const { return artifact_->manifest().limits; }
   int64_t vocab_size() const { return artifact_->manifest().model.vocab_size; }
   const KvCacheManager &kv_cache() const { return cache_; }
+  /// The KV cache, for owners of page references other than sequences (the
+  /// prefix cache retains and releases pages through it).
+  KvCacheManager &mutable_kv_cache() { return cache_; }
 
   /// A new, empty sequence; its id is never reused by this engine.
   int64_t add_sequence();
-  /// Frees the KV pages of `seq` and forgets it.
+  /// Starts the new, empty `seq` on `pages`: full pages that hold the KV of
+  /// its first pages.size() * page_size tokens (a cached prefix). It shares
+  /// them and only appends into pages of its own.
+  Status share_prefix(int64_t seq, const std::vector<int32_t> &pages);
+  /// Drops `seq`'s references on its KV pages and forgets it.
   Status release(int64_t seq);
   /// Positions of `seq` in the KV cache.
   int64_t seq_length(int64_t seq) const { return cache_.seq_length(seq); }

@@ -33,6 +33,14 @@ struct KvCacheConfig {
 /// layer, the free-page list and the block table of every live sequence.
 /// Pages (and their scales) are zeroed when handed out: a reused page must
 /// never show a new sequence what a freed one left there.
+///
+/// Pages are reference counted so that sequences with a common prefix can
+/// share full pages (see PrefixCache): a sequence holds one reference on
+/// each page of its block table, other owners take theirs with retain_page,
+/// and a page returns to the free list when the last reference goes. An
+/// int8 page's scale rows are indexed by the page id, so they are shared
+/// and freed with it. Shared pages must be full: a sequence only writes at
+/// positions >= its length, which lie past every page it was given.
 class KvCacheManager {
 public:
   /// Validates `config` and allocates the pools (64-byte aligned).
@@ -46,8 +54,24 @@ public:
   /// fewer free pages than requested.
   Status allocate(int64_t seq_id, int64_t num_tokens);
 
-  /// Returns every page of `seq_id` to the pool and forgets the sequence.
+  /// Starts the empty or new sequence `seq_id` on `pages`, full pages held
+  /// by some other owner, taking a reference on each: its length becomes
+  /// pages.size() * page_size. Fails, changing nothing, when the sequence
+  /// already has pages or a page is not in use.
+  Status share_pages(int64_t seq_id, const std::vector<int32_t> &pages);
+
+  /// Drops the sequence's reference on each of its pages (pages nobody else
+  /// holds return to the pool) and forgets the sequence.
   Status free_sequence(int64_t seq_id);
+
+  /// Takes one more reference on `page`, which must be in use.
+  Status retain_page(int32_t page);
+  /// Drops one reference on `page`; the last one returns it to the pool.
+  Status release_page(int32_t page);
+  /// References held on `page` (0: free).
+  int32_t page_refs(int32_t page) const {
+    return page >= 0 && page < int32_t(page_refs_.size()) ? page_refs_[page] : 0;
+  }
 
   /// Records `num_tokens` more tokens of `seq_id` as present in the cache
   /// (after a step ran); they must fit in its allocated pages.
@@ -84,6 +108,7 @@ private:
   std::vector<Pool> k_scale_pools_, v_scale_pools_; // int8 only
   std::vector<float *> k_scale_ptrs_, v_scale_ptrs_;
   std::vector<int32_t> free_list_; // back() is handed out next
+  std::vector<int32_t> page_refs_; // per page; 0 exactly when on free_list_
   std::map<int64_t, Sequence> seqs_;
   hyrt_kv_cache_v0 view_{};
 };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "hyrt/engine.h"
+#include "hyrt/prefix_cache.h"
 #include "hyrt/sampler.h"
 #include "hyrt/status.h"
 #include "hyrt/tokenizer.h"
@@ -63,14 +64,23 @@ struct SchedulerOptions {
   /// false: a decode-only step, then prefill-only steps (decode then runs
   /// on the artifact's decode entry point, as Engine::generate does).
   bool mixed_steps = true;
+  /// Share the KV pages of full prompt blocks between requests with a
+  /// common prefix (PrefixCache); cached pages nobody uses are evicted,
+  /// least recently used first, when admission or a step needs pages.
+  bool prefix_cache = true;
 };
 
 /// Counters for monitoring, readable from any thread.
 struct SchedulerStats {
   int64_t queued = 0;  ///< submitted, not yet admitted
   int64_t running = 0; ///< admitted (prefilling or decoding)
+  /// Pages held by requests (cached pages only the prefix cache holds are
+  /// free to take, so they do not count).
   int64_t kv_pages_used = 0;
   int64_t kv_pages_total = 0;
+  int64_t prefix_cached_pages = 0; ///< pages the prefix cache references
+  int64_t prefix_hit_tokens = 0;   ///< prompt tokens taken from the cache
+  int64_t prefix_evicted_pages = 0; ///< cached pages evicted for others
   int64_t steps = 0;
   int64_t prompt_tokens = 0;    ///< prefilled, total
   int64_t generated_tokens = 0; ///< total
@@ -79,9 +89,16 @@ struct SchedulerStats {
 /// Continuous batching over one Engine (which it drives alone).
 ///
 /// Admission reserves, in first-come order, the pages a request can ever
-/// need (prompt + max_tokens, capped at max_seq_len): a running request
-/// never waits for or fails on pages, and the head of the queue is never
-/// overtaken, so it cannot starve. At most limits.max_seqs requests run.
+/// need (prompt + max_tokens, capped at max_seq_len, less the cached prefix
+/// pages it shares): a running request never waits for or fails on pages,
+/// and the head of the queue is never overtaken, so it cannot starve. Pages
+/// only the prefix cache holds count as available; they are evicted when a
+/// step needs them. At most limits.max_seqs requests run.
+///
+/// With the prefix cache, a request whose prompt starts with cached blocks
+/// shares their pages and prefills the rest; when the whole prompt is
+/// cached, its last block is recomputed (it must produce the logits of the
+/// last token, and a shared page is never written).
 ///
 /// Thread safety: submit, cancel and stats may be called from any thread;
 /// step (or the thread started by start) drives the engine.
@@ -116,6 +133,11 @@ public:
 
   SchedulerStats stats() const;
 
+  /// Drops the prefix cache's pages (those still used by requests stay with
+  /// them). Only while nothing steps: before start() or after stop(), or
+  /// between step() calls on the caller's thread.
+  void clear_prefix_cache();
+
 private:
   struct Active;
   void admit_inbox();
@@ -125,6 +147,14 @@ private:
   /// Feeds one sampled token; false when the request ended.
   bool accept_token(Active &a, int32_t token);
   int64_t pages_for(const Active &a) const;
+  /// Pages that can be handed out without touching running requests'
+  /// reservations: free and evictable pages less what running requests may
+  /// still allocate.
+  int64_t unreserved_pages() const;
+  /// Evicts cached pages until the step of `chunks` finds its pages free.
+  void make_room(const std::vector<SeqChunk> &chunks);
+  /// Records the full prompt blocks of `a` now in the cache.
+  void cache_prompt_blocks(Active &a);
   void publish_stats();
 
   Engine *engine_;
@@ -142,8 +172,9 @@ private:
   // Owned by the stepping thread.
   std::deque<std::unique_ptr<Active>> waiting_;
   std::vector<std::unique_ptr<Active>> running_;
-  int64_t reserved_pages_ = 0;
-  int64_t steps_ = 0, prompt_total_ = 0, generated_total_ = 0;
+  std::unique_ptr<PrefixCache> prefix_; ///< null when options_.prefix_cache off
+  int64_t steps_ = 0, prompt_total_ = 0, generated_total_ = 0,
+          prefix_hits_ = 0;
 
   std::thread thread_;
   std::atomic<bool> stopping_{false};
