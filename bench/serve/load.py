@@ -30,7 +30,11 @@ def percentile(values, p):
 def one_request(args, rng, vocab):
     n_in = rng.randint(args.input // 2, args.input) if args.random_lengths else args.input
     n_out = rng.randint(args.output // 2, args.output) if args.random_lengths else args.output
-    body = {"model": args.model, "prompt": [rng.randrange(3, vocab) for _ in range(n_in)],
+    # --shared-prefix: every request starts with the same tokens (a system
+    # prompt), which the server's prefix cache can reuse.
+    shared = [random.Random(args.seed).randrange(3, vocab) for _ in range(args.shared_prefix)]
+    prompt = shared + [rng.randrange(3, vocab) for _ in range(max(1, n_in - len(shared)))]
+    body = {"model": args.model, "prompt": prompt,
             "max_tokens": n_out, "temperature": 0, "stream": True, "ignore_eos": True,
             "stream_options": {"include_usage": True}}
     req = urllib.request.Request(args.base + "/v1/completions", data=json.dumps(body).encode(),
@@ -73,6 +77,8 @@ def main():
                     help="lengths uniform in [L/2, L] instead of fixed")
     ap.add_argument("--rate", type=float, default=0,
                     help="requests per second over all clients (0: back to back)")
+    ap.add_argument("--shared-prefix", type=int, default=0,
+                    help="tokens every prompt starts with (a system prompt)")
     ap.add_argument("--vocab", type=int, default=0, help="default: the server's /v1/models")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
