@@ -1,7 +1,7 @@
 // Engine over the stories260K fixture artifact: incremental decode and
 // chunked / batched prefill agree with one whole-sequence extend, limits are
 // refused before the artifact runs, and generate() stops where it should.
-#include "artifact_fixture.h"
+#include "stories_engine.h"
 
 #include "hyrt/engine.h"
 #include "test/common/compare.h"
@@ -16,25 +16,11 @@ namespace {
 using hyrt_test::StoriesArtifactOptions;
 using hyrt_test::TempDir;
 
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
-
-struct Loaded {
-  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
-  std::unique_ptr<hyrt::Artifact> artifact;
-  std::unique_ptr<hyrt::Engine> engine;
-};
+using hyrt_test::Loaded;
 
 void load(Loaded *out, const StoriesArtifactOptions &ao = {},
           const hyrt::EngineOptions &eo = {}) {
-  std::string error;
-  ASSERT_TRUE(hyrt_test::write_stories_artifact(out->dir->path(), ao, &error))
-      << error;
-  hyrt::Status s = hyrt::Artifact::open(out->dir->path(), {}, &out->artifact);
-  ASSERT_TRUE(s.ok()) << s.message();
-  s = hyrt::Engine::create(out->artifact.get(), eo, &out->engine);
-  ASSERT_TRUE(s.ok()) << s.message();
+  hyrt_test::load_stories(out, ao, eo);
 }
 
 /// The first n tokens (BOS first) of the published greedy sample.

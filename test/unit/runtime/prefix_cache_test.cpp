@@ -3,7 +3,7 @@
 // stories260K fixture (f32, bf16 and int8 KV): greedy outputs are the same,
 // hits show the cache was used, a pool smaller than the load evicts without
 // corrupting running requests and leaks no page.
-#include "artifact_fixture.h"
+#include "stories_engine.h"
 
 #include "hyrt/engine.h"
 #include "hyrt/prefix_cache.h"
@@ -108,29 +108,15 @@ TEST(PrefixCache, InsertStopsAtABlockCachedOnAnotherPage) {
   EXPECT_EQ(kv.page_refs(kv.block_table(2)[1]), 1);
 }
 
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
-
-struct Loaded {
-  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
-  std::unique_ptr<hyrt::Artifact> artifact;
-  std::unique_ptr<hyrt::Engine> engine;
-};
+using hyrt_test::Loaded;
 
 void load(Loaded *out, const std::string &kv_dtype, int64_t num_pages = 0) {
   StoriesArtifactOptions ao;
   ao.edit_manifest = [&](nlohmann::json &m) { m["kv_cache"]["dtype"] = kv_dtype; };
-  std::string error;
-  ASSERT_TRUE(hyrt_test::write_stories_artifact(out->dir->path(), ao, &error))
-      << error;
-  hyrt::Status s = hyrt::Artifact::open(out->dir->path(), {}, &out->artifact);
-  ASSERT_TRUE(s.ok()) << s.message();
   hyrt::EngineOptions eo;
   eo.page_size = 16;
   eo.num_pages = num_pages;
-  s = hyrt::Engine::create(out->artifact.get(), eo, &out->engine);
-  ASSERT_TRUE(s.ok()) << s.message();
+  hyrt_test::load_stories(out, ao, eo);
 }
 
 std::vector<int32_t> story(const hyrt::Artifact &art) {

@@ -4,7 +4,7 @@
 // cancellation frees pages, stop strings cut the text (also across token
 // boundaries), max_tokens and stop tokens end requests, bad requests are
 // refused at submit.
-#include "artifact_fixture.h"
+#include "stories_engine.h"
 
 #include "hyrt/engine.h"
 #include "hyrt/scheduler.h"
@@ -19,25 +19,11 @@ namespace {
 using hyrt_test::StoriesArtifactOptions;
 using hyrt_test::TempDir;
 
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
-
-struct Loaded {
-  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
-  std::unique_ptr<hyrt::Artifact> artifact;
-  std::unique_ptr<hyrt::Engine> engine;
-};
+using hyrt_test::Loaded;
 
 void load(Loaded *out, const hyrt::EngineOptions &eo = {},
           const StoriesArtifactOptions &ao = {}) {
-  std::string error;
-  ASSERT_TRUE(hyrt_test::write_stories_artifact(out->dir->path(), ao, &error))
-      << error;
-  hyrt::Status s = hyrt::Artifact::open(out->dir->path(), {}, &out->artifact);
-  ASSERT_TRUE(s.ok()) << s.message();
-  s = hyrt::Engine::create(out->artifact.get(), eo, &out->engine);
-  ASSERT_TRUE(s.ok()) << s.message();
+  hyrt_test::load_stories(out, ao, eo);
 }
 
 /// Prompts of different lengths; the 100-token one needs two prefill chunks
