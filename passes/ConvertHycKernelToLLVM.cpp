@@ -38,6 +38,19 @@ using namespace hyc;
 
 namespace {
 
+/// An exported `void *accessor()` that returns `state()`, a runtime
+/// function linked into the library with hidden visibility.
+void emitStateAccessor(OpBuilder &b, Location loc, StringRef accessor, StringRef state) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  auto fnTy = LLVM::LLVMFunctionType::get(ptrTy, {});
+  auto stateFn = LLVM::LLVMFuncOp::create(b, loc, state, fnTy);
+  auto accessorFn = LLVM::LLVMFuncOp::create(b, loc, accessor, fnTy);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(accessorFn.addEntryBlock(b));
+  Value p = LLVM::CallOp::create(b, loc, stateFn, ValueRange{}).getResult();
+  LLVM::ReturnOp::create(b, loc, p);
+}
+
 /// Byte offsets of hyrt_step_v0 fields (abi.h, LP64).
 enum StepField : int64_t {
   kNumTokens = 0,
@@ -369,28 +382,11 @@ struct ConvertHycKernelToLLVMPass
     }
     // hyc_profile_v0() -> hyrt_profile_state(): the runtime's handle on the
     // artifact's own profile (abi.h); the libraries' symbols stay hidden.
-    {
-      auto ptrTy = LLVM::LLVMPointerType::get(module.getContext());
-      auto fnTy = LLVM::LLVMFunctionType::get(ptrTy, {});
-      auto state = LLVM::LLVMFuncOp::create(b, loc, "hyrt_profile_state", fnTy);
-      auto accessor = LLVM::LLVMFuncOp::create(b, loc, "hyc_profile_v0", fnTy);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(accessor.addEntryBlock(b));
-      Value p = LLVM::CallOp::create(b, loc, state, ValueRange{}).getResult();
-      LLVM::ReturnOp::create(b, loc, p);
-    }
+    emitStateAccessor(b, loc, "hyc_profile_v0", "hyrt_profile_state");
     // hyc_observe_v0() -> hyrt_observe_state(): only in calibration builds,
     // whose observers call hyrt_ref_observe_absmax (abi.h).
-    if (module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_ref_observe_absmax")) {
-      auto ptrTy = LLVM::LLVMPointerType::get(module.getContext());
-      auto fnTy = LLVM::LLVMFunctionType::get(ptrTy, {});
-      auto state = LLVM::LLVMFuncOp::create(b, loc, "hyrt_observe_state", fnTy);
-      auto accessor = LLVM::LLVMFuncOp::create(b, loc, "hyc_observe_v0", fnTy);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(accessor.addEntryBlock(b));
-      Value p = LLVM::CallOp::create(b, loc, state, ValueRange{}).getResult();
-      LLVM::ReturnOp::create(b, loc, p);
-    }
+    if (module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_ref_observe_absmax"))
+      emitStateAccessor(b, loc, "hyc_observe_v0", "hyrt_observe_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
     // types, [accumulate]}.
     SmallVector<Attribute> kernelAttrs;

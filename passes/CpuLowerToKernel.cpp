@@ -349,8 +349,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
                                "hyc.moe.permute";
     // Only kernels that read converted rows gather them (into scratch the
     // memory plan sized for that); fp32 kernels read the permuted copies.
-    if (ks.scratchId != HYRT_GEMM_BF16 && ks.scratchId != HYRT_GEMM_W8A8 &&
-        ks.scratchId != HYRT_GEMM_W8A8_G128 && ks.scratchId != HYRT_GEMM_FP8)
+    if (!convertsActivations(ks))
       return m->emitError() << "fused_producer = moe_permute needs a bf16 or w8a8 "
                                "brgemm scheme, got "
                             << ks.typesName;
@@ -397,8 +396,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   if (hyrt_gemm_is_fp8(ks.scratchId)) // one driver for both activation forms
     args.push_back(i32(ks.scratchId));
   args.append({ptrOf(input), x[0].value, i64(k), ptrOf(mm.getWeight())});
-  if (ks.scratchId == HYRT_GEMM_W8A8 || ks.scratchId == HYRT_GEMM_W8A8_G128 ||
-      hyrt_gemm_is_fp8(ks.scratchId))
+  if (takesWeightScales(ks))
     args.push_back(ptrOf(mm.getScale()));
   args.append({i64(n), mm.getBias() ? ptrOf(mm.getBias()) : null(),
                ptrOf(mm.getResult()), scratch, kernel, rowsPerBlock, minMacs});

@@ -173,8 +173,7 @@ private:
       // converted once, not once per (token, slot) copy.
       StringAttr producer;
       if (auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
-          gm && (ks->scratchId == HYRT_GEMM_BF16 || ks->scratchId == HYRT_GEMM_W8A8 ||
-                 ks->scratchId == HYRT_GEMM_W8A8_G128 || ks->scratchId == HYRT_GEMM_FP8)) {
+          gm && convertsActivations(*ks)) {
         auto permute = gm.getInput().getDefiningOp<MoePermuteOp>();
         if (permute && permute.getResult() == gm.getInput())
           producer = StringAttr::get(ctx, "moe_permute");

@@ -140,6 +140,16 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
   return find(row->quant, row->grouped, Level::amx);
 }
 
+bool takesWeightScales(const KernelScheme &ks) {
+  return ks.scratchId == HYRT_GEMM_W8A8 || ks.scratchId == HYRT_GEMM_W8A8_G128 ||
+         hyrt_gemm_is_fp8(ks.scratchId);
+}
+
+bool convertsActivations(const KernelScheme &ks) {
+  return ks.scratchId == HYRT_GEMM_BF16 || ks.scratchId == HYRT_GEMM_W8A8 ||
+         ks.scratchId == HYRT_GEMM_W8A8_G128 || ks.scratchId == HYRT_GEMM_FP8;
+}
+
 int64_t kernelRows(const KernelScheme &ks) {
   const hyc::codegen::BrgemmTile *tile =
       hyc::codegen::find_brgemm_tile(ks.isa, ks.aType, ks.bType, 32);
@@ -163,8 +173,7 @@ const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
   const KernelScheme *ks = mm.getQuant().getGroup()
                                ? groupedW8a8SchemeFor(t)
                                : kernelSchemeFor(mm.getQuant().getScheme(), t);
-  if (ks && (ks->scratchId == HYRT_GEMM_W8A8 || ks->scratchId == HYRT_GEMM_W8A8_G128 ||
-             hyrt_gemm_is_fp8(ks->scratchId)) &&
+  if (ks && takesWeightScales(*ks) &&
       !(mm.getScale() && mm.getScale().template getDefiningOp<ParamOp>()))
     return nullptr;
   return ks;

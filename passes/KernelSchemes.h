@@ -69,6 +69,15 @@ const KernelScheme *kernelSchemeOf(mlir::Operation *op, KernelTarget target);
 /// The weight operand of a quant.matmul / moe.grouped_matmul, or null.
 mlir::Value gemmWeight(mlir::Operation *op);
 
+/// Whether the scheme's driver reads weight scales (W8A8 per channel or
+/// group, FP8 block factors).
+bool takesWeightScales(const KernelScheme &ks);
+
+/// Whether the scheme's driver converts or quantizes its activations into
+/// scratch (bf16 rows, u8 rows): those can be gathered from the token rows
+/// through an MoE permute's row map (fused_producer = moe_permute).
+bool convertsActivations(const KernelScheme &ks);
+
 /// Rows per block of a scheme's kernels (codegen's tile table); 0 if none.
 int64_t kernelRows(const KernelScheme &ks);
 

@@ -127,6 +127,16 @@ VariantSplit variantsOf(const std::string &artifact) {
   return s;
 }
 
+std::vector<RealModel> realModels() {
+  std::vector<RealModel> out;
+  for (const char *m : {"stories260K/stories260K.bin", "llama2xs-tinystories/model.bin",
+                        "babyllama-tok105/model5000.bin", "aidreams260K/aidreams260K.bin"}) {
+    const std::string len = std::string(m).rfind("aidreams", 0) == 0 ? "128" : "256";
+    out.push_back({m, {"--max-seq-len", len, "--max-batch-tokens", "64"}});
+  }
+  return out;
+}
+
 double meanNll(const std::string &artifact) {
   CommandResult r = runHyc({"perplexity", artifact, "--text",
                             sharedDir() + "/models/tinystories-valid-text/tinystories_val.txt",

@@ -45,6 +45,15 @@ struct VariantSplit {
 };
 VariantSplit variantsOf(const std::string &artifact);
 
+/// The real trained models in ../shared/models, as paths under it, and the
+/// compile bounds the perplexity tests use for each (aidreams260K's context
+/// is 128 positions).
+struct RealModel {
+  const char *path;
+  std::vector<std::string> bounds; ///< --max-seq-len N --max-batch-tokens 64
+};
+std::vector<RealModel> realModels();
+
 /// Mean next-token NLL of `hyc perplexity` on the first 200 TinyStories
 /// validation paragraphs (../shared/models); exp() of it is the perplexity.
 double meanNll(const std::string &artifact);

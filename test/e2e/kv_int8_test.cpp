@@ -86,11 +86,10 @@ TEST(KvInt8Perplexity, EveryRealModelWithinPointZeroFiveOfTheBf16Cache) {
   if (!haveShared())
     GTEST_SKIP() << "../shared/models absent";
   const std::string models = sharedDir() + "/models/";
-  for (const char *m : {"stories260K/stories260K.bin", "llama2xs-tinystories/model.bin",
-                        "babyllama-tok105/model5000.bin", "aidreams260K/aidreams260K.bin"}) {
-    const std::string len = std::string(m).rfind("aidreams", 0) == 0 ? "128" : "256";
-    const std::vector<std::string> bounds = {"--max-seq-len", len, "--max-batch-tokens", "64",
-                                             "--target", "portable"};
+  for (const RealModel &real : realModels()) {
+    const char *m = real.path;
+    std::vector<std::string> bounds = real.bounds;
+    bounds.insert(bounds.end(), {"--target", "portable"});
     std::vector<std::string> f32 = bounds, bf16 = bounds, int8 = bounds, w8Int8 = bounds;
     f32.insert(f32.end(), {"--kv-cache", "f32"});
     bf16.insert(bf16.end(), {"--kv-cache", "bf16"});

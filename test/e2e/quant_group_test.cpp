@@ -87,11 +87,9 @@ TEST(GroupedW8a8Perplexity, EveryRealModelWithinPointZeroFiveOfFp32) {
   if (!haveShared())
     GTEST_SKIP() << "../shared/models absent";
   const std::string models = sharedDir() + "/models/";
-  for (const char *m : {"stories260K/stories260K.bin", "llama2xs-tinystories/model.bin",
-                        "babyllama-tok105/model5000.bin", "aidreams260K/aidreams260K.bin"}) {
-    // aidreams260K's context is 128 positions.
-    const std::string len = std::string(m).rfind("aidreams", 0) == 0 ? "128" : "256";
-    const std::vector<std::string> bounds = {"--max-seq-len", len, "--max-batch-tokens", "64"};
+  for (const RealModel &real : realModels()) {
+    const char *m = real.path;
+    const std::vector<std::string> &bounds = real.bounds;
     std::vector<std::string> w8 = bounds, g128 = bounds;
     w8.insert(w8.end(), {"--target", "portable", "--quant", "w8a8"});
     g128.insert(g128.end(), {"--target", "portable", "--quant", "w8a8-g128"});

@@ -3,6 +3,8 @@
 // implementation gives them, --decode and --chat.
 #include "test/e2e/e2e_util.h"
 
+#include "runtime/src/tokenizer_util.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -93,31 +95,9 @@ namespace {
 /// "<|x|>" at `specialId`, with a chat template that wraps each message.
 void writeTinyHfTokenizer(const std::string &dir, int specialId) {
   nlohmann::json vocab = nlohmann::json::object();
-  auto byteChar = [](int b) -> std::string {
-    // GPT-2: printable bytes map to themselves, the others to U+0100 + n.
-    static std::vector<int> map = [] {
-      std::vector<int> m(256, -1);
-      int n = 0;
-      for (int c = 0; c < 256; ++c)
-        if ((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))
-          m[size_t(c)] = c;
-      for (int c = 0; c < 256; ++c)
-        if (m[size_t(c)] < 0)
-          m[size_t(c)] = 256 + n++;
-      return m;
-    }();
-    const int cp = map[size_t(b)];
-    std::string s;
-    if (cp < 0x80) {
-      s += char(cp);
-    } else {
-      s += char(0xC0 | (cp >> 6));
-      s += char(0x80 | (cp & 0x3F));
-    }
-    return s;
-  };
   for (int b = 0; b < 256; ++b)
-    vocab[byteChar(b)] = b;
+    vocab[hyrt::detail::utf8_encode(
+        hyrt::detail::gpt2_byte_to_codepoint(static_cast<unsigned char>(b)))] = b;
   vocab["ab"] = 256;
   const nlohmann::json tok = {
       {"added_tokens", {{{"id", specialId}, {"content", "<|x|>"}, {"special", true}}}},
