@@ -87,10 +87,13 @@ private:
 
 void Avx2BrgemmJit::emit_rows(int m) {
   m_ = m;
+  // Sets chosen for the full block and used for every m (batch invariance,
+  // see Avx512BrgemmJit::emit_rows).
   sets_ = 1;
+  const int rows = desc_.m_max > 0 ? desc_.m_max : m;
   const int fixed = b_regs() + scratch_regs() + const_regs();
-  while (sets_ < max_sets() && sets_ * m * kVecs < 8 &&
-         2 * sets_ * m * kVecs + fixed <= 16)
+  while (sets_ < max_sets() && sets_ * rows * kVecs < 8 &&
+         2 * sets_ * rows * kVecs + fixed <= 16)
     sets_ *= 2;
   for (int half = 0; half < 2; ++half)
     emit_half(m, half);

@@ -89,10 +89,17 @@ void Avx512BrgemmJit::emit_step(int u, int set, bool prefetch) {
 
 void Avx512BrgemmJit::emit_rows(int m) {
   m_ = m;
-  // Enough independent accumulators to cover FMA latency x 2 ports.
+  // Independent accumulator sets hide FMA latency when few rows share a
+  // block, but they change the order of a row's sum. The count is chosen
+  // for the full block (m_max) and used for every m, so a row sums the same
+  // way whichever block it lands in: logits do not depend on the batch
+  // (test/e2e/batch_invariance_test.cpp). With the table's blocks this is 1
+  // set; decode (m = 1) is bound by reading B, not by FMA latency.
   sets_ = 1;
+  const int rows = desc_.m_max > 0 ? desc_.m_max : m;
   const int fixed = nv_ * b_regs_per_col() + kARegs + const_regs();
-  while (sets_ < 4 && sets_ * m * nv_ < 8 && 2 * sets_ * m * nv_ + fixed <= 32)
+  while (sets_ < 4 && sets_ * rows * nv_ < 8 &&
+         2 * sets_ * rows * nv_ + fixed <= 32)
     sets_ *= 2;
   const int unroll = tile_.k_unroll; // a multiple of every sets_ value
 
