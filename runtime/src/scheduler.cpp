@@ -48,7 +48,9 @@ struct Scheduler::Active {
   int64_t seq = -1;
   int64_t reserved = 0;      ///< worst-case pages (shared ones included)
   int64_t shared = 0;        ///< leading pages taken from the prefix cache
-  int64_t cached_blocks = 0; ///< prompt blocks recorded in the prefix cache
+  int64_t cached_blocks = 0; ///< blocks recorded in the prefix cache
+  std::vector<int32_t> output; ///< generated ids (stop token excluded)
+  bool failed = false;         ///< ended by a step error: its KV is suspect
   size_t prefilled = 0;      ///< prompt tokens already in the cache
   int32_t pending = -1;      ///< sampled token still to be fed (decode)
   int64_t generated = 0;     ///< tokens reported, stop token excluded
@@ -178,6 +180,22 @@ void Scheduler::cache_prompt_blocks(Active &a) {
   a.cached_blocks = blocks;
 }
 
+void Scheduler::cache_sequence_blocks(Active &a) {
+  if (!prefix_ || a.failed)
+    return;
+  // What the cache holds: the prompt and every generated token fed back
+  // (the last sampled one never was). A follow-up turn whose prompt repeats
+  // this conversation then reuses the answer's pages too.
+  std::vector<int32_t> tokens = a.req.prompt;
+  tokens.insert(tokens.end(), a.output.begin(), a.output.end());
+  tokens.resize(std::min<size_t>(tokens.size(), size_t(engine_->seq_length(a.seq))));
+  const int64_t blocks = int64_t(tokens.size()) / page_size_;
+  if (blocks <= a.cached_blocks)
+    return;
+  (void)prefix_->insert(tokens, engine_->kv_cache().block_table(a.seq), blocks);
+  a.cached_blocks = blocks;
+}
+
 void Scheduler::publish_stats() {
   const int64_t evictable = prefix_ ? prefix_->evictable_pages() : 0;
   std::lock_guard<std::mutex> lock(mu_);
@@ -224,6 +242,7 @@ void Scheduler::finish(Active &a, const std::string &reason,
   if (a.done)
     return;
   if (!error.empty()) {
+    a.failed = true;
     RequestEvent e;
     e.request_id = a.id;
     e.finished = true;
@@ -247,6 +266,7 @@ bool Scheduler::accept_token(Active &a, int32_t token) {
   }
   ++a.generated;
   ++generated_total_;
+  a.output.push_back(token);
   if (tokenizer_) {
     a.text += tokenizer_->decode(a.prev_token, token);
     a.prev_token = token;
@@ -412,6 +432,7 @@ Status Scheduler::step(bool *did_work) {
   // Finished (or cancelled) requests give their pages back now.
   for (auto &a : running_)
     if (a->done) {
+      cache_sequence_blocks(*a);
       (void)engine_->release(a->seq);
       if (did_work)
         *did_work = true;

@@ -64,7 +64,8 @@ struct SchedulerOptions {
   /// false: a decode-only step, then prefill-only steps (decode then runs
   /// on the artifact's decode entry point, as Engine::generate does).
   bool mixed_steps = true;
-  /// Share the KV pages of full prompt blocks between requests with a
+  /// Share the KV pages of full prompt (and, once a request ends, answer)
+  /// blocks between requests with a
   /// common prefix (PrefixCache); cached pages nobody uses are evicted,
   /// least recently used first, when admission or a step needs pages.
   bool prefix_cache = true;
@@ -155,6 +156,9 @@ private:
   void make_room(const std::vector<SeqChunk> &chunks);
   /// Records the full prompt blocks of `a` now in the cache.
   void cache_prompt_blocks(Active &a);
+  /// At the end of a request: records every full block of its prompt and
+  /// fed-back output (not after a step error).
+  void cache_sequence_blocks(Active &a);
   void publish_stats();
 
   Engine *engine_;

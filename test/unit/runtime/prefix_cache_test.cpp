@@ -256,6 +256,41 @@ TEST_P(PrefixCacheKv, GreedyOutputsEqualWithoutTheCacheAndHitsAreCounted) {
   }
 }
 
+// A second turn: the prompt repeats the first request's prompt and answer,
+// then adds new text. The first request's answer was fed back into the
+// cache (all but its last token), so the second reuses its full blocks,
+// not only the first prompt's: 70 prompt + 29 fed answer tokens are 6 full
+// blocks (96 tokens) where the prompt alone gives 4 (64).
+TEST_P(PrefixCacheKv, AFollowUpTurnReusesTheAnswersBlocks) {
+  REQUIRE_STORIES();
+  Loaded m;
+  load(&m, GetParam());
+  const std::vector<int32_t> s = story(*m.artifact);
+  const std::vector<int32_t> first = shared_prompt(s, 50, 0, 20);
+  const std::vector<int32_t> answer = alone(*m.engine, first, 30);
+  ASSERT_EQ(answer.size(), 30u);
+  std::vector<int32_t> second = first;
+  second.insert(second.end(), answer.begin(), answer.end());
+  second.insert(second.end(), s.begin() + 150, s.begin() + 160);
+  // With int8 KV, reading cached blocks rounds differently from computing
+  // them in the same step (see the test above): the second turn then
+  // equals a prefill split after the 96 cached tokens.
+  const std::vector<int32_t> expected = GetParam() == "int8"
+                                            ? split_greedy(*m.engine, second, 96, 20)
+                                            : alone(*m.engine, second, 20);
+
+  hyrt::Scheduler sched(m.engine.get(), m.artifact->tokenizer());
+  EXPECT_EQ(serve(sched, {first}, 30)[0], answer);
+  EXPECT_EQ(sched.stats().prefix_cached_pages, 6) << "prompt and fed-back answer blocks";
+  EXPECT_EQ(serve(sched, {second}, 20)[0], expected);
+  EXPECT_EQ(sched.stats().prefix_hit_tokens, 96);
+  EXPECT_EQ(sched.stats().prompt_tokens, 70 + int64_t(second.size()) - 96)
+      << "the answer's cached blocks must not be recomputed";
+  EXPECT_EQ(sched.stats().kv_pages_used, 0);
+  sched.clear_prefix_cache();
+  EXPECT_EQ(m.engine->kv_cache().free_pages(), m.engine->kv_cache().config().num_pages);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, PrefixCacheKv,
                          ::testing::Values("f32", "bf16", "int8"),
                          [](const auto &info) { return info.param; });
