@@ -4,6 +4,7 @@
 
 #include "compiler/WeightConversion.h"
 #include "hyrt/abi.h"
+#include "hyrt/artifact.h"
 #include "hyrt/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -135,15 +136,20 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
     if (!write(zeros, size_t((kAlign - offset % kAlign) % kAlign)))
       return false;
     const int64_t start = offset;
-    for (size_t c = firstChunk[e]; c < firstChunk[e + 1]; ++c)
+    // Its checksum, verified at load (docs/artifact.md).
+    hyrt::TensorHasher hash;
+    for (size_t c = firstChunk[e]; c < firstChunk[e + 1]; ++c) {
       if (!pipeline.take(c, buffer, error) || !write(buffer.data(), buffer.size()))
         return false;
+      hash.update(buffer.data(), buffer.size());
+    }
     const PlannedWeight &w = weights[e];
     tensors.push_back({{"name", w.name},
                        {"dtype", w.layout == "bf16_as_f32" ? "f32" : w.layout},
                        {"shape", w.shape},
                        {"offset", start},
-                       {"nbytes", offset - start}});
+                       {"nbytes", offset - start},
+                       {"xxh3", hash.hex()}});
   }
   return true;
 }

@@ -59,6 +59,7 @@ all of them together, R times, and reports:
                 weights and KV cache on 4 KiB pages (MADV_NOHUGEPAGE), to
                 measure what transparent huge pages buy; the bandwidth
                 yardstick is still measured on huge pages
+  --no-verify   skip the weights.bin checksums at load
   --json        one JSON object on stdout instead of the table
 )";
 
@@ -99,7 +100,7 @@ struct Round {
 
 int runBenchCommand(int argc, char **argv) {
   cli::Args args({"input", "output", "batch", "rounds", "short-context"},
-                 {"help", "json", "profile", "no-huge-pages"});
+                 {"help", "json", "profile", "no-huge-pages", "no-verify"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc bench: %s\n%s", error.c_str(), kBenchUsage);
@@ -145,6 +146,7 @@ int runBenchCommand(int argc, char **argv) {
   std::unique_ptr<hyrt::Artifact> artifact;
   hyrt::ArtifactOptions artifactOptions;
   artifactOptions.huge_pages = hugePages;
+  artifactOptions.verify_weights = !args.has("no-verify");
   if (hyrt::Status st = hyrt::Artifact::open(args.positionals()[0], artifactOptions, &artifact);
       !st.ok()) {
     std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());

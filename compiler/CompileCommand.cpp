@@ -23,6 +23,7 @@
 #include "compiler/ObjectEmitter.h"
 #include "compiler/SmoothedWeights.h"
 #include "dialects/hyc/HycOps.h"
+#include "hyrt/artifact.h"
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 #include "models/checkpoint/model_spec.h"
@@ -47,6 +48,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <iostream>
 #include <sys/stat.h>
 
@@ -161,6 +163,40 @@ void registerDialects(mlir::MLIRContext &ctx) {
                   mlir::tensor::TensorDialect, mlir::LLVM::LLVMDialect>();
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
+}
+
+/// Links each variant's library, and with `exe` the executable (the first,
+/// lowest variant: it runs wherever the artifact runs; on a host with a
+/// better one it loads that library), each with its description
+/// (hyc_artifact_desc_v0) built from the manifest just written, so the
+/// runtime can tell the library belongs to it.
+template <typename Link>
+bool linkVariants(const std::string &output, const std::vector<Link> &links, bool exe,
+                  std::string &error) {
+  const std::string manifestPath = output + "/manifest.json";
+  std::ifstream in(manifestPath);
+  std::stringstream text;
+  text << in.rdbuf();
+  hyrt::Manifest manifest;
+  if (hyrt::Status st = hyrt::parse_manifest(text.str(), manifestPath, &manifest); !st.ok()) {
+    error = "internal error: " + st.message();
+    return false;
+  }
+  for (size_t v = 0; v < links.size(); ++v) {
+    const Link &l = links[v];
+    const std::string descAsm = output + "/" + l.stem + ".desc.s";
+    std::vector<std::string> inputs = l.inputs;
+    inputs.push_back(descAsm);
+    if (!writeDescriptionAsm(descAsm,
+                             hyrt::description_json(hyrt::describe_variant(manifest, v)),
+                             error) ||
+        !linkSharedLibrary(inputs, output + "/" + l.stem + ".so", l.kernels, error) ||
+        (exe && v == 0 && !linkExecutable(inputs, output + "/model", l.kernels, error)))
+      return false;
+    for (const std::string &f : inputs)
+      std::remove(f.c_str());
+  }
+  return true;
 }
 
 int fail(const std::string &message) {
@@ -385,6 +421,12 @@ int runCompileCommand(int argc, char **argv) {
   std::vector<PlannedWeight> weights;
   std::map<std::string, int64_t> weightIndex;
   ArtifactInfo info;
+  struct PendingLink {
+    std::string stem;
+    std::vector<std::string> inputs; ///< the model object (+ kernels' assembly)
+    bool kernels;
+  };
+  std::vector<PendingLink> links; ///< per variant, in variant order
   info.target = target;
   for (const IsaVariant &variant : variants) {
     mlir::OwningOpRef<mlir::ModuleOp> owned =
@@ -471,17 +513,11 @@ int runCompileCommand(int argc, char **argv) {
         return fail(error);
       linkInputs.push_back(kernelsAsm);
     }
-    if (!linkSharedLibrary(linkInputs, output + "/" + stem + ".so", kernels, error))
-      return fail(error);
-    // The executable links the lowest variant in (it runs wherever the
-    // artifact runs); on a host with a better one it loads that library.
-    if (emit == "exe" && &variant == &variants.front()) {
-      if (!linkExecutable(linkInputs, output + "/model", kernels, error))
-        return fail(error);
+    // Linked once weights.bin is written: the library carries the table's
+    // checksums in its description.
+    links.push_back({stem, linkInputs, kernels});
+    if (emit == "exe" && &variant == &variants.front())
       info.executableVariant = variant.name;
-    }
-    std::remove(object.c_str());
-    std::remove(kernelsAsm.c_str());
 
     VariantInfo out;
     out.name = variant.name;
@@ -528,6 +564,8 @@ int runCompileCommand(int argc, char **argv) {
       return fail(error);
   }
   if (!writeArtifactFiles(output, *checkpoint, weights, info, error))
+    return fail(error);
+  if (!linkVariants(output, links, emit == "exe", error))
     return fail(error);
   std::string names;
   for (const VariantInfo &v : info.variants)

@@ -33,6 +33,12 @@ bool linkExecutable(const std::vector<std::string> &inputs,
                     const std::string &output, bool cpuKernels,
                     std::string &error);
 
+/// Writes assembly that defines the exported NUL-terminated string
+/// `hyc_artifact_desc_v0` = `json`: the library's own description
+/// (runtime/include/hyrt/abi.h), linked in with the model.
+bool writeDescriptionAsm(const std::string &path, const std::string &json,
+                         std::string &error);
+
 } // namespace hyc::compiler
 
 #endif // HYC_COMPILER_LINKER_H

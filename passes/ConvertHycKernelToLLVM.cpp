@@ -103,6 +103,7 @@ private:
   Value constantTable(kernel::ConstantTableOp op);
   LogicalResult ukernel(kernel::UkernelOp op);
   void profileMark(StringRef kind);
+  LogicalResult checkStep(LLVM::LLVMFuncOp llvmFn, bool decode);
 
   ModuleOp module;
   func::FuncOp fn;
@@ -310,6 +311,68 @@ LogicalResult EntryConversion::convert(Operation *op) {
       });
 }
 
+/// The entry's first call: hyrt_check_step_v0(step, kv, &bounds) with the
+/// module's compiled bounds (hyc.step_bounds), returning its code when the
+/// step does not fit (abi.h). The rest of the entry goes into a new block.
+/// A module without the attribute (hand-written IR in tests) gets no check.
+LogicalResult EntryConversion::checkStep(LLVM::LLVMFuncOp llvmFn, bool decode) {
+  auto bounds = module->getAttrOfType<DictionaryAttr>("hyc.step_bounds");
+  if (!bounds)
+    return success();
+  auto field = [&](StringRef name) -> std::optional<int64_t> {
+    if (auto a = dyn_cast_or_null<IntegerAttr>(bounds.get(name)))
+      return a.getInt();
+    return std::nullopt;
+  };
+  // kv_dtype: the strategy's decision (f32 unless it recorded another).
+  int64_t kvDtype = 0;
+  if (auto d = module->getAttrOfType<StringAttr>("hyc_cpu.kv_cache_dtype"))
+    kvDtype = d.getValue() == "bf16" ? 1 : d.getValue() == "int8" ? 2 : 0;
+  SmallVector<int64_t> values;
+  for (StringRef name : {decode ? "max_seqs" : "max_batch_tokens", "max_seqs",
+                         "max_seq_len", "vocab_size", "kv_num_layers",
+                         "kv_num_kv_heads", "k_head_dim", "v_head_dim"}) {
+    std::optional<int64_t> v = field(name);
+    if (!v)
+      return module.emitError() << "hyc.step_bounds lacks an integer '" << name << "'";
+    values.push_back(*v);
+  }
+  values.push_back(kvDtype);
+  values.push_back(decode ? 1 : 0);
+
+  MLIRContext *ctx = b.getContext();
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  auto i32 = b.getI32Type();
+  const std::string symbol = decode ? "hyc_step_bounds_decode" : "hyc_step_bounds_extend";
+  auto checkFn = module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_check_step_v0");
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    if (!checkFn)
+      checkFn = LLVM::LLVMFuncOp::create(
+          b, loc, "hyrt_check_step_v0",
+          LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, ptrTy}));
+    auto arrayTy = LLVM::LLVMArrayType::get(b.getI64Type(), values.size());
+    LLVM::GlobalOp::create(
+        b, loc, arrayTy, /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+        DenseElementsAttr::get(
+            RankedTensorType::get({int64_t(values.size())}, b.getI64Type()),
+            ArrayRef<int64_t>(values)));
+  }
+  Value boundsPtr = LLVM::AddressOfOp::create(b, loc, ptrTy, symbol);
+  Value rc = LLVM::CallOp::create(b, loc, checkFn, ValueRange{stepArg, kvArg, boundsPtr})
+                 .getResult();
+  Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
+  Value bad = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, rc, zero);
+  Block *refuse = b.createBlock(&llvmFn.getBody(), llvmFn.getBody().end());
+  LLVM::ReturnOp::create(b, loc, rc);
+  Block *body = b.createBlock(&llvmFn.getBody(), llvmFn.getBody().end());
+  b.setInsertionPointToEnd(&llvmFn.getBody().front());
+  LLVM::CondBrOp::create(b, loc, bad, refuse, body);
+  b.setInsertionPointToStart(body);
+  return success();
+}
+
 LogicalResult EntryConversion::run() {
   if (fn.getNumArguments() != 0 || fn.getNumResults() != 0)
     return fn.emitError("a kernel-level entry takes and returns nothing (run "
@@ -328,6 +391,8 @@ LogicalResult EntryConversion::run() {
   kvArg = block->getArgument(1);
   weightsArg = block->getArgument(2);
   arenaArg = block->getArgument(3);
+  if (failed(checkStep(llvmFn, entry.getValue() == "decode")))
+    return failure();
   for (Operation &op : fn.getBody().front()) {
     loc = op.getLoc();
     if (failed(convert(&op)))

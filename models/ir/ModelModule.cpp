@@ -73,6 +73,24 @@ buildModelModule(MLIRContext &ctx, const ModelSpec &spec,
   module->getOperation()->setAttr("hyc.arch", b.getStringAttr(spec.arch));
   module->getOperation()->setAttr("hyc.max_seq_len",
                                   b.getI64IntegerAttr(bounds.maxSeqLen));
+  // What the entry points check every step against before touching the
+  // arena (convert-hyc-kernel-to-llvm, hyrt_check_step_v0 in abi.h).
+  const int64_t kvHeads = spec.mla ? 1 : spec.num_kv_heads;
+  const int64_t kDim = spec.mla ? spec.mla->kv_lora_rank + spec.mla->qk_rope_head_dim
+                                : spec.head_dim;
+  const int64_t vDim = spec.mla ? 0 : spec.head_dim;
+  module->getOperation()->setAttr(
+      "hyc.step_bounds",
+      b.getDictionaryAttr({
+          b.getNamedAttr("max_batch_tokens", b.getI64IntegerAttr(bounds.maxBatchTokens)),
+          b.getNamedAttr("max_seqs", b.getI64IntegerAttr(bounds.maxSeqs)),
+          b.getNamedAttr("max_seq_len", b.getI64IntegerAttr(bounds.maxSeqLen)),
+          b.getNamedAttr("vocab_size", b.getI64IntegerAttr(spec.vocab_size)),
+          b.getNamedAttr("kv_num_layers", b.getI64IntegerAttr(spec.num_layers)),
+          b.getNamedAttr("kv_num_kv_heads", b.getI64IntegerAttr(kvHeads)),
+          b.getNamedAttr("k_head_dim", b.getI64IntegerAttr(kDim)),
+          b.getNamedAttr("v_head_dim", b.getI64IntegerAttr(vDim)),
+      }));
   b.setInsertionPointToEnd(module->getBody());
 
   // MLA caches the latent: one "head" of kv_lora_rank + rope dims, no values.

@@ -118,6 +118,9 @@ Status Artifact::load_library(const ArtifactOptions &options) {
     path = join(dir_, name);
     if (!is_regular_file(path))
       return Status::Error(path + ": library named by manifest.json not found");
+    // dlopen maps what the headers say: a truncated file would fault.
+    if (Status s = check_elf_file(path); !s.ok())
+      return s;
     // RTLD_NODELETE: optimized artifacts keep a thread pool and thread_local
     // kernel scratch; the code they run must outlive every thread that
     // touched it, which only the end of the process guarantees.
@@ -154,6 +157,23 @@ Status Artifact::load_library(const ArtifactOptions &options) {
     return Status::Error(path + ": hyc_arena_bytes: expected >= 0, found " +
                          std::to_string(lib_arena));
   arena_bytes_ = std::max(lib_arena, v.arena_bytes);
+  // The library's own description, checked against the manifest before any
+  // of its code runs (beyond its ELF constructors).
+  ::dlerror();
+  const char *desc = static_cast<const char *>(::dlsym(library_, "hyc_artifact_desc_v0"));
+  if (!desc)
+    return Status::Error(path + ": no hyc_artifact_desc_v0 (compiled by an older hyc, "
+                                "or not a hyc artifact): recompile the artifact with "
+                                "this hyc");
+  ArtifactDescription lib_desc;
+  if (Status s = parse_description(desc, path, &lib_desc); !s.ok())
+    return s;
+  const size_t slash = path.rfind('/');
+  if (Status s = check_description(lib_desc, m, size_t(variant_),
+                                   slash == std::string::npos ? path
+                                                              : path.substr(slash + 1));
+      !s.ok())
+    return Status::Error(dir_ + ": " + s.message());
   if (Status s = lookup(m.extend_symbol, &extend); !s.ok())
     return s;
   if (Status s = lookup(m.decode_symbol, &decode); !s.ok())
@@ -234,6 +254,28 @@ Status Artifact::load_weights(const ArtifactOptions &options) {
   weight_ptrs_.clear();
   for (int64_t i : variant().weights)
     weight_ptrs_.push_back(static_cast<char *>(weights_base_) + manifest_.tensors[size_t(i)].offset);
+  return options.verify_weights ? verify_weights() : Status::Ok();
+}
+
+Status Artifact::verify_weights() const {
+  // The manifest's checksums equal the library's (check_description), so
+  // a match here means the bytes are the ones the library was compiled with.
+  const std::string path = join(dir_, manifest_.weights_file);
+  std::vector<bool> seen(manifest_.tensors.size(), false);
+  for (int64_t i : variant().weights) {
+    if (seen[size_t(i)])
+      continue;
+    seen[size_t(i)] = true;
+    const TensorEntry &t = manifest_.tensors[size_t(i)];
+    const std::string found =
+        tensor_hash(static_cast<const char *>(weights_base_) + t.offset, size_t(t.nbytes));
+    if (found != t.xxh3)
+      return Status::Error(path + ": tensor " + t.name + " (offset " +
+                           std::to_string(t.offset) + ", " + std::to_string(t.nbytes) +
+                           " bytes) has xxh3 " + found + ", expected " + t.xxh3 +
+                           " (manifest.json and the library): the file is damaged "
+                           "(--no-verify skips this check)");
+  }
   return Status::Ok();
 }
 

@@ -92,6 +92,7 @@ Status parse_tensor(const Fields &f, const json &t, const std::string &path,
   HYRT_TRY(f.string(t, "dtype", where + ".dtype", &out->dtype));
   HYRT_TRY(f.integer(t, "offset", where + ".offset", &out->offset, 0));
   HYRT_TRY(f.integer(t, "nbytes", where + ".nbytes", &out->nbytes, 0));
+  HYRT_TRY(f.string(t, "xxh3", where + ".xxh3", &out->xxh3, false));
   const json *shape = Fields::find(t, "shape");
   if (!shape || !shape->is_array())
     return f.error(where + ".shape",

@@ -18,10 +18,12 @@ namespace {
 
 const char kPerplexityUsage[] =
     "usage: hyc perplexity ART --text FILE [--max-paragraphs N] [--mmap]\n"
+    "                       [--no-verify]\n"
     "  --text FILE          UTF-8 text; paragraphs are separated by blank "
     "lines\n"
     "  --max-paragraphs N   score only the first N paragraphs\n"
-    "  --mmap               map weights.bin instead of reading it\n";
+    "  --mmap               map weights.bin instead of reading it\n"
+    "  --no-verify          skip the weights.bin checksums (faster start)\n";
 
 /// -log softmax(row)[target]; the terms exp(x - max) <= 1 are summed in
 /// double.
@@ -101,13 +103,14 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
                    std::ostream &err) {
   const std::string command = "hyc perplexity";
   std::string text_path;
-  bool text_given = false, mmap = false;
+  bool text_given = false, mmap = false, no_verify = false;
   int64_t max_paragraphs = INT64_MAX, page_size = 16;
   cli::ArgParser parser;
   parser.add_string("--text", &text_path, &text_given);
   parser.add_int("--max-paragraphs", &max_paragraphs, 1);
   parser.add_int("--page-size", &page_size, 1, 1 << 20);
   parser.add_switch("--mmap", &mmap);
+  parser.add_switch("--no-verify", &no_verify);
   std::vector<std::string> positional;
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
@@ -139,6 +142,7 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
 
   ArtifactOptions ao;
   ao.mmap_weights = mmap;
+  ao.verify_weights = !no_verify;
   EngineOptions eo;
   eo.page_size = page_size;
   cli::Session session;

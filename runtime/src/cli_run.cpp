@@ -17,7 +17,7 @@ namespace {
 const char kRunUsage[] =
     "usage: hyc run ART [--prompt TEXT] [-n N] [--temperature T] [--top-k K]\n"
     "               [--top-p P] [--seed S] [--prompt-ids 1,417,93]\n"
-    "               [--logits-out FILE.npy] [--mmap] [--ignore-eos]\n"
+    "               [--logits-out FILE.npy] [--mmap] [--no-verify] [--ignore-eos]\n"
     "               [--page-size N] [--no-stats] [--verbose]\n"
     "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
     "  -n N                 tokens to generate (default 256)\n"
@@ -28,6 +28,7 @@ const char kRunUsage[] =
     "  --logits-out FILE    float32 .npy [positions][vocab] of every position "
     "fed\n"
     "  --mmap               map weights.bin instead of reading it\n"
+    "  --no-verify          skip the weights.bin checksums (faster start)\n"
     "  --ignore-eos         do not stop at EOS / BOS\n"
     "  --page-size N        KV cache page size (default 16)\n"
     "  --no-stats           no timing line on stderr\n"
@@ -43,7 +44,7 @@ struct RunFlags {
   double temperature = 0, top_p = 1;
   int64_t top_k = 0, seed = 0, page_size = 16;
   std::string logits_out;
-  bool mmap = false, ignore_eos = false, no_stats = false, verbose = false;
+  bool mmap = false, no_verify = false, ignore_eos = false, no_stats = false, verbose = false;
 };
 
 /// Text of token `id` after `prev` (-1 at the start): the tokenizer's piece,
@@ -76,6 +77,7 @@ int run_command(const std::string &command, const std::string *implied_dir,
   parser.add_int("--page-size", &f.page_size, 1, 1 << 20);
   parser.add_string("--logits-out", &f.logits_out);
   parser.add_switch("--mmap", &f.mmap);
+  parser.add_switch("--no-verify", &f.no_verify);
   parser.add_switch("--ignore-eos", &f.ignore_eos);
   parser.add_switch("--no-stats", &f.no_stats);
   parser.add_switch("--verbose", &f.verbose);
@@ -106,6 +108,7 @@ int run_command(const std::string &command, const std::string *implied_dir,
 
   ArtifactOptions ao;
   ao.mmap_weights = f.mmap;
+  ao.verify_weights = !f.no_verify;
   if (implied_dir)
     ao.library_override = "self";
   EngineOptions eo;

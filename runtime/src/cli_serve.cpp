@@ -26,7 +26,7 @@ const char kServeUsage[] =
     "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K]\n"
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
     "                 [--http-threads 64] [--no-mixed-steps]\n"
-    "                 [--no-prefix-cache]\n"
+    "                 [--no-prefix-cache] [--no-verify]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
     "  --api-key K       require 'Authorization: Bearer K' on /v1/*\n"
@@ -38,6 +38,7 @@ const char kServeUsage[] =
     "  --no-mixed-steps  prefill and decode in separate engine steps\n"
     "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
     "                    requests with a common prefix)\n"
+    "  --no-verify       skip the weights.bin checksums (faster start)\n"
     "Prints 'hyc serve: listening on http://HOST:PORT' once it accepts "
     "connections.\n";
 
@@ -373,7 +374,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   const std::string command = "hyc serve";
   std::string host = "127.0.0.1", api_key, model_name;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
-  bool no_mixed = false, no_prefix_cache = false;
+  bool no_mixed = false, no_prefix_cache = false, no_verify = false;
   cli::ArgParser parser;
   parser.add_string("--host", &host);
   parser.add_int("--port", &port, 0, 65535);
@@ -384,6 +385,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   parser.add_int("--http-threads", &http_threads, 1, 4096);
   parser.add_switch("--no-mixed-steps", &no_mixed);
   parser.add_switch("--no-prefix-cache", &no_prefix_cache);
+  parser.add_switch("--no-verify", &no_verify);
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
       out << kServeUsage;
@@ -417,7 +419,9 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   eo.page_size = page_size;
   eo.num_pages = kv_pages;
   cli::Session session;
-  if (Status s = cli::open_session(positional[0], {}, eo, 0, &session); !s.ok())
+  ArtifactOptions ao;
+  ao.verify_weights = !no_verify;
+  if (Status s = cli::open_session(positional[0], ao, eo, 0, &session); !s.ok())
     return cli::runtime_error(err, command, s.message());
   SchedulerOptions so;
   so.mixed_steps = !no_mixed;

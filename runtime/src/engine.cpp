@@ -93,6 +93,31 @@ Status Engine::check_sequence(int64_t seq, int64_t new_tokens) const {
   return Status::Ok();
 }
 
+std::string step_error_text(int32_t code) {
+  switch (code) {
+  case HYRT_STEP_NULL:
+    return "a required pointer of the step is null";
+  case HYRT_STEP_TOO_MANY_TOKENS:
+    return "the step's token count is outside the compiled bound";
+  case HYRT_STEP_TOO_MANY_SEQS:
+    return "the step's sequence count is outside the compiled bound (max_seqs)";
+  case HYRT_STEP_LAYOUT:
+    return "the step's sequences are not contiguous and in order";
+  case HYRT_STEP_POSITION:
+    return "a position is past the compiled max_seq_len or not prefix + index";
+  case HYRT_STEP_PAGES:
+    return "a block table is too short or names a page outside the KV pool";
+  case HYRT_STEP_LOGIT_ROWS:
+    return "the logit rows are not ascending token indices of the step";
+  case HYRT_STEP_TOKEN_ID:
+    return "a token id is outside the model's vocabulary";
+  case HYRT_STEP_KV_CACHE:
+    return "the KV cache's geometry or dtype differs from the compiled one";
+  default:
+    return "unknown error code " + std::to_string(code);
+  }
+}
+
 Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
                         bool all_logits) {
   const Manifest &m = artifact_->manifest();
@@ -103,10 +128,10 @@ Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
       fn(batch_.abi(), cache_.view(), artifact_->weights(), arena_.get());
   if (rc != 0)
     return Status::Error(
-        (decode ? m.decode_symbol : m.extend_symbol) + " returned " +
-        std::to_string(rc) + " (expected 0) on a step of " +
+        (decode ? m.decode_symbol : m.extend_symbol) + " refused a step of " +
         str(batch_.num_tokens()) + " tokens over " +
-        str(int64_t(chunks.size())) + " sequences");
+        str(int64_t(chunks.size())) + " sequences: " + step_error_text(rc) +
+        " (code " + std::to_string(rc) + ")");
   return batch_.commit(cache_);
 }
 

@@ -11,9 +11,28 @@
  *   hyrt_profile_v0 *hyc_profile_v0(void);    the artifact's op-kind profile
  * and only where compiled with `hyc compile --calibration-build`:
  *   hyrt_observe_v0 *hyc_observe_v0(void);    its activation observers
- * Entry points return 0 on success. `weights` is the table of weight base
- * pointers in manifest order; `arena` is 64-byte aligned scratch of
- * hyc_arena_bytes bytes owned by the caller.
+ * and, since the artifact integrity checks (a library without it is refused:
+ * recompile it):
+ *   const char hyc_artifact_desc_v0[];        the library's own description
+ * Entry points return 0 on success, else one of the HYRT_STEP_* codes below
+ * (the step was refused before anything was written). `weights` is the
+ * table of weight base pointers in manifest order; `arena` is 64-byte
+ * aligned scratch of hyc_arena_bytes bytes owned by the caller.
+ *
+ * hyc_artifact_desc_v0 is a NUL-terminated JSON object that the runtime
+ * compares with manifest.json field by field before calling anything, so
+ * that a library from another artifact, or an edited manifest, is refused
+ * instead of run (docs/artifact.md):
+ *   {"abi_version": 2, "variant": "avx2",
+ *    "entry_points": {"extend": "hyc_extend_v0", "decode": "hyc_decode_v0"},
+ *    "limits": {"max_seq_len": N, "max_batch_tokens": N, "max_seqs": N},
+ *    "vocab_size": N, "arena_bytes": N,
+ *    "kv_cache": {"num_layers": N, "num_kv_heads": N, "k_head_dim": N,
+ *                 "v_head_dim": N, "dtype": "bf16"},
+ *    "weights": [{"name": "...", "dtype": "s8_vnni4", "shape": [..],
+ *                 "offset": N, "nbytes": N, "xxh3": "16 hex digits"}, ...]}
+ * `weights` is the entry points' table in order (dtype is the layout the
+ * kernels read); xxh3 is XXH3-64 of the tensor's bytes in weights.bin.
  *
  * Plain C so that generated code (LLVM) and the runtime agree without headers.
  * Every struct here is append-only within one ABI version.
@@ -80,6 +99,38 @@ typedef struct hyrt_kv_cache_v0 {
   float **k_scale_layers; /* [num_layers] */
   float **v_scale_layers; /* [num_layers] */
 } hyrt_kv_cache_v0;
+
+/* Entry point return codes: the step does not fit the bounds the library
+ * was compiled for (its arena and tables are sized for exactly these), or
+ * is inconsistent. Checked on entry, before anything is read or written. */
+enum {
+  HYRT_STEP_OK = 0,
+  HYRT_STEP_NULL = 1,            /* a required pointer is NULL */
+  HYRT_STEP_TOO_MANY_TOKENS = 2, /* num_tokens < 1 or > the compiled bound */
+  HYRT_STEP_TOO_MANY_SEQS = 3,   /* num_seqs < 1 or > max_seqs (decode: != num_tokens) */
+  HYRT_STEP_LAYOUT = 4,          /* sequences not contiguous, in order, covering every token */
+  HYRT_STEP_POSITION = 5,        /* a position past max_seq_len or not prefix + index */
+  HYRT_STEP_PAGES = 6,           /* block table too short, or a page id outside the pool */
+  HYRT_STEP_LOGIT_ROWS = 7,      /* num_logit_rows > num_tokens or rows not ascending in range */
+  HYRT_STEP_TOKEN_ID = 8,        /* a token id outside [0, vocab_size) */
+  HYRT_STEP_KV_CACHE = 9,        /* cache geometry or dtype differs from the compiled one */
+};
+
+/* What generated entry points check a step against (their compiled
+ * bounds); a negative kv_dtype is not checked. */
+typedef struct hyrt_step_bounds_v0 {
+  int64_t max_tokens; /* extend: max_batch_tokens; decode: max_seqs */
+  int64_t max_seqs;
+  int64_t max_seq_len;
+  int64_t vocab_size;
+  int64_t kv_num_layers, kv_num_kv_heads, k_head_dim, v_head_dim, kv_dtype;
+  int64_t decode; /* 1: one token per sequence */
+} hyrt_step_bounds_v0;
+
+/* The check itself (libhyrt_reference, linked into every artifact): a few
+ * compares per sequence and per token. Returns an HYRT_STEP_* code. */
+int32_t hyrt_check_step_v0(const hyrt_step_v0 *step, const hyrt_kv_cache_v0 *kv,
+                           const hyrt_step_bounds_v0 *bounds);
 
 typedef int32_t (*hyrt_entry_fn_v0)(const hyrt_step_v0 *step,
                                     hyrt_kv_cache_v0 *kv,

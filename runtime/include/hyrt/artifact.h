@@ -21,6 +21,8 @@ struct TensorEntry {
   std::vector<int64_t> shape;
   int64_t offset = 0;
   int64_t nbytes = 0;
+  /// XXH3-64 of the tensor's bytes as 16 hex digits ("" when absent).
+  std::string xxh3;
 };
 
 /// manifest `limits`: the bounds the artifact's memory plan is sized for.
@@ -101,6 +103,63 @@ Status choose_variant(const std::vector<Variant> &variants,
 /// as given).
 int64_t dtype_size(const std::string &dtype);
 
+/// What a compiled library says about itself (hyc_artifact_desc_v0 in
+/// abi.h): the manifest fields that must agree with how the library was
+/// compiled, for one variant. `weights` is its entry points' table in order.
+struct ArtifactDescription {
+  int64_t abi_version = 0;
+  std::string variant;
+  std::string extend_symbol, decode_symbol;
+  ArtifactLimits limits;
+  int64_t vocab_size = 0;
+  int64_t arena_bytes = 0;
+  KvCacheInfo kv_cache;
+  std::vector<TensorEntry> weights;
+};
+
+/// The description a library compiled for `manifest` variant `variant`
+/// carries (the compiler and the test fixtures build it this way).
+ArtifactDescription describe_variant(const Manifest &manifest, size_t variant);
+/// As JSON (the text of hyc_artifact_desc_v0).
+std::string description_json(const ArtifactDescription &d);
+/// Parses the text of hyc_artifact_desc_v0; `origin` (the library) prefixes
+/// errors, which say to recompile.
+Status parse_description(const std::string &text, const std::string &origin,
+                         ArtifactDescription *out);
+/// Compares `manifest` (variant `variant`) with what `library` (a path,
+/// for messages) says about itself, field by field: the first mismatch is
+/// an error naming the manifest field, its value and the library's, e.g.
+/// "manifest.json limits.max_batch_tokens is 128 but model.so was compiled
+/// for 64".
+Status check_description(const ArtifactDescription &library_desc,
+                         const Manifest &manifest, size_t variant,
+                         const std::string &library);
+
+/// XXH3-64 of `n` bytes as 16 hex digits (weights.tensors[].xxh3).
+std::string tensor_hash(const void *data, size_t n);
+/// The same hash over bytes given in pieces.
+class TensorHasher {
+public:
+  TensorHasher();
+  ~TensorHasher();
+  TensorHasher(const TensorHasher &) = delete;
+  TensorHasher &operator=(const TensorHasher &) = delete;
+  void update(const void *data, size_t n);
+  std::string hex() const;
+
+private:
+  void *state_;
+};
+
+/// Checks that `path` is an ELF shared object or executable for this
+/// machine whose headers and loadable segments lie within the file, so
+/// that dlopen can neither fault on a truncated file nor load a foreign
+/// one. Errors name the file and what is wrong.
+Status check_elf_file(const std::string &path);
+
+/// The message for an entry point's HYRT_STEP_* return code.
+std::string step_error_text(int32_t code);
+
 /// How to open an artifact.
 struct ArtifactOptions {
   /// Map weights.bin (fast start, page-cache backed) instead of reading it
@@ -122,6 +181,10 @@ struct ArtifactOptions {
   /// finds its linked-in model, which must therefore export them (link with
   /// -rdynamic or -Wl,--export-dynamic-symbol=hyc_*).
   std::string library_override;
+  /// Hash every tensor the chosen variant reads and compare with the
+  /// checksums compiled into its library (`--no-verify` turns it off: it
+  /// reads all of weights.bin, which an mmap start would otherwise defer).
+  bool verify_weights = true;
 };
 
 /// A loaded artifact: entry points, weights and tokenizer. Immutable after
@@ -130,9 +193,10 @@ class Artifact {
 public:
   /// Loads the artifact in directory `dir`. Every failure (missing or
   /// malformed manifest, wrong format or ABI version, missing CPU feature,
-  /// library that does not load or lacks a symbol, weights.bin too short or
-  /// misaligned, bad tokenizer) is an error naming the file and what was
-  /// expected and found.
+  /// library that is no valid ELF file, does not load, lacks a symbol or
+  /// was compiled for another manifest, weights.bin too short, misaligned
+  /// or with a tensor whose checksum differs, bad tokenizer) is an error
+  /// naming the file and what was expected and found.
   static Status open(const std::string &dir, const ArtifactOptions &options,
                      std::unique_ptr<Artifact> *out);
   ~Artifact();
@@ -170,6 +234,7 @@ private:
   Status choose(const ArtifactOptions &options);
   Status load_library(const ArtifactOptions &options);
   Status load_weights(const ArtifactOptions &options);
+  Status verify_weights() const;
   Status load_tokenizer();
 
   std::string dir_;

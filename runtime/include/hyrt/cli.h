@@ -38,7 +38,7 @@ int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,
 /// name:
 ///   ART [--prompt TEXT] [-n N] [--temperature T] [--top-k K] [--top-p P]
 ///       [--seed S] [--prompt-ids 1,417,93] [--logits-out FILE.npy]
-///       [--mmap] [--ignore-eos] [--page-size N] [--no-stats]
+///       [--mmap] [--no-verify] [--ignore-eos] [--page-size N] [--no-stats]
 /// Prints the prompt's decoded pieces and the generated text to `out` as
 /// tokens arrive (llama2.c style: the BOS piece is empty and the leading
 /// space after it is dropped), then a newline; a stats line goes to `err`.
@@ -56,7 +56,7 @@ int cli_run_standalone(const std::string &artifact_dir,
                        std::ostream &err);
 
 /// `perplexity` with explicit streams. `args`:
-///   ART --text FILE [--max-paragraphs N] [--mmap]
+///   ART --text FILE [--max-paragraphs N] [--mmap] [--no-verify]
 /// Splits FILE into paragraphs at blank lines, scores each from BOS (the
 /// NLL of every token given those before it; paragraphs longer than
 /// max_seq_len are truncated, with a note), packing paragraphs into extend

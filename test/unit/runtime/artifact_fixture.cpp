@@ -2,6 +2,7 @@
 #include "artifact_fixture.h"
 
 #include "hyrt/abi.h"
+#include "hyrt/artifact.h"
 #include "hyrt/tokenizer.h"
 
 #include <cstdlib>
@@ -32,6 +33,7 @@ std::string read_file(const std::string &path) {
 
 std::string fixture_model_library() { return HYRT_TEST_MODEL_SO; }
 std::string bad_abi_model_library() { return HYRT_TEST_BAD_ABI_SO; }
+std::string no_description_model_library() { return HYRT_TEST_NO_DESC_SO; }
 std::string standalone_executable() { return HYRT_TEST_STANDALONE_EXE; }
 
 TempDir::TempDir() {
@@ -118,7 +120,8 @@ bool write_stories_artifact(const std::string &dir,
                     {"dtype", "f32"},
                     {"shape", t.shape},
                     {"offset", weights.size()},
-                    {"nbytes", n * 4}});
+                    {"nbytes", n * 4},
+                    {"xxh3", hyrt::tensor_hash(data + t.first * 4, size_t(n * 4))}});
     weights.append(data + t.first * 4, size_t(n * 4));
   }
   std::ofstream(dir + "/weights.bin", std::ios::binary) << weights;
@@ -167,18 +170,61 @@ bool write_stories_artifact(const std::string &dir,
   }
   if (options.edit_manifest)
     options.edit_manifest(m);
+  // The description the compiler would link in; a manifest edited past
+  // parsing keeps the placeholder (the loader stops at the manifest).
+  std::string description = "@@HYRT_FIXTURE_DESCRIPTION@@";
+  hyrt::Manifest parsed;
+  if (hyrt::parse_manifest(m.dump(), "manifest.json", &parsed).ok())
+    description = hyrt::description_json(hyrt::describe_variant(parsed, 0));
+  if (options.tamper_manifest)
+    options.tamper_manifest(m);
   std::ofstream(dir + "/manifest.json") << m.dump(2);
 
   const std::string lib = options.library_source.empty()
                               ? fixture_model_library()
                               : options.library_source;
-  std::error_code ec;
-  fs::copy_file(lib, dir + "/model.so", fs::copy_options::overwrite_existing,
-                ec);
-  if (ec) {
-    *error = "cannot copy " + lib + ": " + ec.message();
+  if (!install_fixture_library(lib, dir + "/model.so", description, error))
+    return false;
+  return !options.with_standalone ||
+         install_fixture_library(standalone_executable(), dir + "/model", description,
+                                 error);
+}
+
+bool install_fixture_library(const std::string &src, const std::string &dst,
+                             const std::string &description, std::string *error) {
+  std::string bytes = read_file(src);
+  if (bytes.empty()) {
+    *error = "cannot read " + src;
     return false;
   }
+  // Libraries without the placeholder (bad_abi_model) are copied as they are.
+  const std::string marker = "@@HYRT_FIXTURE_DESCRIPTION@@";
+  constexpr size_t kCapacity = size_t(1) << 16; // stories_model.cpp
+  if (description.size() >= kCapacity) {
+    *error = "fixture description of " + std::to_string(description.size()) +
+             " bytes does not fit the placeholder";
+    return false;
+  }
+  for (size_t at = bytes.find(marker); at != std::string::npos;
+       at = bytes.find(marker, at + 1)) {
+    if (bytes.size() - at < kCapacity) {
+      *error = src + ": placeholder too close to the end of the file";
+      return false;
+    }
+    std::memset(&bytes[at], 0, kCapacity);
+    std::memcpy(&bytes[at], description.data(), description.size());
+  }
+  {
+    std::ofstream out(dst, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    if (!out) {
+      *error = "cannot write " + dst;
+      return false;
+    }
+  }
+  fs::permissions(dst, fs::perms::owner_all | fs::perms::group_read |
+                           fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
   return true;
 }
 

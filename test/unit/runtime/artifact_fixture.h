@@ -43,8 +43,14 @@ struct StoriesArtifactOptions {
   bool with_tokenizer = true;
   /// Library copied in as model.so (default: the fixture model).
   std::string library_source;
-  /// Last-minute changes to the manifest before it is written.
+  /// Changes to the manifest the library's description follows (as if
+  /// the artifact had been compiled that way).
   std::function<void(nlohmann::json &)> edit_manifest;
+  /// Changes to manifest.json after the library got its description (an
+  /// edited manifest, which the loader must refuse).
+  std::function<void(nlohmann::json &)> tamper_manifest;
+  /// Also write the standalone executable as `model`, with the description.
+  bool with_standalone = false;
 };
 
 /// Writes a stories260K artifact into `dir`; false with `error` set when
@@ -53,9 +59,16 @@ bool write_stories_artifact(const std::string &dir,
                             const StoriesArtifactOptions &options,
                             std::string *error);
 
+/// Copies library `src` to `dst` with `description` written over the
+/// fixture's placeholder hyc_artifact_desc_v0; false with `error` when the
+/// placeholder is missing or too small.
+bool install_fixture_library(const std::string &src, const std::string &dst,
+                             const std::string &description, std::string *error);
+
 /// The fixture library paths (set by CMake).
 std::string fixture_model_library();
 std::string bad_abi_model_library();
+std::string no_description_model_library();
 std::string standalone_executable();
 
 } // namespace hyrt_test

@@ -4,6 +4,7 @@
 // uniform, and a standalone executable runs with its directory implied.
 #include "artifact_fixture.h"
 
+#include "hyrt/artifact.h"
 #include "hyrt/cli.h"
 #include "hyrt/npy.h"
 #include "hyrt/sampler.h"
@@ -252,7 +253,16 @@ TEST_F(CliTest, StandaloneExecutableRunsFromItsDirectory) {
   namespace fs = std::filesystem;
   for (const char *f : {"manifest.json", "weights.bin", "tokenizer.hytk"})
     fs::copy_file(art() + "/" + f, exe_dir.file(f));
-  fs::copy_file(hyrt_test::standalone_executable(), exe_dir.file("model"));
+  // Its description is the one the compiler would link in for this manifest.
+  hyrt::Manifest m;
+  ASSERT_TRUE(hyrt::parse_manifest(hyrt_test::read_file(art() + "/manifest.json"),
+                                   "manifest.json", &m)
+                  .ok());
+  std::string error;
+  ASSERT_TRUE(hyrt_test::install_fixture_library(
+      hyrt_test::standalone_executable(), exe_dir.file("model"),
+      hyrt::description_json(hyrt::describe_variant(m, 0)), &error))
+      << error;
   const std::string cmd = exe_dir.file("model") +
                           " -n 256 --temperature 0 --no-stats 2>&1";
   FILE *pipe = ::popen(cmd.c_str(), "r");

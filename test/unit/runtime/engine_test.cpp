@@ -199,7 +199,9 @@ TEST(Engine, LimitsAreRefusedBeforeTheArtifactRuns) {
 
 TEST(Engine, NonZeroEntryPointReturnIsAnError) {
   REQUIRE_STORIES();
-  // The manifest promises 100-token steps; the fixture refuses > 64 with 3.
+  // The manifest (and the description) promise 100-token steps; the
+  // fixture's step check refuses > 64, as generated entry points refuse a
+  // step past their compiled bounds.
   StoriesArtifactOptions o;
   o.max_batch_tokens = 100;
   Loaded l;
@@ -207,8 +209,9 @@ TEST(Engine, NonZeroEntryPointReturnIsAnError) {
   const int64_t seq = l.engine->add_sequence();
   std::vector<float> logits;
   hyrt::Status s = l.engine->extend(seq, std::vector<int32_t>(80, 1), &logits);
-  EXPECT_EQ(s.message(), "hyc_extend_v0 returned 3 (expected 0) on a step of "
-                         "80 tokens over 1 sequences");
+  EXPECT_EQ(s.message(), "hyc_extend_v0 refused a step of 80 tokens over 1 "
+                         "sequences: the step's token count is outside the "
+                         "compiled bound (code 2)");
   EXPECT_EQ(l.engine->seq_length(seq), 0);
   // The engine stays usable.
   EXPECT_TRUE(l.engine->extend(seq, std::vector<int32_t>(60, 1), &logits).ok());
