@@ -61,11 +61,12 @@ extern "C" int32_t hyrt_check_step_v0(const hyrt_step_v0 *s, const hyrt_kv_cache
       !s->seq_token_start || !s->seq_new_len || !s->seq_prefix_len ||
       !s->block_tables || !s->logits || !kv->k_layers)
     return HYRT_STEP_NULL;
-  if (s->num_tokens < 1 || s->num_tokens > b->max_tokens)
-    return HYRT_STEP_TOO_MANY_TOKENS;
-  if (s->num_seqs < 1 || s->num_seqs > b->max_seqs || s->num_seqs > s->num_tokens ||
+  // Sequences first: a decode step's token count is its sequence count.
+  if (s->num_seqs < 1 || s->num_seqs > b->max_seqs ||
       (b->decode && s->num_seqs != s->num_tokens))
     return HYRT_STEP_TOO_MANY_SEQS;
+  if (s->num_tokens < s->num_seqs || s->num_tokens > b->max_tokens)
+    return HYRT_STEP_TOO_MANY_TOKENS;
   if (kv->num_layers != b->kv_num_layers || kv->num_kv_heads != b->kv_num_kv_heads ||
       kv->k_head_dim != b->k_head_dim || kv->v_head_dim != b->v_head_dim ||
       (b->kv_dtype >= 0 && kv->dtype != b->kv_dtype) || kv->num_pages < 1)
