@@ -138,9 +138,8 @@ Status check_description(const ArtifactDescription &lib, const Manifest &m,
                          size_t variant, const std::string &library) {
   const ArtifactDescription man = describe_variant(m, variant);
   Comparer c(library);
-  const std::string vpath = m.variants.size() > 1 || !m.executable_variant.empty()
-                                ? "variants[" + std::to_string(variant) + "]."
-                                : "";
+  const std::string vpath =
+      m.top_level_variant ? "" : "variants[" + std::to_string(variant) + "].";
   const bool ok =
       c.same("abi_version", man.abi_version, lib.abi_version) &&
       c.same(vpath.empty() ? "target" : vpath + "name", man.variant, lib.variant) &&

@@ -144,6 +144,7 @@ Status parse_variants(const json &root, const Fields &f, Manifest *m) {
     for (size_t i = 0; i < m->tensors.size(); ++i)
       v.weights.push_back(int64_t(i));
     m->variants.push_back(std::move(v));
+    m->top_level_variant = true;
     return Status::Ok();
   }
   if (!variants->is_array() || variants->empty())

@@ -98,6 +98,8 @@ TEST(ArtifactIntegrity, EditedManifestIsRefused) {
       {[](json &m) { std::swap(m["weights"]["tensors"][0], m["weights"]["tensors"][1]); },
        "manifest.json weights.tensors[0].name is \"model.layers.0.input_layernorm."
        "weight\" but model.so was compiled for \"model.embed_tokens.weight\""},
+      {[](json &m) { m["variants"][0]["arena_bytes"] = 4096; },
+       "manifest.json variants[0].arena_bytes is 4096 but model.so was compiled for "},
       {[](json &m) { m["weights"]["tensors"][2]["shape"] = {32, 128}; },
        ".shape is [32,128] but model.so was compiled for [64,64]"},
   };

@@ -71,6 +71,9 @@ struct Manifest {
   /// (one library at top level) parses as one variant named after `target`
   /// whose table is every tensor in order.
   std::vector<Variant> variants;
+  /// True for a manifest from before variants (library, cpu_features and
+  /// arena_bytes at top level): error messages name those fields.
+  bool top_level_variant = false;
   /// The variant an `--emit=exe` executable has linked in (empty: none).
   std::string executable_variant;
   ArtifactLimits limits;

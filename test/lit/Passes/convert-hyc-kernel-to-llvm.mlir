@@ -90,3 +90,53 @@ module {
     return
   }
 }
+
+// -----
+
+// With the model's compiled bounds (hyc.step_bounds, set at import), each
+// entry first calls hyrt_check_step_v0 with a constant table of them (abi.h
+// hyrt_step_bounds_v0: decode's token bound is max_seqs, the KV dtype the
+// strategy's, the last field says decode) and returns its code when nonzero.
+
+// CHECK-DAG: llvm.func @hyrt_check_step_v0(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-DAG: llvm.mlir.global internal constant @hyc_step_bounds_extend(dense<[16, 2, 64, 512, 5, 4, 8, 8, 1, 0]> : tensor<10xi64>)
+// CHECK-DAG: llvm.mlir.global internal constant @hyc_step_bounds_decode(dense<[2, 2, 64, 512, 5, 4, 8, 8, 1, 1]> : tensor<10xi64>)
+// CHECK: llvm.func @hyc_extend_v0(
+// CHECK-SAME: %[[STEP:[^:]+]]: !llvm.ptr, %[[KV:[^:]+]]: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) -> i32
+// CHECK-NEXT: %[[B:.+]] = llvm.mlir.addressof @hyc_step_bounds_extend : !llvm.ptr
+// CHECK-NEXT: %[[RC:.+]] = llvm.call @hyrt_check_step_v0(%[[STEP]], %[[KV]], %[[B]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-NEXT: %[[ZERO:.+]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT: %[[BAD:.+]] = llvm.icmp "ne" %[[RC]], %[[ZERO]] : i32
+// CHECK-NEXT: llvm.cond_br %[[BAD]], ^[[REFUSE:.+]], ^[[BODY:.+]]
+// CHECK-NEXT: ^[[REFUSE]]:
+// CHECK-NEXT: llvm.return %[[RC]] : i32
+// CHECK-NEXT: ^[[BODY]]:
+// CHECK: llvm.call @hyrt_profile_mark(
+// CHECK: llvm.return
+// CHECK: llvm.func @hyc_decode_v0(
+// CHECK-NEXT: llvm.mlir.addressof @hyc_step_bounds_decode
+module attributes {hyc.arena_bytes = 0 : i64, hyc_cpu.kv_cache_dtype = "bf16",
+                   hyc.step_bounds = {max_batch_tokens = 16 : i64, max_seqs = 2 : i64,
+                                      max_seq_len = 64 : i64, vocab_size = 512 : i64,
+                                      kv_num_layers = 5 : i64, kv_num_kv_heads = 4 : i64,
+                                      k_head_dim = 8 : i64, v_head_dim = 8 : i64}} {
+  func.func @extend() attributes {hyc.entry = "extend"} {
+    return
+  }
+  func.func @decode() attributes {hyc.entry = "decode"} {
+    return
+  }
+}
+
+// -----
+
+// expected-error@+1 {{hyc.step_bounds lacks an integer 'vocab_size'}}
+module attributes {hyc.arena_bytes = 0 : i64,
+                   hyc.step_bounds = {max_batch_tokens = 16 : i64, max_seqs = 2 : i64,
+                                      max_seq_len = 64 : i64,
+                                      kv_num_layers = 5 : i64, kv_num_kv_heads = 4 : i64,
+                                      k_head_dim = 8 : i64, v_head_dim = 8 : i64}} {
+  func.func @extend() attributes {hyc.entry = "extend"} {
+    return
+  }
+}
