@@ -26,7 +26,7 @@ std::string shape_text(const std::vector<int64_t> &shape) {
 /// Compares one field; `what` is the manifest's spelling of it.
 class Comparer {
 public:
-  Comparer(std::string library) : library_(std::move(library)) {}
+  explicit Comparer(std::string library) : library_(std::move(library)) {}
 
   template <typename T, typename Show>
   bool same(const std::string &what, const T &manifest, const T &library, Show show) {

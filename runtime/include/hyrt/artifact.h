@@ -160,9 +160,6 @@ private:
 /// one. Errors name the file and what is wrong.
 Status check_elf_file(const std::string &path);
 
-/// The message for an entry point's HYRT_STEP_* return code.
-std::string step_error_text(int32_t code);
-
 /// How to open an artifact.
 struct ArtifactOptions {
   /// Map weights.bin (fast start, page-cache backed) instead of reading it

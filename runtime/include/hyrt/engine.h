@@ -17,6 +17,9 @@
 
 namespace hyrt {
 
+/// The message for an entry point's HYRT_STEP_* return code (abi.h).
+std::string step_error_text(int32_t code);
+
 /// Engine settings.
 struct EngineOptions {
   int64_t page_size = 16; ///< KV cache positions per page
