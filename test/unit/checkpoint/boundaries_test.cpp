@@ -346,8 +346,8 @@ TEST(CheckpointTensors, UnusedTensorsAreReported) {
 //===----------------------------------------------------------------------===//
 
 /// load_checkpoint(path) on a path that involves the FIFO `fifo`; fails the
-/// test instead of hanging when the loader waits for a writer (then a
-/// writer is opened and closed so that the loader sees EOF and returns).
+/// test instead of hanging when the loader waits for a writer (then writers
+/// are opened and closed until the loader, seeing EOF each time, returns).
 std::string fifoError(const std::string &path, const std::string &fifo,
                       const LoadOptions &options = {}) {
   auto result = std::async(std::launch::async,
@@ -355,9 +355,12 @@ std::string fifoError(const std::string &path, const std::string &fifo,
   if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
     ADD_FAILURE() << "load_checkpoint(" << path << ") waits on the FIFO "
                   << fifo;
-    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd >= 0)
-      ::close(fd);
+    do {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0)
+        ::close(fd);
+    } while (result.wait_for(std::chrono::milliseconds(100)) !=
+             std::future_status::ready);
   }
   Expected<Checkpoint> r = result.get();
   EXPECT_FALSE(r.ok());
