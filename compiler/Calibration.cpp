@@ -36,7 +36,8 @@ bool readCalibration(const std::string &path, Calibration &out, std::string &err
   // forever.
   io::Expected<io::MappedFile> file = io::MappedFile::open(path);
   if (!file) {
-    error = "--calibration " + file.error() + " (write one with `hyc calibrate`)";
+    error = "--calibration " + path + ": cannot read (write one with `hyc calibrate`): " +
+            file.error();
     return false;
   }
   const char *text = reinterpret_cast<const char *>(file->data());

@@ -22,8 +22,8 @@ const char kRunUsage[] =
     "               [--page-size N] [--no-stats] [--verbose]\n"
     "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
     "  -n N                 tokens to generate (default 256, fewer when the\n"
-    "                       prompt leaves less room; prompt + N beyond the\n"
-    "                       artifact's max_seq_len is an error)\n"
+    "                       prompt leaves less room; more than max_seq_len -\n"
+    "                       prompt + 1 is an error: the last is never fed)\n"
     "  --temperature T      0 = greedy (default 0)\n"
     "  --top-k K, --top-p P sampling filters (default off)\n"
     "  --seed S             sampling seed (default 0)\n"
@@ -140,11 +140,14 @@ int run_command(const std::string &command, const std::string *implied_dir,
                                 "empty prompt and the model has no BOS token");
   }
   // A request beyond the compiled bound fails before anything runs (the
-  // README's promise); without -n the default shrinks to what fits.
-  const int64_t room = m.limits.max_seq_len - int64_t(prompt.size());
+  // README's promise); without -n the default shrinks to what fits. The
+  // last token generated is never fed, so max_seq_len positions hold the
+  // prompt and max_seq_len - prompt + 1 new tokens (llama2.c's `-n 256`
+  // from BOS is 256 new tokens in 256 positions).
+  const int64_t room = m.limits.max_seq_len - int64_t(prompt.size()) + 1;
   if (f.n < 0)
     f.n = std::max<int64_t>(0, std::min<int64_t>(256, room));
-  if (room < 0 || f.n > room)
+  if (room <= 0 || f.n > room)
     return cli::runtime_error(
         err, command,
         "prompt of " + std::to_string(prompt.size()) + " tokens + " +

@@ -123,15 +123,16 @@ TEST(LongText, ParagraphIsTokenizedOnlyAsFarAsItIsUsed) {
 TEST(RunBounds, NewTokensPastMaxSeqLenFail) {
   REQUIRE_SHARED();
   const std::string art = storiesArtifact();
-  CommandResult r = runHyc({"run", art, "--prompt-ids", "1,400", "-n", "255",
+  // The last new token is never fed: 2 + 255 fit in 256 positions.
+  CommandResult r = runHyc({"run", art, "--prompt-ids", "1,400", "-n", "256",
                             "--no-stats"});
-  expectError(r, "prompt of 2 tokens + 255 new exceeds max_seq_len 256 of this "
-                 "artifact (at most 254 new tokens fit after this prompt)");
+  expectError(r, "prompt of 2 tokens + 256 new exceeds max_seq_len 256 of this "
+                 "artifact (at most 255 new tokens fit after this prompt)");
   EXPECT_EQ(r.out, "");
   // Without -n the default shrinks to what fits.
   r = runHyc({"run", art, "--prompt-ids", "1,400", "--no-stats", "--ignore-eos"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  r = runHyc({"run", art, "--prompt-ids", "1,400", "-n", "254", "--no-stats"});
+  r = runHyc({"run", art, "--prompt-ids", "1,400", "-n", "255", "--no-stats"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

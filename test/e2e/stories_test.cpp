@@ -32,10 +32,8 @@ std::string stories(const std::string &file) {
 const std::vector<std::string> kBounds = {"--max-seq-len", "256",
                                           "--max-batch-tokens", "64"};
 
-// llama2.c's `-n 256` counts positions, BOS included: BOS + 255 new
-// tokens fill the 256 positions of the artifact.
 std::string greedy256(const std::string &artifact) {
-  CommandResult r = runHyc({"run", artifact, "--prompt", "", "-n", "255",
+  CommandResult r = runHyc({"run", artifact, "--prompt", "", "-n", "256",
                             "--temperature", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
