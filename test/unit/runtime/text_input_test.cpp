@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fcntl.h>
+#include <functional>
+#include <future>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -69,14 +72,35 @@ TEST_F(TextInput, StreamedParagraphsMatchSplitParagraphs) {
   EXPECT_EQ(got, hyrt::cli::split_paragraphs(big));
 }
 
+/// `read(fifo)` for a reader that must refuse the FIFO `fifo`; fails the
+/// test instead of hanging when it waits for a writer (writers are then
+/// opened and closed until it returns).
+Status withinSeconds(const std::string &fifo, std::function<Status()> read) {
+  auto result = std::async(std::launch::async, read);
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "the reader waits on the FIFO " << fifo;
+    do {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0)
+        ::close(fd);
+    } while (result.wait_for(std::chrono::milliseconds(100)) !=
+             std::future_status::ready);
+  }
+  return result.get();
+}
+
 TEST_F(TextInput, SpecialFilesAndOversizedInputsAreRefused) {
   const std::string fifo = dir_ + "/fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::vector<std::string> paragraphs;
   std::string text;
-  Status s = hyrt::cli::read_paragraphs(fifo, 1, 1 << 20, &paragraphs);
+  Status s = withinSeconds(fifo, [&] {
+    return hyrt::cli::read_paragraphs(fifo, 1, 1 << 20, &paragraphs);
+  });
   EXPECT_EQ(s.message(), fifo + ": is a FIFO, expected a regular file");
-  s = hyrt::cli::read_regular_file(fifo, 1 << 20, &text);
+  s = withinSeconds(fifo, [&] {
+    return hyrt::cli::read_regular_file(fifo, 1 << 20, &text);
+  });
   EXPECT_EQ(s.message(), fifo + ": is a FIFO, expected a regular file");
   s = hyrt::cli::read_regular_file("/dev/zero", 1 << 20, &text);
   EXPECT_EQ(s.message(), "/dev/zero: is a character device, expected a regular file");
