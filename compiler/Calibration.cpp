@@ -2,6 +2,8 @@
 
 #include "compiler/Calibration.h"
 
+#include "models/io/mapped_file.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <nlohmann/json.hpp>
@@ -30,14 +32,17 @@ std::vector<std::string> sorted(std::vector<std::string> names) {
 } // namespace
 
 bool readCalibration(const std::string &path, Calibration &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "--calibration " + path + ": cannot read (write one with `hyc calibrate`)";
+  // Mapped, not streamed: a FIFO or a device is refused instead of read
+  // forever.
+  io::Expected<io::MappedFile> file = io::MappedFile::open(path);
+  if (!file) {
+    error = "--calibration " + path + ": cannot read (write one with `hyc calibrate`): " +
+            file.error();
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const char *text = reinterpret_cast<const char *>(file->data());
+  nlohmann::json doc = nlohmann::json::parse(text, text + file->size(), nullptr,
+                                             /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     error = "--calibration " + path + ": not a JSON object";
     return false;

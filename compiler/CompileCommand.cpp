@@ -27,6 +27,7 @@
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 #include "models/checkpoint/model_spec.h"
+#include "models/io/mapped_file.h"
 #include "models/ir/GraphBuilder.h"
 #include "passes/Passes.h"
 
@@ -204,6 +205,23 @@ int fail(const std::string &message) {
   return 1;
 }
 
+// The compile bounds' largest values: a million tokens per extend step,
+// 65536 sequences per decode step, 16M positions per sequence. Each is far
+// past what a CPU serves and keeps every bound product inside int64.
+constexpr int64_t kMaxBatchTokensBound = int64_t(1) << 20;
+constexpr int64_t kMaxSeqsBound = int64_t(1) << 16;
+constexpr int64_t kMaxSeqLenBound = int64_t(1) << 24;
+
+/// A FIFO or device given as an input file would block or never end.
+bool regularOrMissing(const std::string &path, std::string &error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode))
+    return true;
+  error = path + ": is " + io::non_regular_kind(st.st_mode) +
+          ", expected a regular file";
+  return false;
+}
+
 } // namespace
 
 int runCompileCommand(int argc, char **argv) {
@@ -323,13 +341,21 @@ int runCompileCommand(int argc, char **argv) {
     std::fprintf(stderr, "hyc compile: %s\n", error.c_str());
     return 2;
   }
-  if (args.has("max-seq-len") && maxSeqLen <= 0)
-    return fail("--max-seq-len must be positive, got " + std::to_string(maxSeqLen));
-  if (maxBatchTokens <= 0)
-    return fail("--max-batch-tokens must be positive, got " +
-                std::to_string(maxBatchTokens));
-  if (maxSeqs <= 0)
-    return fail("--max-seqs must be positive, got " + std::to_string(maxSeqs));
+  // Bounds far past any host's memory would wrap the arena and KV size
+  // arithmetic; positions are int32 in the ABI.
+  struct Bound {
+    const char *flag;
+    int64_t value, max;
+    bool given;
+  };
+  for (const Bound &bound :
+       {Bound{"--max-seq-len", maxSeqLen, kMaxSeqLenBound, args.has("max-seq-len")},
+        Bound{"--max-batch-tokens", maxBatchTokens, kMaxBatchTokensBound, true},
+        Bound{"--max-seqs", maxSeqs, kMaxSeqsBound, true}})
+    if (bound.given && (bound.value <= 0 || bound.value > bound.max))
+      return fail(std::string(bound.flag) + " expects 1.." +
+                  std::to_string(bound.max) + ", got " +
+                  std::to_string(bound.value));
   int64_t threads = 2;
   if (!args.getInt("threads", 2, threads, error)) {
     std::fprintf(stderr, "hyc compile: %s\n", error.c_str());
@@ -349,6 +375,8 @@ int runCompileCommand(int argc, char **argv) {
       return fail("--calibration smooths a checkpoint's weights; a .mlir input has none");
     if (emit == "lib" || emit == "exe")
       return fail("a .mlir input has no weights; use --emit=mlir|llvm|obj");
+    if (!regularOrMissing(input, error))
+      return fail(error);
     llvm::SourceMgr sourceMgr;
     std::string errorMessage;
     auto file = mlir::openInputFile(input, &errorMessage);
@@ -365,6 +393,10 @@ int runCompileCommand(int argc, char **argv) {
     if (!loaded.ok())
       return fail(loaded.error());
     checkpoint.emplace(std::move(loaded.value()));
+    // What the loader skipped or ignored changes what the artifact does:
+    // the user hears about it.
+    for (const std::string &warning : checkpoint->warnings)
+      std::fprintf(stderr, "hyc compile: warning: %s\n", warning.c_str());
     const models::ModelSpec &spec = checkpoint->spec;
     int64_t context = spec.max_position_embeddings > 0
                           ? spec.max_position_embeddings

@@ -55,8 +55,11 @@ int runConvertGgufCommand(int argc, char **argv) {
   }
   models::GgufConvertOptions options;
   options.outtype = args.get("outtype", "f32");
-  auto status = models::convert_hf_to_gguf(args.positionals()[0],
-                                           args.positionals()[1], options);
+  std::vector<std::string> warnings;
+  auto status = models::convert_hf_to_gguf(
+      args.positionals()[0], args.positionals()[1], options, &warnings);
+  for (const std::string &warning : warnings)
+    std::fprintf(stderr, "hyc convert-gguf: warning: %s\n", warning.c_str());
   if (!status.ok()) {
     std::fprintf(stderr, "hyc convert-gguf: error: %s\n", status.error().c_str());
     return 1;

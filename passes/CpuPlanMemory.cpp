@@ -23,8 +23,10 @@
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <map>
+#include <optional>
 
 namespace hyc {
 #define GEN_PASS_DEF_HYCCPUPLANMEMORY
@@ -36,11 +38,22 @@ using namespace hyc;
 
 namespace {
 
-/// Bytes of a tensor at its maximum shape.
-int64_t maxBytes(RankedTensorType t, ArrayRef<int64_t> bounds) {
-  int64_t n = t.getElementTypeBitWidth() / 8;
+/// The largest activation arena a plan may need. Compile bounds far beyond
+/// any host's memory (e.g. --max-batch-tokens 2^62) would otherwise wrap
+/// the int64 size arithmetic and let the artifact write past its arena.
+constexpr int64_t kMaxArenaBytes = int64_t(1) << 38; // 256 GiB
+
+std::string arenaLimitText() {
+  return std::to_string(kMaxArenaBytes) + " bytes (256 GiB)";
+}
+
+/// Bytes of a tensor at its maximum shape; nullopt past kMaxArenaBytes
+/// (overflow included).
+std::optional<int64_t> maxBytes(RankedTensorType t, ArrayRef<int64_t> bounds) {
+  std::optional<int64_t> n = t.getElementTypeBitWidth() / 8;
   for (int64_t d : bounds)
-    n *= d;
+    if (!(n = llvm::checkedMul(*n, d)) || *n > kMaxArenaBytes)
+      return std::nullopt;
   return n;
 }
 
@@ -151,17 +164,23 @@ FailureOr<SmallVector<int64_t>> EntryPlan::boundsOf(Value v) {
     auto in = boundsOf(permute.getInput());
     if (failed(in))
       return failure();
-    tokenBound = (*in)[0] *
-                 cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
+    std::optional<int64_t> rows = llvm::checkedMul(
+        (*in)[0],
+        cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1));
+    if (!rows)
+      return def->emitError() << "permuted rows of " << (*in)[0]
+                              << " tokens overflow int64";
+    tokenBound = *rows;
   } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
     auto in = boundsOf(collapse.getSrc());
     if (failed(in))
       return failure();
     for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices())) {
-      int64_t n = 1;
+      std::optional<int64_t> n = 1;
       for (int64_t j : group)
-        n *= (*in)[j];
-      result[i] = n;
+        if (!(n = llvm::checkedMul(*n, (*in)[j])))
+          return def->emitError() << "collapsed dim " << i << " overflows int64";
+      result[i] = *n;
     }
     return bounds[v] = result;
   } else if (def->getNumOperands() > 0 &&
@@ -288,7 +307,14 @@ FailureOr<int64_t> EntryPlan::run() {
       auto bnd = boundsOf(r);
       if (failed(bnd))
         return failure();
-      int64_t offset = allocator.allocate(maxBytes(type, *bnd));
+      std::optional<int64_t> bytes = maxBytes(type, *bnd);
+      if (!bytes)
+        return op.emitError()
+               << "result of " << type << " at its bound shape ["
+               << ArrayRef<int64_t>(*bnd)
+               << "] needs more than the largest arena of " << arenaLimitText()
+               << "; lower the compile bounds (--max-batch-tokens, --max-seqs)";
+      int64_t offset = allocator.allocate(*bytes);
       offsets.push_back(offset);
       // A result nobody reads (e.g. an unused residual) dies right away.
       freeAt[std::max(lastUse.lookup(r), order[&op])].push_back(offset);
@@ -313,6 +339,15 @@ FailureOr<int64_t> EntryPlan::run() {
         return failure();
       scratch = std::max(scratch, scratchNeeded(op, *in));
     }
+  // Every buffer is below the limit, so the sums cannot wrap before this.
+  if (scratch > kMaxArenaBytes ||
+      allocator.peakBytes() > kMaxArenaBytes - scratch - 2 * 64)
+    return fn.emitError() << "the activation arena (" << allocator.peakBytes()
+                          << " bytes of buffers + " << scratch
+                          << " of kernel scratch) exceeds the largest arena of "
+                          << arenaLimitText()
+                          << "; lower the compile bounds (--max-batch-tokens, "
+                             "--max-seqs)";
   int64_t scratchOffset = scratch > 0 ? allocator.reserveAtEnd(scratch) : 0;
   fn->setAttr(plan::kScratchOffset, b.getI64IntegerAttr(scratchOffset));
   return allocator.peakBytes();

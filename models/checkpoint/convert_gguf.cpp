@@ -477,15 +477,43 @@ private:
 
 } // namespace
 
+namespace {
+
+/// The output must not replace a file the checkpoint is read from (its
+/// config, shards, index or tokenizer): the writer renames the finished
+/// GGUF over the output path, and the input would be gone.
+Status refuseOverwritingInput(const std::string &hf_dir,
+                              const std::string &gguf_path) {
+  std::error_code ec;
+  if (!fs::exists(gguf_path, ec))
+    return Status();
+  const std::string what = "convert_hf_to_gguf: output " + gguf_path;
+  if (fs::equivalent(hf_dir, gguf_path, ec))
+    return Error(what + " is the input checkpoint directory itself");
+  for (const fs::directory_entry &entry : fs::directory_iterator(hf_dir, ec))
+    if (fs::equivalent(entry.path(), gguf_path, ec))
+      return Error(what + " is " + entry.path().string() +
+                   ", a file of the input checkpoint " + hf_dir +
+                   ", which writing would destroy; choose another output path");
+  return Status();
+}
+
+} // namespace
+
 Status convert_hf_to_gguf(const std::string &hf_dir,
                           const std::string &gguf_path,
-                          const GgufConvertOptions &options) {
+                          const GgufConvertOptions &options,
+                          std::vector<std::string> *warnings) {
   Expected<Checkpoint> ckpt = load_checkpoint(hf_dir);
   if (!ckpt)
     return ckpt.take_error();
   if (ckpt->format != "hf")
     return Error("convert_hf_to_gguf: " + hf_dir + " is a " + ckpt->format +
                  " checkpoint, expected a Hugging Face directory");
+  HYC_CKPT_TRY(refuseOverwritingInput(hf_dir, gguf_path));
+  if (warnings)
+    warnings->insert(warnings->end(), ckpt->warnings.begin(),
+                     ckpt->warnings.end());
   std::string name = fs::path(hf_dir).lexically_normal().filename().string();
   if (name.empty() || name == ".")
     name =

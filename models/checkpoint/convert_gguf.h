@@ -9,6 +9,7 @@
 #include "models/checkpoint/model_spec.h"
 
 #include <string>
+#include <vector>
 
 namespace hyc::models {
 
@@ -69,10 +70,14 @@ struct GgufConvertOptions {
 /// rope.dimension_count (llama, deepseek2, or when partial), rope.scaling.*,
 /// and tokenizer.ggml.bos/eos_token_id. No tokenizer vocabulary is embedded
 /// (hyc's tokenizer.bin is not a GGUF tokenizer). Fails, naming the field,
-/// when the spec has something the GGUF arch cannot express.
+/// when the spec has something the GGUF arch cannot express, and when
+/// `gguf_path` is (or links to) a file of `hf_dir`, which it would replace.
+/// The loader's warnings (tensors it ignored, ...) are appended to
+/// `warnings` when given.
 Status convert_hf_to_gguf(const std::string &hf_dir,
                           const std::string &gguf_path,
-                          const GgufConvertOptions &options = {});
+                          const GgufConvertOptions &options = {},
+                          std::vector<std::string> *warnings = nullptr);
 
 } // namespace hyc::models
 

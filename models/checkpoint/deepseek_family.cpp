@@ -5,6 +5,8 @@
 // DeepseekV3 modeling code.
 #include "models/checkpoint/family.h"
 
+#include <algorithm>
+
 namespace hyc::models::detail {
 
 Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec) {
@@ -16,14 +18,16 @@ Status parse_hf_mla(const io::HfConfig &config, ModelSpec &spec) {
   HYC_CKPT_ASSIGN(mla.v_head_dim, config.get_int("v_head_dim"));
   if (mla.q_lora_rank < 0 || mla.kv_lora_rank <= 0 ||
       mla.qk_nope_head_dim <= 0 || mla.qk_rope_head_dim <= 0 ||
-      mla.qk_rope_head_dim % 2 != 0 || mla.v_head_dim <= 0)
+      mla.qk_rope_head_dim % 2 != 0 || mla.v_head_dim <= 0 ||
+      std::max({mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim,
+                mla.qk_rope_head_dim, mla.v_head_dim}) > kMaxModelDim)
     return Error(config.path() +
                  ": MLA dims q_lora_rank=" + std::to_string(mla.q_lora_rank) +
                  " kv_lora_rank=" + std::to_string(mla.kv_lora_rank) +
                  " qk_nope_head_dim=" + std::to_string(mla.qk_nope_head_dim) +
                  " qk_rope_head_dim=" + std::to_string(mla.qk_rope_head_dim) +
                  " v_head_dim=" + std::to_string(mla.v_head_dim) +
-                 "; expected positive (rope dim even)");
+                 "; expected 1..2^24 (q_lora_rank 0 for none, rope dim even)");
   spec.mla = mla;
   // head_dim in DeepseekV3Config is the rope dim; the spec's head_dim is the
   // q/k head size that sets the softmax scale.
@@ -177,14 +181,16 @@ Expected<ModelSpec> deepseek2FromGguf(const io::GgufFile &file,
   }
   if (mla.q_lora_rank < 0 || mla.kv_lora_rank <= 0 ||
       mla.qk_nope_head_dim <= 0 || mla.qk_rope_head_dim % 2 != 0 ||
-      mla.v_head_dim <= 0)
+      mla.v_head_dim <= 0 ||
+      std::max({mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim,
+                mla.v_head_dim}) > kMaxModelDim)
     return Error(file.path() +
                  ": MLA dims q_lora_rank=" + std::to_string(mla.q_lora_rank) +
                  " kv_lora_rank=" + std::to_string(mla.kv_lora_rank) +
                  " qk_nope_head_dim=" + std::to_string(mla.qk_nope_head_dim) +
                  " qk_rope_head_dim=" + std::to_string(mla.qk_rope_head_dim) +
                  " v_head_dim=" + std::to_string(mla.v_head_dim) +
-                 "; expected positive (rope dim even)");
+                 "; expected 1..2^24 (q_lora_rank 0 for none, rope dim even)");
   spec.mla = mla;
   spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
   spec.num_kv_heads = spec.num_heads; // MLA: every head has its own k and v

@@ -3,6 +3,7 @@
 #include "models/checkpoint/family.h"
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 
@@ -87,6 +88,84 @@ double f32_decimal(float value) {
   return std::strtod(buf, nullptr);
 }
 
+namespace {
+
+/// The shortest text that reads back as `v` ("1e+300", "nan").
+std::string realText(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+} // namespace
+
+Status check_int(const std::string &where, const std::string &field,
+                 int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi)
+    return Status();
+  return Error(where + ": " + field + " = " + std::to_string(value) +
+               ", expected " + std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+Status check_real(const std::string &where, const std::string &field,
+                  double value, double lo, double hi, bool open_lo) {
+  if (std::isfinite(value) && (open_lo ? value > lo : value >= lo) &&
+      value <= hi)
+    return Status();
+  return Error(where + ": " + field + " = " + realText(value) +
+               ", expected a finite number in " + (open_lo ? "(" : "[") +
+               realText(lo) + ", " + realText(hi) + "]");
+}
+
+Expected<int32_t> check_token_id(const std::string &where,
+                                 const std::string &field, int64_t value,
+                                 int64_t vocab) {
+  if (value == -1 || (value >= 0 && value < vocab && value <= INT32_MAX))
+    return static_cast<int32_t>(value);
+  return Error(where + ": " + field + " = " + std::to_string(value) +
+               ", expected a token id in 0.." + std::to_string(vocab - 1) +
+               " (the vocabulary) or -1 for none");
+}
+
+Status check_rope_values(
+    const std::string &where, const RopeSpec &rope,
+    const std::function<std::string(const std::string &)> &names) {
+  // theta <= 0 makes the frequencies NaN; the bounds leave every real model
+  // (10^4..10^7, NTK-scaled bases included) far inside.
+  HYC_CKPT_TRY(check_real(where, names("theta"), rope.theta, 0.0,
+                          kMaxRopeTheta, true));
+  if (rope.scaling == "none")
+    return Status();
+  HYC_CKPT_TRY(check_real(where, names("factor"), rope.factor, 0.0, kMaxFactor,
+                          true));
+  if (rope.scaling == "llama3") {
+    HYC_CKPT_TRY(check_real(where, names("low_freq_factor"),
+                            rope.low_freq_factor, 0.0, kMaxFactor, true));
+    HYC_CKPT_TRY(check_real(where, names("high_freq_factor"),
+                            rope.high_freq_factor, 0.0, kMaxFactor, true));
+  }
+  if (rope.scaling == "llama3" || rope.scaling == "yarn")
+    HYC_CKPT_TRY(check_int(where, names("original_max_position"),
+                           rope.original_max_position, 1, INT32_MAX));
+  if (rope.scaling == "yarn") {
+    HYC_CKPT_TRY(check_real(where, names("beta_fast"), rope.beta_fast, 0.0,
+                            kMaxFactor, true));
+    HYC_CKPT_TRY(check_real(where, names("beta_slow"), rope.beta_slow, 0.0,
+                            kMaxFactor, true));
+    HYC_CKPT_TRY(
+        check_real(where, names("mscale"), rope.mscale, 0.0, kMaxFactor, false));
+    HYC_CKPT_TRY(check_real(where, names("mscale_all_dim"), rope.mscale_all_dim,
+                            0.0, kMaxFactor, false));
+  }
+  if (rope.scaling == "ntk_alpha") {
+    HYC_CKPT_TRY(
+        check_real(where, names("alpha"), rope.alpha, 0.0, kMaxFactor, true));
+    HYC_CKPT_TRY(check_real(where, names("theta") + " scaled by " + names("alpha"),
+                            rope_base(rope), 0.0, kMaxRopeTheta, true));
+  }
+  return Status();
+}
+
 Expected<int64_t> gguf_int_or(const io::GgufFile &file, const std::string &key,
                               int64_t fallback) {
   if (!file.has(key))
@@ -127,7 +206,9 @@ Status require_hf_value(const io::HfConfig &config, const std::string &field,
                " is not supported yet (supported: " + supported.dump() + ")");
 }
 
-Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec) {
+namespace {
+
+Status parseHfRopeFields(const io::HfConfig &config, ModelSpec &spec) {
   RopeSpec &rope = spec.rope;
   rope = RopeSpec();
   // transformers >= 4.56 may keep everything under rope_parameters.
@@ -140,8 +221,10 @@ Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec) {
                     config.get_float_or(params + ".rope_theta", 10000.0));
   double partial = 1.0;
   HYC_CKPT_ASSIGN(partial, config.get_float_or("partial_rotary_factor", 1.0));
+  HYC_CKPT_TRY(check_real(config.path(), "partial_rotary_factor", partial, 0.0,
+                          1.0, true));
   rope.rotary_dim = static_cast<int64_t>(spec.head_dim * partial);
-  if (partial <= 0.0 || partial > 1.0 || rope.rotary_dim % 2 != 0)
+  if (rope.rotary_dim < 2 || rope.rotary_dim % 2 != 0)
     return Error(config.path() + ": partial_rotary_factor " +
                  std::to_string(partial) + " with head_dim " +
                  std::to_string(spec.head_dim) + " gives rotary dim " +
@@ -196,10 +279,24 @@ Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec) {
                  "' is not supported (supported: default, linear, llama3, "
                  "yarn)");
   }
-  if (!(rope.factor > 0.0))
-    return Error(where + ".factor = " + std::to_string(rope.factor) +
-                 ", expected > 0");
   return Status();
+}
+
+} // namespace
+
+Status parse_hf_rope(const io::HfConfig &config, ModelSpec &spec) {
+  HYC_CKPT_TRY(parseHfRopeFields(config, spec));
+  const std::string params =
+      config.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  const bool topTheta = config.has("rope_theta");
+  return check_rope_values(
+      config.path(), spec.rope, [&](const std::string &field) {
+        if (field == "theta")
+          return topTheta ? std::string("rope_theta") : params + ".rope_theta";
+        if (field == "original_max_position")
+          return params + ".original_max_position_embeddings";
+        return params + "." + field;
+      });
 }
 
 Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
@@ -226,6 +323,16 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
     if (p.value <= 0)
       return Error(config.path() + ": " + p.field + " = " +
                    std::to_string(p.value) + ", expected > 0");
+  // The layer count is checked against the tensors present (which bound
+  // it); token ids are int32, and widths multiply together in int64.
+  HYC_CKPT_TRY(check_int(config.path(), "vocab_size", spec.vocab_size, 1,
+                         INT32_MAX));
+  for (const Positive &p :
+       {Positive{"hidden_size", spec.hidden_size},
+        Positive{"intermediate_size", spec.intermediate_size},
+        Positive{"num_attention_heads", spec.num_heads},
+        Positive{"num_key_value_heads", spec.num_kv_heads}})
+    HYC_CKPT_TRY(check_int(config.path(), p.field, p.value, 1, kMaxModelDim));
   if (spec.num_heads % spec.num_kv_heads != 0)
     return Error(config.path() +
                  ": num_attention_heads = " + std::to_string(spec.num_heads) +
@@ -243,14 +350,19 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
                    std::to_string(spec.num_heads));
     spec.head_dim = spec.hidden_size / spec.num_heads;
   }
-  if (spec.head_dim <= 0)
-    return Error(config.path() + ": head_dim = " +
-                 std::to_string(spec.head_dim) + ", expected > 0");
+  HYC_CKPT_TRY(
+      check_int(config.path(), "head_dim", spec.head_dim, 1, kMaxModelDim));
   HYC_CKPT_ASSIGN(spec.rms_norm_eps,
                   config.get_float_or("rms_norm_eps", defaults.rms_norm_eps));
+  // eps only keeps 1/sqrt(mean + eps) finite: anything in (0, 1] is a
+  // norm, NaN, infinity or 1e300 turn every activation into NaN or zero.
+  HYC_CKPT_TRY(check_real(config.path(), "rms_norm_eps", spec.rms_norm_eps,
+                          0.0, 1.0, true));
   HYC_CKPT_ASSIGN(spec.max_position_embeddings,
                   config.get_int_or("max_position_embeddings",
                                     defaults.max_position_embeddings));
+  HYC_CKPT_TRY(check_int(config.path(), "max_position_embeddings",
+                         spec.max_position_embeddings, 1, INT32_MAX));
   HYC_CKPT_ASSIGN(
       spec.tie_word_embeddings,
       config.get_bool_or("tie_word_embeddings", defaults.tie_word_embeddings));
@@ -262,7 +374,9 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
 
   int64_t bos = defaults.bos_token_id;
   HYC_CKPT_ASSIGN(bos, config.get_int_or("bos_token_id", bos));
-  spec.bos_token_id = static_cast<int32_t>(bos);
+  HYC_CKPT_ASSIGN(spec.bos_token_id,
+                  check_token_id(config.path(), "bos_token_id", bos,
+                                 spec.vocab_size));
   int64_t eos = defaults.eos_token_id;
   if (config.has("eos_token_id") && config.json()["eos_token_id"].is_array()) {
     std::vector<int64_t> ids;
@@ -276,7 +390,9 @@ Status parse_hf_decoder(const io::HfConfig &config, ModelSpec &spec,
   } else {
     HYC_CKPT_ASSIGN(eos, config.get_int_or("eos_token_id", eos));
   }
-  spec.eos_token_id = static_cast<int32_t>(eos);
+  HYC_CKPT_ASSIGN(spec.eos_token_id,
+                  check_token_id(config.path(), "eos_token_id", eos,
+                                 spec.vocab_size));
   return parse_hf_rope(config, spec);
 }
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,41 @@ std::vector<float> llama3_rope_divisors(const RopeSpec &rope);
 /// Llama spec from a llama2.c header (adjacent-pair RoPE, theta 10000,
 /// eps 1e-5, BOS 1, EOS 2).
 ModelSpec llama_spec_from_llama2c(const io::Llama2cConfig &config);
+
+//===----------------------------------------------------------------------===//
+// Range checks of the values a config declares. `where` is the file (and
+// for GGUF nothing more: `field` is the full key); messages read
+// "<where>: <field> = <value>, expected <range>".
+//===----------------------------------------------------------------------===//
+
+/// Largest width, head count or per-head size any family accepts (sizes are
+/// multiplied together in int64; every real model is far below).
+constexpr int64_t kMaxModelDim = int64_t(1) << 24;
+/// Largest routed-expert count.
+constexpr int64_t kMaxExperts = int64_t(1) << 16;
+/// Largest RoPE base, before and after NTK scaling.
+constexpr double kMaxRopeTheta = 1e12;
+/// Largest multiplier among the RoPE scaling and routing factors.
+constexpr double kMaxFactor = 1e6;
+
+/// `value` in [lo, hi].
+Status check_int(const std::string &where, const std::string &field,
+                 int64_t value, int64_t lo, int64_t hi);
+/// `value` finite and in (lo, hi] (open_lo) or [lo, hi].
+Status check_real(const std::string &where, const std::string &field,
+                  double value, double lo, double hi, bool open_lo);
+/// A token id: -1 (none) or in [0, vocab) (which also bounds it to int32).
+Expected<int32_t> check_token_id(const std::string &where,
+                                 const std::string &field, int64_t value,
+                                 int64_t vocab);
+/// The RoPE fields of `rope` (theta, the scaling variant's factors and
+/// original context, the NTK base) named with `names(field)`, a format's
+/// spelling of the canonical name ("theta", "factor", "low_freq_factor",
+/// "high_freq_factor", "original_max_position", "beta_fast", "beta_slow",
+/// "mscale", "mscale_all_dim", "alpha").
+Status check_rope_values(
+    const std::string &where, const RopeSpec &rope,
+    const std::function<std::string(const std::string &field)> &names);
 
 //===----------------------------------------------------------------------===//
 // config.json helpers shared by the families.

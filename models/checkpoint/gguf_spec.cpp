@@ -42,6 +42,20 @@ Status parse_gguf_decoder(const io::GgufFile &file, ModelSpec &spec) {
       return Error(file.path() + ": " + p + key + " = " + std::to_string(v) +
                    ", expected > 0");
   }
+  // The block count is checked against the tensors present (which bound
+  // it); widths multiply together in int64, positions are int32.
+  HYC_CKPT_TRY(check_int(file.path(), p + "embedding_length", spec.hidden_size,
+                         1, kMaxModelDim));
+  HYC_CKPT_TRY(check_int(file.path(), p + "feed_forward_length",
+                         spec.intermediate_size, 1, kMaxModelDim));
+  HYC_CKPT_TRY(check_int(file.path(), p + "attention.head_count",
+                         spec.num_heads, 1, kMaxModelDim));
+  HYC_CKPT_TRY(check_int(file.path(), p + "attention.head_count_kv",
+                         spec.num_kv_heads, 1, kMaxModelDim));
+  HYC_CKPT_TRY(check_int(file.path(), p + "context_length",
+                         spec.max_position_embeddings, 1, INT32_MAX));
+  HYC_CKPT_TRY(check_real(file.path(), p + "attention.layer_norm_rms_epsilon",
+                          spec.rms_norm_eps, 0.0, 1.0, true));
   if (spec.num_heads % spec.num_kv_heads != 0)
     return Error(file.path() + ": " + p +
                  "attention.head_count = " + std::to_string(spec.num_heads) +
@@ -50,9 +64,8 @@ Status parse_gguf_decoder(const io::GgufFile &file, ModelSpec &spec) {
   HYC_CKPT_ASSIGN(spec.head_dim,
                   gguf_int_or(file, p + "attention.key_length",
                               spec.hidden_size / spec.num_heads));
-  if (spec.head_dim <= 0)
-    return Error(file.path() + ": " + p + "attention.key_length = " +
-                 std::to_string(spec.head_dim) + ", expected > 0");
+  HYC_CKPT_TRY(check_int(file.path(), p + "attention.key_length",
+                         spec.head_dim, 1, kMaxModelDim));
 
   const io::GgufTensorInfo *embed = file.find_tensor("token_embd.weight");
   int64_t embed_rows = embed && embed->shape.size() == 2 ? embed->shape[0] : 0;
@@ -61,6 +74,8 @@ Status parse_gguf_decoder(const io::GgufFile &file, ModelSpec &spec) {
   if (spec.vocab_size <= 0)
     return Error(file.path() + ": cannot tell the vocabulary size (no " + p +
                  "vocab_size and no 2-D token_embd.weight)");
+  HYC_CKPT_TRY(check_int(file.path(), p + "vocab_size", spec.vocab_size, 1,
+                         INT32_MAX));
   spec.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
 
   RopeSpec &rope = spec.rope;
@@ -117,15 +132,33 @@ Status parse_gguf_decoder(const io::GgufFile &file, ModelSpec &spec) {
     return Error(file.path() + ": " + p + "rope.scaling.type '" + scaling +
                  "' is not supported (supported: none, linear, yarn)");
   }
-  if (rope.scaling != "none" && !(rope.factor > 0.0))
-    return Error(file.path() + ": " + p + "rope.scaling.factor = " +
-                 std::to_string(rope.factor) + ", expected > 0");
+  HYC_CKPT_TRY(check_rope_values(
+      file.path(), rope, [&](const std::string &field) {
+        if (field == "theta")
+          return p + "rope.freq_base";
+        if (field == "factor")
+          return p + (file.has(p + "rope.scaling.factor")
+                          ? "rope.scaling.factor"
+                          : "rope.scale_linear");
+        if (field == "original_max_position")
+          return p + "rope.scaling.original_context_length";
+        if (field == "mscale" || field == "mscale_all_dim")
+          return p + "rope.scaling.yarn_log_multiplier";
+        return p + "rope.scaling.yarn_" + field;
+      }));
 
-  int64_t bos = -1, eos = -1;
-  HYC_CKPT_ASSIGN(bos, gguf_int_or(file, "tokenizer.ggml.bos_token_id", -1));
-  HYC_CKPT_ASSIGN(eos, gguf_int_or(file, "tokenizer.ggml.eos_token_id", -1));
-  spec.bos_token_id = static_cast<int32_t>(bos);
-  spec.eos_token_id = static_cast<int32_t>(eos);
+  // llama.cpp writes 0xFFFFFFFF (uint32 -1) for "no such token".
+  for (auto [key, id] :
+       {std::pair<const char *, int32_t *>{"tokenizer.ggml.bos_token_id",
+                                           &spec.bos_token_id},
+        std::pair<const char *, int32_t *>{"tokenizer.ggml.eos_token_id",
+                                           &spec.eos_token_id}}) {
+    int64_t v = -1;
+    HYC_CKPT_ASSIGN(v, gguf_int_or(file, key, -1));
+    if (v == 0xFFFFFFFFll)
+      v = -1;
+    HYC_CKPT_ASSIGN(*id, check_token_id(file.path(), key, v, spec.vocab_size));
+  }
   return Status();
 }
 

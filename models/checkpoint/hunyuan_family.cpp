@@ -103,9 +103,8 @@ Status parseHunyuanRope(const io::HfConfig &config, ModelSpec &spec) {
                          "expected Hunyuan's {type: dynamic, alpha}");
   double alpha = 0.0;
   HYC_CKPT_ASSIGN(alpha, scaling.get_float("alpha"));
-  if (!(alpha > 0.0))
-    return Error(where + ".alpha = " + std::to_string(alpha) +
-                 ", expected > 0");
+  HYC_CKPT_TRY(check_real(config.path(), "rope_scaling.alpha", alpha, 0.0,
+                          kMaxFactor, true));
   if (spec.rope.rotary_dim <= 2)
     return Error(where +
                  ": dynamic alpha scaling needs a rotary dim > 2, "
@@ -113,7 +112,11 @@ Status parseHunyuanRope(const io::HfConfig &config, ModelSpec &spec) {
                  std::to_string(spec.rope.rotary_dim));
   spec.rope.scaling = "ntk_alpha";
   spec.rope.alpha = alpha;
-  return Status();
+  return check_rope_values(config.path(), spec.rope,
+                           [](const std::string &field) {
+                             return field == "theta" ? "rope_theta"
+                                                     : "rope_scaling." + field;
+                           });
 }
 
 /// head_dim, else attention_head_dim (Hunyuan's own name), else

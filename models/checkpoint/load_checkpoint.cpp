@@ -2,10 +2,12 @@
 // GGUF, llama2.c .bin) and hands the path to that format's loader.
 #include "models/checkpoint/model_spec.h"
 #include "models/checkpoint/weight_source.h"
+#include "models/io/mapped_file.h"
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 
 namespace hyc::models {
 
@@ -38,6 +40,13 @@ Expected<Checkpoint> load_checkpoint(const std::string &path,
                           "Hugging Face checkpoint directory)");
     return detail::load_hf(path, options);
   }
+  // Reading the magic of a FIFO would wait for a writer forever, and a
+  // device such as /dev/zero never ends: only regular files are read.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error(path + ": is " + io::non_regular_kind(st.st_mode) +
+                 ", expected a regular file (GGUF or llama2.c .bin) or a "
+                 "Hugging Face checkpoint directory");
   if (hasGgufMagic(path))
     return detail::load_gguf(path, options);
   const std::string name = p.filename().string();

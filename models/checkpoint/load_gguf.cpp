@@ -114,6 +114,14 @@ private:
           return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
                        io::shape_to_string(t.shape) +
                        ", expected [experts, rows, cols]");
+        // Each expert becomes a listed slice: bound the count before
+        // listing (an empty [2^40, 0, 0] tensor fits in any file).
+        if (t.shape[0] > kMaxExperts || t.shape[1] <= 0 || t.shape[2] <= 0)
+          return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
+                       io::shape_to_string(t.shape) +
+                       ", expected [experts, rows, cols] with 1.." +
+                       std::to_string(kMaxExperts) +
+                       " experts and non-empty rows and cols");
         for (int64_t e = 0; e < t.shape[0]; ++e) {
           const std::string stored = t.name + "[" + std::to_string(e) + "]";
           slices_[stored] = {t.name, e};
@@ -268,7 +276,10 @@ Expected<Checkpoint> load_gguf(const std::string &path,
                   ggufTokenizer(*opened, ckpt.spec.vocab_size, ckpt.warnings));
   std::unique_ptr<GgufWeightSource> source;
   HYC_CKPT_ASSIGN(source, GgufWeightSource::create(std::move(*opened)));
-  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source));
+  SpecFields fields;
+  fields.layers = arch + ".block_count";
+  fields.experts = arch + ".expert_count";
+  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source, fields, ckpt.warnings));
   ckpt.weights = std::move(source);
   if (!options.tokenizer_path.empty())
     HYC_CKPT_TRY(attach_llama2c_tokenizer(ckpt, options, {}));

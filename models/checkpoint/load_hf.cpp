@@ -180,7 +180,20 @@ Expected<Checkpoint> load_hf(const std::string &dir,
     return model.take_error();
   auto source = std::make_unique<SafetensorsWeightSource>(
       std::move(*model), dir, block_n, block_k, family->hf_to_canonical);
-  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source));
+  SpecFields fields;
+  fields.layers = "num_hidden_layers";
+  fields.experts = ckpt.spec.arch.rfind("deepseek", 0) == 0 ? "n_routed_experts"
+                                                             : "num_experts";
+  // DeepSeek-V3 checkpoints carry their multi-token-prediction layers after
+  // the decoder's; generation does not use them (transformers skips them).
+  HYC_CKPT_ASSIGN(fields.unused_layers,
+                  config->get_int_or("num_nextn_predict_layers", 0));
+  if (fields.unused_layers < 0 || fields.unused_layers > 64)
+    return Error(config->path() + ": num_nextn_predict_layers = " +
+                 std::to_string(fields.unused_layers) + ", expected 0..64");
+  fields.unused_layers_reason =
+      "num_nextn_predict_layers: multi-token prediction, unused here";
+  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source, fields, ckpt.warnings));
   ckpt.weights = std::move(source);
 
   const fs::path tokenizer_bin = fs::path(dir) / "tokenizer.bin";

@@ -40,7 +40,9 @@ Expected<Checkpoint> load_llama2c(const std::string &path,
   ckpt.format = "llama2c";
   ckpt.spec = llama_spec_from_llama2c(opened->config());
   auto source = std::make_unique<Llama2cWeightSource>(std::move(*opened));
-  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source));
+  SpecFields fields;
+  fields.layers = "n_layers";
+  HYC_CKPT_TRY(validate_weights(ckpt.spec, *source, fields, ckpt.warnings));
   ckpt.weights = std::move(source);
 
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();

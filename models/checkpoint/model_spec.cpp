@@ -24,11 +24,19 @@ bool is_moe_layer(const ModelSpec &spec, int64_t layer) {
 }
 
 bool moe_spec_consistent(const MoeSpec &m) {
-  return m.num_experts > 0 && m.top_k > 0 && m.top_k <= m.num_experts &&
-         m.expert_intermediate_size > 0 && m.num_shared_experts >= 0 &&
-         m.n_group > 0 && m.num_experts % m.n_group == 0 && m.topk_group > 0 &&
+  // The upper bounds keep the per-expert weight lists and the int64 size
+  // arithmetic finite; real models are orders of magnitude below them.
+  constexpr int64_t kMaxExperts = int64_t(1) << 16, kMaxDim = int64_t(1) << 24;
+  return m.num_experts > 0 && m.num_experts <= kMaxExperts && m.top_k > 0 &&
+         m.top_k <= m.num_experts && m.expert_intermediate_size > 0 &&
+         m.expert_intermediate_size <= kMaxDim && m.num_shared_experts >= 0 &&
+         m.num_shared_experts <= kMaxExperts &&
+         m.shared_intermediate_size >= 0 &&
+         m.shared_intermediate_size <= kMaxDim && m.n_group > 0 &&
+         m.num_experts % m.n_group == 0 && m.topk_group > 0 &&
          m.topk_group <= m.n_group && m.first_k_dense >= 0 &&
-         m.moe_layer_freq > 0;
+         m.moe_layer_freq > 0 && std::isfinite(m.routed_scaling_factor) &&
+         m.routed_scaling_factor > 0 && m.routed_scaling_factor <= 1e6;
 }
 
 std::string deepseek_moe_inconsistency(const std::string &path, const MoeSpec &moe) {
@@ -41,8 +49,10 @@ std::string deepseek_moe_inconsistency(const std::string &path, const MoeSpec &m
          " topk_group=" + std::to_string(moe.topk_group) +
          " first_k_dense_replace=" + std::to_string(moe.first_k_dense) +
          " moe_layer_freq=" + std::to_string(moe.moe_layer_freq) +
-         " (expected 0 < top-k <= experts, groups dividing the experts, "
-         "0 < topk_group <= n_group)";
+         " routed_scaling_factor=" + std::to_string(moe.routed_scaling_factor) +
+         " (expected 0 < top-k <= experts <= 65536, groups dividing the "
+         "experts, 0 < topk_group <= n_group, sizes up to 2^24, a finite "
+         "scaling factor in (0, 1e6])";
 }
 
 double rope_base(const RopeSpec &rope) {

@@ -207,9 +207,10 @@ std::vector<WeightInfo> required_weights(const ModelSpec &spec);
 /// first_k_dense and layer % moe_layer_freq == 0 (DeepSeek's rule).
 bool is_moe_layer(const ModelSpec &spec, int64_t layer);
 
-/// True when the MoE fields agree with each other (positive sizes, 0 < top_k
-/// <= num_experts, groups dividing the experts, 0 < topk_group <= n_group,
-/// non-negative shared experts and dense prefix, positive layer frequency).
+/// True when the MoE fields agree with each other (positive sizes up to
+/// 2^24, 0 < top_k <= num_experts <= 2^16, groups dividing the experts,
+/// 0 < topk_group <= n_group, non-negative shared experts and dense prefix,
+/// positive layer frequency, a finite routed_scaling_factor in (0, 1e6]).
 /// Loaders phrase the error in their own format's field names.
 bool moe_spec_consistent(const MoeSpec &moe);
 

@@ -113,6 +113,22 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
   Expected<io::TensorView> v = viewOf(name, &stored);
   if (!v)
     return v.take_error();
+  // A weight holds real numbers: integer storage is read only where it
+  // carries its scales (channel-INT8); I32 is never a weight, and reading
+  // its integers as values would run a model on garbage.
+  const io::DType t = v->dtype;
+  const bool floating = t == io::DType::F32 || t == io::DType::F16 ||
+                        t == io::DType::BF16 || t == io::DType::Q8_0 ||
+                        t == io::DType::F8_E4M3 || t == io::DType::Q8_GROUPED;
+  std::vector<float> scales;
+  if (!floating &&
+      !(t == io::DType::I8 && v->shape.size() == 2 &&
+        channel_scales(*stored, v->shape[0], scales)))
+    return Error(origin() + ": weight '" + name + "'" +
+                 (*stored != name ? " (stored as '" + *stored + "')" : "") +
+                 " has dtype " + io::dtype_name(t) +
+                 ", expected a floating-point type (F32, F16, BF16, Q8_0, "
+                 "F8_E4M3) or I8 with per-channel '" + *stored + "_scale'");
   Expected<int64_t> numel = io::shape_numel(v->shape);
   if (!numel)
     return Error(origin() + ": weight '" + name + "': " + numel.error());
@@ -125,43 +141,6 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
         " " + io::shape_to_string(v->shape) + " needs " +
         std::to_string(*bytes) + " bytes, found " + std::to_string(v->nbytes));
   return Status();
-}
-
-Status validate_weights(const ModelSpec &spec, const ViewWeightSource &source) {
-  constexpr size_t kMaxListed = 8;
-  std::vector<std::string> problems;
-  size_t count = 0;
-  for (const WeightInfo &want : required_weights(spec)) {
-    std::string problem;
-    const WeightInfo *have = source.find(want.name);
-    if (!have) {
-      problem = "missing weight '" + want.name + "' (expected shape " +
-                io::shape_to_string(want.shape) + ")";
-    } else if (have->shape != want.shape) {
-      problem = "weight '" + want.name + "' has shape " +
-                io::shape_to_string(have->shape) + ", expected " +
-                io::shape_to_string(want.shape);
-    } else {
-      Status readable = source.check_readable(want.name);
-      if (!readable)
-        return readable;
-    }
-    if (problem.empty())
-      continue;
-    if (++count <= kMaxListed)
-      problems.push_back(problem);
-  }
-  if (count == 0)
-    return Status();
-  std::string msg = source.origin() + ": ";
-  if (count > 1)
-    msg += std::to_string(count) + " weights do not match the " + spec.arch +
-           " spec: ";
-  for (size_t i = 0; i < problems.size(); ++i)
-    msg += (i ? "; " : "") + problems[i];
-  if (count > problems.size())
-    msg += "; and " + std::to_string(count - problems.size()) + " more";
-  return Error(msg);
 }
 
 namespace {

@@ -78,10 +78,25 @@ private:
   std::unordered_map<std::string, size_t> index_;
 };
 
-/// Checks that every weight of required_weights(spec) is present with the
-/// exact shape and a readable dtype. The error names the source, each
-/// offending tensor (up to 8), and expected versus found shape.
-Status validate_weights(const ModelSpec &spec, const ViewWeightSource &source);
+/// How a format names the counts validate_weights checks, for its messages,
+/// and the layers past the last one a checkpoint may carry unused.
+struct SpecFields {
+  std::string layers = "num_layers";        ///< "num_hidden_layers", "llama.block_count"
+  std::string experts = "num_experts";      ///< "n_routed_experts", "qwen3moe.expert_count"
+  int64_t unused_layers = 0;                ///< DeepSeek's num_nextn_predict_layers
+  std::string unused_layers_reason;         ///< why they are there, for the warning
+};
+
+/// Checks the spec's layer and expert counts against the tensors present
+/// (before building the required list, so that an absurd count fails at
+/// once), then that every weight of required_weights(spec) is present with
+/// the exact shape and a readable floating-point storage. Tensors of layers
+/// or experts past the counts are an error; other tensors the spec does not
+/// use are reported in `warnings`. Errors name the source, the field or
+/// each offending tensor (up to 8), and expected versus found.
+Status validate_weights(const ModelSpec &spec, const ViewWeightSource &source,
+                        const SpecFields &fields,
+                        std::vector<std::string> &warnings);
 
 /// Sets checkpoint.tokenizer from a llama2.c tokenizer.bin:
 /// options.tokenizer_path when given (a failure is an error), else the

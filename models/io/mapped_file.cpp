@@ -16,8 +16,24 @@ Error sysError(const std::string &path, const char *what) {
 }
 } // namespace
 
+const char *non_regular_kind(unsigned mode) {
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "a special file";
+}
+
 Expected<MappedFile> MappedFile::open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait
+  // forever; fstat then refuses it. Regular files ignore the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return sysError(path, "open");
   struct stat st;
@@ -28,7 +44,8 @@ Expected<MappedFile> MappedFile::open(const std::string &path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Error(path + ": not a regular file");
+    return Error(path + ": is " + non_regular_kind(st.st_mode) +
+                 ", expected a regular file");
   }
   MappedFile file;
   file.path_ = path;

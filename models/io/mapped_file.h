@@ -11,11 +11,16 @@
 
 namespace hyc::io {
 
+/// "a FIFO", "a character device", ... for a stat mode that is not a
+/// regular file (messages that refuse special files).
+const char *non_regular_kind(unsigned mode);
+
 /// A read-only, private mapping of an entire file. Move-only; unmaps on
 /// destruction. An empty file is valid (size() == 0, data() == nullptr).
 class MappedFile {
 public:
-  /// Maps `path`. Errors name the path and the failing system call.
+  /// Maps `path`. Errors name the path and the failing system call; a FIFO,
+  /// device, socket or directory is refused without waiting on it.
   static Expected<MappedFile> open(const std::string &path);
 
   MappedFile() = default;

@@ -3,6 +3,8 @@
 // plus the caller's request.
 #include "hyrt/chat_template.h"
 
+#include "text_input.h"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -21,9 +23,12 @@ Status chat_template_variables(const std::string &tokenizer_dir,
   const std::string path =
       (std::filesystem::path(tokenizer_dir) / "tokenizer_config.json")
           .string();
-  std::ifstream f(path);
-  if (f) {
-    ojson config = ojson::parse(f, nullptr, false);
+  std::string text;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    if (Status s = cli::read_regular_file(path, uint64_t(1) << 30, &text); !s.ok())
+      return s;
+    ojson config = ojson::parse(text, nullptr, false);
     if (config.is_discarded() || !config.is_object())
       return Status::Error(path + ": malformed JSON");
     for (const char *key : {"bos_token", "eos_token", "pad_token",

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "cli_common.h"
+#include "text_input.h"
 
 #include <nlohmann/json.hpp>
 
@@ -98,12 +99,15 @@ int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,
   if (!text_given)
     return cli::usage_error(err, command, "missing --text FILE", kCalibrateUsage);
 
-  std::ifstream in(text_path, std::ios::binary);
-  if (!in)
-    return cli::runtime_error(err, command, text_path + ": cannot read");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::vector<std::string> paragraphs = cli::split_paragraphs(text.str());
+  // The file streams in pieces up to the last sample; a FIFO or a device
+  // is refused.
+  std::vector<std::string> paragraphs;
+  const int64_t wanted = samples > INT64_MAX - skip ? INT64_MAX : skip + samples;
+  if (Status s = cli::read_paragraphs(text_path, wanted,
+                                      cli::paragraph_byte_budget(1 << 16),
+                                      &paragraphs);
+      !s.ok())
+    return cli::runtime_error(err, command, s.message());
   if (int64_t(paragraphs.size()) <= skip)
     return cli::runtime_error(err, command,
                               text_path + ": " + std::to_string(paragraphs.size()) +
@@ -146,9 +150,8 @@ int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,
   std::vector<std::vector<int32_t>> seqs;
   int64_t tokens = 0;
   for (const std::string &p : paragraphs) {
-    seqs.push_back(tok->encode(p, /*add_bos=*/tok->bos_id() >= 0));
-    if (int64_t(seqs.back().size()) > max_len)
-      seqs.back().resize(size_t(max_len));
+    seqs.push_back(cli::encode_prefix(*tok, p, /*add_bos=*/tok->bos_id() >= 0,
+                                      max_len));
     tokens += int64_t(seqs.back().size());
   }
   if (Status s = runSamples(*session.engine, seqs); !s.ok())

@@ -4,13 +4,12 @@
 
 #include "cli_args.h"
 #include "cli_common.h"
+#include "text_input.h"
 
 #include <cmath>
 #include <cstdio>
 #include <deque>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace hyrt {
 
@@ -129,16 +128,9 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
     return cli::usage_error(err, command, "missing --text FILE",
                             kPerplexityUsage);
 
-  std::ifstream in(text_path, std::ios::binary);
-  if (!in)
-    return cli::runtime_error(err, command, text_path + ": cannot read");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::vector<std::string> paragraphs = cli::split_paragraphs(text.str());
-  if (int64_t(paragraphs.size()) > max_paragraphs)
-    paragraphs.resize(size_t(max_paragraphs));
-  if (paragraphs.empty())
-    return cli::runtime_error(err, command, text_path + ": no paragraphs");
+  // Refused before the artifact loads: a FIFO or a device is no text.
+  if (Status s = cli::check_regular_file(text_path); !s.ok())
+    return cli::runtime_error(err, command, s.message());
 
   ArtifactOptions ao;
   ao.mmap_weights = mmap;
@@ -153,14 +145,23 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
     return cli::runtime_error(err, command,
                               "the artifact has no tokenizer to encode text");
   const int64_t max_len = session.engine->limits().max_seq_len;
+  // The file streams in pieces up to the last paragraph scored; a
+  // paragraph is kept (and tokenized) only as far as a sequence reaches.
+  std::vector<std::string> paragraphs;
+  if (Status s = cli::read_paragraphs(text_path, max_paragraphs,
+                                      cli::paragraph_byte_budget(max_len),
+                                      &paragraphs);
+      !s.ok())
+    return cli::runtime_error(err, command, s.message());
+  if (paragraphs.empty())
+    return cli::runtime_error(err, command, text_path + ": no paragraphs");
   std::vector<std::vector<int32_t>> seqs;
   int64_t truncated = 0;
   for (const std::string &p : paragraphs) {
-    seqs.push_back(tok->encode(p, /*add_bos=*/tok->bos_id() >= 0));
-    if (int64_t(seqs.back().size()) > max_len) {
-      seqs.back().resize(size_t(max_len));
-      ++truncated;
-    }
+    bool cut = false;
+    seqs.push_back(cli::encode_prefix(*tok, p, /*add_bos=*/tok->bos_id() >= 0,
+                                      max_len, &cut));
+    truncated += cut;
   }
   if (truncated)
     err << command << ": note: " << truncated

@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "hyrt/npy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -20,7 +21,9 @@ const char kRunUsage[] =
     "               [--logits-out FILE.npy] [--mmap] [--no-verify] [--ignore-eos]\n"
     "               [--page-size N] [--no-stats] [--verbose]\n"
     "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
-    "  -n N                 tokens to generate (default 256)\n"
+    "  -n N                 tokens to generate (default 256, fewer when the\n"
+    "                       prompt leaves less room; more than max_seq_len -\n"
+    "                       prompt + 1 is an error: the last is never fed)\n"
     "  --temperature T      0 = greedy (default 0)\n"
     "  --top-k K, --top-p P sampling filters (default off)\n"
     "  --seed S             sampling seed (default 0)\n"
@@ -40,7 +43,7 @@ struct RunFlags {
   bool prompt_given = false;
   std::vector<int32_t> prompt_ids;
   bool ids_given = false;
-  int64_t n = 256;
+  int64_t n = -1; ///< -1: not given (256, or what max_seq_len leaves)
   double temperature = 0, top_p = 1;
   int64_t top_k = 0, seed = 0, page_size = 16;
   std::string logits_out;
@@ -139,12 +142,23 @@ int run_command(const std::string &command, const std::string *implied_dir,
       return cli::runtime_error(err, command,
                                 "empty prompt and the model has no BOS token");
   }
-  if (int64_t(prompt.size()) > m.limits.max_seq_len)
+  // A request beyond the compiled bound fails before anything runs (the
+  // README's promise); without -n the default shrinks to what fits. The
+  // last token generated is never fed, so max_seq_len positions hold the
+  // prompt and max_seq_len - prompt + 1 new tokens (llama2.c's `-n 256`
+  // from BOS is 256 new tokens in 256 positions).
+  const int64_t room = m.limits.max_seq_len - int64_t(prompt.size()) + 1;
+  if (f.n < 0)
+    f.n = std::max<int64_t>(0, std::min<int64_t>(256, room));
+  if (room <= 0 || f.n > room)
     return cli::runtime_error(
         err, command,
         "prompt of " + std::to_string(prompt.size()) + " tokens + " +
             std::to_string(f.n) + " new exceeds max_seq_len " +
-            std::to_string(m.limits.max_seq_len) + " of this artifact");
+            std::to_string(m.limits.max_seq_len) + " of this artifact" +
+            (room > 0 ? " (at most " + std::to_string(room) +
+                            " new tokens fit after this prompt)"
+                      : ""));
 
   GenerateOptions go;
   go.max_new_tokens = f.n;
@@ -180,11 +194,6 @@ int run_command(const std::string &command, const std::string *implied_dir,
   out.flush();
   if (!s.ok())
     return cli::runtime_error(err, command, s.message());
-  if (result.stop_reason == "max_seq_len" &&
-      int64_t(result.tokens.size()) < f.n)
-    err << command << ": note: stopped after " << result.tokens.size()
-        << " tokens at max_seq_len " << m.limits.max_seq_len
-        << " of this artifact\n";
   if (!f.logits_out.empty())
     if (Status w = write_npy_f32(f.logits_out, result.logits.data(),
                                  result.logits_rows, engine.vocab_size());

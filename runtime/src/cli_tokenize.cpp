@@ -5,6 +5,7 @@
 #include "hyrt/cli.h"
 
 #include "cli_args.h"
+#include "text_input.h"
 #include "cli_common.h"
 #include "hyrt/chat_template.h"
 #include "hyrt/tokenizer.h"
@@ -38,10 +39,10 @@ const char kTokenizeUsage[] =
     "             template and print its ids; --text prints the rendering\n"
     "  --no-generation-prompt  with --chat: add_generation_prompt=false\n";
 
-std::string read_all(std::istream &in) {
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
+/// The most standard input `hyc tokenize` reads (it may be /dev/zero).
+constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
+/// The most a --chat file may hold.
+constexpr uint64_t kMaxChatBytes = uint64_t(64) << 20;
 
 Status load_tokenizer(const std::string &dir, Tokenizer *tok) {
   namespace fs = std::filesystem;
@@ -82,10 +83,10 @@ Status render_chat(const std::string &dir, const Tokenizer &tok,
                    const std::string &file, bool generation_prompt,
                    std::string *rendered) {
   using ojson = nlohmann::ordered_json;
-  std::ifstream f(file, std::ios::binary);
-  if (!f)
-    return Status::Error("cannot open " + file);
-  ojson chat = ojson::parse(f, nullptr, false);
+  std::string text;
+  if (Status s = cli::read_regular_file(file, kMaxChatBytes, &text); !s.ok())
+    return s;
+  ojson chat = ojson::parse(text, nullptr, false);
   if (chat.is_discarded())
     return Status::Error(file + ": malformed JSON");
   ojson request = chat.is_array() ? ojson{{"messages", chat}} : chat;
@@ -159,7 +160,12 @@ int cli_tokenize(const std::vector<std::string> &args, std::istream &in,
       print_ids(tok.encode(rendered, false), out);
     return 0;
   }
-  const std::string input = read_all(in);
+  std::string input;
+  if (Status s = cli::read_bounded(in, kMaxInputBytes, "standard input", &input);
+      !s.ok()) {
+    err << "hyc tokenize: " << s.message() << "\n";
+    return 1;
+  }
   if (decode) {
     std::vector<int32_t> ids;
     if (Status s = parse_ids(input, tok.vocab_size(), &ids); !s.ok()) {

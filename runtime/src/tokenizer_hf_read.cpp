@@ -3,6 +3,8 @@
 // hyrt/tokenizer.h.
 #include "hyrt/tokenizer.h"
 
+#include "text_input.h"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -16,14 +18,18 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
+/// The largest tokenizer file read (real ones are tens of MB).
+constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(1) << 30;
+
 Status read_json(const fs::path &path, json *out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
-    return Status::Error("cannot open " + path.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
+  // A FIFO or a device in a checkpoint directory is refused, not waited on.
+  std::string text;
+  if (Status s = cli::read_regular_file(path.string(), kMaxTokenizerFileBytes,
+                                        &text);
+      !s.ok())
+    return s;
   try {
-    *out = json::parse(ss.str());
+    *out = json::parse(text);
   } catch (const json::exception &e) {
     return Status::Error(path.string() + ": malformed JSON: " + e.what());
   }

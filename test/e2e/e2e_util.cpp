@@ -83,6 +83,20 @@ CommandResult runHyc(const std::vector<std::string> &args,
   return r;
 }
 
+CommandResult runHycWithin(int seconds, const std::vector<std::string> &args) {
+  std::string outPath = tempDir() + "/cmd.out", errPath = tempDir() + "/cmd.err";
+  std::string cmd = "timeout -k 2 " + std::to_string(seconds) + " " + quote(HYC_BIN);
+  for (const auto &a : args)
+    cmd += " " + quote(a);
+  cmd += " >" + quote(outPath) + " 2>" + quote(errPath) + " </dev/null";
+  int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = readFile(outPath);
+  r.err = readFile(errPath);
+  return r;
+}
+
 std::string sharedDir() { return HYC_SHARED_DIR; }
 
 bool haveShared() {

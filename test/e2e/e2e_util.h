@@ -22,6 +22,12 @@ CommandResult runHyc(const std::vector<std::string> &args);
 CommandResult runHyc(const std::vector<std::string> &args,
                      const std::string &input);
 
+/// Runs `hyc args...` (stdin /dev/null) under coreutils `timeout`: a command
+/// still running after `seconds` is killed and reported with exit code
+/// 124, so that a regression that blocks (on a FIFO, say) fails the test
+/// instead of hanging it.
+CommandResult runHycWithin(int seconds, const std::vector<std::string> &args);
+
 /// `../shared` of this checkout, and whether it exists.
 std::string sharedDir();
 bool haveShared();

@@ -116,3 +116,35 @@ func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<
   // expected-error@+1 {{the returned logits must be computed in the step}}
   return %e, %c : tensor<32x64xf32>, !c
 }
+
+// -----
+
+// Bounds past any host (--max-batch-tokens 2^62): the arena arithmetic is
+// checked and refused, never wrapped into a small arena.
+!c = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<?x16xf32>, !c) attributes {hyc.entry = "extend"} {
+  %tok = hyc.assume_bounds %tok0 [4611686018427387904] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x8xf32>
+  // expected-error@+1 {{at its bound shape [4611686018427387904, 8] needs more than the largest arena of 274877906944 bytes (256 GiB)}}
+  %x = hyc.embedding %e[%tok] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %wo = hyc.param #hyc.param<"f" : "wo"> -> tensor<16x8xf32>
+  %logits = hyc.quant.matmul %x, %wo {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %logits, %c : tensor<?x16xf32>, !c
+}
+
+// -----
+
+// Each buffer fits, together they do not: 2^29 tokens x 64 floats is 128
+// GiB, for x and again for the norm's output, both live at once.
+!c = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+// expected-error@+1 {{the activation arena (274877906944 bytes of buffers + 0 of kernel scratch) exceeds the largest arena of 274877906944 bytes (256 GiB)}}
+func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c) -> (tensor<?x16xf32>, !c) attributes {hyc.entry = "extend"} {
+  %tok = hyc.assume_bounds %tok0 [536870912] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %nw = hyc.param #hyc.param<"f" : "norm"> -> tensor<64xf32>
+  %h = hyc.rms_norm %x, %nw {epsilon = 1.0e-05 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %wo = hyc.param #hyc.param<"f" : "wo"> -> tensor<16x64xf32>
+  %logits = hyc.quant.matmul %h, %wo {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
+  return %logits, %c : tensor<?x16xf32>, !c
+}

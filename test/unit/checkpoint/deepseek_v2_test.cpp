@@ -62,8 +62,8 @@ Json v2Config() {
             {"type", "yarn"}}},
           {"attention_bias", false},
           {"tie_word_embeddings", false},
-          {"bos_token_id", 100000},
-          {"eos_token_id", 100001}};
+          {"bos_token_id", 500}, // the real 100000 / 100001, inside the
+          {"eos_token_id", 501}}; // shrunk vocabulary
 }
 
 /// V2-Lite: no q LoRA (q_lora_rank null), greedy routing with n_group 1.

@@ -230,7 +230,7 @@ TEST(CheckpointHfConfigDefaults, LlamaDefaultsAndEosList) {
   Json c = tinyLlamaConfig();
   c.erase("num_key_value_heads");
   c.erase("rms_norm_eps");
-  c["eos_token_id"] = {128001, 128008};
+  c["eos_token_id"] = {12, 13}; // Llama 3.1 lists 128001, 128008, 128009
   ModelSpec weights = tinyLlamaSpec();
   weights.num_kv_heads = 2;
   Expected<Checkpoint> r = loadHf(dir, c, weights);
@@ -242,7 +242,7 @@ TEST(CheckpointHfConfigDefaults, LlamaDefaultsAndEosList) {
   EXPECT_EQ(s.rope.theta, 10000.0);
   EXPECT_FALSE(s.tie_word_embeddings);
   EXPECT_EQ(s.bos_token_id, 1);
-  EXPECT_EQ(s.eos_token_id, 128001);
+  EXPECT_EQ(s.eos_token_id, 12);
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_NE(r->warnings[0].find("eos_token_id"), std::string::npos);
 }

@@ -187,7 +187,8 @@ TEST_F(CliTest, RuntimeErrorsExitWithOne) {
       << o.err;
   o = perplexity({art(), "--text", "/nonexistent.txt"});
   EXPECT_EQ(o.code, 1);
-  EXPECT_EQ(o.err, "hyc perplexity: /nonexistent.txt: cannot read\n");
+  EXPECT_EQ(o.err, "hyc perplexity: /nonexistent.txt: cannot read: No such "
+                   "file or directory\n");
 }
 
 TEST_F(CliTest, CEntryPointsSkipTheCommandName) {
