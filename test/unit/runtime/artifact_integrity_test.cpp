@@ -3,7 +3,7 @@
 // (its library's own description says otherwise), a flipped byte in
 // weights.bin; and the entry points refuse a step past their compiled
 // bounds when handed one directly.
-#include "artifact_fixture.h"
+#include "artifact_open.h"
 
 #include "hyrt/artifact.h"
 #include "hyrt/kv_cache.h"
@@ -17,27 +17,9 @@ namespace {
 
 using hyrt_test::StoriesArtifactOptions;
 using hyrt_test::TempDir;
+using hyrt_test::open_error;
 using json = nlohmann::json;
 
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
-
-/// Writes an artifact, damages it and opens it: the error ("" on success).
-std::string open_error(const StoriesArtifactOptions &options,
-                       const std::function<void(const TempDir &)> &damage = {},
-                       hyrt::ArtifactOptions open_options = {}) {
-  TempDir dir;
-  std::string error;
-  if (!hyrt_test::write_stories_artifact(dir.path(), options, &error))
-    return "fixture: " + error;
-  if (damage)
-    damage(dir);
-  std::unique_ptr<hyrt::Artifact> art;
-  hyrt::Status s = hyrt::Artifact::open(dir.path(), open_options, &art);
-  EXPECT_EQ(s.ok(), art != nullptr);
-  return s.message();
-}
 
 /// The manifest edited after the library was compiled.
 StoriesArtifactOptions tampered(std::function<void(json &)> edit) {

@@ -1,7 +1,7 @@
 // Artifact loading: a good stories260K artifact (read and mmap modes), and
 // every kind of broken artifact failing with a message that names the file
 // and what was expected and found.
-#include "artifact_fixture.h"
+#include "artifact_open.h"
 
 #include "hyrt/artifact.h"
 #include "hyrt/cpu_features.h"
@@ -16,28 +16,9 @@ namespace {
 
 using hyrt_test::StoriesArtifactOptions;
 using hyrt_test::TempDir;
+using hyrt_test::open_error;
 using json = nlohmann::json;
 
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
-
-/// Writes an artifact (optionally edited), opens it and returns the error
-/// message ("" on success).
-std::string open_error(const StoriesArtifactOptions &options,
-                       const std::function<void(const TempDir &)> &damage = {},
-                       hyrt::ArtifactOptions open_options = {}) {
-  TempDir dir;
-  std::string error;
-  if (!hyrt_test::write_stories_artifact(dir.path(), options, &error))
-    return "fixture: " + error;
-  if (damage)
-    damage(dir);
-  std::unique_ptr<hyrt::Artifact> art;
-  hyrt::Status s = hyrt::Artifact::open(dir.path(), open_options, &art);
-  EXPECT_EQ(s.ok(), art != nullptr);
-  return s.message();
-}
 
 StoriesArtifactOptions edited(std::function<void(json &)> edit) {
   StoriesArtifactOptions o;

@@ -2,7 +2,7 @@
 // greedy output reproduces llama2.c's published sample, flags are checked,
 // --logits-out has one row per fed position, perplexity is far below
 // uniform, and a standalone executable runs with its directory implied.
-#include "artifact_fixture.h"
+#include "artifact_open.h"
 
 #include "hyrt/artifact.h"
 #include "hyrt/cli.h"
@@ -22,10 +22,6 @@
 namespace {
 
 using hyrt_test::TempDir;
-
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
 
 struct Output {
   int code = -1;

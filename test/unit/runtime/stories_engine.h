@@ -2,7 +2,7 @@
 // scheduler and prefix-cache tests (header only: gtest assertions).
 #pragma once
 
-#include "artifact_fixture.h"
+#include "artifact_open.h"
 
 #include "hyrt/artifact.h"
 #include "hyrt/engine.h"
@@ -11,10 +11,6 @@
 
 #include <memory>
 
-/// Skips the test (visibly) when ../shared's stories260K is absent.
-#define REQUIRE_STORIES()                                                      \
-  if (!hyrt_test::have_stories())                                              \
-  GTEST_SKIP() << "shared models not found at " << hyrt_test::stories_dir()
 
 namespace hyrt_test {
 
