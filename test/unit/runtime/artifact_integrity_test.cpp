@@ -20,7 +20,6 @@ using hyrt_test::TempDir;
 using hyrt_test::open_error;
 using json = nlohmann::json;
 
-
 /// The manifest edited after the library was compiled.
 StoriesArtifactOptions tampered(std::function<void(json &)> edit) {
   StoriesArtifactOptions o;

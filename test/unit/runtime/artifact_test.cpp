@@ -19,7 +19,6 @@ using hyrt_test::TempDir;
 using hyrt_test::open_error;
 using json = nlohmann::json;
 
-
 StoriesArtifactOptions edited(std::function<void(json &)> edit) {
   StoriesArtifactOptions o;
   o.edit_manifest = std::move(edit);
