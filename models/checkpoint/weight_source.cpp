@@ -128,6 +128,20 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
 }
 
 Status validate_weights(const ModelSpec &spec, const ViewWeightSource &source) {
+  // Every layer and every expert has tensors of its own, so counts beyond
+  // the checkpoint's tensor count cannot be satisfied; refuse them before
+  // required_weights() lists a name for each (2^31 layers: gigabytes).
+  const int64_t have = static_cast<int64_t>(source.weights().size());
+  if (spec.num_layers > have)
+    return Error(source.origin() + ": the config has " +
+                 std::to_string(spec.num_layers) +
+                 " layers, but the checkpoint holds only " +
+                 std::to_string(have) + " tensors");
+  if (spec.moe && spec.moe->num_experts > have)
+    return Error(source.origin() + ": the config has " +
+                 std::to_string(spec.moe->num_experts) +
+                 " experts per layer, but the checkpoint holds only " +
+                 std::to_string(have) + " tensors");
   constexpr size_t kMaxListed = 8;
   std::vector<std::string> problems;
   size_t count = 0;

@@ -111,13 +111,13 @@ private:
 
 /// llama metadata + every tensor of a 1-layer model with hidden 8, 2 heads,
 /// 1 kv head, ffn 12, vocab 16; no output.weight (tied).
-GgufBuilder tinyLlamaGguf() {
+GgufBuilder tinyLlamaGguf(uint32_t block_count = 1) {
   GgufBuilder g;
   g.str("general.architecture", "llama");
   g.u32("llama.context_length", 64);
   g.u32("llama.embedding_length", 8);
   g.u32("llama.feed_forward_length", 12);
-  g.u32("llama.block_count", 1);
+  g.u32("llama.block_count", block_count);
   g.u32("llama.attention.head_count", 2);
   g.u32("llama.attention.head_count_kv", 1);
   g.f32("llama.attention.layer_norm_rms_epsilon", 1e-6f);
@@ -325,6 +325,16 @@ TEST(CheckpointGguf, Errors) {
     ASSERT_FALSE(r.ok());
     expectContains(r.error(), {"llama3.gguf", "rope_freqs.weight [2]",
                                "is not llama3 rope scaling"});
+  }
+  {
+    // Found by fuzz_gguf: a layer count the file cannot back listed a
+    // weight name per layer first (2^30 layers: out of memory).
+    GgufBuilder g = tinyLlamaGguf(1u << 30);
+    g.write(dir.file("layers.gguf"));
+    Expected<Checkpoint> r = load_checkpoint(dir.file("layers.gguf"));
+    ASSERT_FALSE(r.ok());
+    expectContains(r.error(), {"layers.gguf", "1073741824 layers",
+                               "holds only 11 tensors"});
   }
   {
     GgufBuilder g = tinyLlamaGguf();
