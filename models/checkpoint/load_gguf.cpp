@@ -17,6 +17,10 @@ namespace hyc::models::detail {
 namespace {
 
 /// Canonical per-expert projection for a stacked-experts stem, or nullptr.
+bool hasZeroDim(const std::vector<int64_t> &shape) {
+  return std::find(shape.begin(), shape.end(), 0) != shape.end();
+}
+
 const char *expertProjection(const std::string &stem) {
   if (stem == "ffn_gate_exps")
     return "gate_proj";
@@ -110,10 +114,13 @@ private:
       const std::string blk = "blk." + std::to_string(layer) + ".";
       const std::string hf = "model.layers." + std::to_string(layer) + ".";
       if (const char *proj = expertProjection(stem)) {
-        if (t.shape.size() != 3)
+        // A zero dimension would let the expert count escape the check of
+        // the data against the file size (the loop below runs once per
+        // expert).
+        if (t.shape.size() != 3 || hasZeroDim(t.shape))
           return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
                        io::shape_to_string(t.shape) +
-                       ", expected [experts, rows, cols]");
+                       ", expected [experts, rows, cols], none of them 0");
         for (int64_t e = 0; e < t.shape[0]; ++e) {
           const std::string stored = t.name + "[" + std::to_string(e) + "]";
           slices_[stored] = {t.name, e};
@@ -138,14 +145,17 @@ private:
                        t.name + "')");
         if (stem == "attn_v_b")
           continue; // listed with attn_k_b
+        // Zero dimensions, as above, would leave the head count unbounded
+        // (and heads * (nope + v) free to overflow).
         if (k->shape.size() != 3 || v->shape.size() != 3 ||
+            hasZeroDim(k->shape) || hasZeroDim(v->shape) ||
             k->shape[0] != v->shape[0] || k->shape[1] != v->shape[2])
           return Error(file_.path() + ": '" + k_name + "' " +
                        io::shape_to_string(k->shape) + " and '" + v_name +
                        "' " + io::shape_to_string(v->shape) +
                        " do not fit together; expected [heads, kv_lora_rank, "
                        "qk_nope_head_dim] and [heads, v_head_dim, "
-                       "kv_lora_rank]");
+                       "kv_lora_rank], no dimension 0");
         const std::string stored = k_name + "+" + v_name;
         kv_b_[stored] = {k_name, v_name};
         add(WeightInfo{hf + "self_attn.kv_b_proj." + suffix,

@@ -132,6 +132,77 @@ def gguf_llama(arch="llama", f16=False, tokenizer="llama"):
     return gguf(kvs, tensors)
 
 
+def gguf_moe(arch):
+    """qwen3moe (stacked experts) or deepseek2 (MLA, split kv_b, shared
+    expert, routing bias), one layer, F32."""
+    vocab, dim, heads, ff, experts, eff = 8, 4, 2, 8, 2, 4
+    p = arch + "."
+    kvs = [("general.architecture", GGUF_STR, arch),
+           (p + "context_length", GGUF_U32, 16),
+           (p + "embedding_length", GGUF_U32, dim),
+           (p + "block_count", GGUF_U32, 1),
+           (p + "feed_forward_length", GGUF_U32, ff),
+           (p + "attention.head_count", GGUF_U32, heads),
+           (p + "rope.freq_base", GGUF_F32, 10000.0),
+           (p + "attention.layer_norm_rms_epsilon", GGUF_F32, 1e-6),
+           (p + "expert_count", GGUF_U32, experts),
+           (p + "expert_used_count", GGUF_U32, 1),
+           (p + "expert_feed_forward_length", GGUF_U32, eff)]
+    seed = [20]
+
+    def t(name, shape):
+        n = 1
+        for d in shape:
+            n *= d
+        seed[0] += 1
+        return (name, shape, GGML_F32, f32_bytes(floats(n, seed[0])))
+
+    tensors = [t("token_embd.weight", [vocab, dim]), t("output_norm.weight", [dim]),
+               t("output.weight", [vocab, dim]), t("blk.0.attn_norm.weight", [dim]),
+               t("blk.0.ffn_norm.weight", [dim]),
+               t("blk.0.ffn_gate_inp.weight", [experts, dim]),
+               t("blk.0.ffn_gate_exps.weight", [experts, eff, dim]),
+               t("blk.0.ffn_up_exps.weight", [experts, eff, dim]),
+               t("blk.0.ffn_down_exps.weight", [experts, dim, eff])]
+    if arch == "qwen3moe":
+        hd = 2
+        kvs += [(p + "attention.head_count_kv", GGUF_U32, 1),
+                (p + "attention.key_length", GGUF_U32, hd),
+                (p + "attention.value_length", GGUF_U32, hd)]
+        tensors += [t("blk.0.attn_q.weight", [heads * hd, dim]), t("blk.0.attn_k.weight", [hd, dim]),
+                    t("blk.0.attn_v.weight", [hd, dim]), t("blk.0.attn_output.weight", [dim, heads * hd]),
+                    t("blk.0.attn_q_norm.weight", [hd]), t("blk.0.attn_k_norm.weight", [hd])]
+        return gguf(kvs, tensors)
+    rank, nope, rope, v = 4, 2, 2, 2
+    kvs += [(p + "attention.head_count_kv", GGUF_U32, 1),
+            (p + "attention.kv_lora_rank", GGUF_U32, rank),
+            (p + "attention.key_length", GGUF_U32, rank + rope),
+            (p + "attention.value_length", GGUF_U32, rank),
+            (p + "attention.key_length_mla", GGUF_U32, nope + rope),
+            (p + "attention.value_length_mla", GGUF_U32, v),
+            (p + "rope.dimension_count", GGUF_U32, rope),
+            (p + "leading_dense_block_count", GGUF_U32, 0),
+            (p + "expert_shared_count", GGUF_U32, 1),
+            (p + "expert_weights_scale", GGUF_F32, 2.5),
+            (p + "expert_weights_norm", GGUF_BOOL, True),
+            (p + "expert_gating_func", GGUF_U32, 2),
+            (p + "rope.scaling.type", GGUF_STR, "yarn"),
+            (p + "rope.scaling.factor", GGUF_F32, 4.0),
+            (p + "rope.scaling.original_context_length", GGUF_U32, 4),
+            (p + "rope.scaling.yarn_log_multiplier", GGUF_F32, 0.1)]
+    tensors += [t("blk.0.attn_q.weight", [heads * (nope + rope), dim]),
+                t("blk.0.attn_kv_a_mqa.weight", [rank + rope, dim]),
+                t("blk.0.attn_kv_a_norm.weight", [rank]),
+                t("blk.0.attn_k_b.weight", [heads, rank, nope]),
+                t("blk.0.attn_v_b.weight", [heads, v, rank]),
+                t("blk.0.attn_output.weight", [dim, heads * v]),
+                t("blk.0.exp_probs_b.bias", [experts]),
+                t("blk.0.ffn_gate_shexp.weight", [eff, dim]),
+                t("blk.0.ffn_up_shexp.weight", [eff, dim]),
+                t("blk.0.ffn_down_shexp.weight", [dim, eff])]
+    return gguf(kvs, tensors)
+
+
 # ---------------------------------------------------------- safetensors ---
 def safetensors(entries, metadata=None):
     """entries: [(name, dtype, shape, bytes)]."""
@@ -339,7 +410,8 @@ def corpus():
     pipeline.update({"add_bos": False, "add_eos": False})
     return {
         "fuzz_gguf": {"llama.gguf": gguf_llama(), "qwen2-f16.gguf": gguf_llama("qwen2", True, "gpt2"),
-                      "qwen3.gguf": gguf_llama("qwen3")},
+                      "qwen3.gguf": gguf_llama("qwen3"), "qwen3moe.gguf": gguf_moe("qwen3moe"),
+                      "deepseek2.gguf": gguf_moe("deepseek2")},
         "fuzz_safetensors": safetensors_seeds(),
         "fuzz_hf_config": {k: j(v) for k, v in hf_configs().items()},
         "fuzz_llama2c": {"v0.bin": llama2c(0), "v0-unshared.bin": llama2c(0, shared=False),
