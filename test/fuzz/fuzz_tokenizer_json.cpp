@@ -1,7 +1,7 @@
 // libFuzzer target: a Hugging Face tokenizer.json (+ tokenizer_config.json
 // after a "\n--config--\n" line) through the runtime's reader, then the
-// tokenizer built from it encoding and decoding a fixed text, and its chat
-// template (when the config has one) rendered.
+// tokenizer built from it encoding and decoding a fixed text. (The chat
+// template it reads is only carried here; rendering one is not fuzzed yet.)
 #include "hyrt/tokenizer.h"
 #include "test/fuzz/fuzz_files.h"
 
