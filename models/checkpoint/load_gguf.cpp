@@ -114,13 +114,16 @@ private:
       const std::string blk = "blk." + std::to_string(layer) + ".";
       const std::string hf = "model.layers." + std::to_string(layer) + ".";
       if (const char *proj = expertProjection(stem)) {
-        // A zero dimension would let the expert count escape the check of
-        // the data against the file size (the loop below runs once per
-        // expert).
+        // The loop below runs once per expert, so the count must be backed
+        // by data the reader checked against the file size: a zero
+        // dimension or an unsupported type (size unknown) would let any
+        // count through.
         if (t.shape.size() != 3 || hasZeroDim(t.shape))
           return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
                        io::shape_to_string(t.shape) +
                        ", expected [experts, rows, cols], none of them 0");
+        if (t.nbytes == 0)
+          return unsupportedType(t);
         for (int64_t e = 0; e < t.shape[0]; ++e) {
           const std::string stored = t.name + "[" + std::to_string(e) + "]";
           slices_[stored] = {t.name, e};
@@ -145,8 +148,12 @@ private:
                        t.name + "')");
         if (stem == "attn_v_b")
           continue; // listed with attn_k_b
-        // Zero dimensions, as above, would leave the head count unbounded
-        // (and heads * (nope + v) free to overflow).
+        // Zero dimensions or unsupported types, as above, would leave the
+        // head count unbounded (and heads * (nope + v) free to overflow).
+        if (k->nbytes == 0 && !hasZeroDim(k->shape))
+          return unsupportedType(*k);
+        if (v->nbytes == 0 && !hasZeroDim(v->shape))
+          return unsupportedType(*v);
         if (k->shape.size() != 3 || v->shape.size() != 3 ||
             hasZeroDim(k->shape) || hasZeroDim(v->shape) ||
             k->shape[0] != v->shape[0] || k->shape[1] != v->shape[2])
@@ -167,6 +174,13 @@ private:
       }
     }
     return Status();
+  }
+
+  Error unsupportedType(const io::GgufTensorInfo &t) const {
+    return Error(file_.path() + ": tensor '" + t.name + "' has type " +
+                 io::ggml_type_name(t.ggml_type) +
+                 ", which hyc does not read (supported: F32, F16, BF16, "
+                 "Q8_0, I8, I32)");
   }
 
   Expected<io::TensorView> slice(const std::string &parent, int64_t e) const {

@@ -33,7 +33,13 @@ public:
   /// Tensor with row-major `shape`, every element `value`.
   void tensor(const std::string &name, std::vector<int64_t> shape,
               float value = 0.25f) {
-    tensors_.push_back({name, std::move(shape), value});
+    tensors_.push_back({name, std::move(shape), value, 0});
+  }
+  /// Tensor info of ggml type `ggml_type` with no data (for types hyc does
+  /// not read, whose size the reader cannot check).
+  void untyped(const std::string &name, std::vector<int64_t> shape,
+               uint32_t ggml_type) {
+    tensors_.push_back({name, std::move(shape), 0.0f, ggml_type});
   }
 
   void write(const std::string &path) const {
@@ -61,17 +67,17 @@ public:
         uint64_t ne = static_cast<uint64_t>(*it);
         append(&ne, 8);
       }
-      uint32_t type = 0; // F32
-      append(&type, 4);
+      append(&t.ggml_type, 4);
       append(&offset, 8);
       offsets.push_back(offset);
-      offset += (numel(t) * 4 + 31) / 32 * 32;
+      if (t.ggml_type == 0) // F32
+        offset += (numel(t) * 4 + 31) / 32 * 32;
     }
     out.resize((out.size() + 31) / 32 * 32, 0);
     const size_t data = out.size();
     out.resize(data + offset, 0);
     for (size_t i = 0; i < tensors_.size(); ++i)
-      for (uint64_t j = 0; j < numel(tensors_[i]); ++j)
+      for (uint64_t j = 0; tensors_[i].ggml_type == 0 && j < numel(tensors_[i]); ++j)
         std::memcpy(&out[data + offsets[i] + 4 * j], &tensors_[i].value, 4);
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char *>(out.data()),
@@ -83,6 +89,7 @@ private:
     std::string name;
     std::vector<int64_t> shape;
     float value;
+    uint32_t ggml_type; ///< 0: F32, with data
   };
   static uint64_t numel(const Tensor &t) {
     uint64_t n = 1;
@@ -351,12 +358,20 @@ TEST(CheckpointGguf, Errors) {
       g.u32(std::string("qwen3moe.") + key, 2);
     g.f32("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
     g.tensor("token_embd.weight", {4, 2});
+    GgufBuilder unsupported = g;
     g.tensor("blk.0.ffn_gate_exps.weight", {int64_t(1) << 40, 0, 1});
     g.write(dir.file("experts.gguf"));
     Expected<Checkpoint> r = load_checkpoint(dir.file("experts.gguf"));
     ASSERT_FALSE(r.ok());
     expectContains(r.error(), {"experts.gguf", "'blk.0.ffn_gate_exps.weight'",
                                "[1099511627776, 0, 1]", "none of them 0"});
+    // The same through a type hyc does not read (Q4_K: size unknown).
+    unsupported.untyped("blk.0.ffn_gate_exps.weight", {int64_t(1) << 40, 1, 1}, 12);
+    unsupported.write(dir.file("q4k.gguf"));
+    r = load_checkpoint(dir.file("q4k.gguf"));
+    ASSERT_FALSE(r.ok());
+    expectContains(r.error(), {"q4k.gguf", "'blk.0.ffn_gate_exps.weight'",
+                               "has type Q4_K, which hyc does not read"});
   }
   {
     GgufBuilder g = tinyLlamaGguf();
