@@ -16,11 +16,12 @@ namespace hyc::models::detail {
 
 namespace {
 
-/// Canonical per-expert projection for a stacked-experts stem, or nullptr.
+/// A shape holding no elements.
 bool hasZeroDim(const std::vector<int64_t> &shape) {
   return std::find(shape.begin(), shape.end(), 0) != shape.end();
 }
 
+/// Canonical per-expert projection for a stacked-experts stem, or nullptr.
 const char *expertProjection(const std::string &stem) {
   if (stem == "ffn_gate_exps")
     return "gate_proj";
