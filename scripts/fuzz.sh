@@ -40,10 +40,12 @@ for t in "${TARGETS[@]}"; do
   start=$(date +%s)
   # -rss_limit_mb: readers must refuse absurd sizes before allocating, so
   # an input that makes one allocate gigabytes is a finding (-malloc_limit_mb
-  # follows it). -timeout: one input taking 10 s is a hang.
+  # follows it). -timeout: one input taking 30 s is a hang (the readers take
+  # milliseconds; 10 s gave false alarms on a loaded 2-core machine, where
+  # an ASan build's exception unwinding alone once took 13 s).
   set +e
   "$BUILD/test/fuzz/$t" "$grown" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
-    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1
   rc=$?
   set -e
