@@ -46,8 +46,12 @@ for t in "${TARGETS[@]}"; do
   set +e
   "$BUILD/test/fuzz/$t" "$grown" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
     -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
-    -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1
+    -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1 &
+  pid=$!
+  wait $pid
   rc=$?
+  # The target's scratch files (test/fuzz/fuzz_files.h), named by its pid.
+  rm -rf "/dev/shm/hyc-fuzz-$pid" "/tmp/hyc-fuzz-$pid"
   set -e
   end=$(date +%s)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
