@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   libicu-dev libxxhash-dev
   libcpp-httplib-dev pkgconf
+  clang-22 libclang-rt-22-dev
 )
 
 missing=()

@@ -16,6 +16,11 @@ namespace hyc::models::detail {
 
 namespace {
 
+/// A shape holding no elements.
+bool hasZeroDim(const std::vector<int64_t> &shape) {
+  return std::find(shape.begin(), shape.end(), 0) != shape.end();
+}
+
 /// Canonical per-expert projection for a stacked-experts stem, or nullptr.
 const char *expertProjection(const std::string &stem) {
   if (stem == "ffn_gate_exps")
@@ -110,18 +115,20 @@ private:
       const std::string blk = "blk." + std::to_string(layer) + ".";
       const std::string hf = "model.layers." + std::to_string(layer) + ".";
       if (const char *proj = expertProjection(stem)) {
-        if (t.shape.size() != 3)
+        // The loop below runs once per expert, so the count must be backed
+        // by data the reader checked against the file size: a zero
+        // dimension or an unsupported type (size unknown) would let any
+        // count through.
+        if (t.shape.size() != 3 || hasZeroDim(t.shape))
           return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
                        io::shape_to_string(t.shape) +
-                       ", expected [experts, rows, cols]");
-        // Each expert becomes a listed slice: bound the count before
-        // listing (an empty [2^40, 0, 0] tensor fits in any file).
-        if (t.shape[0] > kMaxExperts || t.shape[1] <= 0 || t.shape[2] <= 0)
+                       ", expected [experts, rows, cols], none of them 0");
+        if (t.nbytes == 0)
+          return unsupportedType(t);
+        if (t.shape[0] > kMaxExperts)
           return Error(file_.path() + ": tensor '" + t.name + "' has shape " +
-                       io::shape_to_string(t.shape) +
-                       ", expected [experts, rows, cols] with 1.." +
-                       std::to_string(kMaxExperts) +
-                       " experts and non-empty rows and cols");
+                       io::shape_to_string(t.shape) + ", expected at most " +
+                       std::to_string(kMaxExperts) + " experts");
         for (int64_t e = 0; e < t.shape[0]; ++e) {
           const std::string stored = t.name + "[" + std::to_string(e) + "]";
           slices_[stored] = {t.name, e};
@@ -146,14 +153,21 @@ private:
                        t.name + "')");
         if (stem == "attn_v_b")
           continue; // listed with attn_k_b
+        // Zero dimensions or unsupported types, as above, would leave the
+        // head count unbounded (and heads * (nope + v) free to overflow).
+        if (k->nbytes == 0 && !hasZeroDim(k->shape))
+          return unsupportedType(*k);
+        if (v->nbytes == 0 && !hasZeroDim(v->shape))
+          return unsupportedType(*v);
         if (k->shape.size() != 3 || v->shape.size() != 3 ||
+            hasZeroDim(k->shape) || hasZeroDim(v->shape) ||
             k->shape[0] != v->shape[0] || k->shape[1] != v->shape[2])
           return Error(file_.path() + ": '" + k_name + "' " +
                        io::shape_to_string(k->shape) + " and '" + v_name +
                        "' " + io::shape_to_string(v->shape) +
                        " do not fit together; expected [heads, kv_lora_rank, "
                        "qk_nope_head_dim] and [heads, v_head_dim, "
-                       "kv_lora_rank]");
+                       "kv_lora_rank], no dimension 0");
         const std::string stored = k_name + "+" + v_name;
         kv_b_[stored] = {k_name, v_name};
         add(WeightInfo{hf + "self_attn.kv_b_proj." + suffix,
@@ -165,6 +179,13 @@ private:
       }
     }
     return Status();
+  }
+
+  Error unsupportedType(const io::GgufTensorInfo &t) const {
+    return Error(file_.path() + ": tensor '" + t.name + "' has type " +
+                 io::ggml_type_name(t.ggml_type) +
+                 ", which hyc does not read (supported: F32, F16, BF16, "
+                 "Q8_0, I8, I32)");
   }
 
   Expected<io::TensorView> slice(const std::string &parent, int64_t e) const {

@@ -210,7 +210,8 @@ Expected<Llama2cModel> Llama2cModel::open(const std::string &path) {
     c.seq_len = r.read<int32_t>("seq_len");
     if (c.version == 0) {
       c.shared_classifier = c.vocab_size > 0;
-      if (c.vocab_size < 0)
+      // INT32_MIN has no positive counterpart; checkConfig refuses it as is.
+      if (c.vocab_size < 0 && c.vocab_size != INT32_MIN)
         c.vocab_size = -c.vocab_size;
     } else {
       c.shared_classifier = r.read<uint8_t>("shared_classifier") != 0;

@@ -78,6 +78,11 @@ Expected<size_t> dtype_data_bytes(DType dtype, int64_t numel) {
   if (numel < 0)
     return Error("negative element count " + std::to_string(numel));
   uint64_t n = static_cast<uint64_t>(numel);
+  // A wrapped byte count would pass the readers' bounds checks and then
+  // size buffers by the element count.
+  if (n > std::numeric_limits<size_t>::max() / 4)
+    return Error("element count " + std::to_string(numel) +
+                 " is too large: its byte size overflows");
   switch (dtype) {
   case DType::F32:
   case DType::I32:

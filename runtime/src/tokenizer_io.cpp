@@ -37,6 +37,15 @@ bool get_string(std::ifstream &f, std::string *s) {
   return len == 0 || bool(f.read(&(*s)[0], len));
 }
 
+/// Bytes from the read position to the end of the file.
+uint64_t bytes_left(std::ifstream &f) {
+  const std::streampos at = f.tellg();
+  f.seekg(0, std::ios::end);
+  const std::streampos end = f.tellg();
+  f.seekg(at);
+  return at < 0 || end < at ? 0 : uint64_t(end - at);
+}
+
 } // namespace
 
 Status Tokenizer::save(const std::string &path) const {
@@ -87,6 +96,12 @@ Status Tokenizer::load(const std::string &path, Tokenizer *out) {
   if (!get(f, &kind) || !get(f, &d.bos_id) || !get(f, &d.eos_id) ||
       !get(f, &d.unk_id) || !get(f, &n))
     return Status::Error(path + ": truncated header");
+  // Each token takes at least 12 bytes (length, score, type): a count the
+  // file cannot hold is refused before the tables are sized for it.
+  if (const uint64_t left = bytes_left(f); n > left / 12)
+    return Status::Error(path + ": truncated: " + std::to_string(n) +
+                         " tokens announced, but only " + std::to_string(left) +
+                         " bytes follow (at least 12 per token)");
   d.kind = TokenizerKind(kind);
   d.tokens.resize(n);
   d.scores.resize(n);
@@ -99,6 +114,10 @@ Status Tokenizer::load(const std::string &path, Tokenizer *out) {
   uint32_t m = 0;
   if (!get(f, &m))
     return Status::Error(path + ": truncated before the merges count");
+  if (const uint64_t left = bytes_left(f); m > left / 4)
+    return Status::Error(path + ": truncated: " + std::to_string(m) +
+                         " merges announced, but only " + std::to_string(left) +
+                         " bytes follow (at least 4 per merge)");
   d.merges.resize(m);
   for (uint32_t i = 0; i < m; ++i)
     if (!get_string(f, &d.merges[i]))

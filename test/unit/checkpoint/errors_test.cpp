@@ -169,6 +169,36 @@ TEST(CheckpointGguf, Errors) {
                                "is not llama3 rope scaling"});
   }
   {
+    // Found by fuzzing: an expert stack with a zero dimension holds no data,
+    // so 2^40 experts passed the file-size check and the loader looped once
+    // per expert (a hang, then out of memory).
+    GgufBuilder g;
+    g.str("general.architecture", "qwen3moe");
+    for (const char *key : {"block_count", "attention.head_count",
+                            "attention.head_count_kv", "expert_used_count"})
+      g.u32(std::string("qwen3moe.") + key, 1);
+    for (const char *key : {"embedding_length", "feed_forward_length",
+                            "context_length", "expert_count",
+                            "expert_feed_forward_length"})
+      g.u32(std::string("qwen3moe.") + key, 2);
+    g.f32("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
+    g.tensor("token_embd.weight", {4, 2});
+    GgufBuilder unsupported = g;
+    g.tensor("blk.0.ffn_gate_exps.weight", {int64_t(1) << 40, 0, 1});
+    g.write(dir.file("experts.gguf"));
+    Expected<Checkpoint> r = load_checkpoint(dir.file("experts.gguf"));
+    ASSERT_FALSE(r.ok());
+    expectContains(r.error(), {"experts.gguf", "'blk.0.ffn_gate_exps.weight'",
+                               "[1099511627776, 0, 1]", "none of them 0"});
+    // The same through a type hyc does not read (Q4_K: size unknown).
+    unsupported.untyped("blk.0.ffn_gate_exps.weight", {int64_t(1) << 40, 1, 1}, 12);
+    unsupported.write(dir.file("q4k.gguf"));
+    r = load_checkpoint(dir.file("q4k.gguf"));
+    ASSERT_FALSE(r.ok());
+    expectContains(r.error(), {"q4k.gguf", "'blk.0.ffn_gate_exps.weight'",
+                               "has type Q4_K, which hyc does not read"});
+  }
+  {
     GgufBuilder g = tinyLlamaGguf();
     g.tensor("output.weight", {16, 4}); // wrong shape
     g.write(dir.file("bad.gguf"));

@@ -38,7 +38,7 @@ public:
   /// Tensor with row-major `shape`, every element `value` (F32).
   void tensor(const std::string &name, std::vector<int64_t> shape,
               float value = 0.25f) {
-    tensors_.push_back({name, std::move(shape), value, 0});
+    tensors_.push_back({name, std::move(shape), value, 0, true});
   }
   /// Replaces the ggml type of tensor `name` by `ggml_type` (a 4-byte type
   /// such as I32 = 26: the bytes stay those of the floats).
@@ -46,6 +46,12 @@ public:
     for (Tensor &t : tensors_)
       if (t.name == name)
         t.type = ggml_type;
+  }
+  /// Tensor info of ggml type `ggml_type` with no data (a type hyc does not
+  /// read, whose size the reader cannot check).
+  void untyped(const std::string &name, std::vector<int64_t> shape,
+               uint32_t ggml_type) {
+    tensors_.push_back({name, std::move(shape), 0.0f, ggml_type, false});
   }
   /// Drops every tensor whose name starts with `prefix`.
   void drop(const std::string &prefix) {
@@ -86,13 +92,14 @@ public:
       append(&t.type, 4);
       append(&offset, 8);
       offsets.push_back(offset);
-      offset += (numel(t) * 4 + 31) / 32 * 32;
+      if (t.has_data)
+        offset += (numel(t) * 4 + 31) / 32 * 32;
     }
     out.resize((out.size() + 31) / 32 * 32, 0);
     const size_t data = out.size();
     out.resize(data + offset, 0);
     for (size_t i = 0; i < tensors_.size(); ++i)
-      for (uint64_t j = 0; j < numel(tensors_[i]); ++j)
+      for (uint64_t j = 0; tensors_[i].has_data && j < numel(tensors_[i]); ++j)
         std::memcpy(&out[data + offsets[i] + 4 * j], &tensors_[i].value, 4);
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char *>(out.data()),
@@ -105,6 +112,7 @@ private:
     std::vector<int64_t> shape;
     float value;
     uint32_t type; ///< ggml type id; F32 = 0
+    bool has_data; ///< false: only the tensor info is written
   };
   static uint64_t numel(const Tensor &t) {
     uint64_t n = 1;

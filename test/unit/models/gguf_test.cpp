@@ -454,5 +454,17 @@ TEST(GgufTest, MissingFileNamesPath) {
   EXPECT_NE(g.error().find("/nonexistent/dir/model.gguf"), std::string::npos);
 }
 
+// Found by fuzz_gguf: 2^62 + 1 F32 elements take 2^64 + 4 bytes, which
+// wrapped to 4, passed the bounds check, and read_f32 then sized its buffer
+// by the element count (std::length_error, an abort).
+TEST(GgufTest, ByteSizeOverflowIsRefused) {
+  TempDir dir;
+  GgufBuilder b;
+  b.tensor("huge", {(uint64_t(1) << 62) + 1}, GGML_F32, std::vector<uint8_t>(4));
+  expectError(openBytes(dir, b.build()),
+              {"t.gguf", "tensor 'huge'", "4611686018427387905",
+               "byte size overflows"});
+}
+
 } // namespace
 } // namespace hyc::io

@@ -243,6 +243,15 @@ TEST(Llama2cTest, BadHeaders) {
   EXPECT_NE(b.error().find("dim=64 is not a multiple of n_heads=6"),
             std::string::npos)
       << b.error();
+  // Found by fuzz_llama2c (UBSan): the legacy "negative vocab = unshared
+  // classifier" flag negated INT32_MIN.
+  Bytes minVocab;
+  for (int32_t v : {64, 172, 5, 8, 4, INT32_MIN, 512})
+    minVocab.put<int32_t>(v);
+  auto m = open(minVocab);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("vocab_size = -2147483648"), std::string::npos)
+      << m.error();
   Bytes version;
   version.put<uint32_t>(0x616b3432).put<int32_t>(7);
   auto c = open(version);

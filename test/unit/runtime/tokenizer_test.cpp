@@ -192,6 +192,35 @@ TEST(Tokenizer, SaveLoadRoundTrip) {
   EXPECT_FALSE(Tokenizer::load(path, &u).ok());
 }
 
+// Found by fuzz_tokenizer_artifact: a token or merge count the file cannot
+// hold sized the tables first (4G tokens: 136 GB, an abort).
+TEST(Tokenizer, LoadRefusesCountsTheFileCannotHold) {
+  const std::string path = std::string(HYC_BINARY_DIR) + "/tok_counts.hytk";
+  auto write = [&](uint32_t tokens, uint32_t merges) {
+    std::ofstream f(path, std::ios::binary);
+    const int32_t header[] = {1, int32_t(TokenizerKind::kLlama2c), 1, 2, 0};
+    f.write("HYTK", 4);
+    f.write(reinterpret_cast<const char *>(header), sizeof(header));
+    f.write(reinterpret_cast<const char *>(&tokens), 4);
+    f.write(reinterpret_cast<const char *>(&merges), 4);
+  };
+  Tokenizer t;
+  write(0xffffffffu, 0);
+  hyrt::Status s = Tokenizer::load(path, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("4294967295 tokens announced, but only 4 bytes "
+                             "follow"),
+            std::string::npos)
+      << s.message();
+  write(0, 0xfffffff0u);
+  s = Tokenizer::load(path, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("4294967280 merges announced, but only 0 bytes"),
+            std::string::npos)
+      << s.message();
+  std::remove(path.c_str());
+}
+
 TEST(TokenizerTok512, ReadsLlama2cFile) {
   if (!exists(kTok512))
     GTEST_SKIP() << "shared models not found at " << kTok512;
