@@ -371,9 +371,9 @@ def manifest(variants=True):
                       "dtype": "f32"},
          "weights": {"file": "weights.bin", "tensors": [
              {"name": "model.embed_tokens.weight", "dtype": "f32", "shape": [8, 4],
-              "offset": 0, "nbytes": 128},
+              "offset": 0, "nbytes": 128, "xxh3": "0123456789abcdef"},
              {"name": "model.norm.weight", "dtype": "bf16_vnni2", "shape": [4],
-              "offset": 128, "nbytes": 8}]},
+              "offset": 128, "nbytes": 8, "xxh3": "fedcba9876543210"}]},
          "tokenizer": "tokenizer.hytk"}
     if variants:
         m["variants"] = [
@@ -385,6 +385,20 @@ def manifest(variants=True):
     else:
         m.update({"library": "model.so", "cpu_features": [], "arena_bytes": 1024})
     return m
+
+
+def description(m, variant=None):
+    """What the library compiled for `variant` of manifest `m` says about
+    itself (hyc_artifact_desc_v0, runtime/src/artifact_description.cpp)."""
+    v = m["variants"][variant] if variant is not None else {
+        "name": m["target"], "arena_bytes": m["arena_bytes"],
+        "weights": list(range(len(m["weights"]["tensors"])))}
+    tensors = m["weights"]["tensors"]
+    weights = [tensors[i] for i in v["weights"]]
+    return {"abi_version": m["abi_version"], "variant": v["name"],
+            "entry_points": m["entry_points"], "limits": m["limits"],
+            "vocab_size": m["model"]["vocab_size"], "arena_bytes": v["arena_bytes"],
+            "kv_cache": m["kv_cache"], "weights": weights}
 
 
 def hytk(kind, tokens, types, merges=(), pipeline=None, template=""):
@@ -428,7 +442,9 @@ def corpus():
                             [1] * len(tj["model"]["vocab"]) + [3, 3], tj["model"]["merges"],
                             json.dumps(pipeline),
                             tokenizer_config()["chat_template"])},
-        "fuzz_manifest": {"variants.json": j(manifest()), "single.json": j(manifest(False))},
+        "fuzz_manifest": {"variants.json": j(manifest()), "single.json": j(manifest(False)),
+                          "variants-desc.json": j(manifest()) + b"\0" + j(description(manifest(), 0)),
+                          "single-desc.json": j(manifest(False)) + b"\0" + j(description(manifest(False)))},
     }
 
 
