@@ -8,6 +8,7 @@
 #include "tokenizer_util.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <unicode/normalizer2.h>
 #include <unicode/regex.h>
@@ -23,6 +24,25 @@ std::string type_of(const json &j) {
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     return "";
   return j["type"].get<std::string>();
+}
+
+/// j[key] into *out, or `fallback` when absent or null. The JSON comes from
+/// a file (tokenizer.json, or an artifact's tokenizer.hytk), so a value of
+/// another type is an error naming the field, not an exception.
+template <typename T>
+Status field(const json &j, const std::string &where, const char *key,
+             T fallback, T *out) {
+  *out = std::move(fallback);
+  if (!j.is_object() || !j.contains(key) || j[key].is_null())
+    return Status::Ok();
+  const json &v = j[key];
+  constexpr bool kBool = std::is_same_v<T, bool>;
+  if (kBool ? !v.is_boolean() : !v.is_string())
+    return Status::Error("tokenizer.json: " + where + "." + key + " is " +
+                         v.type_name() + ", expected " +
+                         (kBool ? "a boolean" : "a string"));
+  *out = v.get<T>();
+  return Status::Ok();
 }
 
 Status unsupported(const std::string &component, const std::string &type) {
@@ -108,7 +128,11 @@ Status add_pre_tokenizer(const json &j, HfPipeline *p, bool *byte_level) {
                            "found " +
                            pat.dump());
     }
-    const std::string behavior = j.value("behavior", std::string("Isolated"));
+    std::string behavior;
+    if (Status s = field(j, "pre_tokenizer", "behavior", std::string("Isolated"),
+                         &behavior);
+        !s.ok())
+      return s;
     using B = HfSplitStep::Behavior;
     if (behavior == "Isolated")
       step.behavior = B::kIsolated;
@@ -122,7 +146,8 @@ Status add_pre_tokenizer(const json &j, HfPipeline *p, bool *byte_level) {
       step.behavior = B::kContiguous;
     else
       return unsupported("pre_tokenizer Split behavior", behavior);
-    step.invert = j.value("invert", false);
+    if (Status s = field(j, "pre_tokenizer", "invert", false, &step.invert); !s.ok())
+      return s;
     if (step.invert)
       return unsupported("pre_tokenizer Split with invert=true", "Split");
     p->splits.push_back(std::move(step));
@@ -132,8 +157,14 @@ Status add_pre_tokenizer(const json &j, HfPipeline *p, bool *byte_level) {
     // The byte mapping itself happens in the BPE (it starts from byte ids);
     // only the optional GPT-2 regex split is a text step.
     *byte_level = true;
-    p->byte_level_prefix_space = j.value("add_prefix_space", false);
-    if (j.value("use_regex", true)) {
+    bool use_regex = true;
+    if (Status s = field(j, "pre_tokenizer", "add_prefix_space", false,
+                         &p->byte_level_prefix_space);
+        !s.ok())
+      return s;
+    if (Status s = field(j, "pre_tokenizer", "use_regex", true, &use_regex); !s.ok())
+      return s;
+    if (use_regex) {
       HfSplitStep step;
       if (Status s = compile_regex(kGpt2Pattern, false, &step.pattern);
           !s.ok())
@@ -283,9 +314,13 @@ Status compile_hf_pipeline(const std::string &pipeline_json,
   if (model.contains("dropout") && model["dropout"].is_number() &&
       model["dropout"].get<double>() > 0)
     return unsupported("model BPE with dropout", "BPE");
-  p->ignore_merges = model.value("ignore_merges", false);
-  p->add_bos = j.value("add_bos", false);
-  p->add_eos = j.value("add_eos", false);
+  if (Status s = field(model, "model", "ignore_merges", false, &p->ignore_merges);
+      !s.ok())
+    return s;
+  if (Status s = field(j, "pipeline", "add_bos", false, &p->add_bos); !s.ok())
+    return s;
+  if (Status s = field(j, "pipeline", "add_eos", false, &p->add_eos); !s.ok())
+    return s;
   *out = std::move(p);
   return Status::Ok();
 }

@@ -221,6 +221,64 @@ TEST(Tokenizer, LoadRefusesCountsTheFileCannotHold) {
   std::remove(path.c_str());
 }
 
+// Found by fuzz_tokenizer_artifact: a pipeline field of the wrong type in
+// an artifact's tokenizer.hytk ("add_bos": {}) made nlohmann throw through
+// Tokenizer::load (an abort); it is an error naming the field.
+TEST(Tokenizer, LoadRefusesPipelineFieldsOfTheWrongType) {
+  const std::string path = std::string(HYC_BINARY_DIR) + "/tok_pipeline.hytk";
+  auto write = [&](const std::string &pipeline) {
+    std::ofstream f(path, std::ios::binary);
+    const int32_t header[] = {2, int32_t(TokenizerKind::kHfByteLevel), -1, -1, 0};
+    const uint32_t tokens = 256, merges = 0, type = 1;
+    const float score = 0;
+    f.write("HYTK", 4);
+    f.write(reinterpret_cast<const char *>(header), sizeof(header));
+    f.write(reinterpret_cast<const char *>(&tokens), 4);
+    // The 256 byte tokens of byte-level BPE (GPT-2's printable stand-ins:
+    // printable Latin-1 bytes stand for themselves, the others for U+0100
+    // onwards in byte order), as UTF-8.
+    uint32_t next = 0x100;
+    for (uint32_t b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      const uint32_t cp = printable ? b : next++;
+      std::string u8;
+      if (cp < 0x80)
+        u8 = std::string(1, char(cp));
+      else
+        u8 = {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+      const uint32_t len = uint32_t(u8.size());
+      f.write(reinterpret_cast<const char *>(&len), 4);
+      f.write(u8.data(), len);
+      f.write(reinterpret_cast<const char *>(&score), 4);
+      f.write(reinterpret_cast<const char *>(&type), 4);
+    }
+    f.write(reinterpret_cast<const char *>(&merges), 4);
+    const uint32_t len = uint32_t(pipeline.size()), none = 0;
+    f.write(reinterpret_cast<const char *>(&len), 4);
+    f.write(pipeline.data(), len);
+    f.write(reinterpret_cast<const char *>(&none), 4); // no chat template
+  };
+  const std::string base =
+      R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE"})";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"(, "add_bos": {}})", "pipeline.add_bos is object, expected a boolean"},
+      {R"(, "add_eos": "yes"})", "pipeline.add_eos is string, expected a boolean"},
+      {R"(, "model": {"type": "BPE", "ignore_merges": 1}})",
+       "model.ignore_merges is number, expected a boolean"},
+  };
+  Tokenizer t;
+  write(base + "}");
+  hyrt::Status ok = Tokenizer::load(path, &t);
+  EXPECT_TRUE(ok.ok()) << ok.message(); // the well-typed pipeline loads
+  for (const auto &[tail, message] : cases) {
+    write(base + tail);
+    hyrt::Status s = Tokenizer::load(path, &t);
+    ASSERT_FALSE(s.ok()) << tail;
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.message();
+  }
+  std::remove(path.c_str());
+}
+
 TEST(TokenizerTok512, ReadsLlama2cFile) {
   if (!exists(kTok512))
     GTEST_SKIP() << "shared models not found at " << kTok512;
