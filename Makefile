@@ -37,7 +37,7 @@ fuzz: deps
 # regression inputs, long enough to catch a reader that crashes again.
 fuzz-smoke:
 	@if command -v clang++-22 >/dev/null 2>&1; then \
-	  FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS); \
+	  FUZZ_SEED=1 FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS); \
 	else \
 	  echo "fuzz: SKIPPED (clang++-22 not installed; scripts/install-deps.sh installs clang-22 and libclang-rt-22-dev)"; \
 	fi

@@ -9,7 +9,10 @@
 #   scripts/fuzz.sh SECONDS [TARGET...]    (default: every target)
 #
 # Prints one line per target: seconds, executions, corpus size; the same
-# lines are appended to BUILD/fuzz-log.tsv.
+# lines are appended to BUILD/fuzz-log.tsv. FUZZ_SEED fixes libFuzzer's
+# random seed (make fuzz-smoke, i.e. CI, uses 1: the same mutations in every
+# run, so CI fails on a regression, not on a new find that a long `make fuzz`
+# campaign is for).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +48,7 @@ for t in "${TARGETS[@]}"; do
   # an ASan build's exception unwinding alone once took 13 s).
   set +e
   "$BUILD/test/fuzz/$t" "$grown" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
-    -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
+    -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
     -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1 &
   pid=$!
   wait $pid
