@@ -4,6 +4,7 @@
 #include "hyrt/tokenizer.h"
 
 #include "text_input.h"
+#include "tokenizer_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -134,9 +135,16 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
                          " ids is implausibly large");
   d.tokens.assign(size_t(n), std::string());
   d.types.assign(size_t(n), kTokenUnused); // ids no entry names
+  // With byte_fallback the <0xXX> pieces are bytes, not text to match.
+  const bool byte_fallback = model.contains("byte_fallback") &&
+                             model["byte_fallback"].is_boolean() &&
+                             model["byte_fallback"].get<bool>();
   for (auto &[piece, id] : entries) {
+    d.types[size_t(id)] = byte_fallback && piece.size() == 6 &&
+                                  detail::parse_byte_piece(piece) >= 0
+                              ? kTokenByte
+                              : kTokenNormal;
     d.tokens[size_t(id)] = std::move(piece);
-    d.types[size_t(id)] = kTokenNormal;
   }
   for (const json &a : added) {
     const int64_t id = a["id"].get<int64_t>();
