@@ -254,6 +254,25 @@ TEST_F(SentencePieceTokenizerJson, LegacyLlamaMatchesLlama2cIdsAndRoundTrips) {
   EXPECT_GE(byte_fallback_texts, 5) << "the edge cases exercise byte fallback";
 }
 
+TEST_F(SentencePieceTokenizerJson, SaveAndLoadKeepThePipeline) {
+  // hyrt's own tokenizer file (what a compiled artifact carries) must keep
+  // the SentencePiece pipeline, not fall back to byte-level.
+  const hyrt::Tokenizer hf =
+      loadHf("save", llamaTokenizerJson(data_, metaspacePipeline("first", true)));
+  const std::string path =
+      (fs::path(testing::TempDir()) / "hyc_sp_saved.tok").string();
+  ASSERT_TRUE(hf.save(path).ok());
+  hyrt::Tokenizer loaded;
+  hyrt::Status s = hyrt::Tokenizer::load(path, &loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (const std::string &text : sampleTexts()) {
+    SCOPED_TRACE(testing::PrintToString(text));
+    const std::vector<int32_t> ids = loaded.encode(text, true);
+    ASSERT_EQ(ids, hf.encode(text, true));
+    EXPECT_EQ(loaded.decode_text(ids, true), hf.decode_text(ids, true));
+  }
+}
+
 TEST_F(SentencePieceTokenizerJson, MetaspaceMatchesLlama2cIds) {
   for (bool split : {false, true}) {
     SCOPED_TRACE(split ? "split" : "no split");
