@@ -1,7 +1,8 @@
 // Hugging Face BPE (kHfByteLevel): added tokens matched first, then per
 // segment the normalizer, the pre-tokenizer splits and ranked BPE merges,
 // over byte ids (byte-level pipelines) or over characters with <0xXX> byte
-// fallback (SentencePiece-style ones: Llama-2, Mistral, TinyLlama).
+// fallback (SentencePiece-style ones: Llama-2, Mistral, TinyLlama), or
+// Unigram's best-scoring segmentation.
 // Decoding maps byte-level characters back to bytes, or runs the decoder
 // chain.
 #include "hyrt/tokenizer.h"
@@ -52,6 +53,16 @@ Status Tokenizer::init_hf() {
     if (b >= 0 && data_.types[i] != kTokenUnused && byte_ids_[b] < 0)
       byte_ids_[b] = int32_t(i);
   }
+  if (p->unigram) {
+    if (data_.scores.size() != data_.tokens.size())
+      return Status::Error("tokenizer: Unigram expects one score per token");
+    float lowest = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      p->max_piece_bytes = std::max(p->max_piece_bytes, data_.tokens[i].size());
+      lowest = std::min(lowest, data_.scores[i]);
+    }
+    p->unk_score = lowest - 10.0f;
+  }
   // Merges by id: every merge's halves and result must be tokens, else the
   // merge can never apply (HF refuses such files too).
   id_merges_.clear();
@@ -98,6 +109,66 @@ void Tokenizer::split_characters(const std::string &piece,
       last_was_unk = true;
     }
     i += n;
+  }
+}
+
+void Tokenizer::viterbi(const std::string &piece,
+                        std::vector<int32_t> &word) const {
+  const detail::HfPipeline &p = *hf_;
+  // best[i]: highest total score of a segmentation of piece[0, i); from[i]:
+  // where its last token starts and its id (unk_id for an unknown char).
+  const size_t n = piece.size();
+  std::vector<double> best(n + 1, -1e300);
+  std::vector<std::pair<size_t, int32_t>> from(n + 1, {0, -1});
+  best[0] = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (best[i] <= -1e300)
+      continue;
+    const int len = detail::utf8_length(piece, i);
+    const size_t ch = size_t(len > 0 ? len : 1);
+    bool single_char_piece = false;
+    for (size_t end = i + ch; end <= n && end - i <= p.max_piece_bytes;) {
+      const int32_t id = lookup(piece.substr(i, end - i));
+      if (id >= 0) {
+        single_char_piece |= end == i + ch;
+        const double score = best[i] + data_.scores[size_t(id)];
+        if (score > best[end]) {
+          best[end] = score;
+          from[end] = {i, id};
+        }
+      }
+      const int next = end < n ? detail::utf8_length(piece, end) : 1;
+      end += size_t(next > 0 ? next : 1);
+    }
+    // A character no piece starts with is unknown (HF's unk node).
+    if (!single_char_piece && best[i] + p.unk_score > best[i + ch]) {
+      best[i + ch] = best[i] + p.unk_score;
+      from[i + ch] = {i, -1};
+    }
+  }
+  std::vector<std::pair<size_t, int32_t>> path; // (start, id or -1)
+  for (size_t end = n; end > 0; end = from[end].first)
+    path.push_back(from[end]);
+  std::reverse(path.begin(), path.end());
+  // Unknown runs are fused into one, then spelled as byte tokens when all
+  // their bytes have one, else one unk (HF's Unigram with byte_fallback).
+  for (size_t k = 0; k < path.size(); ++k) {
+    if (path[k].second >= 0) {
+      word.push_back(path[k].second);
+      continue;
+    }
+    const size_t begin = path[k].first;
+    while (k + 1 < path.size() && path[k + 1].second < 0)
+      ++k;
+    const size_t end = k + 1 < path.size() ? path[k + 1].first : n;
+    bool all_bytes = p.byte_fallback;
+    for (size_t b = begin; b < end && all_bytes; ++b)
+      all_bytes = byte_ids_[static_cast<unsigned char>(piece[b])] >= 0;
+    if (all_bytes)
+      for (size_t b = begin; b < end; ++b)
+        word.push_back(byte_ids_[static_cast<unsigned char>(piece[b])]);
+    else if (data_.unk_id >= 0)
+      word.push_back(data_.unk_id);
   }
 }
 
@@ -150,9 +221,12 @@ std::vector<int32_t> Tokenizer::encode_hf(const std::string &text,
       if (p.byte_level)
         for (char c : piece)
           word.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+      else if (p.unigram)
+        viterbi(piece, word);
       else
         split_characters(piece, word);
-      bpe_by_rank(word);
+      if (!p.unigram)
+        bpe_by_rank(word);
       ids.insert(ids.end(), word.begin(), word.end());
     }
   };

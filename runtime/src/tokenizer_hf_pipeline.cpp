@@ -506,6 +506,17 @@ Status compile_pipeline(const std::string &pipeline_json,
       return s;
   const json &model = j.value("model", json::object());
   const std::string model_type = type_of(model);
+  if (model_type == "Unigram") {
+    if (p->byte_level)
+      return unsupported("model Unigram over a ByteLevel pre_tokenizer",
+                         "Unigram");
+    p->unigram = true;
+    p->byte_fallback = model.value("byte_fallback", false);
+    p->add_bos = j.value("add_bos", false);
+    p->add_eos = j.value("add_eos", false);
+    *out = std::move(p);
+    return Status::Ok();
+  }
   if (model_type != "BPE")
     return unsupported("model", model_type.empty() ? model.dump() : model_type);
   if (model.contains("dropout") && model["dropout"].is_number() &&

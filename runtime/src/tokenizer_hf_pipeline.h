@@ -63,7 +63,11 @@ struct HfPipeline {
   bool byte_level = false;
   bool byte_level_prefix_space = false; ///< ByteLevel add_prefix_space
   bool ignore_merges = false;           ///< BPE: whole words in vocab win
-  bool byte_fallback = false;           ///< BPE: unknown chars as <0xXX>
+  /// Unigram model: Viterbi over the pieces' scores instead of BPE merges.
+  bool unigram = false;
+  size_t max_piece_bytes = 0; ///< Unigram: the longest piece
+  float unk_score = 0;        ///< Unigram: lowest score minus 10, as HF
+  bool byte_fallback = false;           ///< unknown chars as <0xXX>
   bool fuse_unk = false;                ///< BPE: adjacent unks become one
   /// Non-byte-level decoder chain, in order; empty: tokens joined as is.
   std::vector<HfDecodeStep> decoders;

@@ -105,8 +105,8 @@ TEST(HfTokenizer, UnsupportedComponentsAreNamed) {
   EXPECT_NE(loadError("lowercase", t).find("normalizer of type 'Lowercase'"),
             std::string::npos);
   t = tinyTokenizer();
-  t["model"]["type"] = "Unigram";
-  EXPECT_NE(loadError("unigram", t).find("model of type 'Unigram'"),
+  t["model"]["type"] = "WordPiece";
+  EXPECT_NE(loadError("wordpiece_model", t).find("model of type 'WordPiece'"),
             std::string::npos);
   t = tinyTokenizer();
   t["decoder"] = {{"type", "WordPiece"}};

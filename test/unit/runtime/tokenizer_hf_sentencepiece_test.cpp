@@ -257,8 +257,8 @@ TEST_F(SentencePieceTokenizerJson, LegacyLlamaMatchesLlama2cIdsAndRoundTrips) {
 TEST_F(SentencePieceTokenizerJson, SaveAndLoadKeepThePipeline) {
   // hyrt's own tokenizer file (what a compiled artifact carries) must keep
   // the SentencePiece pipeline, not fall back to byte-level.
-  const hyrt::Tokenizer hf =
-      loadHf("save", llamaTokenizerJson(data_, metaspacePipeline("first", true)));
+  const hyrt::Tokenizer hf = loadHf(
+      "save", llamaTokenizerJson(data_, metaspacePipeline("first", true)));
   const std::string path =
       (fs::path(testing::TempDir()) / "hyc_sp_saved.tok").string();
   ASSERT_TRUE(hf.save(path).ok());
@@ -384,8 +384,8 @@ TEST_F(SentencePieceTokenizerJson, UnsupportedComponentsAreRefusedByName) {
   EXPECT_NE(initError("regex", tok).find("Replace with a Regex pattern"),
             std::string::npos);
   tok = llamaTokenizerJson(data_, legacyPipeline());
-  tok["model"]["type"] = "Unigram";
-  EXPECT_NE(initError("unigram", tok).find("model of type 'Unigram'"),
+  tok["model"]["type"] = "WordPiece";
+  EXPECT_NE(initError("wordpiece", tok).find("model of type 'WordPiece'"),
             std::string::npos);
   tok = llamaTokenizerJson(data_, legacyPipeline());
   tok["model"]["continuing_subword_prefix"] = "##";
@@ -394,6 +394,59 @@ TEST_F(SentencePieceTokenizerJson, UnsupportedComponentsAreRefusedByName) {
   tok = llamaTokenizerJson(data_, metaspacePipeline("sometimes", false));
   EXPECT_NE(initError("scheme", tok).find("prepend_scheme 'sometimes'"),
             std::string::npos);
+}
+
+/// A Unigram tokenizer.json small enough to work its Viterbi out by hand.
+ojson unigramTokenizerJson(bool byte_fallback) {
+  ojson vocab = ojson::array();
+  for (const auto &[piece, score] :
+       std::vector<std::pair<std::string, float>>{{"<unk>", 0},
+                                                  {"<s>", 0},
+                                                  {"</s>", 0},
+                                                  {kMeta, -2},
+                                                  {"a", -3},
+                                                  {"b", -3},
+                                                  {kMeta + "a", -1.5},
+                                                  {kMeta + "ab", -5},
+                                                  {"ab", -2},
+                                                  {"<0xC3>", 0},
+                                                  {"<0xA9>", 0}})
+    vocab.push_back({piece, score});
+  ojson tok =
+      llamaTokenizerJson(readTok512(), metaspacePipeline("always", true));
+  tok["model"] = {{"type", "Unigram"},
+                  {"unk_id", 0},
+                  {"vocab", vocab},
+                  {"byte_fallback", byte_fallback}};
+  return tok;
+}
+
+TEST_F(SentencePieceTokenizerJson, UnigramTakesTheBestScoringSegmentation) {
+  const hyrt::Tokenizer uni = loadHf("unigram", unigramTokenizerJson(true));
+  // "▁ab": [▁ab] -5, [▁a b] -4.5, [▁ ab] -4, [▁ a b] -8: the best path is
+  // neither the longest first piece nor the most probable first piece.
+  EXPECT_EQ(uni.encode("ab", false), (std::vector<int32_t>{3, 8}));
+  EXPECT_EQ(uni.encode("ab ab", true), (std::vector<int32_t>{1, 3, 8, 3, 8}));
+  EXPECT_EQ(uni.encode("a", false), (std::vector<int32_t>{6}));
+  EXPECT_EQ(uni.encode("\xC3\xA9", false), (std::vector<int32_t>{3, 9, 10}));
+  EXPECT_EQ(uni.encode("\xC3\xA9"
+                       "a",
+                       false),
+            (std::vector<int32_t>{3, 9, 10, 4}));
+  // "é" has no piece: an unknown run, spelled in byte tokens.
+  EXPECT_EQ(uni.encode("\xC3\xA9\xC3\xA9"
+                       "a",
+                       false),
+            (std::vector<int32_t>{3, 9, 10, 9, 10, 4}));
+  EXPECT_EQ(uni.decode_text({3, 8, 3, 9, 10, 4}, false), "ab \xC3\xA9"
+                                                         "a");
+  // Without byte_fallback the run is one (fused) unk.
+  const hyrt::Tokenizer unk =
+      loadHf("unigram_unk", unigramTokenizerJson(false));
+  EXPECT_EQ(unk.encode("\xC3\xA9\xC3\xA9"
+                       "a",
+                       false),
+            (std::vector<int32_t>{3, 0, 4}));
 }
 
 } // namespace
