@@ -1,6 +1,7 @@
 // Tokenizer construction, dispatch and decoding (see hyrt/tokenizer.h).
 #include "hyrt/tokenizer.h"
 
+#include "tokenizer_hf_pipeline.h"
 #include "tokenizer_util.h"
 
 #include <string>
@@ -117,6 +118,18 @@ std::string Tokenizer::decode(int32_t prev, int32_t id) const {
     return b >= 0 ? std::string(1, char(b)) : piece;
   }
   std::string text;
+  if (data_.kind == TokenizerKind::kHfByteLevel && !hf_->byte_level) {
+    // One piece of the SentencePiece-style decoders: "▁" is a space, and
+    // the prefix space the encoder added is dropped at the start.
+    text = piece;
+    for (size_t pos = 0;
+         (pos = text.find("\xE2\x96\x81", pos)) != std::string::npos; ++pos)
+      text.replace(pos, 3, " ");
+    if ((prev < 0 || prev == data_.bos_id) && hf_->prefix_space &&
+        !text.empty() && text[0] == ' ')
+      text.erase(0, 1);
+    return text;
+  }
   if (data_.kind == TokenizerKind::kGpt2 ||
       data_.kind == TokenizerKind::kHfByteLevel) {
     for (size_t i = 0; i < piece.size();) {

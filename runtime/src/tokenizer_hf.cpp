@@ -1,6 +1,10 @@
-// Hugging Face byte-level BPE (kHfByteLevel): added tokens matched first,
-// then per segment the normalizer, the pre-tokenizer splits and ranked BPE
-// merges over byte ids; decoding maps byte-level characters back to bytes.
+// Hugging Face BPE (kHfByteLevel): added tokens matched first, then per
+// segment the normalizer, the pre-tokenizer splits and ranked BPE merges,
+// over byte ids (byte-level pipelines) or over characters with <0xXX> byte
+// fallback (SentencePiece-style ones: Llama-2, Mistral, TinyLlama), or
+// Unigram's best-scoring segmentation.
+// Decoding maps byte-level characters back to bytes, or runs the decoder
+// chain.
 #include "hyrt/tokenizer.h"
 
 #include "tokenizer_hf_pipeline.h"
@@ -34,13 +38,30 @@ Status Tokenizer::init_hf() {
                      [](const auto &a, const auto &b) {
                        return a.first.size() > b.first.size();
                      });
-  for (int b = 0; b < 256; ++b) {
+  for (int b = 0; b < 256 && p->byte_level; ++b) {
     byte_ids_[b] = lookup(
         detail::utf8_encode(detail::gpt2_byte_to_codepoint(uint8_t(b))));
     if (byte_ids_[b] < 0)
       return Status::Error("tokenizer: byte-level vocabulary lacks the token "
                            "for byte " +
                            std::to_string(b));
+  }
+  // SentencePiece-style: <0xXX> pieces, whatever their type, are the byte
+  // fallback; a byte without one falls back to unk as HF does.
+  for (int64_t i = 0; i < n && !p->byte_level && p->byte_fallback; ++i) {
+    const int b = detail::parse_byte_piece(data_.tokens[i]);
+    if (b >= 0 && data_.types[i] != kTokenUnused && byte_ids_[b] < 0)
+      byte_ids_[b] = int32_t(i);
+  }
+  if (p->unigram) {
+    if (data_.scores.size() != data_.tokens.size())
+      return Status::Error("tokenizer: Unigram expects one score per token");
+    float lowest = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      p->max_piece_bytes = std::max(p->max_piece_bytes, data_.tokens[i].size());
+      lowest = std::min(lowest, data_.scores[i]);
+    }
+    p->unk_score = lowest - 10.0f;
   }
   // Merges by id: every merge's halves and result must be tokens, else the
   // merge can never apply (HF refuses such files too).
@@ -63,6 +84,92 @@ Status Tokenizer::init_hf() {
   merge_rank_.clear(); // the string-keyed table is kGpt2's
   hf_ = std::move(p);
   return Status::Ok();
+}
+
+void Tokenizer::split_characters(const std::string &piece,
+                                 std::vector<int32_t> &word) const {
+  const detail::HfPipeline &p = *hf_;
+  bool last_was_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    const int len = detail::utf8_length(piece, i);
+    const size_t n = size_t(len > 0 ? len : 1); // a stray byte alone
+    const int32_t id = len > 0 ? lookup(piece.substr(i, n)) : -1;
+    bool all_bytes = p.byte_fallback;
+    for (size_t k = 0; k < n && all_bytes; ++k)
+      all_bytes = byte_ids_[static_cast<unsigned char>(piece[i + k])] >= 0;
+    if (id >= 0) {
+      word.push_back(id);
+      last_was_unk = false;
+    } else if (all_bytes) {
+      for (size_t k = 0; k < n; ++k)
+        word.push_back(byte_ids_[static_cast<unsigned char>(piece[i + k])]);
+      last_was_unk = false;
+    } else if (data_.unk_id >= 0 && !(p.fuse_unk && last_was_unk)) {
+      word.push_back(data_.unk_id);
+      last_was_unk = true;
+    }
+    i += n;
+  }
+}
+
+void Tokenizer::viterbi(const std::string &piece,
+                        std::vector<int32_t> &word) const {
+  const detail::HfPipeline &p = *hf_;
+  // best[i]: highest total score of a segmentation of piece[0, i); from[i]:
+  // where its last token starts and its id (unk_id for an unknown char).
+  const size_t n = piece.size();
+  std::vector<double> best(n + 1, -1e300);
+  std::vector<std::pair<size_t, int32_t>> from(n + 1, {0, -1});
+  best[0] = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (best[i] <= -1e300)
+      continue;
+    const int len = detail::utf8_length(piece, i);
+    const size_t ch = size_t(len > 0 ? len : 1);
+    bool single_char_piece = false;
+    for (size_t end = i + ch; end <= n && end - i <= p.max_piece_bytes;) {
+      const int32_t id = lookup(piece.substr(i, end - i));
+      if (id >= 0) {
+        single_char_piece |= end == i + ch;
+        const double score = best[i] + data_.scores[size_t(id)];
+        if (score > best[end]) {
+          best[end] = score;
+          from[end] = {i, id};
+        }
+      }
+      const int next = end < n ? detail::utf8_length(piece, end) : 1;
+      end += size_t(next > 0 ? next : 1);
+    }
+    // A character no piece starts with is unknown (HF's unk node).
+    if (!single_char_piece && best[i] + p.unk_score > best[i + ch]) {
+      best[i + ch] = best[i] + p.unk_score;
+      from[i + ch] = {i, -1};
+    }
+  }
+  std::vector<std::pair<size_t, int32_t>> path; // (start, id or -1)
+  for (size_t end = n; end > 0; end = from[end].first)
+    path.push_back(from[end]);
+  std::reverse(path.begin(), path.end());
+  // Unknown runs are fused into one, then spelled as byte tokens when all
+  // their bytes have one, else one unk (HF's Unigram with byte_fallback).
+  for (size_t k = 0; k < path.size(); ++k) {
+    if (path[k].second >= 0) {
+      word.push_back(path[k].second);
+      continue;
+    }
+    const size_t begin = path[k].first;
+    while (k + 1 < path.size() && path[k + 1].second < 0)
+      ++k;
+    const size_t end = k + 1 < path.size() ? path[k + 1].first : n;
+    bool all_bytes = p.byte_fallback;
+    for (size_t b = begin; b < end && all_bytes; ++b)
+      all_bytes = byte_ids_[static_cast<unsigned char>(piece[b])] >= 0;
+    if (all_bytes)
+      for (size_t b = begin; b < end; ++b)
+        word.push_back(byte_ids_[static_cast<unsigned char>(piece[b])]);
+    else if (data_.unk_id >= 0)
+      word.push_back(data_.unk_id);
+  }
 }
 
 void Tokenizer::bpe_by_rank(std::vector<int32_t> &ids) const {
@@ -96,21 +203,30 @@ std::vector<int32_t> Tokenizer::encode_hf(const std::string &text,
     if (end <= begin)
       return;
     const std::string normalized = p.normalize(text.substr(begin, end - begin));
-    for (const std::string &piece : p.pre_tokenize(normalized)) {
+    for (const std::string &piece : p.pre_tokenize(normalized, begin == 0)) {
       if (p.ignore_merges) {
         std::string mapped;
-        for (char c : piece)
-          mapped += detail::utf8_encode(
-              detail::gpt2_byte_to_codepoint(static_cast<unsigned char>(c)));
+        if (!p.byte_level)
+          mapped = piece;
+        else
+          for (char c : piece)
+            mapped += detail::utf8_encode(
+                detail::gpt2_byte_to_codepoint(static_cast<unsigned char>(c)));
         if (int32_t id = lookup(mapped); id >= 0) {
           ids.push_back(id);
           continue;
         }
       }
       word.clear();
-      for (char c : piece)
-        word.push_back(byte_ids_[static_cast<unsigned char>(c)]);
-      bpe_by_rank(word);
+      if (p.byte_level)
+        for (char c : piece)
+          word.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+      else if (p.unigram)
+        viterbi(piece, word);
+      else
+        split_characters(piece, word);
+      if (!p.unigram)
+        bpe_by_rank(word);
       ids.insert(ids.end(), word.begin(), word.end());
     }
   };
@@ -142,6 +258,14 @@ std::vector<int32_t> Tokenizer::encode_hf(const std::string &text,
 
 std::string Tokenizer::decode_hf(const std::vector<int32_t> &ids,
                                  bool skip_special) const {
+  if (!hf_->byte_level) {
+    std::vector<std::string> tokens;
+    for (int32_t id : ids)
+      if (id >= 0 && id < vocab_size() && data_.types[id] != kTokenUnused &&
+          !(skip_special && data_.types[id] == kTokenControl))
+        tokens.push_back(data_.tokens[id]);
+    return detail::utf8_lossy(hf_->decode(std::move(tokens)));
+  }
   std::string bytes;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size())

@@ -1,14 +1,15 @@
-// Hugging Face normalizers and pre-tokenizers over ICU (see
-// tokenizer_hf_pipeline.h). HF's regexes are Oniguruma's; ICU agrees with
-// it where tokenizer.json patterns care: \p{..} general categories, \s as
-// the Unicode White_Space property (U+0085 in, U+FEFF out), (?i:...) and
-// lookahead.
+// Hugging Face normalizers, pre-tokenizers and decoders, the regex and
+// normalization ones over ICU (see tokenizer_hf_pipeline.h). HF's regexes are
+// Oniguruma's; ICU agrees with it where tokenizer.json patterns care: \p{..}
+// general categories, \s as the Unicode White_Space property (U+0085 in, U+FEFF
+// out), (?i:...) and lookahead.
 #include "tokenizer_hf_pipeline.h"
 
 #include "tokenizer_util.h"
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <unicode/normalizer2.h>
 #include <unicode/regex.h>
@@ -50,6 +51,48 @@ Status unsupported(const std::string &component, const std::string &type) {
                        "' is not supported");
 }
 
+/// A Replace normalizer's or decoder's {"pattern": {"String": from},
+/// "content": to}; regex patterns are refused by name.
+Status string_replace(const json &j, const std::string &component,
+                      std::string *from, std::string *to) {
+  const json &pat = j.value("pattern", json());
+  if (pat.is_object() && pat.contains("Regex"))
+    return unsupported(component + " Replace with a Regex pattern", "Replace");
+  if (!pat.is_object() || !pat.contains("String") ||
+      !pat["String"].is_string() || pat["String"].get<std::string>().empty() ||
+      !j.contains("content") || !j["content"].is_string())
+    return Status::Error("tokenizer.json: " + component +
+                         " Replace expects {\"String\": ...} and a "
+                         "'content' string, found " +
+                         j.dump());
+  *from = pat["String"].get<std::string>();
+  *to = j["content"].get<std::string>();
+  return Status::Ok();
+}
+
+/// Metaspace's prepend scheme: "prepend_scheme", or the older boolean
+/// "add_prefix_space" (true meaning always).
+Status metaspace_prepend(const json &j, const std::string &component,
+                         HfSplitStep::Prepend *out) {
+  using P = HfSplitStep::Prepend;
+  if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) {
+    const std::string scheme = j["prepend_scheme"].get<std::string>();
+    if (scheme == "always")
+      *out = P::kAlways;
+    else if (scheme == "first")
+      *out = P::kFirst;
+    else if (scheme == "never")
+      *out = P::kNever;
+    else
+      return Status::Error("tokenizer.json: " + component +
+                           " Metaspace prepend_scheme '" + scheme +
+                           "' is not one of always, first, never");
+    return Status::Ok();
+  }
+  *out = j.value("add_prefix_space", true) ? P::kAlways : P::kNever;
+  return Status::Ok();
+}
+
 Status add_normalizer(const json &j, HfPipeline *p) {
   const std::string type = type_of(j);
   UErrorCode st = U_ZERO_ERROR;
@@ -60,6 +103,21 @@ Status add_normalizer(const json &j, HfPipeline *p) {
     for (const json &sub : j["normalizers"])
       if (Status s = add_normalizer(sub, p); !s.ok())
         return s;
+    return Status::Ok();
+  }
+  if (type == "Prepend") {
+    if (!j.contains("prepend") || !j["prepend"].is_string())
+      return Status::Error(
+          "tokenizer.json: normalizer Prepend expects a 'prepend' string");
+    p->normalizers.push_back({nullptr, "", j["prepend"].get<std::string>()});
+    p->prefix_space = true;
+    return Status::Ok();
+  }
+  if (type == "Replace") {
+    std::string from, to;
+    if (Status s = string_replace(j, "normalizer", &from, &to); !s.ok())
+      return s;
+    p->normalizers.push_back({nullptr, from, to});
     return Status::Ok();
   }
   const icu::Normalizer2 *n = nullptr;
@@ -76,7 +134,7 @@ Status add_normalizer(const json &j, HfPipeline *p) {
   if (U_FAILURE(st) || !n)
     return Status::Error("tokenizer.json: ICU has no " + type +
                          " normalizer: " + u_errorName(st));
-  p->normalizers.push_back(n);
+  p->normalizers.push_back({n, "", ""});
   return Status::Ok();
 }
 
@@ -173,21 +231,107 @@ Status add_pre_tokenizer(const json &j, HfPipeline *p, bool *byte_level) {
     }
     return Status::Ok();
   }
+  if (type == "Metaspace") {
+    HfSplitStep step;
+    step.replacement = j.value("replacement", std::string("\xE2\x96\x81"));
+    if (step.replacement.empty())
+      return Status::Error("tokenizer.json: pre_tokenizer Metaspace expects a "
+                           "non-empty 'replacement'");
+    if (Status s = metaspace_prepend(j, "pre_tokenizer", &step.prepend);
+        !s.ok())
+      return s;
+    step.split = j.value("split", true);
+    if (step.prepend != HfSplitStep::Prepend::kNever)
+      p->prefix_space = true;
+    p->splits.push_back(std::move(step));
+    return Status::Ok();
+  }
   return unsupported("pre_tokenizer", type.empty() ? j.dump() : type);
 }
 
-Status check_decoder(const json &j) {
+/// Byte-level pipelines take ByteLevel decoders only (decode_hf maps the
+/// byte characters itself); the others compile their chain into
+/// p->decoders.
+Status add_decoder(const json &j, HfPipeline *p) {
   const std::string type = type_of(j);
-  if (type == "ByteLevel")
-    return Status::Ok();
   if (type == "Sequence" && j.contains("decoders") &&
       j["decoders"].is_array()) {
     for (const json &sub : j["decoders"])
-      if (Status s = check_decoder(sub); !s.ok())
+      if (Status s = add_decoder(sub, p); !s.ok())
         return s;
     return Status::Ok();
   }
-  return unsupported("decoder", type.empty() ? j.dump() : type);
+  if (p->byte_level) {
+    if (type == "ByteLevel")
+      return Status::Ok();
+    return unsupported("decoder", type.empty() ? j.dump() : type);
+  }
+  using K = HfDecodeStep::Kind;
+  HfDecodeStep step;
+  if (type == "Replace") {
+    step.kind = K::kReplace;
+    if (Status s = string_replace(j, "decoder", &step.from, &step.to); !s.ok())
+      return s;
+  } else if (type == "ByteFallback") {
+    step.kind = K::kByteFallback;
+  } else if (type == "Fuse") {
+    step.kind = K::kFuse;
+  } else if (type == "Strip") {
+    step.kind = K::kStrip;
+    step.content = j.value("content", std::string(" "));
+    step.start = j.value("start", 0);
+    step.stop = j.value("stop", 0);
+    if (utf8_length(step.content, 0) != int(step.content.size()) ||
+        step.start < 0 || step.stop < 0)
+      return Status::Error("tokenizer.json: decoder Strip expects one "
+                           "character 'content' and non-negative start/stop, "
+                           "found " +
+                           j.dump());
+  } else if (type == "Metaspace") {
+    step.kind = K::kMetaspace;
+    step.from = j.value("replacement", std::string("\xE2\x96\x81"));
+    HfSplitStep::Prepend prepend;
+    if (Status s = metaspace_prepend(j, "decoder", &prepend); !s.ok())
+      return s;
+    step.strip_first = prepend != HfSplitStep::Prepend::kNever;
+  } else {
+    return unsupported("decoder", type.empty() ? j.dump() : type);
+  }
+  p->decoders.push_back(std::move(step));
+  return Status::Ok();
+}
+
+void replace_all(std::string &s, const std::string &from,
+                 const std::string &to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;
+       pos += to.size())
+    s.replace(pos, from.size(), to);
+}
+
+/// Metaspace on one piece: spaces become the replacement, the prefix is
+/// added as the scheme says (never doubled), then the piece splits before
+/// each replacement (HF's MergedWithNext).
+void metaspace_piece(const HfSplitStep &step, std::string piece, bool at_start,
+                     std::vector<std::string> *out) {
+  replace_all(piece, " ", step.replacement);
+  using P = HfSplitStep::Prepend;
+  const bool prepend =
+      step.prepend == P::kAlways || (step.prepend == P::kFirst && at_start);
+  if (prepend &&
+      piece.compare(0, step.replacement.size(), step.replacement) != 0)
+    piece = step.replacement + piece;
+  if (!step.split) {
+    out->push_back(std::move(piece));
+    return;
+  }
+  size_t begin = 0;
+  for (size_t pos = piece.find(step.replacement, 1); pos != std::string::npos;
+       pos = piece.find(step.replacement, pos + step.replacement.size())) {
+    out->push_back(piece.substr(begin, pos - begin));
+    begin = pos;
+  }
+  if (begin < piece.size())
+    out->push_back(piece.substr(begin));
 }
 
 /// Byte spans [begin, end) of every non-empty match of `re` in `text`.
@@ -258,36 +402,124 @@ void split_piece(const HfSplitStep &step, const std::string &piece,
 } // namespace
 
 std::string HfPipeline::normalize(const std::string &text) const {
-  if (normalizers.empty() || !valid_utf8(text))
-    return text;
-  icu::UnicodeString u = icu::UnicodeString::fromUTF8(text);
-  for (const icu::Normalizer2 *n : normalizers) {
+  std::string out = text;
+  for (const HfNormalizeStep &step : normalizers) {
+    if (!step.icu) {
+      // HF's Prepend leaves an empty string empty.
+      if (step.from.empty() && !out.empty())
+        out = step.to + out;
+      else if (!step.from.empty())
+        replace_all(out, step.from, step.to);
+      continue;
+    }
+    if (!valid_utf8(out))
+      continue;
+    icu::UnicodeString u = icu::UnicodeString::fromUTF8(out);
     UErrorCode st = U_ZERO_ERROR;
-    icu::UnicodeString v = n->normalize(u, st);
-    if (U_SUCCESS(st))
-      u = std::move(v);
+    icu::UnicodeString v = step.icu->normalize(u, st);
+    if (U_SUCCESS(st)) {
+      out.clear();
+      v.toUTF8String(out);
+    }
   }
-  std::string out;
-  u.toUTF8String(out);
   return out;
 }
 
-std::vector<std::string> HfPipeline::pre_tokenize(
-    const std::string &text) const {
+std::vector<std::string> HfPipeline::pre_tokenize(const std::string &text,
+                                                  bool at_start) const {
   std::vector<std::string> pieces{text};
   if (byte_level_prefix_space && !text.empty() && text[0] != ' ')
     pieces[0] = " " + text;
   for (const HfSplitStep &step : splits) {
     std::vector<std::string> next;
-    for (const std::string &piece : pieces)
-      split_piece(step, piece, &next);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (step.pattern)
+        split_piece(step, pieces[i], &next);
+      else
+        metaspace_piece(step, pieces[i], at_start && i == 0, &next);
+    }
     pieces.swap(next);
   }
   return pieces;
 }
 
-Status compile_hf_pipeline(const std::string &pipeline_json,
-                           std::shared_ptr<HfPipeline> *out) {
+std::string HfPipeline::decode(std::vector<std::string> tokens) const {
+  using K = HfDecodeStep::Kind;
+  for (const HfDecodeStep &step : decoders) {
+    std::vector<std::string> next;
+    switch (step.kind) {
+    case K::kReplace:
+      for (std::string &t : tokens)
+        replace_all(t, step.from, step.to);
+      continue;
+    case K::kFuse: {
+      std::string all;
+      for (const std::string &t : tokens)
+        all += t;
+      tokens.assign(1, std::move(all));
+      continue;
+    }
+    case K::kStrip:
+      for (std::string &t : tokens) {
+        const size_t w = step.content.size();
+        for (int k = 0; k < step.start && t.compare(0, w, step.content) == 0;
+             ++k)
+          t.erase(0, w);
+        for (int k = 0; k < step.stop && t.size() >= w &&
+                        t.compare(t.size() - w, w, step.content) == 0;
+             ++k)
+          t.erase(t.size() - w);
+      }
+      continue;
+    case K::kMetaspace:
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        replace_all(tokens[i], step.from, " ");
+        if (i == 0 && step.strip_first && !tokens[i].empty() &&
+            tokens[i][0] == ' ')
+          tokens[i].erase(0, 1);
+      }
+      continue;
+    case K::kByteFallback: {
+      // A run of <0xXX> tokens becomes its bytes when they are valid UTF-8,
+      // else one U+FFFD per byte token (HF's ByteFallback).
+      std::string run;
+      size_t run_tokens = 0;
+      auto flush = [&] {
+        if (run_tokens == 0)
+          return;
+        if (valid_utf8(run))
+          next.push_back(run);
+        else
+          for (size_t k = 0; k < run_tokens; ++k)
+            next.push_back("\xEF\xBF\xBD");
+        run.clear();
+        run_tokens = 0;
+      };
+      for (std::string &t : tokens) {
+        const int b = t.size() == 6 ? parse_byte_piece(t) : -1;
+        if (b >= 0) {
+          run += char(b);
+          ++run_tokens;
+          continue;
+        }
+        flush();
+        next.push_back(std::move(t));
+      }
+      flush();
+      tokens.swap(next);
+      continue;
+    }
+    }
+  }
+  std::string out;
+  for (const std::string &t : tokens)
+    out += t;
+  return out;
+}
+
+namespace {
+Status compile_pipeline(const std::string &pipeline_json,
+                        std::shared_ptr<HfPipeline> *out) {
   json j = json::parse(pipeline_json, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return Status::Error("tokenizer: pipeline description is not a JSON "
@@ -296,33 +528,65 @@ Status compile_hf_pipeline(const std::string &pipeline_json,
   if (j.contains("normalizer") && !j["normalizer"].is_null())
     if (Status s = add_normalizer(j["normalizer"], p.get()); !s.ok())
       return s;
-  bool byte_level = false;
   if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
-    if (Status s = add_pre_tokenizer(j["pre_tokenizer"], p.get(), &byte_level);
+    if (Status s =
+            add_pre_tokenizer(j["pre_tokenizer"], p.get(), &p->byte_level);
         !s.ok())
       return s;
-  if (!byte_level)
-    return Status::Error("tokenizer.json: only byte-level BPE is supported; "
-                         "pre_tokenizer has no ByteLevel step");
   if (j.contains("decoder") && !j["decoder"].is_null())
-    if (Status s = check_decoder(j["decoder"]); !s.ok())
+    if (Status s = add_decoder(j["decoder"], p.get()); !s.ok())
       return s;
   const json &model = j.value("model", json::object());
   const std::string model_type = type_of(model);
+  if (model_type == "Unigram") {
+    if (p->byte_level)
+      return unsupported("model Unigram over a ByteLevel pre_tokenizer",
+                         "Unigram");
+    p->unigram = true;
+    if (Status s = field(model, "model", "byte_fallback", false, &p->byte_fallback);
+        !s.ok())
+      return s;
+    if (Status s = field(j, "pipeline", "add_bos", false, &p->add_bos); !s.ok())
+      return s;
+    if (Status s = field(j, "pipeline", "add_eos", false, &p->add_eos); !s.ok())
+      return s;
+    *out = std::move(p);
+    return Status::Ok();
+  }
   if (model_type != "BPE")
     return unsupported("model", model_type.empty() ? model.dump() : model_type);
   if (model.contains("dropout") && model["dropout"].is_number() &&
       model["dropout"].get<double>() > 0)
     return unsupported("model BPE with dropout", "BPE");
-  if (Status s = field(model, "model", "ignore_merges", false, &p->ignore_merges);
-      !s.ok())
-    return s;
+  for (const char *affix : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (model.contains(affix) && model[affix].is_string() &&
+        !model[affix].get<std::string>().empty())
+      return unsupported(std::string("model BPE with ") + affix, "BPE");
+  for (auto [key, flag] : {std::pair<const char *, bool *>{"ignore_merges", &p->ignore_merges},
+                           {"byte_fallback", &p->byte_fallback},
+                           {"fuse_unk", &p->fuse_unk}})
+    if (Status s = field(model, "model", key, false, flag); !s.ok())
+      return s;
   if (Status s = field(j, "pipeline", "add_bos", false, &p->add_bos); !s.ok())
     return s;
   if (Status s = field(j, "pipeline", "add_eos", false, &p->add_eos); !s.ok())
     return s;
   *out = std::move(p);
   return Status::Ok();
+}
+} // namespace
+
+Status compile_hf_pipeline(const std::string &pipeline_json,
+                           std::shared_ptr<HfPipeline> *out) {
+  // The common options are read by type (field()); this backstop turns
+  // any other option of the wrong JSON type into an error, not an abort.
+  try {
+    return compile_pipeline(pipeline_json, out);
+  } catch (const json::exception &e) {
+    return Status::Error(std::string("tokenizer.json: malformed component "
+                                     "option: ") +
+                         e.what());
+  }
 }
 
 bool valid_utf8(const std::string &s) {

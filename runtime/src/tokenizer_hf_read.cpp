@@ -4,6 +4,7 @@
 #include "hyrt/tokenizer.h"
 
 #include "text_input.h"
+#include "tokenizer_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -94,15 +95,33 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
   if (!tok.contains("model") || !tok["model"].is_object())
     return Status::Error(tj.string() + ": expected a 'model' object");
   const json &model = tok["model"];
-  if (!model.contains("vocab") || !model["vocab"].is_object())
+  // Unigram lists [piece, log-probability] by id; BPE maps piece -> id.
+  const bool unigram = model.value("type", json()) == "Unigram";
+  if (unigram && (!model.contains("vocab") || !model["vocab"].is_array()))
+    return Status::Error(tj.string() + ": expected Unigram 'model.vocab' to "
+                                       "be a list of [piece, score]");
+  if (!unigram && (!model.contains("vocab") || !model["vocab"].is_object()))
     return Status::Error(tj.string() + ": expected 'model.vocab' to be an "
                                        "object of token -> id (type '" +
                          model.value("type", std::string("?")) + "')");
   TokenizerData d;
   d.kind = TokenizerKind::kHfByteLevel;
   std::vector<std::pair<std::string, int64_t>> entries;
+  std::vector<float> unigram_scores;
   int64_t n = 0;
-  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+  for (size_t i = 0; unigram && i < model["vocab"].size(); ++i) {
+    const json &e = model["vocab"][i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() ||
+        !e[1].is_number())
+      return Status::Error(tj.string() + ": Unigram vocab entry " +
+                           std::to_string(i) +
+                           " expects [piece, score], found " + e.dump());
+    entries.emplace_back(e[0].get<std::string>(), int64_t(i));
+    unigram_scores.push_back(e[1].get<float>());
+    n = int64_t(i) + 1;
+  }
+  for (auto it = model["vocab"].begin(); !unigram && it != model["vocab"].end();
+       ++it) {
     if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0)
       return Status::Error(tj.string() + ": vocab entry '" + it.key() +
                            "' expects a non-negative integer id, found " +
@@ -134,9 +153,20 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
                          " ids is implausibly large");
   d.tokens.assign(size_t(n), std::string());
   d.types.assign(size_t(n), kTokenUnused); // ids no entry names
+  // With byte_fallback the <0xXX> pieces are bytes, not text to match.
+  const bool byte_fallback = model.contains("byte_fallback") &&
+                             model["byte_fallback"].is_boolean() &&
+                             model["byte_fallback"].get<bool>();
   for (auto &[piece, id] : entries) {
+    d.types[size_t(id)] = byte_fallback && piece.size() == 6 &&
+                                  detail::parse_byte_piece(piece) >= 0
+                              ? kTokenByte
+                              : kTokenNormal;
     d.tokens[size_t(id)] = std::move(piece);
-    d.types[size_t(id)] = kTokenNormal;
+  }
+  if (unigram) {
+    unigram_scores.resize(size_t(n), 0.f);
+    d.scores = std::move(unigram_scores);
   }
   for (const json &a : added) {
     const int64_t id = a["id"].get<int64_t>();
@@ -210,6 +240,14 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
                          "' is not in the vocabulary");
   if (model.contains("unk_token") && model["unk_token"].is_string())
     d.unk_id = id_of(model["unk_token"].get<std::string>());
+  if (unigram && model.contains("unk_id") &&
+      model["unk_id"].is_number_integer()) {
+    const int64_t unk = model["unk_id"].get<int64_t>();
+    if (unk < 0 || unk >= n)
+      return Status::Error(tj.string() + ": Unigram unk_id " +
+                           std::to_string(unk) + " outside the vocabulary");
+    d.unk_id = int32_t(unk);
+  }
 
   json model_options = model;
   model_options.erase("vocab");

@@ -352,6 +352,43 @@ def tokenizer_json():
     }
 
 
+def sentencepiece_tokenizer_json(model_type="BPE"):
+    """Llama-2 style: Prepend/Replace normalizer, byte fallback, the
+    Replace/ByteFallback/Fuse/Strip decoder (Unigram: Metaspace instead)."""
+    meta = "\u2581"
+    pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + \
+        [meta, "H", "e", "l", "o", "w", "r", "d", meta + "H", "el", "lo", "ll",
+         "llo", meta + "w", "or", meta + "wor"]
+    special = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for i, c in enumerate(pieces[:3])]
+    replace = {"type": "Replace", "pattern": {"String": meta}, "content": " "}
+    tok = {"version": "1.0", "added_tokens": special, "post_processor": None}
+    if model_type == "Unigram":
+        tok["normalizer"] = None
+        tok["pre_tokenizer"] = {"type": "Metaspace", "replacement": meta,
+                                "prepend_scheme": "first", "split": True}
+        tok["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Metaspace", "replacement": meta, "prepend_scheme": "first", "split": True}]}
+        tok["model"] = {"type": "Unigram", "unk_id": 0, "byte_fallback": True,
+                        "vocab": [[p, -float(len(p) % 7)] for p in pieces]}
+        return tok
+    vocab = {p: i for i, p in enumerate(pieces)}
+    merges = [[a, b] for a in pieces[259:] for b in pieces[259:] if a + b in vocab]
+    tok["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": meta},
+        {"type": "Replace", "pattern": {"String": " "}, "content": meta}]}
+    tok["pre_tokenizer"] = None
+    tok["decoder"] = {"type": "Sequence", "decoders": [
+        replace, {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    tok["model"] = {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                    "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                    "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                    "vocab": vocab, "merges": merges}
+    return tok
+
+
 def tokenizer_config():
     return {"add_bos_token": False, "eos_token": "<|im_end|>", "bos_token": None,
             "chat_template": "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
@@ -433,7 +470,9 @@ def corpus():
         "fuzz_tokenizer_bin": {"vocab8.bin": bytes([8]) + tokenizer_bin(LLAMA2C_PIECES),
                                "to-eof.bin": bytes([255]) + tokenizer_bin(LLAMA2C_PIECES)},
         "fuzz_tokenizer_json": {"bpe.json": j(tj),
-                                "bpe-config.json": j(tj) + b"\n--config--\n" + j(tokenizer_config())},
+                                "bpe-config.json": j(tj) + b"\n--config--\n" + j(tokenizer_config()),
+                                "sentencepiece.json": j(sentencepiece_tokenizer_json()),
+                                "unigram.json": j(sentencepiece_tokenizer_json("Unigram"))},
         "fuzz_tokenizer_artifact": {
             "llama2c.hytk": hytk(0, LLAMA2C_PIECES, [2, 3, 3, 1, 1, 1, 1, 1]),
             "sentencepiece.hytk": hytk(1, ["<unk>", "<s>", "</s>", "\u2581", "a", "\u2581a",

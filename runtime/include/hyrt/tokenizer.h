@@ -1,8 +1,9 @@
 // hyrt/tokenizer.h - text <-> token ids for the tokenizer families hyc
 // serves: llama2.c tokenizer.bin, GGUF "llama" (SentencePiece BPE with byte
 // fallback), GGUF "gpt2" (byte-level BPE) and Hugging Face tokenizer.json
-// (byte-level BPE with the file's normalizer, pre-tokenizer regexes and
-// added tokens), behind one interface.
+// (BPE, byte-level or SentencePiece-style with byte fallback, or Unigram,
+// with the file's normalizer, pre-tokenizer, decoder and added tokens),
+// behind one interface.
 #pragma once
 
 #include "hyrt/status.h"
@@ -20,7 +21,10 @@ enum class TokenizerKind : int32_t {
   kLlama2c = 0,       ///< llama2.c: dummy " " prefix, score merges, id=byte+3
   kSentencePiece = 1, ///< GGUF llama: "▁" for spaces, score merges, <0xXX>
   kGpt2 = 2,          ///< GGUF gpt2: byte-level BPE with ranked merges
-  kHfByteLevel = 3,   ///< tokenizer.json: byte-level BPE, pipeline from JSON
+  /// tokenizer.json: BPE, byte-level or SentencePiece-style (Metaspace /
+  /// Prepend+Replace, <0xXX> byte fallback), or Unigram (Viterbi over the
+  /// pieces' scores, kept in `scores`); pipeline from JSON.
+  kHfByteLevel = 3,
 };
 
 namespace detail {
@@ -117,6 +121,9 @@ private:
   std::vector<int32_t> encode_hf(const std::string &text,
                                  bool add_special) const;
   void bpe_by_rank(std::vector<int32_t> &ids) const;
+  void split_characters(const std::string &piece,
+                        std::vector<int32_t> &word) const;
+  void viterbi(const std::string &piece, std::vector<int32_t> &word) const;
   std::string decode_hf(const std::vector<int32_t> &ids,
                         bool skip_special) const;
 
