@@ -136,10 +136,17 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
                                        "list");
   for (const json &a : added) {
     if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
-        !a.contains("content") || !a["content"].is_string())
-      return Status::Error(tj.string() + ": added token expects integer 'id' "
-                                         "and string 'content', found " +
+        a["id"].get<int64_t>() < 0 || !a.contains("content") ||
+        !a["content"].is_string())
+      return Status::Error(tj.string() + ": added token expects a non-negative "
+                                         "integer 'id' and string 'content', "
+                                         "found " +
                            a.dump());
+    for (const char *flag : {"lstrip", "rstrip", "single_word", "special"})
+      if (a.contains(flag) && !a[flag].is_boolean())
+        return Status::Error(tj.string() + ": added token '" +
+                             a["content"].get<std::string>() + "' expects '" +
+                             flag + "' to be a boolean, found " + a[flag].dump());
     if (a.value("lstrip", false) || a.value("rstrip", false) ||
         a.value("single_word", false))
       return Status::Error(tj.string() + ": added token '" +

@@ -92,6 +92,16 @@ TEST(HfTokenizer, MalformedFilesAreRejected) {
   bad_merge["model"]["merges"] = {"a zz"};
   EXPECT_NE(loadError("badmerge", bad_merge).find("merge 0 'a zz'"),
             std::string::npos);
+  // Found by fuzz_tokenizer_json: a negative added-token id indexed the
+  // token table before it (UB), a non-boolean flag made nlohmann throw.
+  json negative = tinyTokenizer();
+  negative["added_tokens"][0]["id"] = -3;
+  EXPECT_NE(loadError("negid", negative).find("non-negative integer 'id'"),
+            std::string::npos);
+  json flag = tinyTokenizer();
+  flag["added_tokens"][0]["special"] = "yes";
+  EXPECT_NE(loadError("flag", flag).find("expects 'special' to be a boolean"),
+            std::string::npos);
 }
 
 TEST(HfTokenizer, UnsupportedComponentsAreNamed) {
