@@ -488,7 +488,7 @@ def corpus():
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus")
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "build-fuzz", "seeds")
     for target, files in corpus().items():
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
