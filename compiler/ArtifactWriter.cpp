@@ -6,6 +6,7 @@
 #include "hyrt/abi.h"
 #include "hyrt/artifact.h"
 #include "hyrt/tokenizer.h"
+#include "models/checkpoint/tokenizer_data.h"
 
 #include <nlohmann/json.hpp>
 
@@ -157,37 +158,15 @@ bool writeWeights(const std::string &path, const models::Checkpoint &ckpt,
 bool writeTokenizer(const std::string &path, const models::TokenizerSpec &t,
                     int64_t vocabSize, std::string &error) {
   hyrt::TokenizerData data;
-  if (t.kind == "hf") {
-    // tokenizer.json + tokenizer_config.json, read as the runtime reads
-    // them (its errors name an unsupported component).
-    if (hyrt::Status st = hyrt::read_hf_tokenizer(t.hf_dir, &data); !st.ok()) {
-      error = st.message();
-      return false;
-    }
-    // Ids past the embedding table would make the model read garbage.
-    if (int64_t(data.tokens.size()) > vocabSize) {
-      error = "tokenizer.json has " + std::to_string(data.tokens.size()) +
-              " tokens, the model's vocab_size is " + std::to_string(vocabSize);
-      return false;
-    }
-  } else if (t.kind == "llama2c")
-    data.kind = hyrt::TokenizerKind::kLlama2c;
-  else if (t.kind == "sentencepiece")
-    data.kind = hyrt::TokenizerKind::kSentencePiece;
-  else if (t.kind == "gpt2")
-    data.kind = hyrt::TokenizerKind::kGpt2;
-  else {
-    error = "unknown tokenizer kind '" + t.kind + "'";
+  if (hyrt::Status st = models::to_tokenizer_data(t, &data); !st.ok()) {
+    error = st.message();
     return false;
   }
-  if (t.kind != "hf") {
-    data.tokens = t.tokens;
-    data.scores = t.scores;
-    data.types = t.types;
-    data.merges = t.merges;
-    data.bos_id = t.bos_id;
-    data.eos_id = t.eos_id;
-    data.unk_id = t.unk_id;
+  // Ids past the embedding table would make the model read garbage.
+  if (t.kind == "hf" && int64_t(data.tokens.size()) > vocabSize) {
+    error = "tokenizer.json has " + std::to_string(data.tokens.size()) +
+            " tokens, the model's vocab_size is " + std::to_string(vocabSize);
+    return false;
   }
   hyrt::Tokenizer tok;
   auto st = tok.init(std::move(data));

@@ -6,6 +6,7 @@
 
 #include "hyrt/tokenizer.h"
 #include "models/checkpoint/model_spec.h"
+#include "models/checkpoint/tokenizer_data.h"
 #include "test/fuzz/fuzz_files.h"
 
 #include <cstdint>
@@ -14,22 +15,13 @@
 namespace hyc::fuzz {
 
 inline void exerciseTokenizer(const models::TokenizerSpec &t) {
+  if (t.kind == "hf")
+    return; // read by the tokenizer.json target
   hyrt::TokenizerData data;
-  if (t.kind == "llama2c")
-    data.kind = hyrt::TokenizerKind::kLlama2c;
-  else if (t.kind == "sentencepiece")
-    data.kind = hyrt::TokenizerKind::kSentencePiece;
-  else if (t.kind == "gpt2")
-    data.kind = hyrt::TokenizerKind::kGpt2;
-  else
-    return; // "hf": read by the tokenizer.json target
-  data.tokens = t.tokens;
-  data.scores = t.scores;
-  data.types = t.types;
-  data.merges = t.merges;
-  data.bos_id = t.bos_id;
-  data.eos_id = t.eos_id;
-  data.unk_id = t.unk_id;
+  if (hyrt::Status st = models::to_tokenizer_data(t, &data); !st.ok()) {
+    explain("to_tokenizer_data", st.message());
+    return;
+  }
   hyrt::Tokenizer tok;
   if (hyrt::Status st = tok.init(std::move(data)); !st.ok()) {
     explain("Tokenizer::init", st.message());
