@@ -21,6 +21,8 @@ const char *data_type_name(DataType t) {
     return "s8";
   case DataType::s32:
     return "s32";
+  case DataType::f8:
+    return "f8";
   }
   return "unknown";
 }
@@ -31,6 +33,7 @@ int data_type_size(DataType t) {
     return 2;
   case DataType::u8:
   case DataType::s8:
+  case DataType::f8:
     return 1;
   default:
     return 4;
@@ -103,6 +106,12 @@ std::string validate_brgemm(const BrgemmDesc &d) {
         << " exceeds 65536, where u8 x s8 sums could overflow int32";
     return err.str();
   }
+  if (d.b_type == DataType::f8 &&
+      (d.k % 128 != 0 || d.accumulate || d.epilogue != Epilogue::none)) {
+    err << "bf16 x f8 kernels take K in whole blocks of 128 (found K=" << d.k
+        << "), no accumulation and no epilogue (block factors are their scaling)";
+    return err.str();
+  }
   if (d.isa == Isa::amx) {
     const int unit = int8 ? 4 : 2;
     if (d.k % unit != 0) {
@@ -123,7 +132,8 @@ BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
       *find_brgemm_tile(desc.isa, desc.a_type, desc.b_type, desc.n_block);
   switch (desc.isa) {
   case Isa::avx512_bf16:
-    return x86::generate_avx512_bf16(desc, tile);
+    return desc.b_type == DataType::f8 ? x86::generate_avx512_fp8(desc, tile)
+                                       : x86::generate_avx512_bf16(desc, tile);
   case Isa::avx512_vnni:
     return x86::generate_avx512_vnni(desc, tile);
   case Isa::avx512_core:

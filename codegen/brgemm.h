@@ -23,9 +23,9 @@ class CodeGenerator;
 namespace hyc::codegen {
 
 /// Element types of A, B and C.
-enum class DataType { f32, bf16, u8, s8, s32 };
+enum class DataType { f32, bf16, u8, s8, s32, f8 };
 
-/// Spelling in kernel names: "f32", "bf16", "u8", "s8", "s32".
+/// Spelling in kernel names: "f32", "bf16", "u8", "s8", "s32", "f8" (e4m3fn).
 const char *data_type_name(DataType t);
 /// Bytes per element.
 int data_type_size(DataType t);
@@ -35,6 +35,7 @@ enum class BLayout {
   f32_k1,     ///< [ceil(N/32)][K][32] fp32
   bf16_vnni2, ///< [ceil(N/32)][ceil(K/2)][32][2] bf16
   s8_vnni4,   ///< [ceil(N/32)][ceil(K/4)][32][4] s8, then int32 comp[32]
+  f8_vnni2,   ///< [ceil(N/32)][ceil(K/128) * 64][32][2] e4m3 (K padded to 128)
 };
 
 /// What happens to the accumulators before they are stored.
@@ -46,7 +47,9 @@ enum class Epilogue {
 /// Everything that determines a kernel's machine code. Generators exist for
 /// (see codegen/tiles.cpp): avx512_bf16 bf16 x bf16; avx512_vnni u8 x s8
 /// (-> s32 or f32); avx512_core f32 x f32 and f32 x bf16; avx2 f32 x f32,
-/// f32 x bf16 and u8 x s8 (-> s32 or f32); amx bf16 x bf16 and u8 x s8.
+/// f32 x bf16 and u8 x s8 (-> s32 or f32); amx bf16 x bf16 and u8 x s8;
+/// avx512_bf16 bf16 x f8 (FP8 weights, K a multiple of 128, decode-sized M:
+/// each 128-K block's sum is scaled by post->b_scale[block]; needs VBMI).
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
   int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max
@@ -69,7 +72,8 @@ struct BrgemmDesc {
 struct BrgemmPostArgs {
   const float *bias = nullptr;    ///< [n_block], Epilogue::bias
   const float *a_scale = nullptr; ///< [m], u8 x s8 -> f32 kernels
-  const float *b_scale = nullptr; ///< [n_block], u8 x s8 -> f32 kernels
+  const float *b_scale = nullptr; ///< [n_block], u8 x s8 -> f32 kernels;
+                                  ///< [K / 128] block factors, bf16 x f8
 };
 
 /// Every generated brgemm kernel has this signature. lda and ldc count

@@ -123,21 +123,41 @@ HostPeaks measure_compute_peaks(int threads) {
   return p;
 }
 
-double measure_read_gbps(int threads, size_t bytes, int reps) {
-  if (!executes_avx512_fma())
-    return 0;
-  bytes = std::max<size_t>(bytes / (256 * size_t(threads)), 1) * 256 * threads;
-  AlignedBuffer buf(bytes); // 2 MiB aligned, MADV_HUGEPAGE, touched
+struct StreamReader::Impl {
+  Impl(int threads, size_t bytes) : threads(threads), bytes(bytes), buf(bytes) {}
+  int threads;
+  size_t bytes;
+  AlignedBuffer buf; // 2 MiB aligned, MADV_HUGEPAGE, touched
   ReadLoop code;
-  auto fn = code.getCode<void (*)(const void *, int64_t)>();
+};
+
+StreamReader::StreamReader(int threads, size_t bytes) {
+  if (!executes_avx512_fma())
+    return;
+  bytes = std::max<size_t>(bytes / (256 * size_t(threads)), 1) * 256 * threads;
+  impl_ = std::make_unique<Impl>(threads, bytes);
+}
+
+StreamReader::~StreamReader() = default;
+
+double StreamReader::read_gbps(int reps) {
+  if (!impl_)
+    return 0;
+  auto fn = impl_->code.getCode<void (*)(const void *, int64_t)>();
   double best = 0;
-  const size_t part = bytes / threads;
+  const size_t part = impl_->bytes / impl_->threads;
   for (int rep = 0; rep < reps; ++rep) {
     const double t0 = now();
-    onThreads(threads, [&](int t) { fn(buf.data() + part * t, int64_t(part / 256)); });
-    best = std::max(best, bytes / (now() - t0) * 1e-9);
+    onThreads(impl_->threads, [&](int t) {
+      fn(impl_->buf.data() + part * t, int64_t(part / 256));
+    });
+    best = std::max(best, impl_->bytes / (now() - t0) * 1e-9);
   }
   return best;
+}
+
+double measure_read_gbps(int threads, size_t bytes, int reps) {
+  return StreamReader(threads, bytes).read_gbps(reps);
 }
 
 HostPeaks measure_peaks(int threads) {

@@ -11,6 +11,7 @@
 #define HYC_CODEGEN_HOST_PEAKS_H
 
 #include <cstddef>
+#include <memory>
 
 namespace hyc::codegen {
 
@@ -39,6 +40,24 @@ double measure_read_gbps(int threads, size_t bytes = size_t(1) << 30,
 
 /// Both.
 HostPeaks measure_peaks(int threads);
+
+/// A streaming-read buffer kept for repeated measurements, so that a
+/// benchmark can read the bandwidth right before each run it compares with
+/// it (interleaved rounds) without allocating and touching the buffer each
+/// time.
+class StreamReader {
+public:
+  explicit StreamReader(int threads, size_t bytes = size_t(1) << 30);
+  ~StreamReader();
+  StreamReader(const StreamReader &) = delete;
+  StreamReader &operator=(const StreamReader &) = delete;
+  /// Best of `reps` reads of the whole buffer, GB/s; 0 without AVX-512.
+  double read_gbps(int reps = 2);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 } // namespace hyc::codegen
 

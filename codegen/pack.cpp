@@ -56,6 +56,8 @@ int64_t packed_k_steps(BLayout layout, int64_t k) {
     return ceil_div(k, 2);
   case BLayout::s8_vnni4:
     return ceil_div(k, 4);
+  case BLayout::f8_vnni2: // K pairs of whole 128-blocks, 64 bytes each
+    return ceil_div(k, 128) * 64;
   }
   return 0;
 }
@@ -65,7 +67,8 @@ int64_t packed_comp_offset(int64_t k) {
 }
 
 int64_t packed_panel_bytes(BLayout layout, int64_t k) {
-  const int64_t body = packed_k_steps(layout, k) * 128;
+  const int64_t body =
+      packed_k_steps(layout, k) * (layout == BLayout::f8_vnni2 ? 64 : 128);
   return layout == BLayout::s8_vnni4 ? body + kPanelCols * 4 : body;
 }
 

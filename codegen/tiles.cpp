@@ -18,6 +18,10 @@ constexpr BrgemmTile kTiles[] = {
     // isa              A        B        N   M   unroll prefetch
     {Isa::avx512_bf16, DT::bf16, DT::bf16, 32, 14, 4, 4096},
     {Isa::avx512_bf16, DT::bf16, DT::bf16, 64, 6, 4, 4096},
+    // FP8 weights widened in registers (x86/avx512_fp8.cpp): C and block
+    // accumulators for 4 rows next to seven constant tables; one K step of
+    // e4m3 codes is 64 bytes, so 4 KiB ahead is 64 steps.
+    {Isa::avx512_bf16, DT::bf16, DT::f8, 32, 4, 4, 4096},
     {Isa::avx512_vnni, DT::u8, DT::s8, 32, 14, 4, 4096},
     {Isa::avx512_vnni, DT::u8, DT::s8, 64, 6, 4, 4096},
     {Isa::avx512_core, DT::f32, DT::f32, 32, 14, 4, 4096},
@@ -49,6 +53,8 @@ BLayout b_layout_for(DataType b_type) {
     return BLayout::bf16_vnni2;
   case DataType::s8:
     return BLayout::s8_vnni4;
+  case DataType::f8:
+    return BLayout::f8_vnni2;
   default:
     return BLayout::f32_k1;
   }

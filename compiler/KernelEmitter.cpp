@@ -33,6 +33,9 @@ const IsaInfo *isaInfo(const std::string &name) {
        {"avx512f", "avx512bw", "avx512dq", "avx512vl"}},
       {"avx512bf16:bf16bf16f32", Isa::avx512_bf16, DataType::bf16, DataType::bf16,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}},
+      // FP8 weights widened in registers: VBMI byte permutes.
+      {"avx512bf16:bf16f8f32", Isa::avx512_bf16, DataType::bf16, DataType::f8,
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "avx512vbmi"}},
       {"avx2:f32f32f32", Isa::avx2, DataType::f32, DataType::f32,
        {"avx2", "fma"}},
       {"avx2:f32bf16f32", Isa::avx2, DataType::f32, DataType::bf16,

@@ -80,6 +80,8 @@ StringRef typesName(Type a, Type b) {
     return "bf16bf16f32";
   if (a.isInteger(8) && b.isInteger(8))
     return "u8s8f32";
+  if (a.isBF16() && isa<Float8E4M3FNType>(b))
+    return "bf16f8f32";
   return "";
 }
 

@@ -286,6 +286,8 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     case codegen::DataType::u8:
     case codegen::DataType::s8:
       return b.getI8Type();
+    case codegen::DataType::f8:
+      return b.getType<Float8E4M3FNType>();
     default:
       return b.getF32Type();
     }
@@ -298,9 +300,13 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     StringRef bLayout = layout.contains("vnni2")   ? "vnni2"
                         : layout.contains("vnni4") ? "vnni4"
                                                    : "row";
-    const int64_t kernelK = scheme.groupK ? scheme.groupK : k;
+    // bf16 x f8 kernels run over the whole K, padded to whole blocks.
+    const int64_t blockK = scheme.bType == codegen::DataType::f8 ? HYRT_GEMM_GROUP_K : 0;
+    const int64_t kernelK = scheme.groupK ? scheme.groupK
+                            : blockK      ? (k + blockK - 1) / blockK * blockK
+                                          : k;
     // Grouped activations are rows padded to whole groups.
-    const int64_t lda = scheme.groupK ? (k + kernelK - 1) / kernelK * kernelK : k;
+    const int64_t lda = scheme.groupK ? (k + kernelK - 1) / kernelK * kernelK : kernelK;
     return kernel::BrgemmDispatchOp::create(
         b, loc, b.getI64Type(), b.getDenseI64ArrayAttr({rows, 32, kernelK}),
         b.getDenseI64ArrayAttr({lda, 32, 32}), TypeAttr::get(mlirType(scheme.aType)),
@@ -337,6 +343,27 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     kernel = arith::SelectOp::create(b, loc, useAmx, dispatch(*amx, kernelRows(*amx)), kernel);
     rowsPerBlock = arith::SelectOp::create(b, loc, useAmx, i64(kernelRows(*amx)), i64(mMax));
   }
+  // FP8 steps of few rows: the bf16 x f8 kernel (HYRT_GEMM_FP8_FUSED) in
+  // place of the blockwise path. The driver blocks rows by rowsPerBlock, so
+  // any step is correct on either kernel; the threshold only picks the
+  // faster. A grouped GEMM compares its rows per expert's bound: the tokens.
+  Value schemeId = i32(ks.scratchId);
+  if (auto maxRows = m->getAttrOfType<IntegerAttr>(cpu::kFp8FusedMaxRowsName)) {
+    const KernelScheme *f8 = fp8FusedSchemeFor(ks);
+    if (!f8)
+      return m->emitError() << cpu::kFp8FusedMaxRowsName << " on a " << ks.isaName << " "
+                            << ks.typesName << " GEMM, which has no bf16 x f8 kernel";
+    Value rows = x[0].value;
+    if (gm && config.getFusedProducer())
+      if (auto permute = gm.getInput().getDefiningOp<MoePermuteOp>())
+        rows = (*dimsOf(permute.getInput()))[0].value;
+    Value useFused = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                           i64(maxRows.getInt()), rows);
+    kernel = arith::SelectOp::create(b, loc, useFused, dispatch(*f8, kernelRows(*f8)), kernel);
+    rowsPerBlock =
+        arith::SelectOp::create(b, loc, useFused, i64(kernelRows(*f8)), rowsPerBlock);
+    schemeId = arith::SelectOp::create(b, loc, useFused, i32(f8->scratchId), schemeId);
+  }
   // [gate; up] weights: the driver pairs panel p of each half and writes
   // silu(gate) * up, N = half the weight rows.
   if (gm && config.getFusedProducer() &&
@@ -357,7 +384,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
     int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
     Value scale = gm.getScale();
     call("hyrt_cpu_grouped_gemm_tokens",
-         {i32(ks.scratchId), ptrOf(permute.getInput()), t[0].value, i64(topK),
+         {schemeId, ptrOf(permute.getInput()), t[0].value, i64(topK),
           ptrOf(permute.getRows()), i64(k), ptrOf(gm.getOffsets()), i64(w.getDimSize(0)),
           ptrOf(gm.getWeight()), scale ? ptrOf(scale) : null(),
           i64(gm.getEpilogue() == Epilogue::silu_mul ? n / 2 : n),
@@ -367,7 +394,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   }
   if ((gm ? gm.getEpilogue() : mm.getEpilogue()) == Epilogue::silu_mul) {
     Value scale = gm ? gm.getScale() : mm.getScale();
-    SmallVector<Value> args = {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k)};
+    SmallVector<Value> args = {schemeId, ptrOf(input), x[0].value, i64(k)};
     if (gm)
       args.append({ptrOf(gm.getOffsets()), i64(w.getDimSize(0))});
     args.append({ptrOf(gemmWeight(m)), scale ? ptrOf(scale) : null(), i64(n / 2),
@@ -377,7 +404,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   }
   if (gm) {
     call("hyrt_cpu_grouped_gemm",
-         {i32(ks.scratchId), ptrOf(input), x[0].value, i64(k),
+         {schemeId, ptrOf(input), x[0].value, i64(k),
           ptrOf(gm.getOffsets()), i64(w.getDimSize(0)), ptrOf(gm.getWeight()),
           gm.getScale() ? ptrOf(gm.getScale()) : null(), i64(n),
           ptrOf(gm.getResult()), scratch, kernel, rowsPerBlock, minMacs});
@@ -394,7 +421,7 @@ LogicalResult EntryLowering::emitKernelMatmul(Operation *m) {
   }
   SmallVector<Value> args;
   if (hyrt_gemm_is_fp8(ks.scratchId)) // one driver for both activation forms
-    args.push_back(i32(ks.scratchId));
+    args.push_back(schemeId);
   args.append({ptrOf(input), x[0].value, i64(k), ptrOf(mm.getWeight())});
   if (takesWeightScales(ks))
     args.push_back(ptrOf(mm.getScale()));

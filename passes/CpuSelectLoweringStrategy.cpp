@@ -183,6 +183,12 @@ private:
       if (amx && amxSchemeFor(*ks, w.getDimSize(rank - 1)))
         op->setAttr(cpu::kAmxMinRowsName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), amxMinRows()));
+      // FP8 on native bf16: steps up to the bf16 x f8 kernel's block rows
+      // (decode, small batches) widen the codes in registers as they stream
+      // in; larger ones widen each panel once and reuse it from L2.
+      if (const KernelScheme *f8 = fp8FusedSchemeFor(*ks))
+        op->setAttr(cpu::kFp8FusedMaxRowsName,
+                    IntegerAttr::get(IntegerType::get(ctx, 64), kernelRows(*f8)));
       config = cpu::LoweringConfigAttr::get(
           ctx, "brgemm", StringAttr::get(ctx, ks->isaName),
           StringAttr::get(ctx, ks->typesName), StringAttr::get(ctx, ks->layout),

@@ -140,6 +140,15 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
   return find(row->quant, row->grouped, Level::amx);
 }
 
+const KernelScheme *fp8FusedSchemeFor(const KernelScheme &ks) {
+  // Same activations (bf16 rows padded to whole blocks), weights and
+  // factors as HYRT_GEMM_FP8; the driver makes one call per panel.
+  static const KernelScheme fused = {Isa::avx512_bf16, DataType::bf16, DataType::f8,
+                                     "bf16f8f32", "avx512bf16", "f8_vnni2",
+                                     "hyrt_cpu_gemm_fp8", HYRT_GEMM_FP8_FUSED, 64, 8};
+  return ks.scratchId == HYRT_GEMM_FP8 && ks.isa == Isa::avx512_bf16 ? &fused : nullptr;
+}
+
 bool takesWeightScales(const KernelScheme &ks) {
   return ks.scratchId == HYRT_GEMM_W8A8 || ks.scratchId == HYRT_GEMM_W8A8_G128 ||
          hyrt_gemm_is_fp8(ks.scratchId);
@@ -147,7 +156,8 @@ bool takesWeightScales(const KernelScheme &ks) {
 
 bool convertsActivations(const KernelScheme &ks) {
   return ks.scratchId == HYRT_GEMM_BF16 || ks.scratchId == HYRT_GEMM_W8A8 ||
-         ks.scratchId == HYRT_GEMM_W8A8_G128 || ks.scratchId == HYRT_GEMM_FP8;
+         ks.scratchId == HYRT_GEMM_W8A8_G128 || ks.scratchId == HYRT_GEMM_FP8 ||
+         ks.scratchId == HYRT_GEMM_FP8_FUSED;
 }
 
 int64_t kernelRows(const KernelScheme &ks) {

@@ -49,6 +49,11 @@ struct KernelTarget {
 /// pairs / quads. Null when there is none.
 const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k);
 
+/// The bf16 x f8 kernel (codes widened in registers, block factors applied
+/// by the kernel, whole K in one call) standing in for the blockwise FP8
+/// scheme `ks` on decode-sized steps; null for every other scheme.
+const KernelScheme *fp8FusedSchemeFor(const KernelScheme &ks);
+
 /// The kernel scheme of a weight scheme on a target; null when there is none.
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target);
 

@@ -6,8 +6,9 @@
 // Decode (M = 1): GB/s of weight bytes (codes, scales and padding as
 // stored) over a stack of layers larger than the last-level cache, so every
 // step reads its weights from memory, against the streaming read of a
-// huge-page buffer measured right before each scheme (this host's
-// bandwidth swings minute to minute). Prefill (M = 128): tokens/s and the
+// huge-page buffer measured right before each measurement, in interleaved
+// rounds over the schemes: medians of the rounds' paired ratios (this
+// host's bandwidth swings minute to minute). Prefill (M = 128): tokens/s and the
 // ratio of each scheme to per-channel W8A8 (the seed's FP8 reached 80-90%
 // of INT8). Weights are random bytes in the packed layouts (speed does not
 // depend on their values, except FP8's few subnormal codes: its codes are
@@ -48,6 +49,7 @@ struct Scheme {
   DataType b;
   int64_t kernelK; ///< 0: the GEMM's K; else the per-group / block kernel
   bool accumulate;
+  bool blockwise = false; ///< FP8: never the bf16 x f8 kernel (for comparison)
 };
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -140,6 +142,9 @@ struct Gemm {
   std::unique_ptr<Buffer> w;
   std::vector<float> scale;
   std::unique_ptr<BrgemmKernel> kernel;
+  /// FP8 on native bf16 with VBMI: the bf16 x f8 kernel the compiler
+  /// selects for steps of at most its block rows (decode).
+  std::unique_ptr<BrgemmKernel> fusedKernel;
 };
 
 struct Layer {
@@ -168,6 +173,15 @@ Layer makeLayer(const Scheme &s) {
       std::exit(1);
     }
     g.kernel = std::move(gen.kernel);
+    if (s.id == HYRT_GEMM_FP8 && !s.blockwise && __builtin_cpu_supports("avx512vbmi")) {
+      BrgemmGenResult fused = generate_brgemm(make_brgemm_desc(
+          Isa::avx512_bf16, DataType::bf16, DataType::f8, DataType::f32, int(roundUp(sh.k, 128))));
+      if (!fused) {
+        std::fprintf(stderr, "%s: kernel generation failed: %s\n", s.name, fused.error.c_str());
+        std::exit(1);
+      }
+      g.fusedKernel = std::move(fused.kernel);
+    }
     L.bytes += bytes;
     L.gemms.push_back(std::move(g));
   }
@@ -180,11 +194,14 @@ void runLayer(const Scheme &s, const Layer &L, int64_t M, const float *x, float 
               uint8_t *scratch) {
   const int64_t minMacs = int64_t(1) << 16;
   for (const Gemm &g : L.gemms) {
-    const auto fn = reinterpret_cast<hyrt_brgemm_fn>(g.kernel->fn());
-    const int64_t mMax = g.kernel->desc().m_max;
+    const bool fused = g.fusedKernel && M <= g.fusedKernel->desc().m_max;
+    const BrgemmKernel &kernel = fused ? *g.fusedKernel : *g.kernel;
+    const int32_t id = fused ? int32_t(HYRT_GEMM_FP8_FUSED) : s.id;
+    const auto fn = reinterpret_cast<hyrt_brgemm_fn>(kernel.fn());
+    const int64_t mMax = kernel.desc().m_max;
     const float *scale = g.scale.data();
     if (g.siluMul) {
-      hyrt_cpu_gemm_silu_mul(s.id, x, M, g.K, g.w->data(),
+      hyrt_cpu_gemm_silu_mul(id, x, M, g.K, g.w->data(),
                              scaleFloats(s, g.N, g.K) ? scale : nullptr, g.N, out, scratch,
                              fn, mMax, minMacs);
       continue;
@@ -200,7 +217,7 @@ void runLayer(const Scheme &s, const Layer &L, int64_t M, const float *x, float 
       break;
     case HYRT_GEMM_FP8:
     case HYRT_GEMM_FP8_F32:
-      hyrt_cpu_gemm_fp8(s.id, x, M, g.K, g.w->data(), scale, g.N, nullptr, out, scratch, fn,
+      hyrt_cpu_gemm_fp8(id, x, M, g.K, g.w->data(), scale, g.N, nullptr, out, scratch, fn,
                         mMax, minMacs);
       break;
     case HYRT_GEMM_BF16:
@@ -241,6 +258,11 @@ int main(int argc, char **argv) {
                  : Scheme{"bf16", HYRT_GEMM_F32_BF16, fma, DataType::f32, DataType::bf16, 0,
                           false},
   };
+  // Where the bf16 x f8 kernel runs fp8 decode, the blockwise path (codes
+  // widened per 128-K block into L1, K = 128 kernel per block) beside it.
+  if (nativeBf16 && __builtin_cpu_supports("avx512vbmi"))
+    schemes.push_back({"fp8-block", HYRT_GEMM_FP8, Isa::avx512_bf16, DataType::bf16,
+                       DataType::bf16, 128, false, /*blockwise=*/true});
   // Layers enough to exceed any last-level cache of this machine class
   // (~0.35 GB of int8 weights; 0.7 GB of bf16).
   const int layers = quick ? 4 : 6;
@@ -255,48 +277,84 @@ int main(int argc, char **argv) {
                                       hyrt_gemm_scratch_bytes_for(HYRT_GEMM_BF16, prefillM,
                                                                   kFfn) +
                                       (1 << 20)));
+  const bool fusedFp8 = nativeBf16 && __builtin_cpu_supports("avx512vbmi");
   std::printf("dense-1b layer (hidden %lld, ffn %lld), %d layers, %d threads; "
-              "kernels: int8 %s, fp8/bf16 %s\n",
+              "kernels: int8 %s, fp8/bf16 %s (fp8 decode: %s)\n",
               (long long)kHidden, (long long)kFfn, layers, threads, isa_name(int8),
-              nativeBf16 ? "avx512bf16" : isa_name(fma));
-  std::printf("%-10s %9s %11s %9s %8s %10s %9s %12s\n", "scheme", "MB/layer", "decode ms",
-              "GB/s", "stream", "of stream", "tok/s", "prefill x w8");
-  double w8Prefill = 0;
+              nativeBf16 ? "avx512bf16" : isa_name(fma),
+              fusedFp8 ? "bf16 x f8, codes widened in registers"
+                       : "blockwise, codes widened per 128-K block");
+  // Every scheme's stack is built first; decode is then measured in
+  // interleaved rounds, each scheme's steps right after a streaming read of
+  // its own, and each round gives one paired ratio. The medians over the
+  // rounds are what the table shows: this host's bandwidth swings by up to
+  // 2x minute to minute, and a ratio of two numbers taken minutes apart
+  // (one scheme's run against one stream read) was anywhere in 42-138%.
+  struct Run {
+    const Scheme *s;
+    std::vector<Layer> stack;
+    std::vector<double> stepS, stream, ratio;
+  };
+  std::vector<Run> runs;
   for (const Scheme &s : schemes) {
     if (!only.empty() && only != s.name)
       continue;
-    std::vector<Layer> stack;
+    Run r{&s, {}, {}, {}, {}};
     for (int l = 0; l < layers; ++l)
-      stack.push_back(makeLayer(s));
-    // The bandwidth right before this scheme (interleaved with the runs).
-    const double stream = measure_read_gbps(threads, size_t(1) << 30, 5);
-    auto decodeStep = [&] {
-      for (const Layer &L : stack)
-        runLayer(s, L, 1, x.data(), out.data(), scratch.data());
-    };
-    decodeStep();
-    double best = 1e30;
-    const int decodeReps = getenv("HYC_BENCH_REPS") ? atoi(getenv("HYC_BENCH_REPS")) : (quick ? 5 : 15);
-    for (int i = 0; i < decodeReps; ++i) {
-      const auto t0 = Clock::now();
-      decodeStep();
-      best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+      r.stack.push_back(makeLayer(s));
+    runLayer(s, r.stack[0], 1, x.data(), out.data(), scratch.data()); // warm up
+    runs.push_back(std::move(r));
+  }
+  StreamReader reader(threads, size_t(1) << 30);
+  const int rounds = getenv("HYC_BENCH_ROUNDS") ? atoi(getenv("HYC_BENCH_ROUNDS"))
+                                                : (quick ? 5 : 11);
+  const int reps = getenv("HYC_BENCH_REPS") ? atoi(getenv("HYC_BENCH_REPS")) : 3;
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Run &r = runs[(i + size_t(round)) % runs.size()]; // rotate who goes first
+      const double stream = reader.read_gbps(2);
+      double best = 1e30;
+      for (int rep = 0; rep < reps; ++rep) {
+        const auto t0 = Clock::now();
+        for (const Layer &L : r.stack)
+          runLayer(*r.s, L, 1, x.data(), out.data(), scratch.data());
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      const double gbs = double(r.stack[0].bytes) * layers / best / 1e9;
+      r.stepS.push_back(best);
+      r.stream.push_back(stream);
+      r.ratio.push_back(gbs / stream);
     }
-    const double gbs = double(stack[0].bytes) * layers / best / 1e9;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  std::printf("decode: median of %d interleaved rounds (each: a stream read, then the "
+              "best of %d steps); ratio = that round's pair\n",
+              rounds, reps);
+  std::printf("%-10s %9s %11s %9s %8s %10s %13s %9s %12s\n", "scheme", "MB/layer",
+              "decode ms", "GB/s", "stream", "of stream", "(min - max)", "tok/s",
+              "prefill x w8");
+  double w8Prefill = 0;
+  for (Run &r : runs) {
+    const Scheme &s = *r.s;
+    const double step = median(r.stepS);
+    const double gbs = double(r.stack[0].bytes) * layers / step / 1e9;
     // Prefill: one layer, 128 rows (compute-bound).
-    runLayer(s, stack[0], prefillM, x.data(), out.data(), scratch.data());
+    runLayer(s, r.stack[0], prefillM, x.data(), out.data(), scratch.data());
     double bestP = 1e30;
     for (int i = 0; i < (quick ? 3 : 7); ++i) {
       const auto t0 = Clock::now();
-      runLayer(s, stack[0], prefillM, x.data(), out.data(), scratch.data());
+      runLayer(s, r.stack[0], prefillM, x.data(), out.data(), scratch.data());
       bestP = std::min(bestP, std::chrono::duration<double>(Clock::now() - t0).count());
     }
     const double tokS = double(prefillM) / bestP;
     if (s.id == HYRT_GEMM_W8A8 || w8Prefill == 0)
       w8Prefill = tokS;
-    std::printf("%-10s %9.1f %11.2f %9.1f %8.1f %9.0f%% %9.0f %11.0f%%\n", s.name,
-                stack[0].bytes / 1e6, best * 1e3 / layers, gbs, stream, 100 * gbs / stream,
-                tokS, 100 * tokS / w8Prefill);
+    const auto [lo, hi] = std::minmax_element(r.ratio.begin(), r.ratio.end());
+    std::printf("%-10s %9.1f %11.2f %9.1f %8.1f %9.0f%% %5.0f - %4.0f%% %9.0f %11.0f%%\n",
+                s.name, r.stack[0].bytes / 1e6, step * 1e3 / layers, gbs, median(r.stream),
+                100 * median(r.ratio), 100 * *lo, 100 * *hi, tokS, 100 * tokS / w8Prefill);
   }
   return 0;
 }

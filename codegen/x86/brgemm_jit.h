@@ -99,6 +99,8 @@ BrgemmGenResult build_kernel(const BrgemmDesc &desc, Make make) {
 // Family entry points (one file each).
 BrgemmGenResult generate_avx512_bf16(const BrgemmDesc &desc,
                                      const BrgemmTile &tile);
+BrgemmGenResult generate_avx512_fp8(const BrgemmDesc &desc,
+                                    const BrgemmTile &tile);
 BrgemmGenResult generate_avx512_vnni(const BrgemmDesc &desc,
                                      const BrgemmTile &tile);
 BrgemmGenResult generate_avx512_fp32(const BrgemmDesc &desc,

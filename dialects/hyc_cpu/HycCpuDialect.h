@@ -22,6 +22,12 @@ inline constexpr const char *kKvCacheDtypeName = "hyc_cpu.kv_cache_dtype";
 /// (written by hyc-cpu-select-lowering-strategy, read by
 /// hyc-cpu-lower-to-kernel).
 inline constexpr const char *kAmxMinRowsName = "hyc_cpu.amx_min_rows";
+/// On an FP8 brgemm GEMM of a native-bf16 target: steps of at most this many
+/// rows run the bf16 x f8 kernel, which widens the codes in registers
+/// (decode reads each weight byte once), larger ones the blockwise path
+/// (codes widened once per panel, reused by every row block). Written by
+/// hyc-cpu-select-lowering-strategy, read by hyc-cpu-lower-to-kernel.
+inline constexpr const char *kFp8FusedMaxRowsName = "hyc_cpu.fp8_fused_max_rows";
 } // namespace hyc::cpu
 
 #endif // HYC_DIALECTS_HYC_CPU_HYCCPUDIALECT_H

@@ -59,8 +59,10 @@ LogicalResult BrgemmDispatchOp::verify() {
   if (layout != "row" && layout != "vnni2" && layout != "vnni4")
     return emitOpError() << "b_layout must be row, vnni2 or vnni4, got \""
                          << layout << "\"";
-  if (layout == "vnni2" && !getBType().isBF16())
-    return emitOpError() << "vnni2 layout needs bf16 B, got " << getBType();
+  if (layout == "vnni2" && !getBType().isBF16() && !isa<Float8E4M3FNType>(getBType()))
+    return emitOpError() << "vnni2 layout needs bf16 or f8E4M3FN B, got " << getBType();
+  if (isa<Float8E4M3FNType>(getBType()) && k % 128 != 0)
+    return emitOpError() << "f8E4M3FN B comes in whole blocks of 128 along k, got " << k;
   if (layout == "vnni4" && !getBType().isInteger(8))
     return emitOpError() << "vnni4 layout needs i8 B, got " << getBType();
   if (layout == "vnni2" && k % 2 != 0)

@@ -47,7 +47,8 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
   case HYRT_GEMM_W8A8_G128: // whole groups of K = 128, each with its comp
     return groupsOf(scheme, K) * panelBytes(HYRT_GEMM_W8A8, HYRT_GEMM_GROUP_K);
   case HYRT_GEMM_FP8:
-  case HYRT_GEMM_FP8_F32: // one byte per element, whole blocks of K = 128
+  case HYRT_GEMM_FP8_F32:
+  case HYRT_GEMM_FP8_FUSED: // one byte per element, whole blocks of K = 128
     return groupsOf(scheme, K) * kFp8BlockElems;
   default:
     return K * kPanel * 4; // [K][32] f32
@@ -99,6 +100,7 @@ struct PanelB {
   const PanelScales *w8Scales = nullptr;
   const float *fp8Factors = nullptr; ///< [groups], the panel's 128-row block
   const uint16_t *widened = nullptr; ///< whole panel in bf16, or null
+  bool fused = false; ///< HYRT_GEMM_FP8_FUSED: the kernel reads codes and factors
 };
 
 /// Panel p of a scheme's packed matrix with its group scales. FP8 panels
@@ -118,7 +120,8 @@ PanelB panelB(int32_t scheme, const char *w, int64_t pBytes, int64_t p, const fl
     return b;
   }
   b.fp8Factors = bScale + (p * kPanel / HYRT_GEMM_GROUP_K) * groups;
-  if (rowBlocks > 1) {
+  b.fused = scheme == HYRT_GEMM_FP8_FUSED;
+  if (rowBlocks > 1 && !b.fused) {
     thread_local std::vector<uint16_t> widened[2];
     std::vector<uint16_t> &buf = widened[slot];
     buf.resize(size_t(groups * kFp8BlockElems));
@@ -139,6 +142,12 @@ void blockCall(hyrt_brgemm_fn kernel, const char *aBlock, int64_t lda, int64_t a
                const PanelB &b, float *c, int64_t ldc, int64_t rows, PostArgs &post) {
   if (b.groups == 0) {
     kernel(aBlock, lda, b.packed, c, ldc, rows, &post);
+    return;
+  }
+  if (b.fused) { // one call over every block (codes and factors in the kernel)
+    post.b_scale = b.fp8Factors;
+    kernel(aBlock, lda, b.packed, c, ldc, rows, &post);
+    post.b_scale = nullptr;
     return;
   }
   if (b.fp8Factors) {
@@ -242,7 +251,7 @@ struct Activations {
 /// kernels read x as it is.
 Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
                                int64_t K, void *scratch) {
-  if (scheme == HYRT_GEMM_BF16 || scheme == HYRT_GEMM_FP8) {
+  if (scheme == HYRT_GEMM_BF16 || scheme == HYRT_GEMM_FP8 || scheme == HYRT_GEMM_FP8_FUSED) {
     // FP8: rows padded (0) to whole blocks of 128.
     const int64_t lda = hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 2, 2);
     uint16_t *a = static_cast<uint16_t *>(scratch);

@@ -85,6 +85,7 @@ Detection detect() {
         {bit(l7.b, 28), "avx512cd"},    {bit(l7.b, 30), "avx512bw"},
         {bit(l7.b, 31), "avx512vl"},    {bit(l7.c, 11), "avx512_vnni"},
         {bit(l7s1.a, 5), "avx512_bf16"}, {bit(l7.d, 23), "avx512_fp16"},
+        {bit(l7.c, 1), "avx512vbmi"},
     };
     for (const auto &[has, name] : avx512)
       if (has)
@@ -124,7 +125,7 @@ const std::vector<std::string> &known_cpu_features() {
       "f16c",        "avx512f",     "avx512dq",    "avx512cd",
       "avx512bw",    "avx512vl",    "avx512_vnni", "avx512_bf16",
       "avx512_fp16", "avx_vnni",    "amx_tile",    "amx_bf16",
-      "amx_int8"};
+      "amx_int8",    "avx512vbmi"};
   return names;
 }
 

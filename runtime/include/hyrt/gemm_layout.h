@@ -31,7 +31,12 @@ enum {
    * activations (FMA kernels), copied to padded rows when K is not a
    * multiple of 128. */
   HYRT_GEMM_FP8 = 5,
-  HYRT_GEMM_FP8_F32 = 6
+  HYRT_GEMM_FP8_F32 = 6,
+  /* FP8 as HYRT_GEMM_FP8 (same weights, factors, bf16 activations), run by
+   * a bf16 x f8 kernel that widens the codes in registers and applies each
+   * block's factor itself: one call per panel and row block over the whole
+   * K, for decode-sized steps (the compiler selects it below a row count). */
+  HYRT_GEMM_FP8_FUSED = 7
 };
 
 /* K elements per weight-scale group of HYRT_GEMM_W8A8_G128, and the K and N
@@ -39,7 +44,8 @@ enum {
 enum { HYRT_GEMM_GROUP_K = 128 };
 
 static inline int hyrt_gemm_is_fp8(int32_t scheme) {
-  return scheme == HYRT_GEMM_FP8 || scheme == HYRT_GEMM_FP8_F32;
+  return scheme == HYRT_GEMM_FP8 || scheme == HYRT_GEMM_FP8_F32 ||
+         scheme == HYRT_GEMM_FP8_FUSED;
 }
 
 /* Elements per row of converted activations of K elements of `elem` bytes
@@ -76,6 +82,7 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
     return (M * 4 + 63) / 64 * 64 +
            M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
   case HYRT_GEMM_FP8:
+  case HYRT_GEMM_FP8_FUSED:
     return M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 2, 2) * 2;
   case HYRT_GEMM_FP8_F32: /* only used when K is not whole blocks */
     return K % HYRT_GEMM_GROUP_K

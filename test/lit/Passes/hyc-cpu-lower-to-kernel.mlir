@@ -169,3 +169,30 @@ func.func @decode_bf16_marked(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !cf
   return %o, %c : tensor<?x4x8xf32>, !cf
 }
 }
+
+// -----
+
+// FP8 with a fused-rows threshold (hyc-cpu-select-lowering-strategy's
+// hyc_cpu.fp8_fused_max_rows): steps of at most 4 rows call the driver with
+// the bf16 x f8 kernel over the whole K padded to blocks (K = 200 -> 256),
+// its 4-row blocks and scheme 7 (HYRT_GEMM_FP8_FUSED); larger ones keep the
+// K = 128 bf16 kernel, 14-row blocks and scheme 5 (HYRT_GEMM_FP8).
+// CHECK-LABEL: func.func @fp8
+// CHECK: %[[T:.+]] = hyc_kernel.step_size "num_tokens"
+// CHECK: %[[BLOCK:.+]] = hyc_kernel.brgemm.dispatch [14, 32, 128] ld [256, 32, 32](bf16, bf16 -> f32)
+// CHECK: %[[FEW:.+]] = arith.cmpi sge, %c4{{.*}}, %[[T]] : index
+// CHECK: %[[FUSED:.+]] = hyc_kernel.brgemm.dispatch [4, 32, 256] ld [256, 32, 32](bf16, f8E4M3FN -> f32) {b_layout = "vnni2", epilogue = #hyc<epilogue none>, isa = "avx512bf16", zero_init} -> i64
+// CHECK: %[[KERNEL:.+]] = arith.select %[[FEW]], %[[FUSED]], %[[BLOCK]] : i64
+// CHECK: %[[ROWS:.+]] = arith.select %[[FEW]], %c4{{.*}}, %c14 : index
+// CHECK: %[[SCHEME:.+]] = arith.select %[[FEW]], %c7_i32, %c5_i32 : i32
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_gemm_fp8"(%[[SCHEME]], {{.*}}, %[[KERNEL]], %[[ROWS]], %{{.*}})
+!c5 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @fp8(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c5) -> (tensor<?x128xf32>, !c5) attributes {hyc.entry = "decode", hyc_cpu.scratch_offset = 4096 : i64} {
+  %tok = hyc.assume_bounds %tok0 [8] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x200xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : tensor<32x200xf32>, tensor<?xi32> -> tensor<?x200xf32>
+  %q = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "fp8", hyc_cpu.weight_index = 1 : i64} -> tensor<128x200xf8E4M3FN>
+  %s = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "fp8.scale", hyc_cpu.weight_index = 2 : i64} -> tensor<1x2xf32>
+  %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<fp8_e4m3, block = [128, 128]>, epilogue = #hyc<epilogue none>, hyc_cpu.fp8_fused_max_rows = 4 : i64, hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512bf16", types = "bf16bf16f32", layout = "f8_vnni2", tile = [14, 32, 200], threads = 2, parallel_min_macs = 1600000>} : (tensor<?x200xf32>, tensor<128x200xf8E4M3FN>, tensor<1x2xf32>) -> tensor<?x128xf32>
+  return %y, %c : tensor<?x128xf32>, !c5
+}

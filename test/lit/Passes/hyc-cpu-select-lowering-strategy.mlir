@@ -208,3 +208,22 @@ func.func @decode_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %v: te
   %o, %c1 = hyc.paged_attention.append %q, %k, %v, %c {layer = 0 : i64, scale = 0.35 : f32} : tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, !c3 -> tensor<?x4x8xf32>
   return %o, %c1 : tensor<?x4x8xf32>, !c3
 }
+
+// -----
+
+// FP8 weights: on native bf16, steps of up to 4 rows (the bf16 x f8 kernel's
+// block, which widens the codes in registers as they stream in) take that
+// kernel, larger ones the blockwise K = 128 path; FMA targets have no such
+// kernel, so no threshold is written.
+// NATIVE-LABEL: func.func @fp8
+// NATIVE: hyc.quant.matmul {{.*}}{epilogue = #hyc<epilogue none>, hyc_cpu.fp8_fused_max_rows = 4 : i64, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512bf16", types = "bf16bf16f32", layout = "f8_vnni2"
+// CHECK-LABEL: func.func @fp8
+// CHECK-NOT: fp8_fused_max_rows
+// CHECK: layout = "f8_vnni2"
+!c3 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @fp8(%tok: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c3, %x: tensor<?x256xf32>) -> (tensor<?x128xf32>, !c3) attributes {hyc.entry = "decode"} {
+  %q = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "fp8"} -> tensor<128x256xf8E4M3FN>
+  %s = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "fp8.scale"} -> tensor<1x2xf32>
+  %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<fp8_e4m3, block = [128, 128]>, epilogue = #hyc<epilogue none>} : (tensor<?x256xf32>, tensor<128x256xf8E4M3FN>, tensor<1x2xf32>) -> tensor<?x128xf32>
+  return %y, %c : tensor<?x128xf32>, !c3
+}

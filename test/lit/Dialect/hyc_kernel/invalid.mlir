@@ -57,8 +57,16 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error@+1 {{vnni2 layout needs bf16 B, got 'f32'}}
+  // expected-error@+1 {{vnni2 layout needs bf16 or f8E4M3FN B, got 'f32'}}
   %h = hyc_kernel.brgemm.dispatch [32, 32, 64] ld [64, 32, 32] (f32, f32 -> f32) {b_layout = "vnni2", epilogue = #hyc<epilogue none>} -> i64
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{f8E4M3FN B comes in whole blocks of 128 along k, got 200}}
+  %h = hyc_kernel.brgemm.dispatch [4, 32, 200] ld [200, 32, 32] (bf16, f8E4M3FN -> f32) {b_layout = "vnni2", epilogue = #hyc<epilogue none>} -> i64
   return
 }
 
