@@ -8,7 +8,7 @@ PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libxbyak-dev libdnnl-dev ocl-icd-opencl-dev libomp-22-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
-  libicu-dev libxxhash-dev
+  libicu-dev libxxhash-dev libhwloc-dev
   libcpp-httplib-dev pkgconf
   clang-22 libclang-rt-22-dev
 )
