@@ -57,6 +57,17 @@ double now() {
 
 std::string errnoText(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
+/// Records the group's first failure: every rank's waits end with `why`.
+void postAbort(Header *h, int rank, const std::string &why) {
+  int none = -1;
+  if (h->abort_rank.load() >= 0)
+    return;
+  const size_t n = std::min(why.size(), sizeof(h->abort_why) - 1);
+  std::memcpy(h->abort_why, why.data(), n);
+  h->abort_why[n] = '\0';
+  h->abort_rank.compare_exchange_strong(none, rank, std::memory_order_acq_rel);
+}
+
 } // namespace
 
 struct ShmGroup::Impl {
@@ -245,12 +256,7 @@ Status ShmGroup::join(const ShmGroupOptions &o, std::unique_ptr<ShmGroup> *out) 
             " and slot_bytes " + std::to_string(o.slot_bytes) + ", the group has " +
             std::to_string(h->size) + " and " + std::to_string(h->slot_bytes) +
             " (ranks disagree on size or slot_bytes)";
-      // Every rank's wait ends with this, not at its deadline.
-      const size_t n = std::min(why.size(), sizeof(h->abort_why) - 1);
-      std::memcpy(h->abort_why, why.data(), n);
-      h->abort_why[n] = '\0';
-      int none = -1;
-      h->abort_rank.compare_exchange_strong(none, o.rank, std::memory_order_acq_rel);
+      postAbort(h, o.rank, why); // the others stop now, not at their deadline
     }
     munmap(header, headerBytes());
     if (!why.empty()) {
@@ -312,16 +318,7 @@ Status ShmGroup::join(const ShmGroupOptions &o, std::unique_ptr<ShmGroup> *out) 
   return Status::Ok();
 }
 
-void ShmGroup::abort(const std::string &why) {
-  Header *h = impl_->h;
-  int none = -1;
-  if (h->abort_rank.load() < 0) {
-    const size_t n = std::min(why.size(), sizeof(h->abort_why) - 1);
-    std::memcpy(h->abort_why, why.data(), n);
-    h->abort_why[n] = '\0';
-    h->abort_rank.compare_exchange_strong(none, impl_->o.rank, std::memory_order_acq_rel);
-  }
-}
+void ShmGroup::abort(const std::string &why) { postAbort(impl_->h, impl_->o.rank, why); }
 
 Status ShmGroup::all_reduce_sum(float *data, size_t n) {
   Impl &g = *impl_;

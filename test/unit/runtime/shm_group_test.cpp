@@ -190,6 +190,33 @@ TEST(ShmGroup, ADeadRankIsNamedWithinSecondsNotAtTheTimeout) {
   EXPECT_NE(msg.find("rank 1 died while waiting in all_reduce"), std::string::npos) << msg;
 }
 
+TEST(ShmGroup, AnAbortReachesEveryWaitingRankWithItsReason) {
+  const std::string name = uniqueName();
+  const std::vector<int> codes = runRanks({0, 1}, [&](int r) {
+    std::unique_ptr<ShmGroup> g;
+    ShmGroupOptions o = options(name, r, 2);
+    o.timeout_s = 60;
+    if (!ShmGroup::join(o, &g).ok())
+      return 2;
+    if (r == 1) {
+      g->abort("cannot map weights.bin");
+      usleep(500000); // stays alive: the reason, not its death, ends the wait
+      return 0;
+    }
+    std::vector<float> v(10, 1.0f);
+    const auto t0 = Clock::now();
+    Status s = g->all_reduce_sum(v.data(), v.size());
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    writeMessage(name, r, s.message());
+    return !s.ok() && waited < 5 ? 0 : 1;
+  });
+  const std::string msg = readMessage(name, 0);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << msg;
+  EXPECT_NE(msg.find("rank 1 aborted: cannot map weights.bin while waiting in all_reduce"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(ShmGroup, ARankThatNeverJoinsIsNamedAtTheDeadline) {
   const std::string name = uniqueName();
   const std::vector<int> codes = runRanks({0}, [&](int r) {
