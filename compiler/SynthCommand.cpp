@@ -34,7 +34,8 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
 static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16]
 
 Writes the GGUF file llama.cpp's converter would write for a Hugging Face
-checkpoint (llama, qwen2, qwen3, qwen3moe, deepseek2).
+checkpoint (llama, qwen2, qwen3, qwen3moe, hunyuan-moe; deepseek2 for
+DeepSeek-V2, V2-Lite, V3 and R1).
 )";
 
 int runConvertGgufCommand(int argc, char **argv) {

@@ -64,14 +64,14 @@ private:
       arch_ = spec_.arch;
     else if (spec_.arch == "qwen3_moe")
       arch_ = "qwen3moe";
-    else if (spec_.arch == "deepseek_v3")
-      arch_ = "deepseek2";
+    else if (spec_.arch == "deepseek_v3" || spec_.arch == "deepseek_v2")
+      arch_ = "deepseek2"; // llama.cpp's one arch for V2, V2-Lite, V3, R1
     else if (spec_.arch == "hunyuan_moe")
       arch_ = "hunyuan-moe";
     else
       return Error(where_ + ": arch '" + spec_.arch +
                    "' has no GGUF conversion (supported: llama, qwen2, "
-                   "qwen3, qwen3_moe, deepseek_v3, hunyuan_moe)");
+                   "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, hunyuan_moe)");
     if (options_.outtype == "f32")
       f16_ = false;
     else if (options_.outtype == "f16")
@@ -148,8 +148,13 @@ private:
         return unsupported("this MoE routing (hunyuan-moe has one shared "
                            "MLP and softmax top-k with renormalized weights "
                            "on every layer)");
-      if (isDeepseek() && m.n_group > 1 && m.group_score != "top2_sum")
-        return unsupported("group score '" + m.group_score + "'");
+      // deepseek2 GGUFs have no key for the group score: readers take it
+      // from the gating (softmax: V2's group_limited_greedy, a group's best
+      // expert; sigmoid: V3's noaux_tc, the sum of its best two).
+      if (isDeepseek() && m.n_group > 1 &&
+          m.group_score != (m.scoring == "softmax" ? "max" : "top2_sum"))
+        return unsupported("group score '" + m.group_score + "' with " + m.scoring +
+                           " gating");
       if (m.scoring != "softmax" && m.scoring != "sigmoid")
         return unsupported("scoring '" + m.scoring + "'");
       if (!isHunyuan() && m.num_shared_experts > 0 &&

@@ -10,6 +10,7 @@
 
 #include "hyrt/cpu_features.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -180,9 +181,15 @@ TEST(DeepseekV2Routing, TopkMethodDecidesTheExperts) {
   EXPECT_EQ(maxAbsDiff(b.all, c.all), 0.0f);
 }
 
-TEST(HunyuanGguf, SameLogitsAsHuggingFace) {
-  const std::string hf = synth("hunyuan-moe", 25);
-  const std::string gguf = tempDir() + "/hunyuan.gguf";
+// hyc convert-gguf writes llama.cpp's layout (hunyuan-moe; deepseek2 for
+// DeepSeek-V2 and V2-Lite, read back with the V3 family and softmax
+// routing); the GGUF must compile to the same logits as the HF checkpoint.
+class FamilyGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyGguf, SameLogitsAsHuggingFace) {
+  const std::string arch = GetParam();
+  const std::string hf = synth(arch, 25);
+  const std::string gguf = tempDir() + "/" + arch + ".gguf";
   CommandResult c = runHyc({"convert-gguf", hf, gguf});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   const std::vector<int32_t> t = tokens(40);
@@ -190,8 +197,8 @@ TEST(HunyuanGguf, SameLogitsAsHuggingFace) {
   const Logits b = logitsOf(compileOnce(gguf, kBounds), t, 17);
   ASSERT_FALSE(a.all.empty());
   ASSERT_EQ(a.all.size(), b.all.size());
-  // The GGUF holds the alpha-scaled base as float32 (relative 1e-8 from the
-  // double): far below the tolerance.
+  // The GGUF holds float32 metadata (Hunyuan's alpha-scaled base, YaRN's
+  // factors: relative 1e-8 from the double): far below the tolerance.
   EXPECT_LT(maxAbsDiff(a.all, b.all), 1e-4);
   EXPECT_LT(maxAbsDiff(a.inc, b.inc), 1e-4);
   const size_t vocab = a.all.size() / t.size();
@@ -199,9 +206,14 @@ TEST(HunyuanGguf, SameLogitsAsHuggingFace) {
     EXPECT_EQ(argmaxRow(&a.all[r * vocab], vocab), argmaxRow(&b.all[r * vocab], vocab))
         << "row " << r;
   // A different seed is a different model (the comparison has teeth).
-  const Logits other = logitsOf(compileOnce(synth("hunyuan-moe", 26), kBounds), t, 17);
+  const Logits other = logitsOf(compileOnce(synth(arch, 26), kBounds), t, 17);
   EXPECT_GT(maxAbsDiff(a.all, other.all), 1e-3);
 }
+
+INSTANTIATE_TEST_SUITE_P(Synth, FamilyGguf,
+                         ::testing::Values(std::string("hunyuan-moe"), std::string("deepseek-v2"),
+                                           std::string("deepseek-v2-lite")),
+                         caseName);
 
 } // namespace
 } // namespace hyc::e2e
