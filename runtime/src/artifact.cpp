@@ -190,6 +190,9 @@ Status Artifact::load_library(const ArtifactOptions &options) {
   // Only calibration builds observe activations.
   if (void *observe = ::dlsym(library_, "hyc_observe_v0"))
     observe_ = reinterpret_cast<hyrt_observe_fn_v0>(observe)();
+  // Only tensor-parallel ranks' code all-reduces across ranks.
+  if (void *collectives = ::dlsym(library_, "hyc_collectives_v0"))
+    collectives_ = reinterpret_cast<hyrt_collectives_fn_v0>(collectives)();
   return Status::Ok();
 }
 

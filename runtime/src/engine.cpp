@@ -126,6 +126,18 @@ Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
   hyrt_entry_fn_v0 fn = decode ? artifact_->decode_fn() : artifact_->extend_fn();
   const int32_t rc =
       fn(batch_.abi(), cache_.view(), artifact_->weights(), arena_.get());
+  // A rank's all-reduce that could not run leaves a partial sum behind:
+  // the step is lost, and so is the sequence's KV (not committed).
+  if (hyrt_collectives_v0 *c = artifact_->collectives(); c && c->failed) {
+    const int32_t why = c->failed;
+    c->failed = HYRT_COLLECTIVE_OK;
+    return Status::Error(
+        (decode ? m.decode_symbol : m.extend_symbol) + ": " +
+        (why == HYRT_COLLECTIVE_NOT_REGISTERED
+             ? "this artifact all-reduces across tensor-parallel ranks, and no group of "
+               "that size was registered (run it with its --tp)"
+             : "the tensor-parallel all-reduce failed (a rank stopped; see its error)"));
+  }
   if (rc != 0)
     return Status::Error(
         (decode ? m.decode_symbol : m.extend_symbol) + " refused a step of " +

@@ -179,6 +179,30 @@ typedef struct hyrt_observe_v0 {
 
 typedef hyrt_observe_v0 *(*hyrt_observe_fn_v0)(void);
 
+/* Collectives of a tensor-parallel rank (issue 14). An artifact whose code
+ * all-reduces over a group of N > 1 ranks calls hyrt_ref_all_reduce_sum,
+ * which runs the function the runtime registered here (through the
+ * exported `hyrt_collectives_v0 *hyc_collectives_v0(void)`), e.g. a
+ * shared-memory or MPI all-reduce. With nothing registered, another group
+ * size registered, or the function failing, it leaves the data as it is
+ * and sets `failed` (HYRT_COLLECTIVE_*): the runtime checks it after every
+ * step and discards that step with an error. */
+enum {
+  HYRT_COLLECTIVE_OK = 0,
+  HYRT_COLLECTIVE_NOT_REGISTERED = 1, /* no function, or another group size */
+  HYRT_COLLECTIVE_FAILED = 2          /* the function returned nonzero */
+};
+
+typedef struct hyrt_collectives_v0 {
+  int32_t (*all_reduce_sum)(void *ctx, float *data, int64_t n); /* 0 = ok */
+  void *ctx;
+  int64_t group_size; /* the ranks the registered function reduces over */
+  int32_t failed;     /* HYRT_COLLECTIVE_*, sticky until the runtime clears it */
+  int64_t calls;      /* all-reduces run (for `hyc bench --profile`) */
+} hyrt_collectives_v0;
+
+typedef hyrt_collectives_v0 *(*hyrt_collectives_fn_v0)(void);
+
 #ifdef __cplusplus
 }
 #endif

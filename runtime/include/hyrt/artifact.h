@@ -217,6 +217,10 @@ public:
   /// The activation observers of a calibration build (abi.h), null for any
   /// other artifact. Mutable library state; `hyc calibrate` reads it.
   hyrt_observe_v0 *observers() const { return observe_; }
+  /// Where a tensor-parallel rank's code finds the group's all-reduce
+  /// (abi.h), null for an artifact that runs one rank. The runtime fills
+  /// it before the first step and checks `failed` after each.
+  hyrt_collectives_v0 *collectives() const { return collectives_; }
   /// Weight base pointers in the chosen variant's table order (the entry
   /// points' table).
   void *const *weights() const { return weight_ptrs_.data(); }
@@ -245,6 +249,7 @@ private:
   hyrt_entry_fn_v0 extend_ = nullptr, decode_ = nullptr;
   hyrt_profile_v0 *profile_ = nullptr;
   hyrt_observe_v0 *observe_ = nullptr;
+  hyrt_collectives_v0 *collectives_ = nullptr;
   int64_t arena_bytes_ = 0;
   void *weights_base_ = nullptr;
   size_t weights_alloc_bytes_ = 0;

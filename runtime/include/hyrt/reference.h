@@ -52,6 +52,12 @@ void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows, int64_t n,
 /* Calibration observer (abi.h, hyrt_observe_v0): folds max |x[t][j]| of
  * the rows x[rows][cols] into the artifact's observer `slot`, which feeds
  * the weights named in `feeds`. Reads x only. */
+/* In place: data[0..n) = the sum over the group of `group_size` ranks,
+ * through the collectives registered in hyrt_collectives_state() (abi.h);
+ * a group of 1 returns at once. */
+void hyrt_ref_all_reduce_sum(float *data, int64_t n, int64_t group_size);
+hyrt_collectives_v0 *hyrt_collectives_state(void);
+
 void hyrt_ref_observe_absmax(const float *x, int64_t rows, int64_t cols,
                              int64_t slot, const char *feeds);
 

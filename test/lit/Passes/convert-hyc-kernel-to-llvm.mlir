@@ -15,6 +15,7 @@
 // CHECK: llvm.func @hyc_profile_v0() -> !llvm.ptr {
 // CHECK-NEXT: %[[STATE:.+]] = llvm.call @hyrt_profile_state() : () -> !llvm.ptr
 // CHECK-NEXT: llvm.return %[[STATE]] : !llvm.ptr
+// CHECK-NOT: hyc_collectives_v0
 // CHECK-DAG: llvm.mlir.global internal constant @hyc_const_{{[0-9]+}}(dense<[1.000000e+00, 5.000000e-01]> : tensor<2xf32>)
 // CHECK-DAG: llvm.func @hyc_brgemm_u8s8f32_14x32x64_avx512vnni(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
 // CHECK-DAG: llvm.mlir.global internal constant @hyc_kind_hyrt_ref_embedding("hyrt_ref_embedding\00")
@@ -68,6 +69,26 @@ module attributes {hyc.arena_bytes = 4096 : i64} {
     hyc_kernel.ukernel "hyrt_ref_paged_attention"(%rows, %freq) {kv_step} : memref<?xi32>, memref<2xf32>
     %l = hyc_kernel.buffer "step_logits"[0] (%r) : memref<?x32xf32>
     hyc_kernel.ukernel "hyrt_ref_silu_mul"(%l) : memref<?x32xf32>
+    return
+  }
+}
+
+// -----
+
+// A module that all-reduces across ranks also exports hyc_collectives_v0
+// (abi.h), where the runtime registers the group's all-reduce; one that
+// does not (above) has no such export.
+// CHECK-LABEL: module attributes {hyc.arena_bytes = 64 : i64
+// CHECK: llvm.func @hyc_collectives_v0() -> !llvm.ptr {
+// CHECK-NEXT: %[[C:.+]] = llvm.call @hyrt_collectives_state() : () -> !llvm.ptr
+// CHECK-NEXT: llvm.return %[[C]] : !llvm.ptr
+// CHECK: llvm.call @hyrt_ref_all_reduce_sum(
+module attributes {hyc.arena_bytes = 64 : i64} {
+  func.func @decode() attributes {hyc.entry = "decode"} {
+    %t = hyc_kernel.step_size "num_tokens"
+    %x = hyc_kernel.buffer "arena"[0] (%t) : memref<?x8xf32>
+    %c2 = arith.constant 2 : index
+    hyc_kernel.ukernel "hyrt_ref_all_reduce_sum"(%x, %t, %c2) : memref<?x8xf32>, index, index
     return
   }
 }

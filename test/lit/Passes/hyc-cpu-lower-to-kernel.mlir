@@ -96,13 +96,34 @@ func.func @elementwise(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_ca
 
 // -----
 
-// Collectives across several ranks have no lowering yet: a clear error.
+// An all-reduce across the ranks of a tensor-parallel group: in place (the
+// result is the input's buffer), one call with the element count from the
+// step (tokens x 8) and the group size; the runtime's registered collective
+// does the reduction (abi.h, hyrt_collectives_v0). A max has no kernel.
+// CHECK-LABEL: func.func @extend
+// CHECK: %[[T:.+]] = hyc_kernel.step_size "num_tokens"
+// CHECK: %[[N:.+]] = arith.muli %[[T]], %c8{{.*}} : index
+// CHECK: %[[X:.+]] = hyc_kernel.buffer "arena"[0] (%[[T]]) : memref<?x8xf32>
+// CHECK: hyc_kernel.ukernel "hyrt_ref_all_reduce_sum"(%[[X]], %[[N]], %c2{{.*}})
+// CHECK: hyc_kernel.buffer "step_logits"
 func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 0 : i64} {
   %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
   %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x8xf32>
   %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
-  // expected-error@+1 {{the reference target runs one rank; all_reduce over group_size 2 is not supported}}
   %r = hyc.collective.all_reduce %x {kind = #hyc<reduce_kind sum>, group_size = 2 : i64} : tensor<?x8xf32>
+  %y = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: -2>} : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %s = hyc.add %r, %y {hyc_cpu.arena_offsets = array<i64: -2>} : tensor<?x8xf32>
+  return %s, %c : tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+}
+
+// -----
+
+func.func @extend(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 0 : i64} {
+  %tok = hyc.assume_bounds %tok0 [4] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x8xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>} : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  // expected-error@+1 {{all_reduce across ranks supports sum, got max}}
+  %r = hyc.collective.all_reduce %x {kind = #hyc<reduce_kind max>, group_size = 2 : i64} : tensor<?x8xf32>
   return %r, %c : tensor<?x8xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 }
 
