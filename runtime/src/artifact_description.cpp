@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+
 #include <functional>
 
 namespace hyrt {
@@ -93,6 +95,26 @@ std::string description_json(const ArtifactDescription &d) {
   return j.dump();
 }
 
+namespace {
+
+/// A field of the description that is not what the compiler writes.
+struct Malformed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// v as int64, where it is an integer that fits: nlohmann's get<int64_t>()
+/// casts floats unchecked (1e28 is undefined behaviour; found by
+/// fuzz_manifest) and wraps unsigned values past INT64_MAX.
+int64_t integer(const json &v, const char *field) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    throw Malformed(std::string(field) + " = " + v.dump() + " does not fit int64");
+  if (!v.is_number_integer())
+    throw Malformed(std::string(field) + " is " + v.dump() + ", expected an integer");
+  return v.get<int64_t>();
+}
+
+} // namespace
+
 Status parse_description(const std::string &text, const std::string &origin,
                          ArtifactDescription *out) {
   // The compiler writes it: any deviation is a foreign or damaged library,
@@ -100,33 +122,37 @@ Status parse_description(const std::string &text, const std::string &origin,
   ArtifactDescription d;
   try {
     const json j = json::parse(text);
-    d.abi_version = j.at("abi_version").get<int64_t>();
+    d.abi_version = integer(j.at("abi_version"), "abi_version");
     d.variant = j.at("variant").get<std::string>();
     d.extend_symbol = j.at("entry_points").at("extend").get<std::string>();
     d.decode_symbol = j.at("entry_points").at("decode").get<std::string>();
     const json &l = j.at("limits");
-    d.limits.max_seq_len = l.at("max_seq_len").get<int64_t>();
-    d.limits.max_batch_tokens = l.at("max_batch_tokens").get<int64_t>();
-    d.limits.max_seqs = l.at("max_seqs").get<int64_t>();
-    d.vocab_size = j.at("vocab_size").get<int64_t>();
-    d.arena_bytes = j.at("arena_bytes").get<int64_t>();
+    d.limits.max_seq_len = integer(l.at("max_seq_len"), "limits.max_seq_len");
+    d.limits.max_batch_tokens = integer(l.at("max_batch_tokens"), "limits.max_batch_tokens");
+    d.limits.max_seqs = integer(l.at("max_seqs"), "limits.max_seqs");
+    d.vocab_size = integer(j.at("vocab_size"), "vocab_size");
+    d.arena_bytes = integer(j.at("arena_bytes"), "arena_bytes");
     const json &kv = j.at("kv_cache");
-    d.kv_cache.num_layers = kv.at("num_layers").get<int64_t>();
-    d.kv_cache.num_kv_heads = kv.at("num_kv_heads").get<int64_t>();
-    d.kv_cache.k_head_dim = kv.at("k_head_dim").get<int64_t>();
-    d.kv_cache.v_head_dim = kv.at("v_head_dim").get<int64_t>();
+    d.kv_cache.num_layers = integer(kv.at("num_layers"), "kv_cache.num_layers");
+    d.kv_cache.num_kv_heads = integer(kv.at("num_kv_heads"), "kv_cache.num_kv_heads");
+    d.kv_cache.k_head_dim = integer(kv.at("k_head_dim"), "kv_cache.k_head_dim");
+    d.kv_cache.v_head_dim = integer(kv.at("v_head_dim"), "kv_cache.v_head_dim");
     d.kv_cache.dtype = kv.at("dtype").get<std::string>();
     for (const json &t : j.at("weights")) {
       TensorEntry e;
       e.name = t.at("name").get<std::string>();
       e.dtype = t.at("dtype").get<std::string>();
-      e.shape = t.at("shape").get<std::vector<int64_t>>();
-      e.offset = t.at("offset").get<int64_t>();
-      e.nbytes = t.at("nbytes").get<int64_t>();
+      for (const json &dim : t.at("shape"))
+        e.shape.push_back(integer(dim, "weights[].shape[]"));
+      e.offset = integer(t.at("offset"), "weights[].offset");
+      e.nbytes = integer(t.at("nbytes"), "weights[].nbytes");
       e.xxh3 = t.at("xxh3").get<std::string>();
       d.weights.push_back(std::move(e));
     }
   } catch (const json::exception &e) {
+    return Status::Error(origin + ": hyc_artifact_desc_v0 is malformed (" + e.what() +
+                         "); recompile the artifact with this hyc");
+  } catch (const Malformed &e) {
     return Status::Error(origin + ": hyc_artifact_desc_v0 is malformed (" + e.what() +
                          "); recompile the artifact with this hyc");
   }

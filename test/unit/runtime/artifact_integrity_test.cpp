@@ -258,3 +258,40 @@ TEST(ArtifactIntegrity, EntryPointRefusesStepsPastItsBounds) {
 }
 
 } // namespace
+
+namespace {
+
+// Found by fuzz_manifest: a number the compiler never writes where an
+// integer belongs (nlohmann casts a float to int64 unchecked, undefined
+// behaviour for 1e28) is a malformed description naming the field.
+TEST(ArtifactDescription, NonIntegerNumbersAreMalformedNotCast) {
+  const json good = {
+      {"abi_version", 2},
+      {"variant", "portable"},
+      {"entry_points", {{"extend", "hyc_extend_v0"}, {"decode", "hyc_decode_v0"}}},
+      {"limits", {{"max_seq_len", 16}, {"max_batch_tokens", 8}, {"max_seqs", 2}}},
+      {"vocab_size", 8},
+      {"arena_bytes", 1024},
+      {"kv_cache",
+       {{"num_layers", 1}, {"num_kv_heads", 1}, {"k_head_dim", 2}, {"v_head_dim", 2},
+        {"dtype", "f32"}}},
+      {"weights", json::array({{{"name", "w"}, {"dtype", "f32"}, {"shape", {8, 4}},
+                                {"offset", 0}, {"nbytes", 128}, {"xxh3", "0"}}})}};
+  hyrt::ArtifactDescription d;
+  ASSERT_TRUE(hyrt::parse_description(good.dump(), "m.so", &d).ok());
+  EXPECT_EQ(d.weights[0].nbytes, 128);
+  auto parsed = [&](const std::function<void(json &)> &edit) {
+    json j = good;
+    edit(j);
+    return hyrt::parse_description(j.dump(), "m.so", &d).message();
+  };
+  EXPECT_HAS(parsed([](json &j) { j["weights"][0]["offset"] = 1e28; }),
+             "weights[].offset is 1e+28, expected an integer");
+  EXPECT_HAS(parsed([](json &j) { j["arena_bytes"] = 2.5; }),
+             "arena_bytes is 2.5, expected an integer");
+  EXPECT_HAS(parsed([](json &j) { j["weights"][0]["shape"][1] = uint64_t(1) << 63; }),
+             "weights[].shape[] = 9223372036854775808 does not fit int64");
+  EXPECT_HAS(parsed([](json &j) { j["limits"]["max_seqs"] = "2"; }), "recompile the artifact");
+}
+
+} // namespace
