@@ -105,13 +105,21 @@ Status parse_tensor(const Fields &f, const json &t, const std::string &path,
       return f.error(where + ".shape", "expected non-negative integers, found " +
                                            Fields::shown(*shape));
     out->shape.push_back(d.get<int64_t>());
-    elements *= d.get<int64_t>();
+    // Checked: a shape from the file may multiply past int64 (found by
+    // fuzz_manifest: signed overflow).
+    if (__builtin_mul_overflow(elements, d.get<int64_t>(), &elements))
+      return f.error(where + ".shape", Fields::shown(*shape) +
+                                           " has more elements than int64 counts");
   }
   const int64_t elem = dtype_size(out->dtype);
-  if (elem > 0 && elements * elem != out->nbytes)
+  int64_t bytes = 0;
+  if (elem > 0 && __builtin_mul_overflow(elements, elem, &bytes))
+    return f.error(where + ".shape", Fields::shown(*shape) + " of " + out->dtype +
+                                         " has more bytes than int64 counts");
+  if (elem > 0 && bytes != out->nbytes)
     return f.error(where + ".nbytes",
                    "shape " + Fields::shown(*shape) + " of " + out->dtype +
-                       " needs " + std::to_string(elements * elem) +
+                       " needs " + std::to_string(bytes) +
                        " bytes, found " + std::to_string(out->nbytes));
   return Status::Ok();
 }

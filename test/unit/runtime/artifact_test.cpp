@@ -142,6 +142,19 @@ TEST(Artifact, MalformedManifests) {
                      "found 100"),
             std::string::npos)
       << msg;
+  // Found by fuzz_manifest: a shape whose element count overflows int64
+  // (signed overflow before the check) is refused naming it.
+  msg = open_error(edited([](json &m) {
+    m["weights"]["tensors"][3]["shape"] = {int64_t(1) << 40, int64_t(1) << 30};
+  }));
+  EXPECT_NE(msg.find("'weights.tensors[3] (model.layers.0.self_attn.k_proj.weight).shape': "
+                     "[1099511627776,1073741824] has more elements than int64 counts"),
+            std::string::npos)
+      << msg;
+  msg = open_error(edited([](json &m) {
+    m["weights"]["tensors"][3]["shape"] = {int64_t(1) << 31, int64_t(1) << 31};
+  }));
+  EXPECT_NE(msg.find("has more bytes than int64 counts"), std::string::npos) << msg;
 }
 
 TEST(Artifact, CpuFeatureChecks) {
