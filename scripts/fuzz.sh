@@ -46,7 +46,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$regress"
   grown=$BUILD/corpus/$t
   mkdir -p "$grown"
-  log=$BUILD/artifacts/$t.log
+  log=$BUILD/artifacts/$t.$$.log # per run: two runs of one target at once must not share it
   start=$(date +%s)
   # -rss_limit_mb: readers must refuse absurd sizes before allocating, so
   # an input that makes one allocate gigabytes is a finding (-malloc_limit_mb
