@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (CMake preset `fuzz`: clang-22, ASan + UBSan,
 # file readers only) and runs each one, single process, for SECONDS on its
-# seeds (written by test/fuzz/make_corpus.py into BUILD/seeds), the regress-*
-# inputs in test/fuzz/corpus/<target> and the corpus it grew
+# seeds (written by test/fuzz/make_corpus.py into BUILD/seeds, among them the
+# regress-* inputs that once crashed a reader) and the corpus it grew
 # before (BUILD/corpus/<target>). A crash, leak, UB report, timeout or
 # out-of-memory fails the run; the input that did it is kept as
 # BUILD/artifacts/<target>-crash-<sha1> and named in the message.
@@ -36,14 +36,12 @@ cmake --build "$BUILD" --target fuzzers -j "${JOBS:-$(nproc)}"
 
 mkdir -p "$BUILD/corpus" "$BUILD/artifacts"
 # Seeds: small valid files written from the formats themselves by
-# make_corpus.py into the build tree (nothing is checked in but the
-# regress-* inputs under test/fuzz/corpus, which earlier runs crashed on).
+# make_corpus.py into the build tree, and the regress-* inputs that earlier
+# runs crashed on, rebuilt there from those seeds (nothing is checked in).
 python3 test/fuzz/make_corpus.py "$BUILD/seeds"
 failed=()
 for t in "${TARGETS[@]}"; do
   seeds=$BUILD/seeds/$t
-  regress=test/fuzz/corpus/$t
-  mkdir -p "$regress"
   grown=$BUILD/corpus/$t
   mkdir -p "$grown"
   log=$BUILD/artifacts/$t.$$.log # per run: two runs of one target at once must not share it
@@ -54,7 +52,7 @@ for t in "${TARGETS[@]}"; do
   # milliseconds; 10 s gave false alarms on a loaded 2-core machine, where
   # an ASan build's exception unwinding alone once took 13 s).
   set +e
-  "$BUILD/test/fuzz/$t" "$grown" "$seeds" "$regress" -max_total_time="$SECONDS_PER_TARGET" \
+  "$BUILD/test/fuzz/$t" "$grown" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
     -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
     -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1 &
   pid=$!

@@ -72,7 +72,7 @@ def gguf(kvs, tensors, alignment=32):
     return out + b"".join(blobs)
 
 
-def gguf_llama(arch="llama", f16=False, tokenizer="llama"):
+def gguf_llama(arch="llama", f16=False, tokenizer="llama", edit=None):
     vocab, dim, heads, kv_heads, ff = 8, 4, 2, 1, 8
     hd = dim // heads
     p = arch + "."
@@ -129,10 +129,12 @@ def gguf_llama(arch="llama", f16=False, tokenizer="llama"):
     if arch == "qwen3":
         tensors += [t("blk.0.attn_q_norm.weight", [hd], 16, False),
                     t("blk.0.attn_k_norm.weight", [hd], 17, False)]
+    if edit:
+        edit(kvs, tensors)
     return gguf(kvs, tensors)
 
 
-def gguf_moe(arch):
+def gguf_moe(arch, edit=None):
     """qwen3moe (stacked experts) or deepseek2 (MLA, split kv_b, shared
     expert, routing bias), one layer, F32."""
     vocab, dim, heads, ff, experts, eff = 8, 4, 2, 8, 2, 4
@@ -172,6 +174,8 @@ def gguf_moe(arch):
         tensors += [t("blk.0.attn_q.weight", [heads * hd, dim]), t("blk.0.attn_k.weight", [hd, dim]),
                     t("blk.0.attn_v.weight", [hd, dim]), t("blk.0.attn_output.weight", [dim, heads * hd]),
                     t("blk.0.attn_q_norm.weight", [hd]), t("blk.0.attn_k_norm.weight", [hd])]
+        if edit:
+            edit(kvs, tensors)
         return gguf(kvs, tensors)
     rank, nope, rope, v = 4, 2, 2, 2
     kvs += [(p + "attention.head_count_kv", GGUF_U32, 1),
@@ -200,6 +204,8 @@ def gguf_moe(arch):
                 t("blk.0.ffn_gate_shexp.weight", [eff, dim]),
                 t("blk.0.ffn_up_shexp.weight", [eff, dim]),
                 t("blk.0.ffn_down_shexp.weight", [dim, eff])]
+    if edit:
+        edit(kvs, tensors)
     return gguf(kvs, tensors)
 
 
@@ -487,9 +493,65 @@ def corpus():
     }
 
 
+# ---------------------------------------------------------- regressions ---
+def set_kv(key, value):
+    """An edit for gguf_*: the metadata value of `key` (same type)."""
+    def edit(kvs, tensors):
+        i = next(i for i, kv in enumerate(kvs) if kv[0] == key)
+        kvs[i] = (key, kvs[i][1], value)
+    return edit
+
+
+def set_tensor(name, shape, ggml_type=GGML_F32, data=b""):
+    """An edit for gguf_*: tensor `name` with another shape / type / data."""
+    def edit(kvs, tensors):
+        i = next(i for i, t in enumerate(tensors) if t[0] == name)
+        tensors[i] = (name, shape, ggml_type, data)
+    return edit
+
+
+def regressions():
+    """The inputs that once crashed a reader (test/fuzz/README.md), rebuilt
+    from the seeds by the corruption each crash needed, so that every run
+    (the CI smoke run included) replays them first. Each one is also a unit
+    test of the fix."""
+    j = lambda obj: json.dumps(obj, indent=1).encode()
+    m = manifest(False)
+    float_offset = json.loads(json.dumps(description(m)))  # its own copy of the tensors
+    float_offset["weights"][1]["offset"] = 1e28
+    big_shape = manifest(False)
+    big_shape["weights"]["tensors"][0]["shape"] = [1 << 40, 1 << 30]
+    tj = tokenizer_json()
+    tj["added_tokens"][0]["id"] = -63
+    pipeline = {"model": {"type": "BPE"}, "add_bos": {}, "add_eos": False}
+    count = hytk(1, ["<0x41>"], [6])
+    count = count[:24] + struct.pack("<i", -33554424) + count[28:]  # 4261412872 tokens
+    return {
+        "fuzz_gguf": {
+            "regress-block-count-oom.gguf": gguf_llama("qwen2", tokenizer="gpt2",
+                                                       edit=set_kv("qwen2.block_count", 2949121)),
+            # 2^62 + 1 F32 elements: 4 bytes once the byte size wraps.
+            "regress-byte-size-wrap.gguf": gguf_llama(edit=set_tensor(
+                "output_norm.weight", [(1 << 62) + 1], GGML_F32, b"\0" * 4)),
+            "regress-zero-dim-experts.gguf": gguf_moe("qwen3moe", edit=set_tensor(
+                "blk.0.ffn_gate_exps.weight", [1 << 40, 0, 4])),
+            # GGML type 2 (Q4_0) is not read by hyc: its size is unknown.
+            "regress-unsupported-type-experts.gguf": gguf_moe("deepseek2", edit=set_tensor(
+                "blk.0.ffn_gate_exps.weight", [1 << 40, 4, 4], 2, b"\0" * 32))},
+        "fuzz_llama2c": {"regress-vocab-int-min.bin": struct.pack("<7i", 4, 8, 1, 2, 1, -2**31, 4)},
+        "fuzz_tokenizer_json": {"regress-negative-added-id.json": j(tj)},
+        "fuzz_tokenizer_artifact": {
+            "regress-token-count.hytk": count,
+            "regress-pipeline-field-type.hytk": hytk(3, ["a", "b", "c"], [1, 1, 1], [], json.dumps(pipeline))},
+        "fuzz_manifest": {
+            "regress-float-offset.bin": j(m) + b"\0" + j(float_offset),
+            "regress-shape-overflow.bin": j(big_shape) + b"\0" + j(description(manifest(False)))},
+    }
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "build-fuzz", "seeds")
-    for target, files in corpus().items():
+    for target, files in list(corpus().items()) + list(regressions().items()):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
         for name, data in files.items():
