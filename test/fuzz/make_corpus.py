@@ -346,7 +346,7 @@ def tokenizer_json():
              "rstrip": False, "normalized": False, "special": True}],
         "normalizer": {"type": "NFC"},
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+            {"type": "Split", "pattern": {"Regex": "(?i:'d|'s)| ?\\p{L}+| ?\\p{N}{1,2}| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
              "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]},
         "post_processor": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False},
