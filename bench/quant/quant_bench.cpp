@@ -173,7 +173,7 @@ Layer makeLayer(const Scheme &s) {
       std::exit(1);
     }
     g.kernel = std::move(gen.kernel);
-    if (s.id == HYRT_GEMM_FP8 && !s.blockwise && __builtin_cpu_supports("avx512vbmi")) {
+    if (s.id == HYRT_GEMM_FP8 && !s.blockwise) {
       BrgemmGenResult fused = generate_brgemm(make_brgemm_desc(
           Isa::avx512_bf16, DataType::bf16, DataType::f8, DataType::f32, int(roundUp(sh.k, 128))));
       if (!fused) {
@@ -246,11 +246,13 @@ int main(int argc, char **argv) {
   const bool vnni = host_supports(Isa::avx512_vnni), nativeBf16 = host_supports(Isa::avx512_bf16);
   const Isa fma = host_supports(Isa::avx512_core) ? Isa::avx512_core : Isa::avx2;
   const Isa int8 = vnni ? Isa::avx512_vnni : Isa::avx2;
+  // The bf16 x f8 kernel widens with VBMI byte permutes.
+  const bool fusedFp8 = nativeBf16 && __builtin_cpu_supports("avx512vbmi");
   std::vector<Scheme> schemes = {
       {"w8a8", HYRT_GEMM_W8A8, int8, DataType::u8, DataType::s8, 0, false},
       {"w8a8-g128", HYRT_GEMM_W8A8_G128, int8, DataType::u8, DataType::s8, 128, true},
       nativeBf16 ? Scheme{"fp8", HYRT_GEMM_FP8, Isa::avx512_bf16, DataType::bf16,
-                          DataType::bf16, 128, false}
+                          DataType::bf16, 128, false, /*blockwise=*/!fusedFp8}
                  : Scheme{"fp8", HYRT_GEMM_FP8_F32, fma, DataType::f32, DataType::bf16, 128,
                           false},
       nativeBf16 ? Scheme{"bf16", HYRT_GEMM_BF16, Isa::avx512_bf16, DataType::bf16,
@@ -260,7 +262,7 @@ int main(int argc, char **argv) {
   };
   // Where the bf16 x f8 kernel runs fp8 decode, the blockwise path (codes
   // widened per 128-K block into L1, K = 128 kernel per block) beside it.
-  if (nativeBf16 && __builtin_cpu_supports("avx512vbmi"))
+  if (fusedFp8)
     schemes.push_back({"fp8-block", HYRT_GEMM_FP8, Isa::avx512_bf16, DataType::bf16,
                        DataType::bf16, 128, false, /*blockwise=*/true});
   // Layers enough to exceed any last-level cache of this machine class
@@ -277,7 +279,6 @@ int main(int argc, char **argv) {
                                       hyrt_gemm_scratch_bytes_for(HYRT_GEMM_BF16, prefillM,
                                                                   kFfn) +
                                       (1 << 20)));
-  const bool fusedFp8 = nativeBf16 && __builtin_cpu_supports("avx512vbmi");
   std::printf("dense-1b layer (hidden %lld, ffn %lld), %d layers, %d threads; "
               "kernels: int8 %s, fp8/bf16 %s (fp8 decode: %s)\n",
               (long long)kHidden, (long long)kFfn, layers, threads, isa_name(int8),

@@ -161,6 +161,20 @@ struct ShmGroup::Impl {
     ctrl[o.rank].flag[phase][buf].store(value, std::memory_order_release);
   }
 
+  /// The first phase of every collective: the next sequence number and its
+  /// buffer, `len` floats of `src` into this rank's slot, the flag raised,
+  /// and every rank's flag awaited (then every slot of `*buf` is readable).
+  Status post(const float *src, size_t len, const char *op, uint64_t *seqOut, int *bufOut) {
+    const uint64_t s = ++seq;
+    const int buf = int(s & 1);
+    if (len)
+      std::memcpy(slot(buf, o.rank), src, len * sizeof(float));
+    raise(0, buf, s);
+    *seqOut = s;
+    *bufOut = buf;
+    return waitAll(0, buf, s, op);
+  }
+
   /// out[i] = sum over ranks of slot(buf, r)[i] for i in [begin, end), in
   /// rank order (the same bits on every rank).
   void reduceInto(float *out, int buf, size_t begin, size_t end) const {
@@ -323,30 +337,26 @@ void ShmGroup::abort(const std::string &why) { postAbort(impl_->h, impl_->o.rank
 Status ShmGroup::all_reduce_sum(float *data, size_t n) {
   Impl &g = *impl_;
   const size_t piece = g.o.slot_bytes / sizeof(float);
-  for (size_t off = 0; off < n || (n == 0 && off == 0); off += piece) {
+  for (size_t off = 0; off < n; off += piece) {
     const size_t len = std::min(piece, n - off);
-    const uint64_t seq = ++g.seq;
-    const int buf = int(seq & 1);
-    std::memcpy(g.slot(buf, g.o.rank), data + off, len * sizeof(float));
-    g.raise(0, buf, seq);
-    if (Status s = g.waitAll(0, buf, seq, "all_reduce"); !s.ok())
+    uint64_t seq = 0;
+    int buf = 0;
+    if (Status s = g.post(data + off, len, "all_reduce", &seq, &buf); !s.ok())
       return s;
     if (len * sizeof(float) < g.o.reduce_scatter_bytes || g.o.size == 1) {
       g.reduceInto(data + off, buf, 0, len);
-    } else {
-      // Reduce-scatter: this rank's part into the shared result, then
-      // all-gather the parts.
-      float *res = reinterpret_cast<float *>(g.result + size_t(buf) * g.o.slot_bytes);
-      const size_t part = (len + g.o.size - 1) / g.o.size;
-      const size_t b = std::min(len, part * g.o.rank), e = std::min(len, b + part);
-      g.reduceInto(res, buf, b, e);
-      g.raise(1, buf, seq);
-      if (Status s = g.waitAll(1, buf, seq, "all_reduce"); !s.ok())
-        return s;
-      std::memcpy(data + off, res, len * sizeof(float));
+      continue;
     }
-    if (n == 0)
-      break;
+    // Reduce-scatter: this rank's part into the shared result, then
+    // all-gather the parts.
+    float *res = reinterpret_cast<float *>(g.result + size_t(buf) * g.o.slot_bytes);
+    const size_t part = (len + g.o.size - 1) / g.o.size;
+    const size_t b = std::min(len, part * g.o.rank), e = std::min(len, b + part);
+    g.reduceInto(res, buf, b, e);
+    g.raise(1, buf, seq);
+    if (Status s = g.waitAll(1, buf, seq, "all_reduce"); !s.ok())
+      return s;
+    std::memcpy(data + off, res, len * sizeof(float));
   }
   return Status::Ok();
 }
@@ -356,11 +366,9 @@ Status ShmGroup::all_gather(const float *in, size_t n, float *out) {
   const size_t piece = g.o.slot_bytes / sizeof(float);
   for (size_t off = 0; off < n; off += piece) {
     const size_t len = std::min(piece, n - off);
-    const uint64_t seq = ++g.seq;
-    const int buf = int(seq & 1);
-    std::memcpy(g.slot(buf, g.o.rank), in + off, len * sizeof(float));
-    g.raise(0, buf, seq);
-    if (Status s = g.waitAll(0, buf, seq, "all_gather"); !s.ok())
+    uint64_t seq = 0;
+    int buf = 0;
+    if (Status s = g.post(in + off, len, "all_gather", &seq, &buf); !s.ok())
       return s;
     for (int r = 0; r < g.o.size; ++r)
       std::memcpy(out + size_t(r) * n + off, g.slot(buf, r), len * sizeof(float));
@@ -369,11 +377,9 @@ Status ShmGroup::all_gather(const float *in, size_t n, float *out) {
 }
 
 Status ShmGroup::barrier() {
-  Impl &g = *impl_;
-  const uint64_t seq = ++g.seq;
-  const int buf = int(seq & 1);
-  g.raise(0, buf, seq);
-  return g.waitAll(0, buf, seq, "barrier");
+  uint64_t seq = 0;
+  int buf = 0;
+  return impl_->post(nullptr, 0, "barrier", &seq, &buf);
 }
 
 } // namespace hyrt

@@ -163,6 +163,17 @@ TEST(ShmGroup, AllGatherPlacesEachRanksVectorAtItsRank) {
 
 using Clock = std::chrono::steady_clock;
 
+/// Runs `op` in a rank: its message goes to the rank's message file; exit
+/// code 0 when it failed within `limit` seconds, 1 otherwise.
+int failsWithin(double limit, const std::string &name, int rank,
+                const std::function<Status()> &op) {
+  const auto t0 = Clock::now();
+  const Status s = op();
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  writeMessage(name, rank, s.message());
+  return !s.ok() && waited < limit ? 0 : 1;
+}
+
 TEST(ShmGroup, ADeadRankIsNamedWithinSecondsNotAtTheTimeout) {
   const std::string name = uniqueName();
   const std::vector<int> codes = runRanks({0, 1}, [&](int r) {
@@ -204,11 +215,7 @@ TEST(ShmGroup, AnAbortReachesEveryWaitingRankWithItsReason) {
       return 0;
     }
     std::vector<float> v(10, 1.0f);
-    const auto t0 = Clock::now();
-    Status s = g->all_reduce_sum(v.data(), v.size());
-    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
-    writeMessage(name, r, s.message());
-    return !s.ok() && waited < 5 ? 0 : 1;
+    return failsWithin(5, name, r, [&] { return g->all_reduce_sum(v.data(), v.size()); });
   });
   const std::string msg = readMessage(name, 0);
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << msg;
@@ -223,11 +230,7 @@ TEST(ShmGroup, ARankThatNeverJoinsIsNamedAtTheDeadline) {
     std::unique_ptr<ShmGroup> g;
     ShmGroupOptions o = options(name, r, 3);
     o.timeout_s = 1;
-    const auto t0 = Clock::now();
-    Status s = ShmGroup::join(o, &g);
-    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
-    writeMessage(name, r, s.message());
-    return !s.ok() && waited < 3 ? 0 : 1;
+    return failsWithin(3, name, r, [&] { return ShmGroup::join(o, &g); });
   });
   const std::string msg = readMessage(name, 0);
   EXPECT_EQ(codes[0], 0) << msg;
@@ -244,11 +247,7 @@ TEST(ShmGroup, ASetupFailureOnOneRankStopsTheOthersWithoutAHang) {
       o.slot_bytes *= 2; // disagrees with rank 0's segment
       usleep(200000);    // after rank 0 created and sized it
     }
-    const auto t0 = Clock::now();
-    Status s = ShmGroup::join(o, &g);
-    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
-    writeMessage(name, r, s.message());
-    return !s.ok() && waited < 5 ? 0 : 1;
+    return failsWithin(5, name, r, [&] { return ShmGroup::join(o, &g); });
   });
   const std::string msg0 = readMessage(name, 0), msg1 = readMessage(name, 1);
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << msg0 << "\n" << msg1;
