@@ -238,31 +238,47 @@ template bool attendLatentAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &
 
 namespace {
 
-/// foldQueryAvx512 for a block of exactly TB tokens (constant bounds keep
-/// the TB x 2 accumulators in registers).
-template <int TB, typename W>
+/// foldQueryAvx512 for a block of exactly TB tokens, V 16-wide column
+/// slices per pass (TB x V <= 16 accumulators in registers). Each pass
+/// walks the nope weight rows in order and reads V x 16 contiguous elements
+/// of each: a decode token (TB = 1) takes half a 512-wide row per pass, so
+/// the head's W_UK streams from memory in long runs instead of one 64-byte
+/// line per row per pass, which left a cold decode step waiting on memory.
+constexpr int64_t kFoldAhead = 4;
+
+template <int TB, int V, typename W>
 void foldQueryBlock(const Mla &m, const float *qNope, const W *wKvB, int64_t h, int64_t t0,
                     float *qLat) {
   const int64_t R = m.rank, H = m.heads;
   const W *wh = wKvB + h * (m.nope + m.v) * R;
-  for (int64_t col = 0; col < R; col += 32) {
-    const __mmask16 k0 = tailMask(R - col), k1 = tailMask(R - col - 16);
-    __m512 acc[TB][2];
+  for (int64_t col = 0; col < R; col += 16 * V) {
+    __mmask16 k[V];
+    for (int v = 0; v < V; ++v)
+      k[v] = tailMask(R - col - 16 * v);
+    __m512 acc[TB][V];
     for (int u = 0; u < TB; ++u)
-      acc[u][0] = acc[u][1] = _mm512_setzero_ps();
+      for (int v = 0; v < V; ++v)
+        acc[u][v] = _mm512_setzero_ps();
     for (int64_t d = 0; d < m.nope; ++d) {
       const W *wr = wh + d * R + col;
-      const __m512 w0 = widen16(wr, k0), w1 = widen16(wr + 16, k1);
+      // Rows a few ahead, one line at a time: the rows are 1-2 KB apart,
+      // which the hardware prefetchers follow late or not at all.
+      if (d + kFoldAhead < m.nope)
+        for (int64_t b = 0; b < int64_t(sizeof(W)) * 16 * V; b += 64)
+          _mm_prefetch(reinterpret_cast<const char *>(wr + kFoldAhead * R) + b, _MM_HINT_T0);
+      __m512 w[V];
+      for (int v = 0; v < V; ++v)
+        w[v] = widen16(wr + 16 * v, k[v]);
       for (int u = 0; u < TB; ++u) {
         const __m512 q = _mm512_set1_ps(qNope[((t0 + u) * H + h) * m.nope + d]);
-        acc[u][0] = _mm512_fmadd_ps(q, w0, acc[u][0]);
-        acc[u][1] = _mm512_fmadd_ps(q, w1, acc[u][1]);
+        for (int v = 0; v < V; ++v)
+          acc[u][v] = _mm512_fmadd_ps(q, w[v], acc[u][v]);
       }
     }
     for (int u = 0; u < TB; ++u) {
       float *dst = qLat + ((t0 + u) * H + h) * R + col;
-      _mm512_mask_storeu_ps(dst, k0, acc[u][0]);
-      _mm512_mask_storeu_ps(dst + 16, k1, acc[u][1]);
+      for (int v = 0; v < V; ++v)
+        _mm512_mask_storeu_ps(dst + 16 * v, k[v], acc[u][v]);
     }
   }
 }
@@ -274,18 +290,17 @@ namespace {
 template <typename W>
 void foldQueryAll(const Mla &m, const float *qNope, const W *wKvB, int64_t h, int64_t t0,
                   int64_t t1, float *qLat) {
-  // Token block x 2 slices of 16 in registers, one weight row segment
-  // loaded per d for the whole block (blocks of up to 8 tokens).
+  // Blocks of up to 8 tokens, each weight row segment loaded once per block.
   for (int64_t t = t0; t < t1; t += 8) {
     switch (std::min<int64_t>(8, t1 - t)) {
-    case 1: foldQueryBlock<1>(m, qNope, wKvB, h, t, qLat); break;
-    case 2: foldQueryBlock<2>(m, qNope, wKvB, h, t, qLat); break;
-    case 3: foldQueryBlock<3>(m, qNope, wKvB, h, t, qLat); break;
-    case 4: foldQueryBlock<4>(m, qNope, wKvB, h, t, qLat); break;
-    case 5: foldQueryBlock<5>(m, qNope, wKvB, h, t, qLat); break;
-    case 6: foldQueryBlock<6>(m, qNope, wKvB, h, t, qLat); break;
-    case 7: foldQueryBlock<7>(m, qNope, wKvB, h, t, qLat); break;
-    default: foldQueryBlock<8>(m, qNope, wKvB, h, t, qLat); break;
+    case 1: foldQueryBlock<1, 16>(m, qNope, wKvB, h, t, qLat); break;
+    case 2: foldQueryBlock<2, 8>(m, qNope, wKvB, h, t, qLat); break;
+    case 3: foldQueryBlock<3, 4>(m, qNope, wKvB, h, t, qLat); break;
+    case 4: foldQueryBlock<4, 4>(m, qNope, wKvB, h, t, qLat); break;
+    case 5: foldQueryBlock<5, 2>(m, qNope, wKvB, h, t, qLat); break;
+    case 6: foldQueryBlock<6, 2>(m, qNope, wKvB, h, t, qLat); break;
+    case 7: foldQueryBlock<7, 2>(m, qNope, wKvB, h, t, qLat); break;
+    default: foldQueryBlock<8, 2>(m, qNope, wKvB, h, t, qLat); break;
     }
   }
 }
@@ -320,7 +335,13 @@ void dotTiles(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t n
       __m512 acc[16];
       for (int i = 0; i < 16; ++i)
         acc[i] = _mm512_setzero_ps();
+      // The next 4 weight rows, a line per row per step (the rows are
+      // contiguous, so this runs 4 rows ahead of the loads).
+      const bool ahead = d0 + 4 < nW;
       for (int64_t r = 0; r < K; r += 16) {
+        if (ahead && (r * int64_t(sizeof(W))) % 64 == 0)
+          for (int g = 0; g < 4; ++g)
+            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + 4 * K + r), _MM_HINT_T0);
         __m512 av[4], wv[4];
         for (int u = 0; u < 4; ++u)
           av[u] = _mm512_loadu_ps(ar[u] + r);
