@@ -215,7 +215,7 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
         {"eos_token_id", s.eos_token_id}}},
       {"kv_cache",
        {{"num_layers", s.num_layers},
-        {"num_kv_heads", s.mla ? 1 : s.num_kv_heads},
+        {"num_kv_heads", s.mla ? 1 : s.num_kv_heads / info.tpSize},
         {"k_head_dim", s.mla ? s.mla->kv_lora_rank + s.mla->qk_rope_head_dim
                              : s.head_dim},
         {"v_head_dim", s.mla ? 0 : s.head_dim},
@@ -230,6 +230,8 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
                         {"arena_bytes", v.arenaBytes},
                         {"weights", v.weights}});
   manifest["variants"] = variants;
+  if (info.tpSize > 1)
+    manifest["tensor_parallel"] = {{"rank", info.tpRank}, {"size", info.tpSize}};
   if (!info.executableVariant.empty())
     manifest["executable_variant"] = info.executableVariant;
   if (ckpt.tokenizer) {

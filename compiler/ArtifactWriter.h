@@ -37,6 +37,9 @@ struct ArtifactInfo {
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;
   std::string kvCacheDtype = "f32"; ///< the strategy pass's decision
   std::string source;
+  /// Tensor parallel (hyc-global-shard): this artifact is rank tpRank of
+  /// tpSize; its KV cache holds num_kv_heads / tpSize heads.
+  int64_t tpRank = 0, tpSize = 1;
 };
 
 /// Writes `dir`/weights.bin (fp32, each tensor 64-byte aligned, in table

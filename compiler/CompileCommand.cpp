@@ -21,6 +21,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Targets.h"
 #include "compiler/ObjectEmitter.h"
+#include "compiler/ShardedWeights.h"
 #include "compiler/SmoothedWeights.h"
 #include "dialects/hyc/HycOps.h"
 #include "hyrt/artifact.h"
@@ -110,6 +111,13 @@ options:
                            hyc-global-fuse-kv-append-into-attention), e.g. to compare
                            fused and unfused artifacts
   --threads N              threads the schedule plans for (default 2)
+  --tp N                   tensor parallel over N ranks (hyc-global-shard:
+                           attention heads and MLP columns split, an
+                           all-reduce after o_proj and down); rank 0's
+                           artifact in OUT, rank r's in OUT/ranks/r; run
+                           with `hyc run|bench|serve` (they start the ranks)
+  --tp-rank R              with --tp: compile rank R alone (what --emit=mlir
+                           shows; default 0)
   --kv-cache TYPE          KV cache elements: auto (default: bf16 on kernel
                            targets when every attention kernel reads bf16,
                            else f32; f32 on --target=reference) | f32 | bf16
@@ -228,7 +236,7 @@ int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
                   "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache",
-                  "quant-lm-head", "calibration", "smooth-alpha"},
+                  "quant-lm-head", "calibration", "smooth-alpha", "tp", "tp-rank"},
                  {"help", "bf16-activations", "print-ir-after-all",
                   "print-schedule", "calibration-build"});
   std::string error;
@@ -364,6 +372,48 @@ int runCompileCommand(int argc, char **argv) {
   if (threads < 1 || threads > 4096)
     return fail("--threads must be in [1, 4096], got " + std::to_string(threads));
 
+  // Tensor parallel: every rank's artifact, rank 0's at OUT and rank r's at
+  // OUT/ranks/r (the runtime starts one process per rank); --tp-rank R
+  // compiles one rank (what each of those compiles is, and what --emit=mlir
+  // shows).
+  int64_t tp = 1, tpRank = 0;
+  if (!args.getInt("tp", 1, tp, error) || !args.getInt("tp-rank", 0, tpRank, error)) {
+    std::fprintf(stderr, "hyc compile: %s\n", error.c_str());
+    return 2;
+  }
+  if (tp < 1 || tp > 64)
+    return fail("--tp expects 1..64 ranks, got " + std::to_string(tp));
+  if (tpRank < 0 || tpRank >= tp)
+    return fail("--tp-rank expects 0.." + std::to_string(tp - 1) + " (--tp " +
+                std::to_string(tp) + "), got " + std::to_string(tpRank));
+  if (tp > 1 && args.has("calibration"))
+    return fail("--calibration with --tp: SmoothQuant factors of split weights are not "
+                "supported yet; compile without one of them");
+  if (tp > 1 && emit == "exe")
+    return fail("--emit=exe with --tp: a standalone executable runs one rank; use "
+                "--emit=lib and `hyc run --tp " + std::to_string(tp) + "`");
+  if (tp > 1 && emit == "lib" && !args.has("tp-rank")) {
+    ::mkdir(output.c_str(), 0755);
+    ::mkdir((output + "/ranks").c_str(), 0755);
+    for (int64_t r = 0; r < tp; ++r) {
+      std::vector<std::string> rankArgs(argv, argv + argc);
+      rankArgs.insert(rankArgs.end(),
+                      {"--tp-rank", std::to_string(r), "-o",
+                       r == 0 ? output : output + "/ranks/" + std::to_string(r)});
+      std::vector<char *> rankArgv;
+      for (std::string &a : rankArgs)
+        rankArgv.push_back(a.data());
+      rankArgv.push_back(nullptr);
+      if (int rc = runCompileCommand(int(rankArgs.size()), rankArgv.data()); rc != 0)
+        return rc;
+    }
+    std::fprintf(stderr, "hyc compile: wrote %s: %lld tensor-parallel ranks (rank 0 here, "
+                 "ranks 1..%lld in %s/ranks/)\n",
+                 output.c_str(), static_cast<long long>(tp), static_cast<long long>(tp - 1),
+                 output.c_str());
+    return 0;
+  }
+
   mlir::MLIRContext ctx;
   registerDialects(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -425,6 +475,8 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.threads = threads;
   pipeline.kvCache = kvCache;
   pipeline.quantLmHead = quantLmHead;
+  pipeline.tpSize = tp;
+  pipeline.tpRank = tpRank;
   pipeline.observeActivations = calibrationBuild;
   if (args.has("calibration"))
     pipeline.smoothAlpha = smoothAlpha;
@@ -496,6 +548,23 @@ int runCompileCommand(int argc, char **argv) {
         return fail(error);
       std::fprintf(stderr, "hyc compile: SmoothQuant on %zu norm -> GEMM groups from %s\n",
                    smoothGroups.size(), calibrationPath.c_str());
+    }
+    // A tensor-parallel rank reads its part of each split tensor (the
+    // shard pass's `hyc.tensor_parallel.shards`), once for every variant.
+    if (tp > 1 && checkpoint && &variant == &variants.front()) {
+      auto tpAttr = vm->getAttrOfType<mlir::DictionaryAttr>("hyc.tensor_parallel");
+      auto shards = tpAttr ? tpAttr.getAs<mlir::DictionaryAttr>("shards") : nullptr;
+      if (!shards)
+        return fail("hyc-global-shard left no hyc.tensor_parallel.shards");
+      std::map<std::string, int64_t> splits;
+      for (mlir::NamedAttribute a : shards)
+        splits[a.getName().str()] = llvm::cast<mlir::IntegerAttr>(a.getValue()).getInt();
+      checkpoint->weights =
+          shardWeights(std::move(checkpoint->weights), splits, tpRank, tp, error);
+      if (!checkpoint->weights)
+        return fail(error);
+      info.tpRank = tpRank;
+      info.tpSize = tp;
     }
     if (args.has("print-schedule")) {
       if (variants.size() > 1)

@@ -59,6 +59,13 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
   auto enabled = [&](const char *name) { return !options.disabled.count(name); };
   auto runs = [&](Phase p) { return done < p && p <= last; };
 
+  // The rank's shard first: every later pass sees the rank's shapes.
+  if (runs(Phase::Global) && options.tpSize > 1) {
+    HycGlobalShardOptions shard;
+    shard.tpSize = options.tpSize;
+    shard.tpRank = options.tpRank;
+    pm.addPass(createHycGlobalShard(shard));
+  }
   // Both look at the model as imported: observers before fusions fold the
   // observed rows into their consumers, groups before the quantize policy
   // rewrites the GEMMs they are made of.

@@ -45,6 +45,8 @@ struct PipelineOptions {
   /// SmoothQuant groups (hyc-global-smooth-activations) with this alpha;
   /// negative: none (no --calibration).
   double smoothAlpha = -1.0;
+  /// Tensor parallel (hyc-global-shard): this rank of tpSize; 1: whole.
+  int64_t tpSize = 1, tpRank = 0;
 };
 
 /// Passes --disable-pass accepts (the optional graph-level rewrites).

@@ -266,6 +266,25 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
   ];
 }
 
+def HycGlobalShard : Pass<"hyc-global-shard", "::mlir::ModuleOp"> {
+  let summary = "Split attention heads and MLP columns over tensor-parallel ranks";
+  let description = [{
+    For rank `tp-rank` of `tp-size`: q/k/v and gate/up GEMMs become
+    column-parallel (the rank's heads, kv heads and ffn columns), o_proj and
+    down row-parallel followed by `hyc.collective.all_reduce`; the KV cache
+    type keeps num_kv_heads / tp-size. Split params get `hyc.shard =
+    array<i64: dim, rank, size>`, and the module `hyc.tensor_parallel =
+    {rank, size, shards}` (checkpoint tensor -> split dim) for the weight
+    writer. Runs first, on the imported model. Shapes that do not divide
+    and MoE / MLA layers are refused by name. A no-op for tp-size 1.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"tpSize", "tp-size", "int64_t", /*default=*/"1", "Ranks of the group">,
+    Option<"tpRank", "tp-rank", "int64_t", /*default=*/"0", "This rank (0 .. tp-size - 1)">
+  ];
+}
+
 def HycGlobalSmoothActivations
     : Pass<"hyc-global-smooth-activations", "::mlir::ModuleOp"> {
   let summary = "Choose the RMSNorm -> GEMM groups for SmoothQuant migration";

@@ -1,0 +1,385 @@
+//===- GlobalShard.cpp - split a model over tensor-parallel ranks ---------===//
+//
+// Megatron-style tensor parallelism on the imported model, for one rank r
+// of N (`tp-rank`, `tp-size`):
+//
+// - attention: the q/k/v projections are column-parallel (rank r computes
+//   heads [r H/N, (r+1) H/N) and kv heads likewise; its KV cache holds
+//   num_kv_heads / N heads), o_proj is row-parallel (it reads the rank's
+//   heads' columns of the attention output) and its partial sum is
+//   all-reduced;
+// - MLP: gate and up are column-parallel (ffn / N columns each), down is
+//   row-parallel, followed by an all-reduce.
+//
+// Everything else (embedding, norms, the residual stream, the output head)
+// stays whole on every rank: after each all-reduce every rank holds the
+// same hidden state. hyrt's all-reduce sums in rank order, so the ranks'
+// states are bit-identical and each rank can sample the same token without
+// a broadcast.
+//
+// The decisions, visible in --compile-to dumps:
+// - `hyc.shard = array<i64: dim, rank, size>` on every split param (dim 0:
+//   rows of a [N, K] weight or a bias; dim 1: its columns);
+// - the module attribute `hyc.tensor_parallel = {rank, size, shards}`,
+//   `shards` mapping each split checkpoint tensor to its dim. The compiler
+//   reads it to give the artifact writer the rank's slice of each tensor
+//   (later passes rename params: fused [gate; up], quantized derivations).
+//
+// Types follow: each split param's dim shrinks by N, and every op between
+// the split GEMMs and the next all-reduce gets its result type recomputed.
+// A shape that does not divide (heads, kv heads or ffn width by N) is
+// refused by name; padding uneven shards is not done yet. MoE and MLA
+// layers are refused (not split yet).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/hyc/HycOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace hyc {
+#define GEN_PASS_DEF_HYCGLOBALSHARD
+#include "passes/Passes.h.inc"
+} // namespace hyc
+
+using namespace mlir;
+using namespace hyc;
+
+namespace {
+
+/// The GEMM that produces `v` through the per-head reshapes and
+/// elementwise-per-head ops between a projection and attention (expand to
+/// heads, RoPE, q/k norm); null when something else produces it.
+QuantMatmulOp projectionOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto mm = dyn_cast<QuantMatmulOp>(def))
+      return mm;
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(def))
+      v = e.getSrc();
+    else if (auto r = dyn_cast<RopeOp>(def))
+      v = r.getInput();
+    else if (auto n = dyn_cast<RMSNormOp>(def))
+      v = n.getInput();
+    else
+      return {};
+  }
+  return {};
+}
+
+struct Split {
+  ParamOp param;
+  int64_t dim;
+};
+
+struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardPass> {
+  using Base::Base;
+
+  /// Records `mm` as column- (dim 0) or row-parallel (dim 1); false with a
+  /// diagnostic when its operands cannot be split.
+  bool plan(QuantMatmulOp mm, int64_t dim, llvm::MapVector<Operation *, Split> &splits,
+            llvm::SetVector<Operation *> &rowGemms) {
+    auto param = mm.getWeight().getDefiningOp<ParamOp>();
+    auto type = param ? dyn_cast<RankedTensorType>(param.getType()) : RankedTensorType();
+    if (!type || type.getRank() != 2 || !type.hasStaticShape()) {
+      mm.emitError() << "hyc-global-shard: expected a [N, K] param weight to split";
+      return false;
+    }
+    if (mm.getScale() || mm.getInputScale() || mm.getResidual() ||
+        mm.getEpilogue() != Epilogue::none) {
+      mm.emitError() << "hyc-global-shard: runs on the imported model, before the quantize "
+                        "policy and fusions (found a GEMM with scales or an epilogue)";
+      return false;
+    }
+    if (type.getDimSize(dim) % tpSize != 0) {
+      mm.emitError() << "hyc-global-shard: cannot split " << param.getRef().getTensor()
+                     << " (" << type.getDimSize(0) << " x " << type.getDimSize(1)
+                     << ") along dim " << dim << " over " << int64_t(tpSize)
+                     << " ranks: " << type.getDimSize(dim) << " is not a multiple of "
+                     << int64_t(tpSize) << " (uneven shards are not padded yet)";
+      return false;
+    }
+    if (!param->hasOneUse()) {
+      mm.emitError() << "hyc-global-shard: " << param.getRef().getTensor()
+                     << " has other readers; a split weight must feed one GEMM";
+      return false;
+    }
+    if (auto it = splits.find(param); it != splits.end() && it->second.dim != dim) {
+      mm.emitError() << "hyc-global-shard: " << param.getRef().getTensor()
+                     << " is both column- and row-parallel";
+      return false;
+    }
+    splits.insert({param, {param, dim}});
+    if (Value bias = mm.getBias()) {
+      if (dim == 1) {
+        mm.emitError() << "hyc-global-shard: a row-parallel GEMM's bias would be added "
+                          "on every rank";
+        return false;
+      }
+      auto b = bias.getDefiningOp<ParamOp>();
+      auto bt = b ? dyn_cast<RankedTensorType>(b.getType()) : RankedTensorType();
+      if (!bt || bt.getRank() != 1 || !b->hasOneUse()) {
+        mm.emitError() << "hyc-global-shard: expected a [N] param bias read by this GEMM";
+        return false;
+      }
+      splits.insert({b, {b, 0}});
+    }
+    if (dim == 1)
+      rowGemms.insert(mm);
+    return true;
+  }
+
+  /// Decides the splits of one function: false (diagnosed) when a layer
+  /// cannot be split.
+  bool decide(func::FuncOp fn, llvm::MapVector<Operation *, Split> &splits,
+              llvm::SetVector<Operation *> &rowGemms) {
+    bool ok = true;
+    fn.walk([&](Operation *op) {
+      if (!ok)
+        return;
+      if (isa<MLAAttentionOp, MoeRouteOp, MoeGroupedMatmulOp>(op)) {
+        op->emitError() << "hyc-global-shard: " << op->getName()
+                        << " layers are not split over ranks yet (dense attention and "
+                           "MLP only)";
+        ok = false;
+        return;
+      }
+      SmallVector<Value> columnInputs, attentionOutputs;
+      if (auto a = dyn_cast<AttentionOp>(op)) {
+        columnInputs = {a.getQuery(), a.getKey(), a.getValue()};
+        attentionOutputs.push_back(a.getResult());
+      } else if (auto a = dyn_cast<PagedAttentionOp>(op)) {
+        columnInputs = {a.getQuery()};
+        attentionOutputs.push_back(a.getResult());
+      } else if (auto k = dyn_cast<KVCacheAppendOp>(op)) {
+        columnInputs.push_back(k.getKey());
+        if (k.getValue())
+          columnInputs.push_back(k.getValue());
+      } else if (auto s = dyn_cast<SiluMulOp>(op)) {
+        columnInputs = {s.getGate(), s.getUp()};
+        attentionOutputs.push_back(s.getResult()); // read by down, row-parallel
+      } else {
+        return;
+      }
+      for (Value v : columnInputs) {
+        QuantMatmulOp mm = projectionOf(v);
+        if (!mm) {
+          op->emitError() << "hyc-global-shard: an input of this op is not a projection "
+                             "GEMM (through reshapes, RoPE and norms)";
+          ok = false;
+          return;
+        }
+        ok = ok && plan(mm, 0, splits, rowGemms);
+      }
+      for (Value out : attentionOutputs)
+        for (Operation *user : out.getUsers()) {
+          Value in = out;
+          Operation *reader = user;
+          if (auto c = dyn_cast<tensor::CollapseShapeOp>(user)) {
+            if (!c->hasOneUse()) {
+              ok = false;
+              user->emitError() << "hyc-global-shard: the merged heads feed more than "
+                                   "the output projection";
+              return;
+            }
+            in = c.getResult();
+            reader = *c->getUsers().begin();
+          }
+          auto mm = dyn_cast<QuantMatmulOp>(reader);
+          if (!mm || mm.getInput() != in) {
+            ok = false;
+            reader->emitError() << "hyc-global-shard: expected the output projection (a "
+                                   "GEMM) to read the split activations";
+            return;
+          }
+          ok = ok && plan(mm, 1, splits, rowGemms);
+        }
+    });
+    return ok;
+  }
+
+  /// Recomputes `op`'s result types from its (already split) operands.
+  LogicalResult retype(Operation *op) {
+    auto shaped = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+    auto withLast = [](RankedTensorType t, int64_t last) {
+      SmallVector<int64_t> shape(t.getShape());
+      shape.back() = last;
+      return RankedTensorType::get(shape, t.getElementType());
+    };
+    if (auto mm = dyn_cast<QuantMatmulOp>(op)) {
+      mm.getResult().setType(withLast(shaped(mm.getResult()),
+                                      shaped(mm.getWeight()).getDimSize(0)));
+      return success();
+    }
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      // The group of the split input dim: its first static size (the
+      // heads) shrinks by what the input dim shrank by.
+      RankedTensorType src = shaped(e.getSrc()), res = shaped(e.getResult());
+      SmallVector<int64_t> shape(res.getShape());
+      for (auto [inDim, group] : llvm::enumerate(e.getReassociationIndices())) {
+        if (src.isDynamicDim(inDim))
+          continue;
+        int64_t product = 1;
+        for (int64_t d : group)
+          product *= shape[d];
+        if (product == src.getDimSize(inDim))
+          continue;
+        const int64_t outer = group.front();
+        const int64_t rest = product / shape[outer];
+        if (src.getDimSize(inDim) % rest != 0)
+          return e.emitError() << "hyc-global-shard: a rank's " << src.getDimSize(inDim)
+                               << " columns are not whole heads of " << rest;
+        shape[outer] = src.getDimSize(inDim) / rest;
+      }
+      SmallVector<int64_t> staticShape(e.getStaticOutputShape());
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (!ShapedType::isDynamic(staticShape[d]))
+          staticShape[d] = shape[d];
+      e.setStaticOutputShape(staticShape);
+      e.getResult().setType(RankedTensorType::get(shape, res.getElementType()));
+      return success();
+    }
+    if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      RankedTensorType src = shaped(c.getSrc());
+      c.getResult().setType(tensor::CollapseShapeOp::inferCollapsedType(
+          src, c.getReassociationIndices()));
+      return success();
+    }
+    if (isa<RopeOp, RMSNormOp, AddOp, SiluMulOp, AllReduceOp, LogitRowsOp>(op)) {
+      for (Value r : op->getResults())
+        if (isa<RankedTensorType>(r.getType()))
+          r.setType(op->getOperand(0).getType());
+      return success();
+    }
+    if (auto k = dyn_cast<KVCacheAppendOp>(op)) {
+      k.getResult().setType(k.getCache().getType());
+      return success();
+    }
+    if (isa<AttentionOp, PagedAttentionOp>(op)) {
+      RankedTensorType q = shaped(op->getOperand(0));
+      RankedTensorType res = shaped(op->getResult(0));
+      op->getResult(0).setType(withLast(q, res.getShape().back()));
+      return success();
+    }
+    // The token count (dim 0) of a split activation is the same number.
+    if (auto d = dyn_cast<tensor::DimOp>(op); d && d.getConstantIndex() == 0)
+      return success();
+    if (isa<func::ReturnOp>(op))
+      return success();
+    return op->emitError() << "hyc-global-shard: does not know how to split "
+                           << op->getName() << " (its input is a rank's shard)";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    if (tpSize < 1 || tpRank < 0 || tpRank >= tpSize) {
+      module.emitError() << "hyc-global-shard: expected 0 <= tp-rank < tp-size, got rank "
+                         << int64_t(tpRank) << " of " << int64_t(tpSize);
+      return signalPassFailure();
+    }
+    if (tpSize == 1)
+      return;
+    llvm::MapVector<StringRef, int64_t> shards;
+    int64_t kvHeads = -1;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      llvm::MapVector<Operation *, Split> splits;
+      llvm::SetVector<Operation *> rowGemms;
+      if (!decide(fn, splits, rowGemms))
+        return signalPassFailure();
+
+      // The KV cache keeps the rank's kv heads.
+      auto newCache = [&](Type t) -> FailureOr<Type> {
+        auto kv = dyn_cast<KVCacheType>(t);
+        if (!kv)
+          return t;
+        if (kv.getNumKvHeads() % tpSize != 0) {
+          fn.emitError() << "hyc-global-shard: " << kv.getNumKvHeads()
+                         << " kv heads do not split over " << int64_t(tpSize) << " ranks";
+          return failure();
+        }
+        kvHeads = kv.getNumKvHeads() / tpSize;
+        return Type(KVCacheType::get(ctx, kv.getNumLayers(), kvHeads, kv.getKHeadDim(),
+                                     kv.getVHeadDim()));
+      };
+      for (BlockArgument arg : fn.getArguments()) {
+        FailureOr<Type> t = newCache(arg.getType());
+        if (failed(t))
+          return signalPassFailure();
+        arg.setType(*t);
+      }
+
+      // Split params, then result types in program order.
+      for (auto &[op, split] : splits) {
+        auto type = cast<RankedTensorType>(split.param.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[split.dim] /= tpSize;
+        split.param.getResult().setType(RankedTensorType::get(shape, type.getElementType()));
+        split.param->setAttr("hyc.shard",
+                             DenseI64ArrayAttr::get(ctx, {split.dim, tpRank, tpSize}));
+        shards[split.param.getRef().getTensor()] = split.dim;
+      }
+      DenseSet<Value> changed;
+      for (auto &[op, split] : splits)
+        changed.insert(split.param.getResult());
+      for (BlockArgument arg : fn.getArguments())
+        if (isa<KVCacheType>(arg.getType()))
+          changed.insert(arg);
+      bool ok = true;
+      fn.walk([&](Operation *op) {
+        if (!ok || isa<ParamOp>(op))
+          return;
+        if (llvm::none_of(op->getOperands(), [&](Value v) { return changed.contains(v); }))
+          return;
+        if (failed(retype(op))) {
+          ok = false;
+          return;
+        }
+        // A row-parallel GEMM's result is a partial sum: the all-reduce
+        // makes it whole again, and nothing after it changes.
+        if (rowGemms.contains(op) || isa<tensor::DimOp>(op))
+          return;
+        for (Value r : op->getResults())
+          changed.insert(r);
+      });
+      if (!ok)
+        return signalPassFailure();
+      for (Operation *op : rowGemms) {
+        OpBuilder b(op->getContext());
+        b.setInsertionPointAfter(op);
+        Value partial = op->getResult(0);
+        auto reduced = AllReduceOp::create(b, op->getLoc(), partial.getType(), partial,
+                                           ReduceKindAttr::get(ctx, ReduceKind::sum),
+                                           b.getI64IntegerAttr(tpSize));
+        partial.replaceAllUsesExcept(reduced.getResult(), reduced);
+      }
+      auto ret = cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+      fn.setType(FunctionType::get(ctx, fn.getBody().getArgumentTypes(), ret.getOperandTypes()));
+    }
+
+    SmallVector<NamedAttribute> shardAttrs;
+    for (auto &[name, dim] : shards)
+      shardAttrs.push_back(NamedAttribute(StringAttr::get(ctx, name),
+                                          IntegerAttr::get(IntegerType::get(ctx, 64), dim)));
+    Builder b(ctx);
+    module->setAttr("hyc.tensor_parallel",
+                    b.getDictionaryAttr({b.getNamedAttr("rank", b.getI64IntegerAttr(tpRank)),
+                                         b.getNamedAttr("size", b.getI64IntegerAttr(tpSize)),
+                                         b.getNamedAttr("shards",
+                                                        b.getDictionaryAttr(shardAttrs))}));
+    // The step bounds carry the cache geometry the runtime allocates.
+    if (auto bounds = module->getAttrOfType<DictionaryAttr>("hyc.step_bounds");
+        bounds && kvHeads > 0) {
+      NamedAttrList list(bounds);
+      list.set("kv_num_kv_heads", b.getI64IntegerAttr(kvHeads));
+      module->setAttr("hyc.step_bounds", list.getDictionary(ctx));
+    }
+  }
+};
+
+} // namespace
