@@ -282,6 +282,15 @@ Status parse(const json &root, const Fields &f, Manifest *m) {
                           &m->tensors.back()));
   }
   HYRT_TRY(f.string(root, "tokenizer", "tokenizer", &m->tokenizer, false));
+  if (const json *tp = Fields::find(root, "tensor_parallel"); tp && !tp->is_null()) {
+    HYRT_TRY(f.object(root, "tensor_parallel", "tensor_parallel", &tp));
+    HYRT_TRY(f.integer(*tp, "size", "tensor_parallel.size", &m->tp_size, 1));
+    HYRT_TRY(f.integer(*tp, "rank", "tensor_parallel.rank", &m->tp_rank, 0));
+    if (m->tp_rank >= m->tp_size)
+      return f.error("tensor_parallel.rank", "expected a rank below tensor_parallel.size " +
+                                                 std::to_string(m->tp_size) + ", found " +
+                                                 std::to_string(m->tp_rank));
+  }
   return parse_variants(root, f, m);
 }
 

@@ -5,11 +5,13 @@
 #include "cli_args.h"
 #include "cli_common.h"
 #include "hyrt/npy.h"
+#include "hyrt/tensor_parallel.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 namespace hyrt {
 
@@ -19,7 +21,8 @@ const char kRunUsage[] =
     "usage: hyc run ART [--prompt TEXT] [-n N] [--temperature T] [--top-k K]\n"
     "               [--top-p P] [--seed S] [--prompt-ids 1,417,93]\n"
     "               [--logits-out FILE.npy] [--mmap] [--no-verify] [--ignore-eos]\n"
-    "               [--page-size N] [--no-stats] [--verbose]\n"
+    "               [--page-size N] [--no-stats] [--verbose] [--tp N]\n"
+    "               [--print-ids]\n"
     "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
     "  -n N                 tokens to generate (default 256, fewer when the\n"
     "                       prompt leaves less room; more than max_seq_len -\n"
@@ -36,7 +39,13 @@ const char kRunUsage[] =
     "  --page-size N        KV cache page size (default 16)\n"
     "  --no-stats           no timing line on stderr\n"
     "  --verbose            say which ISA variant runs and why (stderr);\n"
-    "                       HYC_ISA=avx2|avx512|avx512-bf16|amx forces one\n";
+    "                       HYC_ISA=avx2|avx512|avx512-bf16|amx forces one\n"
+    "  --tp N               tensor-parallel ranks: the artifact's (hyc compile\n"
+    "                       --tp N); one process per rank on this machine,\n"
+    "                       each on its share of the CPUs (default: the\n"
+    "                       artifact's count)\n"
+    "  --print-ids          print the generated token ids on one line (space-\n"
+    "                       separated) instead of the text\n";
 
 struct RunFlags {
   std::string prompt;
@@ -48,6 +57,8 @@ struct RunFlags {
   int64_t top_k = 0, seed = 0, page_size = 16;
   std::string logits_out;
   bool mmap = false, no_verify = false, ignore_eos = false, no_stats = false, verbose = false;
+  int64_t tp = 0; ///< 0: the artifact's
+  bool print_ids = false;
 };
 
 /// Text of token `id` after `prev` (-1 at the start): the tokenizer's piece,
@@ -64,6 +75,10 @@ std::string rate(int64_t tokens, double seconds) {
                 seconds > 0 ? double(tokens) / seconds : 0.0);
   return buf;
 }
+
+int run_rank(const std::string &command, const std::string *implied_dir,
+             const std::vector<std::string> &positional, RunFlags &f, TensorParallel &tp,
+             std::ostream &out, std::ostream &err);
 
 int run_command(const std::string &command, const std::string *implied_dir,
                 const std::vector<std::string> &args, std::ostream &out,
@@ -84,6 +99,8 @@ int run_command(const std::string &command, const std::string *implied_dir,
   parser.add_switch("--ignore-eos", &f.ignore_eos);
   parser.add_switch("--no-stats", &f.no_stats);
   parser.add_switch("--verbose", &f.verbose);
+  parser.add_int("--tp", &f.tp, 1);
+  parser.add_switch("--print-ids", &f.print_ids);
   std::vector<std::string> positional;
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
@@ -109,6 +126,26 @@ int run_command(const std::string &command, const std::string *implied_dir,
                             "--prompt and --prompt-ids are exclusive",
                             kRunUsage);
 
+  // Tensor parallel: ranks 1..N-1 are forked here and run the same steps
+  // in lockstep; only rank 0 writes output (the others' errors go to
+  // stderr, prefixed with their rank).
+  TensorParallel tp;
+  if (Status s = start_ranks(implied_dir ? *implied_dir : positional[0], f.tp, &tp); !s.ok())
+    return cli::runtime_error(err, command, s.message());
+  std::ostringstream discard, rank_err;
+  std::ostream &rout = tp.rank == 0 ? out : discard;
+  std::ostream &rerr = tp.rank == 0 ? err : rank_err;
+  const int rc = run_rank(command, implied_dir, positional, f, tp, rout, rerr);
+  if (tp.rank > 0 && rc != 0)
+    err << "rank " << tp.rank << ": " << rank_err.str();
+  if (Status s = finish_ranks(&tp, rc == cli::kExitOk, rc); !s.ok() && rc == cli::kExitOk)
+    return cli::runtime_error(err, command, s.message());
+  return rc;
+}
+
+int run_rank(const std::string &command, const std::string *implied_dir,
+             const std::vector<std::string> &positional, RunFlags &f, TensorParallel &tp,
+             std::ostream &out, std::ostream &err) {
   ArtifactOptions ao;
   ao.mmap_weights = f.mmap;
   ao.verify_weights = !f.no_verify;
@@ -117,9 +154,13 @@ int run_command(const std::string &command, const std::string *implied_dir,
   EngineOptions eo;
   eo.page_size = f.page_size;
   cli::Session session;
-  if (Status s = cli::open_session(implied_dir ? *implied_dir : positional[0],
+  if (Status s = cli::open_session(tp.size > 1 ? tp.dir
+                                   : implied_dir ? *implied_dir
+                                                 : positional[0],
                                    ao, eo, /*sequences=*/1, &session);
       !s.ok())
+    return cli::runtime_error(err, command, s.message());
+  if (Status s = join_ranks(session.artifact.get(), &tp); !s.ok())
     return cli::runtime_error(err, command, s.message());
   Engine &engine = *session.engine;
   const Manifest &m = session.artifact->manifest();
@@ -175,16 +216,21 @@ int run_command(const std::string &command, const std::string *implied_dir,
   }
 
   int32_t prev = -1;
-  for (int32_t id : prompt) {
-    out << piece(tok, prev, id);
-    prev = id;
+  if (!f.print_ids) {
+    for (int32_t id : prompt) {
+      out << piece(tok, prev, id);
+      prev = id;
+    }
+    out.flush();
   }
-  out.flush();
   GenerateResult result;
   Status s = engine.generate(
       prompt, go,
       [&](int32_t id) {
-        out << piece(tok, prev, id);
+        if (f.print_ids)
+          out << (prev < 0 ? "" : " ") << id;
+        else
+          out << piece(tok, prev, id);
         out.flush();
         prev = id;
         return true;
@@ -193,8 +239,9 @@ int run_command(const std::string &command, const std::string *implied_dir,
   out << "\n";
   out.flush();
   if (!s.ok())
-    return cli::runtime_error(err, command, s.message());
-  if (!f.logits_out.empty())
+    return cli::runtime_error(err, command,
+                              s.message() + (tp.error.empty() ? "" : ": " + tp.error));
+  if (!f.logits_out.empty() && tp.rank == 0)
     if (Status w = write_npy_f32(f.logits_out, result.logits.data(),
                                  result.logits_rows, engine.vocab_size());
         !w.ok())

@@ -82,6 +82,9 @@ struct Manifest {
   std::string weights_file;
   std::vector<TensorEntry> tensors;
   std::string tokenizer; ///< empty: none
+  /// Tensor parallel (`hyc compile --tp`): this artifact is rank tp_rank of
+  /// tp_size; rank 0's directory holds rank r's in ranks/r.
+  int64_t tp_rank = 0, tp_size = 1;
 };
 
 /// Parses and validates manifest text; `origin` (a path) prefixes errors.

@@ -1,0 +1,66 @@
+// The ranks of a tensor-parallel artifact (`hyc compile --tp N`) on one
+// machine: one process per rank, started by the command the user ran.
+//
+// Rank 0's artifact directory holds rank r's in ranks/r. start_ranks()
+// forks ranks 1..N-1 before anything else runs (no threads yet), gives each
+// process its share of the CPUs the command may use (contiguous, so that
+// its thread pool pins there) and its artifact directory. Every process then
+// opens its artifact and join_ranks() joins the shared-memory group and
+// registers its all-reduce in the artifact (hyc_collectives_v0). The ranks
+// run the same command in lockstep: the all-reduce sums in rank order, so
+// every rank's logits are bit-identical and each samples the same token
+// with no broadcast; only rank 0 writes output.
+//
+// Failure: a rank that dies, or fails to open its artifact or to join,
+// makes the others' next collective fail within milliseconds with an error
+// naming it (ShmGroup watches its peers); finish_ranks() collects the
+// children and names any that failed. The deadline of every wait is
+// HYC_TP_TIMEOUT seconds (default 120).
+#ifndef HYRT_TENSOR_PARALLEL_H
+#define HYRT_TENSOR_PARALLEL_H
+
+#include "hyrt/abi.h"
+#include "hyrt/status.h"
+
+#include <memory>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace hyrt {
+
+class Artifact;
+class ShmGroup;
+
+struct TensorParallel {
+  int rank = 0, size = 1;
+  std::string dir;             ///< this rank's artifact directory
+  std::vector<pid_t> children; ///< rank 0: the pids of ranks 1..size-1
+  std::string group_name;      ///< the shared-memory segment
+  std::unique_ptr<ShmGroup> group;
+  std::string error;           ///< the last failed collective's reason
+  TensorParallel();
+  ~TensorParallel();
+  TensorParallel(const TensorParallel &) = delete;
+  TensorParallel &operator=(const TensorParallel &) = delete;
+};
+
+/// Reads `dir`'s manifest: an artifact of one rank returns with size 1 (and
+/// `requested` must be 0 or 1). Otherwise `requested` (0: the artifact's)
+/// must equal its tensor_parallel.size; forks ranks 1..size-1 and returns in
+/// every process, with its rank, directory and CPU share set.
+Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp);
+
+/// Joins the group and registers its all-reduce in `artifact`. A no-op for
+/// size 1. On failure the other ranks are told (their waits end at once).
+Status join_ranks(Artifact *artifact, TensorParallel *tp);
+
+/// Ends this rank's part. Rank 0: when !ok, tells the others to stop; then
+/// waits for every child and returns an error naming a rank that exited
+/// with an error or a signal. Ranks > 0 never return: they exit with
+/// `exit_code` (after flushing stdio).
+Status finish_ranks(TensorParallel *tp, bool ok, int exit_code);
+
+} // namespace hyrt
+
+#endif // HYRT_TENSOR_PARALLEL_H

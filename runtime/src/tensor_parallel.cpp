@@ -1,0 +1,189 @@
+// Tensor-parallel ranks of one machine (see hyrt/tensor_parallel.h).
+#include "hyrt/tensor_parallel.h"
+
+#include "hyrt/artifact.h"
+#include "hyrt/shm_group.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sched.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace hyrt {
+
+TensorParallel::TensorParallel() = default;
+TensorParallel::~TensorParallel() = default;
+
+namespace {
+
+double timeoutSeconds() {
+  if (const char *v = std::getenv("HYC_TP_TIMEOUT")) {
+    char *end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end != v && s > 0)
+      return s;
+  }
+  return 120.0;
+}
+
+/// Rank r's contiguous share of the CPUs this process may use (ranks get
+/// whole CPUs; with fewer CPUs than ranks, they share them round-robin).
+void pinRank(int rank, int size) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set))
+      cpus.push_back(c);
+  if (cpus.empty())
+    return;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const size_t n = cpus.size();
+  if (n >= size_t(size)) {
+    for (size_t i = n * size_t(rank) / size_t(size); i < n * size_t(rank + 1) / size_t(size); ++i)
+      CPU_SET(cpus[i], &mine);
+  } else {
+    CPU_SET(cpus[size_t(rank) % n], &mine);
+  }
+  sched_setaffinity(0, sizeof(mine), &mine);
+}
+
+int32_t allReduce(void *ctx, float *data, int64_t n) {
+  auto *tp = static_cast<TensorParallel *>(ctx);
+  if (Status s = tp->group->all_reduce_sum(data, size_t(n)); !s.ok()) {
+    tp->error = s.message();
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp) {
+  tp->dir = dir;
+  std::ifstream in(dir + "/manifest.json");
+  if (!in)
+    return Status::Ok(); // opening the artifact names what is missing
+  std::stringstream text;
+  text << in.rdbuf();
+  Manifest m;
+  if (Status s = parse_manifest(text.str(), dir + "/manifest.json", &m); !s.ok())
+    return Status::Ok(); // likewise: Artifact::open reports it
+  if (m.tp_rank != 0)
+    return Status::Error(dir + " is rank " + std::to_string(m.tp_rank) + " of a " +
+                         std::to_string(m.tp_size) +
+                         "-rank artifact: run rank 0's directory, which starts every rank");
+  if (requested > 0 && requested != m.tp_size)
+    return Status::Error("--tp " + std::to_string(requested) + ", but " + dir +
+                         " was compiled for " + std::to_string(m.tp_size) +
+                         (m.tp_size == 1 ? " rank (compile it with --tp " +
+                                               std::to_string(requested) + ")"
+                                         : " ranks (hyc compile --tp)"));
+  if (m.tp_size == 1)
+    return Status::Ok();
+  for (int64_t r = 1; r < m.tp_size; ++r) {
+    const std::string rankDir = dir + "/ranks/" + std::to_string(r);
+    if (::access((rankDir + "/manifest.json").c_str(), R_OK) != 0)
+      return Status::Error(dir + " is rank 0 of " + std::to_string(m.tp_size) +
+                           " but has no " + rankDir + "/manifest.json");
+  }
+  tp->size = int(m.tp_size);
+  tp->group_name = "/hyc-tp-" + std::to_string(::getpid());
+  std::fflush(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  for (int r = 1; r < tp->size; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      for (pid_t c : tp->children)
+        ::kill(c, SIGKILL);
+      return Status::Error(std::string("cannot start tensor-parallel rank: fork: ") +
+                           std::strerror(errno));
+    }
+    if (pid == 0) {
+      tp->rank = r;
+      tp->children.clear();
+      tp->dir = dir + "/ranks/" + std::to_string(r);
+      pinRank(r, tp->size);
+      return Status::Ok();
+    }
+    tp->children.push_back(pid);
+  }
+  pinRank(0, tp->size);
+  return Status::Ok();
+}
+
+Status join_ranks(Artifact *artifact, TensorParallel *tp) {
+  if (tp->size == 1)
+    return Status::Ok();
+  ShmGroupOptions o;
+  o.name = tp->group_name;
+  o.rank = tp->rank;
+  o.size = tp->size;
+  o.timeout_s = timeoutSeconds();
+  if (Status s = ShmGroup::join(o, &tp->group); !s.ok())
+    return Status::Error("tensor-parallel rank " + std::to_string(tp->rank) + ": " +
+                         s.message());
+  hyrt_collectives_v0 *c = artifact ? artifact->collectives() : nullptr;
+  if (!c) {
+    const std::string why = "rank " + std::to_string(tp->rank) + "'s artifact " + tp->dir +
+                            " has no all-reduce (not compiled with --tp)";
+    tp->group->abort(why);
+    return Status::Error(why);
+  }
+  c->all_reduce_sum = allReduce;
+  c->ctx = tp;
+  c->group_size = tp->size;
+  c->failed = HYRT_COLLECTIVE_OK;
+  return Status::Ok();
+}
+
+Status finish_ranks(TensorParallel *tp, bool ok, int exit_code) {
+  if (tp->rank > 0) {
+    if (!ok && tp->group)
+      tp->group->abort("rank " + std::to_string(tp->rank) + " stopped with an error");
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    ::_exit(exit_code);
+  }
+  if (tp->size == 1)
+    return Status::Ok();
+  if (!ok) {
+    if (tp->group)
+      tp->group->abort("rank 0 stopped with an error");
+    else // the others would wait for rank 0 until their deadline
+      for (pid_t c : tp->children)
+        ::kill(c, SIGKILL);
+  }
+  std::string failed;
+  for (size_t i = 0; i < tp->children.size(); ++i) {
+    int status = 0;
+    while (::waitpid(tp->children[i], &status, 0) < 0 && errno == EINTR) {
+    }
+    const int rank = int(i) + 1;
+    if (WIFSIGNALED(status) && ok)
+      failed += (failed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) +
+                " was killed by signal " + std::to_string(WTERMSIG(status));
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && ok)
+      failed += (failed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) +
+                " exited with status " + std::to_string(WEXITSTATUS(status));
+  }
+  tp->children.clear();
+  tp->group.reset();
+  if (!failed.empty())
+    return Status::Error("tensor parallel: " + failed);
+  return Status::Ok();
+}
+
+} // namespace hyrt
