@@ -140,15 +140,16 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
               llvm::SetVector<Operation *> &rowGemms) {
     bool ok = true;
     fn.walk([&](Operation *op) {
-      if (!ok)
-        return;
-      if (isa<MLAAttentionOp, MoeRouteOp, MoeGroupedMatmulOp>(op)) {
+      if (ok && isa<MLAAttentionOp, MoeRouteOp, MoeGroupedMatmulOp>(op)) {
         op->emitError() << "hyc-global-shard: " << op->getName()
                         << " layers are not split over ranks yet (dense attention and "
                            "MLP only)";
         ok = false;
-        return;
       }
+    });
+    fn.walk([&](Operation *op) {
+      if (!ok)
+        return;
       SmallVector<Value> columnInputs, attentionOutputs;
       if (auto a = dyn_cast<AttentionOp>(op)) {
         columnInputs = {a.getQuery(), a.getKey(), a.getValue()};
