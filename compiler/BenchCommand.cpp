@@ -17,6 +17,8 @@
 #include "compiler/Args.h"
 #include "hyrt/artifact.h"
 #include "hyrt/engine.h"
+#include "hyrt/shm_group.h"
+#include "hyrt/tensor_parallel.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +62,13 @@ all of them together, R times, and reports:
                 measure what transparent huge pages buy; the bandwidth
                 yardstick is still measured on huge pages
   --no-verify   skip the weights.bin checksums at load
+  --tp N        tensor-parallel ranks (the artifact's, `hyc compile --tp`;
+                default: its count): one process per rank on its share of
+                the CPUs; adds the share of step time spent in the
+                all-reduce (waits for the slower rank included). The
+                machine's peaks and bandwidth are measured before the ranks
+                start, with every CPU, and bytes and FLOPs are summed over
+                the ranks
   --json        one JSON object on stdout instead of the table
 )";
 
@@ -98,8 +107,12 @@ struct Round {
 
 } // namespace
 
+int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batch,
+              int64_t rounds, int64_t shortContext, int threads, codegen::HostPeaks peaks,
+              double measuredBandwidth, hyrt::TensorParallel &tp);
+
 int runBenchCommand(int argc, char **argv) {
-  cli::Args args({"input", "output", "batch", "rounds", "short-context"},
+  cli::Args args({"input", "output", "batch", "rounds", "short-context", "tp"},
                  {"help", "json", "profile", "no-huge-pages", "no-verify"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
@@ -139,16 +152,60 @@ int runBenchCommand(int argc, char **argv) {
                  static_cast<long long>(input), static_cast<long long>(shortContext));
     return 2;
   }
-  const bool json = args.has("json");
+  int64_t tpArg = 0;
+  if (!args.getInt("tp", 0, tpArg, error) || (args.has("tp") && tpArg < 1)) {
+    std::fprintf(stderr, "hyc bench: --tp expects a rank count of at least 1\n");
+    return 2;
+  }
+  // The machine's limits, with every CPU, before any rank starts (the
+  // ranks run in lockstep: one measuring alone would stall the others).
+  const char *env = std::getenv("HYRT_NUM_THREADS");
+  if (!env || std::atoi(env) <= 0)
+    env = std::getenv("OMP_NUM_THREADS");
+  const int threads = env && std::atoi(env) > 0
+                          ? std::atoi(env)
+                          : int(std::max(1u, std::thread::hardware_concurrency()));
+  if (!args.has("json"))
+    std::fprintf(stderr, "measuring the host's peaks...\n");
+  const codegen::HostPeaks peaks = codegen::measure_compute_peaks(threads);
+  const double bandwidth = codegen::measure_read_gbps(threads);
+
+  hyrt::TensorParallel tp;
+  if (hyrt::Status st = hyrt::start_ranks(args.positionals()[0], tpArg, &tp); !st.ok()) {
+    std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+    return 1;
+  }
+  const int rc = benchRank(args, input, output, batch, rounds, shortContext, threads, peaks,
+                           bandwidth, tp);
+  if (hyrt::Status st = hyrt::finish_ranks(&tp, rc == 0, rc, "a rank's bench failed");
+      !st.ok() && rc == 0) {
+    std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+    return 1;
+  }
+  return rc;
+}
+
+int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batch,
+              int64_t rounds, int64_t shortContext, int threads, codegen::HostPeaks peaks,
+              double measuredBandwidth, hyrt::TensorParallel &tp) {
+  const bool quiet = tp.rank > 0; // only rank 0 reports
+  const bool json = args.has("json") || quiet;
   const bool profiling = args.has("profile");
   const bool hugePages = !args.has("no-huge-pages");
+  if (hyrt::Status st = hyrt::join_ranks(nullptr, &tp); !st.ok()) {
+    std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+    return 1;
+  }
 
   std::unique_ptr<hyrt::Artifact> artifact;
   hyrt::ArtifactOptions artifactOptions;
   artifactOptions.huge_pages = hugePages;
   artifactOptions.verify_weights = !args.has("no-verify");
-  if (hyrt::Status st = hyrt::Artifact::open(args.positionals()[0], artifactOptions, &artifact);
-      !st.ok()) {
+  if (hyrt::Status st = hyrt::Artifact::open(tp.dir, artifactOptions, &artifact); !st.ok()) {
+    std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+    return 1;
+  }
+  if (hyrt::Status st = hyrt::join_ranks(artifact.get(), &tp); !st.ok()) {
     std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
     return 1;
   }
@@ -185,14 +242,6 @@ int runBenchCommand(int argc, char **argv) {
   }
   PhaseProfile prefillProfile, decodeProfile;
 
-  // The artifact's thread pool takes HYRT_NUM_THREADS, else OMP_NUM_THREADS,
-  // else every CPU (runtime/cpu/thread_pool.h): measure the peaks on as many.
-  const char *env = std::getenv("HYRT_NUM_THREADS");
-  if (!env || std::atoi(env) <= 0)
-    env = std::getenv("OMP_NUM_THREADS");
-  const int threads = env && std::atoi(env) > 0
-                          ? std::atoi(env)
-                          : int(std::max(1u, std::thread::hardware_concurrency()));
   const bool terminal = isatty(fileno(stderr));
   // On a terminal one line redrawn in place, with a bar for the share of
   // all rounds' steps (warm-up included) done; otherwise plain lines.
@@ -218,9 +267,8 @@ int runBenchCommand(int argc, char **argv) {
            (double(rounds + 1) * stepsPerRound);
   };
 
-  progress("measuring the host's peaks...");
-  codegen::HostPeaks peaks = codegen::measure_compute_peaks(threads);
-  std::vector<double> bandwidth = {codegen::measure_read_gbps(threads)};
+  std::vector<double> bandwidth = {measuredBandwidth};
+  double collectivePrefill = 0, collectiveDecode = 0; // seconds, all rounds
 
   // Synthetic prompts: ids spread over the vocabulary, seeded by sequence.
   const int64_t vocab = m.model.vocab_size;
@@ -252,6 +300,7 @@ int runBenchCommand(int argc, char **argv) {
                    std::to_string(batch),
                doneAt(r, s));
       seqs.push_back(engine->add_sequence());
+      const double c0 = tp.collective_seconds;
       const double t0 = seconds();
       hyrt::Status st = engine->extend(seqs.back(), prompt(s, input), &logits,
                                        /*all_rows=*/false);
@@ -260,6 +309,8 @@ int runBenchCommand(int argc, char **argv) {
         return 1;
       round.ttft.push_back(dt);
       round.prefillSeconds += dt;
+      if (r >= 0)
+        collectivePrefill += tp.collective_seconds - c0;
       next.push_back(greedy(logits, 0, size_t(vocab)));
     }
     if (marking)
@@ -280,11 +331,14 @@ int runBenchCommand(int argc, char **argv) {
         progress(label + ": decode " + std::to_string(step) + "/" +
                      std::to_string(output),
                  doneAt(r, batch + step));
+      const double c0 = tp.collective_seconds;
       const double t0 = seconds();
       hyrt::Status st = engine->decode(seqs, next, &logits);
       const double dt = seconds() - t0;
       if (failed(st))
         return 1;
+      if (r >= 0)
+        collectiveDecode += tp.collective_seconds - c0;
       round.tpot.push_back(dt);
       round.decodeSeconds += dt;
       for (size_t s = 0; s < seqs.size(); ++s)
@@ -310,13 +364,15 @@ int runBenchCommand(int argc, char **argv) {
       (void)engine->release(s);
     if (r >= 0)
       results.push_back(round);
-    bandwidth.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
-    // A peak is a maximum: neighbours on a shared host only lower a
-    // measurement, so the best of the interleaved ones is the estimate.
-    const codegen::HostPeaks again = codegen::measure_compute_peaks(threads);
-    peaks.fp32_gflops = std::max(peaks.fp32_gflops, again.fp32_gflops);
-    peaks.bf16_gflops = std::max(peaks.bf16_gflops, again.bf16_gflops);
-    peaks.int8_gops = std::max(peaks.int8_gops, again.int8_gops);
+    if (tp.size == 1) { // ranks in lockstep cannot stop for it (see above)
+      bandwidth.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
+      // A peak is a maximum: neighbours on a shared host only lower a
+      // measurement, so the best of the interleaved ones is the estimate.
+      const codegen::HostPeaks again = codegen::measure_compute_peaks(threads);
+      peaks.fp32_gflops = std::max(peaks.fp32_gflops, again.fp32_gflops);
+      peaks.bf16_gflops = std::max(peaks.bf16_gflops, again.bf16_gflops);
+      peaks.int8_gops = std::max(peaks.int8_gops, again.int8_gops);
+    }
   }
   if (terminal && !json)
     std::fprintf(stderr, "\r%-80s\r", "");
@@ -331,7 +387,23 @@ int runBenchCommand(int argc, char **argv) {
   }
   const double prefillTokS = median(prefillRates), decodeTokS = median(decodeRates);
   const double streamGbs = median(bandwidth);
-  const ModelCost cost = modelCost(m, artifact->variant(), batch, input);
+  ModelCost cost = modelCost(m, artifact->variant(), batch, input);
+  if (tp.size > 1) { // every rank reads its own weights: the machine's total
+    float sums[2] = {float(cost.decodeBytesPerStep), float(cost.flopsPerToken)};
+    if (hyrt::Status st = tp.group->all_reduce_sum(sums, 2); !st.ok()) {
+      std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
+      return 1;
+    }
+    cost.decodeBytesPerStep = sums[0];
+    cost.flopsPerToken = sums[1];
+  }
+  if (quiet)
+    return 0;
+  double prefillTotal = 0, decodeTotal = 0;
+  for (const Round &r : results) {
+    prefillTotal += r.prefillSeconds;
+    decodeTotal += r.decodeSeconds;
+  }
   const double bytesPerToken = cost.decodeBytesPerStep / double(batch);
   std::string peakName;
   const double peak = kernelPeak(artifact->variant(), peaks, peakName);
@@ -361,7 +433,8 @@ int runBenchCommand(int argc, char **argv) {
         "\"decode_bw_efficiency\": %.4f, \"prefill_flops_per_token\": %.0f, "
         "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
         "\"prefill_compute_efficiency\": %.4f, \"kv_cache_dtype\": \"%s\", "
-        "\"huge_pages\": %s, \"variant_reason\": \"%s\"%s%s%s}\n",
+        "\"huge_pages\": %s, \"variant_reason\": \"%s\", \"tp\": %d, "
+        "\"collective_prefill_share\": %.4f, \"collective_decode_share\": %.4f%s%s%s}\n",
         args.positionals()[0].c_str(), artifact->variant().name.c_str(), threads,
         static_cast<long long>(input), static_cast<long long>(output),
         static_cast<long long>(batch), static_cast<long long>(rounds),
@@ -369,14 +442,19 @@ int runBenchCommand(int argc, char **argv) {
         percentile(tpot, 0.99) * 1e3, prefillTokS, decodeTokS, bytesPerToken,
         streamGbs, bwEff, cost.flopsPerToken, peak, peakName.c_str(), computeEff,
         m.kv_cache.dtype.c_str(), hugePages ? "true" : "false",
-        artifact->variant_reason().c_str(), shortJson,
+        artifact->variant_reason().c_str(), tp.size,
+        prefillTotal > 0 ? collectivePrefill / prefillTotal : 0,
+        decodeTotal > 0 ? collectiveDecode / decodeTotal : 0, shortJson,
         profiling ? ", " : "",
         profiling ? profileJson(prefillProfile, decodeProfile).c_str() : "");
     return 0;
   }
-  std::printf("%s (%s, %d threads, KV cache %s, %s): %lld prompt + %lld generated "
+  const std::string workers = tp.size > 1 ? std::to_string(tp.size) + " ranks on " +
+                                                 std::to_string(threads) + " CPUs"
+                                           : std::to_string(threads) + " threads";
+  std::printf("%s (%s, %s, KV cache %s, %s): %lld prompt + %lld generated "
               "tokens, batch %lld, %lld rounds\n",
-              args.positionals()[0].c_str(), artifact->variant().name.c_str(), threads,
+              args.positionals()[0].c_str(), artifact->variant().name.c_str(), workers.c_str(),
               m.kv_cache.dtype.c_str(), hugePages ? "huge pages" : "4 KiB pages",
               static_cast<long long>(input), static_cast<long long>(output),
               static_cast<long long>(batch), static_cast<long long>(rounds));
@@ -393,6 +471,11 @@ int runBenchCommand(int argc, char **argv) {
               "%.0f%%\n",
               cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,
               peak, peakName.c_str(), computeEff * 100);
+  if (tp.size > 1)
+    std::printf("  tensor parallel: %d ranks; all-reduce %.1f%% of prefill time, %.1f%% of "
+                "decode time (waits for the slower rank included)\n",
+                tp.size, prefillTotal > 0 ? 100 * collectivePrefill / prefillTotal : 0,
+                decodeTotal > 0 ? 100 * collectiveDecode / decodeTotal : 0);
   if (shortContext > 0)
     std::printf("  decode at position ~%lld: TPOT p50 %.3f ms; at ~%lld, interleaved: %.3f ms "
                 "-> %.3fx\n",

@@ -136,9 +136,15 @@ int run_command(const std::string &command, const std::string *implied_dir,
   std::ostream &rout = tp.rank == 0 ? out : discard;
   std::ostream &rerr = tp.rank == 0 ? err : rank_err;
   const int rc = run_rank(command, implied_dir, positional, f, tp, rout, rerr);
+  std::string why = rank_err.str();
+  while (!why.empty() && why.back() == '\n')
+    why.pop_back();
   if (tp.rank > 0 && rc != 0)
-    err << "rank " << tp.rank << ": " << rank_err.str();
-  if (Status s = finish_ranks(&tp, rc == cli::kExitOk, rc); !s.ok() && rc == cli::kExitOk)
+    err << "rank " << tp.rank << ": " << why << "\n";
+  if (Status s = finish_ranks(&tp, rc == cli::kExitOk, rc,
+                              tp.rank > 0 ? "rank " + std::to_string(tp.rank) + ": " + why
+                                          : "rank 0 stopped with an error");
+      !s.ok() && rc == cli::kExitOk)
     return cli::runtime_error(err, command, s.message());
   return rc;
 }
@@ -146,6 +152,8 @@ int run_command(const std::string &command, const std::string *implied_dir,
 int run_rank(const std::string &command, const std::string *implied_dir,
              const std::vector<std::string> &positional, RunFlags &f, TensorParallel &tp,
              std::ostream &out, std::ostream &err) {
+  if (Status s = join_ranks(nullptr, &tp); !s.ok())
+    return cli::runtime_error(err, command, s.message());
   ArtifactOptions ao;
   ao.mmap_weights = f.mmap;
   ao.verify_weights = !f.no_verify;

@@ -236,6 +236,9 @@ Status ShmGroup::join(const ShmGroupOptions &o, std::unique_ptr<ShmGroup> *out) 
     while ((fd = shm_open(o.name.c_str(), O_RDWR, 0600)) < 0) {
       if (errno != ENOENT)
         return Status::Error(who + ": " + errnoText("shm_open"));
+      if (o.peer_check)
+        if (std::string why = o.peer_check(); !why.empty())
+          return Status::Error(who + ": " + why);
       if (now() > deadline)
         return Status::Error(who + ": rank 0 did not create the segment within " +
                              std::to_string(int(o.timeout_s)) + " s");
@@ -312,6 +315,11 @@ Status ShmGroup::join(const ShmGroupOptions &o, std::unique_ptr<ShmGroup> *out) 
     if (const int a = h->abort_rank.load(); a >= 0)
       return Status::Error(who + ": rank " + std::to_string(a) + " aborted while joining: " +
                            std::string(h->abort_why));
+    if (o.peer_check)
+      if (std::string why = o.peer_check(); !why.empty()) {
+        postAbort(h, o.rank, why);
+        return Status::Error(who + ": " + why);
+      }
     if (now() > deadline) {
       std::string missing;
       for (int r = 0; r < o.size; ++r) {

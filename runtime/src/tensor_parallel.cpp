@@ -5,6 +5,7 @@
 #include "hyrt/shm_group.h"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,7 +62,11 @@ void pinRank(int rank, int size) {
 
 int32_t allReduce(void *ctx, float *data, int64_t n) {
   auto *tp = static_cast<TensorParallel *>(ctx);
-  if (Status s = tp->group->all_reduce_sum(data, size_t(n)); !s.ok()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = tp->group->all_reduce_sum(data, size_t(n));
+  tp->collective_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.ok()) {
     tp->error = s.message();
     return 1;
   }
@@ -98,7 +104,8 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
                            " but has no " + rankDir + "/manifest.json");
   }
   tp->size = int(m.tp_size);
-  tp->group_name = "/hyc-tp-" + std::to_string(::getpid());
+  const pid_t parent = ::getpid();
+  tp->group_name = "/hyc-tp-" + std::to_string(parent);
   std::fflush(nullptr);
   std::cout.flush();
   std::cerr.flush();
@@ -111,6 +118,11 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
                            std::strerror(errno));
     }
     if (pid == 0) {
+      // Rank 0 gone (killed, crashed): this rank goes too, instead of
+      // waiting for it until the deadline.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent)
+        ::_exit(1);
       tp->rank = r;
       tp->children.clear();
       tp->dir = dir + "/ranks/" + std::to_string(r);
@@ -126,15 +138,31 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
 Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   if (tp->size == 1)
     return Status::Ok();
-  ShmGroupOptions o;
-  o.name = tp->group_name;
-  o.rank = tp->rank;
-  o.size = tp->size;
-  o.timeout_s = timeoutSeconds();
-  if (Status s = ShmGroup::join(o, &tp->group); !s.ok())
-    return Status::Error("tensor-parallel rank " + std::to_string(tp->rank) + ": " +
-                         s.message());
-  hyrt_collectives_v0 *c = artifact ? artifact->collectives() : nullptr;
+  if (!tp->group) {
+    ShmGroupOptions o;
+    o.name = tp->group_name;
+    o.rank = tp->rank;
+    o.size = tp->size;
+    o.timeout_s = timeoutSeconds();
+    // Rank 0 watches its children: one that exits before joining holds no
+    // liveness lock yet, and would otherwise be noticed at the deadline.
+    if (tp->rank == 0)
+      o.peer_check = [tp]() -> std::string {
+        for (size_t i = 0; i < tp->children.size(); ++i) {
+          siginfo_t info{};
+          if (::waitid(P_PID, id_t(tp->children[i]), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+              info.si_pid == tp->children[i])
+            return "rank " + std::to_string(i + 1) + " exited before joining";
+        }
+        return {};
+      };
+    if (Status s = ShmGroup::join(o, &tp->group); !s.ok())
+      return Status::Error("tensor-parallel rank " + std::to_string(tp->rank) + ": " +
+                           s.message());
+  }
+  if (!artifact)
+    return Status::Ok();
+  hyrt_collectives_v0 *c = artifact->collectives();
   if (!c) {
     const std::string why = "rank " + std::to_string(tp->rank) + "'s artifact " + tp->dir +
                             " has no all-reduce (not compiled with --tp)";
@@ -145,13 +173,17 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   c->ctx = tp;
   c->group_size = tp->size;
   c->failed = HYRT_COLLECTIVE_OK;
+  // Every rank has its artifact open before any step runs; a rank that
+  // could not open its own has aborted the group, which ends this wait.
+  if (Status s = tp->group->barrier(); !s.ok())
+    return Status::Error("tensor parallel: " + s.message());
   return Status::Ok();
 }
 
-Status finish_ranks(TensorParallel *tp, bool ok, int exit_code) {
+Status finish_ranks(TensorParallel *tp, bool ok, int exit_code, const std::string &why) {
   if (tp->rank > 0) {
     if (!ok && tp->group)
-      tp->group->abort("rank " + std::to_string(tp->rank) + " stopped with an error");
+      tp->group->abort(why.empty() ? "rank " + std::to_string(tp->rank) + " stopped" : why);
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
@@ -161,7 +193,7 @@ Status finish_ranks(TensorParallel *tp, bool ok, int exit_code) {
     return Status::Ok();
   if (!ok) {
     if (tp->group)
-      tp->group->abort("rank 0 stopped with an error");
+      tp->group->abort(why.empty() ? "rank 0 stopped" : why);
     else // the others would wait for rank 0 until their deadline
       for (pid_t c : tp->children)
         ::kill(c, SIGKILL);

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,11 @@ struct ShmGroupOptions {
   size_t slot_bytes = 8u << 20;   ///< bytes per rank and buffer (a multiple of 64)
   double timeout_s = 10.0;        ///< deadline of every wait (joining included)
   size_t reduce_scatter_bytes = 256u << 10; ///< all_reduce pieces from this size on
+  /// Called while join() waits for the others (ranks that have not joined
+  /// yet hold no liveness lock to watch): a non-empty reason ends the wait
+  /// with that error and aborts the group. Rank 0 of `hyc run --tp` uses it
+  /// to notice a child rank that exited before joining.
+  std::function<std::string()> peer_check;
 };
 
 class ShmGroup {

@@ -39,6 +39,7 @@ struct TensorParallel {
   std::string group_name;      ///< the shared-memory segment
   std::unique_ptr<ShmGroup> group;
   std::string error;           ///< the last failed collective's reason
+  double collective_seconds = 0; ///< inside the artifact's all-reduces so far
   TensorParallel();
   ~TensorParallel();
   TensorParallel(const TensorParallel &) = delete;
@@ -51,15 +52,19 @@ struct TensorParallel {
 /// every process, with its rank, directory and CPU share set.
 Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp);
 
-/// Joins the group and registers its all-reduce in `artifact`. A no-op for
-/// size 1. On failure the other ranks are told (their waits end at once).
+/// Joins the group (call it with a null artifact right after start_ranks,
+/// before the slow part of opening an artifact), then, with the rank's open
+/// artifact, registers the group's all-reduce in it and waits until every
+/// rank has done so. A no-op for size 1. On failure the other ranks are
+/// told (their waits end at once).
 Status join_ranks(Artifact *artifact, TensorParallel *tp);
 
-/// Ends this rank's part. Rank 0: when !ok, tells the others to stop; then
+/// Ends this rank's part. When !ok, tells the others to stop, with `why`
+/// (this rank's error). Rank 0 then
 /// waits for every child and returns an error naming a rank that exited
 /// with an error or a signal. Ranks > 0 never return: they exit with
 /// `exit_code` (after flushing stdio).
-Status finish_ranks(TensorParallel *tp, bool ok, int exit_code);
+Status finish_ranks(TensorParallel *tp, bool ok, int exit_code, const std::string &why = "");
 
 } // namespace hyrt
 
