@@ -9,7 +9,12 @@
 //   heads' columns of the attention output) and its partial sum is
 //   all-reduced;
 // - MLP: gate and up are column-parallel (ffn / N columns each), down is
-//   row-parallel, followed by an all-reduce.
+//   row-parallel, followed by an all-reduce;
+// - routed experts (MoE): every rank keeps every expert and routes alike
+//   (the router stays whole), with its part of each expert's ffn columns:
+//   gate/up stacks [E, ffn, H] split along dim 1, down [E, H, ffn] along
+//   dim 2; the combine of the down rows (linear) is all-reduced. Shared
+//   experts are dense MLPs.
 //
 // Everything else (embedding, norms, the residual stream, the output head)
 // stays whole on every rank: after each all-reduce every rank holds the
@@ -28,8 +33,8 @@
 // Types follow: each split param's dim shrinks by N, and every op between
 // the split GEMMs and the next all-reduce gets its result type recomputed.
 // A shape that does not divide (heads, kv heads or ffn width by N) is
-// refused by name; padding uneven shards is not done yet. MoE and MLA
-// layers are refused (not split yet).
+// refused by name; padding uneven shards is not done yet. MLA layers are
+// refused (not split yet).
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +85,11 @@ struct Split {
 struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardPass> {
   using Base::Base;
 
+  /// Ops whose result is a partial sum over the ranks: an all-reduce
+  /// follows each (a row-parallel GEMM, or the combine of row-parallel
+  /// expert GEMMs). Per function.
+  llvm::SetVector<Operation *> reduceAfter;
+
   /// Records `mm` as column- (dim 0) or row-parallel (dim 1); false with a
   /// diagnostic when its operands cannot be split.
   bool plan(QuantMatmulOp mm, int64_t dim, llvm::MapVector<Operation *, Split> &splits,
@@ -129,8 +139,33 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       }
       splits.insert({b, {b, 0}});
     }
-    if (dim == 1)
+    if (dim == 1) {
       rowGemms.insert(mm);
+      reduceAfter.insert(mm);
+    }
+    return true;
+  }
+
+  /// Records the expert GEMM `mm` ([E, N, K] weights) as column- (dim 1:
+  /// each expert's N) or row-parallel (dim 2: each expert's K).
+  bool planExperts(MoeGroupedMatmulOp mm, int64_t dim,
+                   llvm::MapVector<Operation *, Split> &splits) {
+    auto param = mm.getWeight().getDefiningOp<ParamOp>();
+    auto type = param ? dyn_cast<RankedTensorType>(param.getType()) : RankedTensorType();
+    if (!type || type.getRank() != 3 || !type.hasStaticShape() || mm.getScale() ||
+        mm.getEpilogue() != Epilogue::none || !param->hasOneUse()) {
+      mm.emitError() << "hyc-global-shard: expected an imported expert GEMM over an [E, N, "
+                        "K] param read by it alone";
+      return false;
+    }
+    if (type.getDimSize(dim) % tpSize != 0) {
+      mm.emitError() << "hyc-global-shard: cannot split " << param.getRef().getTensor()
+                     << " along dim " << dim << " over " << int64_t(tpSize)
+                     << " ranks: " << type.getDimSize(dim) << " is not a multiple of "
+                     << int64_t(tpSize) << " (uneven shards are not padded yet)";
+      return false;
+    }
+    splits.insert({param, {param, dim}});
     return true;
   }
 
@@ -140,10 +175,10 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
               llvm::SetVector<Operation *> &rowGemms) {
     bool ok = true;
     fn.walk([&](Operation *op) {
-      if (ok && isa<MLAAttentionOp, MoeRouteOp, MoeGroupedMatmulOp>(op)) {
+      if (ok && isa<MLAAttentionOp>(op)) {
         op->emitError() << "hyc-global-shard: " << op->getName()
-                        << " layers are not split over ranks yet (dense attention and "
-                           "MLP only)";
+                        << " layers are not split over ranks yet (dense attention, MLP "
+                           "and MoE experts only)";
         ok = false;
       }
     });
@@ -161,6 +196,31 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         columnInputs.push_back(k.getKey());
         if (k.getValue())
           columnInputs.push_back(k.getValue());
+      } else if (auto s = dyn_cast<SiluMulOp>(op);
+                 s && s.getGate().getDefiningOp<MoeGroupedMatmulOp>()) {
+        // Routed experts: every rank keeps all experts and routes alike,
+        // with its part of each expert's ffn columns; the down GEMM's
+        // partial rows go through the (linear) combine, which is then
+        // all-reduced.
+        for (Value v : {s.getGate(), s.getUp()}) {
+          auto mm = v.getDefiningOp<MoeGroupedMatmulOp>();
+          ok = ok && mm && planExperts(mm, 1, splits);
+        }
+        for (Operation *user : s->getUsers()) {
+          auto down = dyn_cast<MoeGroupedMatmulOp>(user);
+          if (!ok || !down || down.getInput() != s.getResult() || !down->hasOneUse() ||
+              !isa<MoeUnpermuteOp>(*down->getUsers().begin())) {
+            if (ok)
+              user->emitError() << "hyc-global-shard: expected the experts' down GEMM, "
+                                   "then their combine, to read the split activations";
+            ok = false;
+            return;
+          }
+          ok = planExperts(down, 2, splits);
+          rowGemms.insert(down);
+          reduceAfter.insert(*down->getUsers().begin());
+        }
+        return;
       } else if (auto s = dyn_cast<SiluMulOp>(op)) {
         columnInputs = {s.getGate(), s.getUp()};
         attentionOutputs.push_back(s.getResult()); // read by down, row-parallel
@@ -215,6 +275,11 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     if (auto mm = dyn_cast<QuantMatmulOp>(op)) {
       mm.getResult().setType(withLast(shaped(mm.getResult()),
                                       shaped(mm.getWeight()).getDimSize(0)));
+      return success();
+    }
+    if (auto mm = dyn_cast<MoeGroupedMatmulOp>(op)) {
+      mm.getResult().setType(withLast(shaped(mm.getResult()),
+                                      shaped(mm.getWeight()).getDimSize(1)));
       return success();
     }
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
@@ -291,6 +356,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     for (auto fn : module.getOps<func::FuncOp>()) {
       llvm::MapVector<Operation *, Split> splits;
       llvm::SetVector<Operation *> rowGemms;
+      reduceAfter.clear();
       if (!decide(fn, splits, rowGemms))
         return signalPassFailure();
 
@@ -323,7 +389,17 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         split.param.getResult().setType(RankedTensorType::get(shape, type.getElementType()));
         split.param->setAttr("hyc.shard",
                              DenseI64ArrayAttr::get(ctx, {split.dim, tpRank, tpSize}));
-        shards[split.param.getRef().getTensor()] = split.dim;
+        // Expert stacks are read expert by expert ("experts.*." -> "experts.e."),
+        // each an [N, K] matrix split along dim - 1.
+        StringRef name = split.param.getRef().getTensor();
+        if (size_t at = name.find("experts.*."); at != StringRef::npos && shape.size() == 3) {
+          for (int64_t e = 0; e < shape[0]; ++e)
+            shards[StringAttr::get(ctx, name.take_front(at) + "experts." + Twine(e) + "." +
+                                            name.drop_front(at + 10))
+                       .getValue()] = split.dim - 1;
+        } else {
+          shards[name] = split.dim;
+        }
       }
       DenseSet<Value> changed;
       for (auto &[op, split] : splits)
@@ -350,7 +426,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       });
       if (!ok)
         return signalPassFailure();
-      for (Operation *op : rowGemms) {
+      for (Operation *op : reduceAfter) {
         OpBuilder b(op->getContext());
         b.setInsertionPointAfter(op);
         Value partial = op->getResult(0);

@@ -101,3 +101,34 @@ func.func @odd_ffn(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %d = hyc.quant.matmul %s, %wd {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x9xf32>, tensor<16x9xf32>) -> tensor<?x16xf32>
   return %d : tensor<?x16xf32>
 }
+
+// -----
+
+// Routed experts on rank 1 of 2: gate/up stacks keep each expert's second
+// half of ffn rows, down its second half of columns; the combine is
+// all-reduced, the router and permute are whole.
+// CHECK: shards = {m.experts.0.down = 1 : i64, m.experts.0.gate = 0 : i64{{.*}}m.experts.1.up = 0 : i64
+// CHECK-LABEL: func.func @experts
+// CHECK: hyc.moe.route {{.*}} : tensor<?x2xf32>
+// CHECK: hyc.param #hyc.param<"m" : "m.experts.*.gate"> {hyc.shard = array<i64: 1, 1, 2>} -> tensor<2x4x16xf32>
+// CHECK: hyc.moe.grouped_matmul {{.*}} -> tensor<?x4xf32>
+// CHECK: hyc.silu_mul {{.*}} : tensor<?x4xf32>
+// CHECK: hyc.param #hyc.param<"m" : "m.experts.*.down"> {hyc.shard = array<i64: 2, 1, 2>} -> tensor<2x16x4xf32>
+// CHECK: hyc.moe.grouped_matmul {{.*}} -> tensor<?x16xf32>
+// CHECK: %[[C:.*]] = hyc.moe.unpermute
+// CHECK: hyc.collective.all_reduce %[[C]]
+func.func @experts(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %wr = hyc.param #hyc.param<"m" : "router"> -> tensor<2x16xf32>
+  %logits = hyc.quant.matmul %x, %wr {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<2x16xf32>) -> tensor<?x2xf32>
+  %w, %ids = hyc.moe.route %logits {gating = #hyc.moe_gating<softmax, top_k = 1, renormalize = true>} : tensor<?x2xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  %px, %offsets, %rows = hyc.moe.permute %x, %ids {num_experts = 2 : i64} : tensor<?x16xf32>, tensor<?x1xi32> -> tensor<?x16xf32>, tensor<3xi32>, tensor<?xi32>
+  %wg = hyc.param #hyc.param<"m" : "m.experts.*.gate"> -> tensor<2x8x16xf32>
+  %g = hyc.moe.grouped_matmul %px, %wg, %offsets {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : tensor<?x16xf32>, tensor<2x8x16xf32>, tensor<3xi32> -> tensor<?x8xf32>
+  %wu = hyc.param #hyc.param<"m" : "m.experts.*.up"> -> tensor<2x8x16xf32>
+  %u = hyc.moe.grouped_matmul %px, %wu, %offsets {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : tensor<?x16xf32>, tensor<2x8x16xf32>, tensor<3xi32> -> tensor<?x8xf32>
+  %s = hyc.silu_mul %g, %u : tensor<?x8xf32>
+  %wd = hyc.param #hyc.param<"m" : "m.experts.*.down"> -> tensor<2x16x8xf32>
+  %d = hyc.moe.grouped_matmul %s, %wd, %offsets {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : tensor<?x8xf32>, tensor<2x16x8xf32>, tensor<3xi32> -> tensor<?x16xf32>
+  %y = hyc.moe.unpermute %d, %rows, %w : tensor<?x16xf32>, tensor<?xi32>, tensor<?x1xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
