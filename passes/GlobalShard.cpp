@@ -33,8 +33,11 @@
 // Types follow: each split param's dim shrinks by N, and every op between
 // the split GEMMs and the next all-reduce gets its result type recomputed.
 // A shape that does not divide (heads, kv heads or ffn width by N) is
-// refused by name; padding uneven shards is not done yet. MLA layers are
-// refused (not split yet).
+// refused by name; padding uneven shards is not done yet.
+//
+// MLA (DeepSeek): q_b (or q_proj) and kv_b are split by heads, o_proj is
+// row-parallel; the latent projection (kv_a) and the latent cache stay
+// whole on every rank (one latent row serves every head).
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +74,8 @@ QuantMatmulOp projectionOf(Value v) {
       v = r.getInput();
     else if (auto n = dyn_cast<RMSNormOp>(def))
       v = n.getInput();
+    else if (auto x = dyn_cast<tensor::ExtractSliceOp>(def))
+      v = x.getSource(); // MLA's nope / rope parts of each head
     else
       return {};
   }
@@ -89,6 +94,8 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
   /// follows each (a row-parallel GEMM, or the combine of row-parallel
   /// expert GEMMs). Per function.
   llvm::SetVector<Operation *> reduceAfter;
+  /// The function attends over an MLA latent cache (kept whole on every rank).
+  bool latentCache = false;
 
   /// Records `mm` as column- (dim 0) or row-parallel (dim 1); false with a
   /// diagnostic when its operands cannot be split.
@@ -174,14 +181,10 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
   bool decide(func::FuncOp fn, llvm::MapVector<Operation *, Split> &splits,
               llvm::SetVector<Operation *> &rowGemms) {
     bool ok = true;
-    fn.walk([&](Operation *op) {
-      if (ok && isa<MLAAttentionOp>(op)) {
-        op->emitError() << "hyc-global-shard: " << op->getName()
-                        << " layers are not split over ranks yet (dense attention, MLP "
-                           "and MoE experts only)";
-        ok = false;
-      }
-    });
+    // MLA caches one latent row per position for all heads: every rank
+    // keeps the whole latent (its own copy) and attends with its heads.
+    latentCache = false;
+    fn.walk([&](MLAAttentionOp) { latentCache = true; });
     fn.walk([&](Operation *op) {
       if (!ok)
         return;
@@ -192,7 +195,21 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       } else if (auto a = dyn_cast<PagedAttentionOp>(op)) {
         columnInputs = {a.getQuery()};
         attentionOutputs.push_back(a.getResult());
-      } else if (auto k = dyn_cast<KVCacheAppendOp>(op)) {
+      } else if (auto a = dyn_cast<MLAAttentionOp>(op)) {
+        // The rank's heads of q (nope and rope parts) and of kv_b (the
+        // heads' W_UK / W_UV rows), its heads' output columns to o_proj.
+        columnInputs = {a.getQNope(), a.getQPe()};
+        attentionOutputs.push_back(a.getResult());
+        auto kvB = a.getKvB().getDefiningOp<ParamOp>();
+        auto t = kvB ? dyn_cast<RankedTensorType>(kvB.getType()) : RankedTensorType();
+        if (!t || t.getRank() != 2 || !kvB->hasOneUse() || t.getDimSize(0) % tpSize != 0) {
+          a.emitError() << "hyc-global-shard: expected a kv_b param of whole heads read by "
+                           "this MLA op alone";
+          ok = false;
+          return;
+        }
+        splits.insert({kvB, {kvB, 0}});
+      } else if (auto k = dyn_cast<KVCacheAppendOp>(op); k && !latentCache) {
         columnInputs.push_back(k.getKey());
         if (k.getValue())
           columnInputs.push_back(k.getValue());
@@ -310,6 +327,25 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       e.getResult().setType(RankedTensorType::get(shape, res.getElementType()));
       return success();
     }
+    if (auto x = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // A slice over the whole of a split dim (a head range from 0) keeps
+      // the rank's whole dim; any other slice of it is not ours to move.
+      RankedTensorType src = shaped(x.getSource());
+      SmallVector<int64_t> sizes(x.getStaticSizes()), offsets(x.getStaticOffsets());
+      SmallVector<int64_t> shape(shaped(x.getResult()).getShape());
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (ShapedType::isDynamic(sizes[d]) || src.isDynamicDim(d) ||
+            sizes[d] <= src.getDimSize(d))
+          continue;
+        if (offsets[d] != 0)
+          return x.emitError() << "hyc-global-shard: a slice at offset " << offsets[d]
+                               << " of a split dim";
+        sizes[d] = shape[d] = src.getDimSize(d);
+      }
+      x.setStaticSizes(sizes);
+      x.getResult().setType(RankedTensorType::get(shape, shaped(x.getResult()).getElementType()));
+      return success();
+    }
     if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
       RankedTensorType src = shaped(c.getSrc());
       c.getResult().setType(tensor::CollapseShapeOp::inferCollapsedType(
@@ -326,7 +362,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       k.getResult().setType(k.getCache().getType());
       return success();
     }
-    if (isa<AttentionOp, PagedAttentionOp>(op)) {
+    if (isa<AttentionOp, PagedAttentionOp, MLAAttentionOp>(op)) {
       RankedTensorType q = shaped(op->getOperand(0));
       RankedTensorType res = shaped(op->getResult(0));
       op->getResult(0).setType(withLast(q, res.getShape().back()));
@@ -363,7 +399,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       // The KV cache keeps the rank's kv heads.
       auto newCache = [&](Type t) -> FailureOr<Type> {
         auto kv = dyn_cast<KVCacheType>(t);
-        if (!kv)
+        if (!kv || latentCache)
           return t;
         if (kv.getNumKvHeads() % tpSize != 0) {
           fn.emitError() << "hyc-global-shard: " << kv.getNumKvHeads()
