@@ -9,6 +9,7 @@ PACKAGES=(
   libxbyak-dev libdnnl-dev ocl-icd-opencl-dev libomp-22-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   libicu-dev libxxhash-dev libhwloc-dev
+  openmpi-bin
   libcpp-httplib-dev pkgconf
   clang-22 libclang-rt-22-dev
 )

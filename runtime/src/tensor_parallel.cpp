@@ -4,6 +4,7 @@
 #include "hyrt/artifact.h"
 #include "hyrt/shm_group.h"
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -95,6 +96,40 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
                          (m.tp_size == 1 ? " rank (compile it with --tp " +
                                                std::to_string(requested) + ")"
                                          : " ranks (hyc compile --tp)"));
+  // Under Open MPI's mpirun every rank is already a process: take the
+  // rank from the launcher instead of forking (shared memory between them;
+  // the MPI transport between machines is not built yet).
+  if (const char *worldSize = std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    const int size = std::atoi(worldSize);
+    const char *worldRank = std::getenv("OMPI_COMM_WORLD_RANK");
+    const char *localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *job = std::getenv("PMIX_NAMESPACE");
+    if (!job)
+      job = std::getenv("OMPI_MCA_ess_base_jobid");
+    if (size > 1 || m.tp_size > 1) {
+      if (size != m.tp_size)
+        return Status::Error("mpirun started " + std::to_string(size) + " ranks, but " + dir +
+                             " was compiled for " + std::to_string(m.tp_size) +
+                             " (mpirun -np " + std::to_string(m.tp_size) + ")");
+      if (!worldRank || !job)
+        return Status::Error("mpirun: OMPI_COMM_WORLD_RANK or the job id (PMIX_NAMESPACE) "
+                             "is missing from the environment");
+      if (!localSize || std::atoi(localSize) != size)
+        return Status::Error("mpirun placed the " + std::to_string(size) +
+                             " ranks on several machines; ranks talk through shared "
+                             "memory, so they must share one machine (the MPI transport "
+                             "between machines is not built yet)");
+      tp->size = size;
+      tp->rank = std::atoi(worldRank);
+      if (tp->rank > 0)
+        tp->dir = dir + "/ranks/" + std::to_string(tp->rank);
+      tp->group_name = std::string("/hyc-tp-mpi-") + job;
+      for (char &c : tp->group_name)
+        if (c != '/' && !std::isalnum(static_cast<unsigned char>(c)) && c != '-')
+          c = '_';
+      return Status::Ok(); // mpirun binds each rank to its cores already
+    }
+  }
   if (m.tp_size == 1)
     return Status::Ok();
   for (int64_t r = 1; r < m.tp_size; ++r) {

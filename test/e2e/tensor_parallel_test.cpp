@@ -213,5 +213,43 @@ TEST(TensorParallel, KillingARankMidGenerationStopsTheOthers) {
   std::printf("rank 0 stopped %.3f s after rank 1 was killed: %s", seconds, err.c_str());
 }
 
+/// stdout of a shell command and its exit status.
+std::pair<std::string, int> shell(const std::string &command) {
+  std::string out;
+  FILE *p = ::popen(command.c_str(), "r");
+  if (!p)
+    return {"", -1};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
+    out.append(buf, n);
+  const int status = ::pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// The same ranks started by Open MPI's mpirun on this machine (loopback):
+// each process takes its rank from the launcher instead of forking, and
+// they meet in shared memory; the tokens are one rank's.
+TEST(TensorParallel, MpirunRanksMatchOneRank) {
+  if (shell("command -v mpirun >/dev/null 2>&1").second != 0)
+    GTEST_SKIP() << "mpirun (Debian openmpi-bin) is not installed";
+  for (const char *arch : {"llama", "qwen3-moe", "deepseek-v3"}) {
+    const std::string ckpt = synth(arch, "tiny", 5);
+    const std::string one = compileOnce(ckpt, {"--target", "portable"});
+    const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
+    const Generated a = generate(one, std::string(arch) + "-mpi-1", 16);
+    // Root may launch (CI containers); coreutils timeout bounds a hang.
+    const auto [out, rc] = shell(
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 2 '" +
+        std::string(HYC_BIN) + "' run '" + two +
+        "' --prompt-ids 1,17,42,7,99 -n 16 --ignore-eos --print-ids --no-stats 2>&1");
+    ASSERT_EQ(rc, 0) << arch << ": " << out;
+    std::istringstream in(out);
+    std::vector<int32_t> ids;
+    for (int32_t id; in >> id;)
+      ids.push_back(id);
+    EXPECT_EQ(ids, a.ids) << arch << ": " << out;
+  }
+}
+
 } // namespace
 } // namespace hyc::e2e
