@@ -123,7 +123,8 @@ bool linkExecutable(const std::vector<std::string> &inputs,
                     const std::string &output, bool cpuKernels,
                     std::string &error) {
   std::string dir = runtimeLibDir();
-  std::vector<std::string> libs = {"libhyrt_main.a", "libhyrt.a"};
+  // libhyrt_collectives: the tensor-parallel rank launcher in libhyrt uses it.
+  std::vector<std::string> libs = {"libhyrt_main.a", "libhyrt.a", "libhyrt_collectives.a"};
   if (cpuKernels)
     libs.push_back("libhyrt_cpu.a");
   libs.push_back("libhyrt_reference.a");
