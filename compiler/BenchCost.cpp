@@ -39,7 +39,7 @@ ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t bat
     const bool embed = contains(t.name, "embed_tokens.weight");
     const bool derived = contains(t.name, "#");
     const bool table = embed && !derived;
-    const bool expert = contains(t.name, "experts.*.");
+    const bool expert = contains(t.name, "experts.*"); // "experts.*." or "experts.*+F."
     const bool head = contains(t.name, "lm_head.weight") || (embed && derived);
     if (table) {
       c.decodeBytesPerStep += double(t.nbytes) / double(t.shape.empty() ? 1 : t.shape[0]) *

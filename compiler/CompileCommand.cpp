@@ -118,6 +118,10 @@ options:
                            with `hyc run|bench|serve` (they start the ranks)
   --tp-rank R              with --tp: compile rank R alone (what --emit=mlir
                            shows; default 0)
+  --ep N                   with --tp N: expert parallel over the same ranks
+                           (each holds E/N whole experts, routing replicated,
+                           the combine all-reduced) instead of every expert's
+                           ffn columns split
   --kv-cache TYPE          KV cache elements: auto (default: bf16 on kernel
                            targets when every attention kernel reads bf16,
                            else f32; f32 on --target=reference) | f32 | bf16
@@ -236,7 +240,7 @@ int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
                   "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache",
-                  "quant-lm-head", "calibration", "smooth-alpha", "tp", "tp-rank"},
+                  "quant-lm-head", "calibration", "smooth-alpha", "tp", "tp-rank", "ep"},
                  {"help", "bf16-activations", "print-ir-after-all",
                   "print-schedule", "calibration-build"});
   std::string error;
@@ -376,8 +380,9 @@ int runCompileCommand(int argc, char **argv) {
   // OUT/ranks/r (the runtime starts one process per rank); --tp-rank R
   // compiles one rank (what each of those compiles is, and what --emit=mlir
   // shows).
-  int64_t tp = 1, tpRank = 0;
-  if (!args.getInt("tp", 1, tp, error) || !args.getInt("tp-rank", 0, tpRank, error)) {
+  int64_t tp = 1, tpRank = 0, ep = 1;
+  if (!args.getInt("tp", 1, tp, error) || !args.getInt("tp-rank", 0, tpRank, error) ||
+      !args.getInt("ep", 1, ep, error)) {
     std::fprintf(stderr, "hyc compile: %s\n", error.c_str());
     return 2;
   }
@@ -386,6 +391,9 @@ int runCompileCommand(int argc, char **argv) {
   if (tpRank < 0 || tpRank >= tp)
     return fail("--tp-rank expects 0.." + std::to_string(tp - 1) + " (--tp " +
                 std::to_string(tp) + "), got " + std::to_string(tpRank));
+  if (ep != 1 && ep != tp)
+    return fail("--ep " + std::to_string(ep) + " expects 1 or the --tp count " +
+                std::to_string(tp) + " (experts are placed over the tensor-parallel ranks)");
   if (tp > 1 && args.has("calibration"))
     return fail("--calibration with --tp: SmoothQuant factors of split weights are not "
                 "supported yet; compile without one of them");
@@ -477,6 +485,7 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.quantLmHead = quantLmHead;
   pipeline.tpSize = tp;
   pipeline.tpRank = tpRank;
+  pipeline.epSize = ep;
   pipeline.observeActivations = calibrationBuild;
   if (args.has("calibration"))
     pipeline.smoothAlpha = smoothAlpha;

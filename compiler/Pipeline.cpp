@@ -64,6 +64,7 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     HycGlobalShardOptions shard;
     shard.tpSize = options.tpSize;
     shard.tpRank = options.tpRank;
+    shard.epSize = options.epSize;
     pm.addPass(createHycGlobalShard(shard));
   }
   // Both look at the model as imported: observers before fusions fold the

@@ -46,7 +46,7 @@ struct PipelineOptions {
   /// negative: none (no --calibration).
   double smoothAlpha = -1.0;
   /// Tensor parallel (hyc-global-shard): this rank of tpSize; 1: whole.
-  int64_t tpSize = 1, tpRank = 0;
+  int64_t tpSize = 1, tpRank = 0, epSize = 1;
 };
 
 /// Passes --disable-pass accepts (the optional graph-level rewrites).

@@ -6,6 +6,7 @@
 #include "models/checkpoint/fp8.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <memory>
 
@@ -77,21 +78,46 @@ bool readMatrix(const models::Checkpoint &ckpt, const std::string &name,
   return true;
 }
 
+/// An expert stack's name: `<prefix>experts.*.<proj>` (experts 0, 1, ...)
+/// or `<prefix>experts.*+F.<proj>` (an expert-parallel rank's experts F,
+/// F + 1, ...; hyc-global-shard names them so). Returns where the marker
+/// starts and its length, and F; npos for any other name.
+size_t expertMarker(const std::string &name, size_t &length, int64_t &first) {
+  const size_t at = name.find("experts.*");
+  if (at == std::string::npos)
+    return at;
+  size_t p = at + 9;
+  first = 0;
+  if (p < name.size() && name[p] == '+') {
+    size_t digits = ++p;
+    while (p < name.size() && std::isdigit(static_cast<unsigned char>(name[p])))
+      ++p;
+    if (p == digits)
+      return std::string::npos;
+    first = std::stoll(name.substr(digits, p - digits));
+  }
+  if (p >= name.size() || name[p] != '.')
+    return std::string::npos;
+  length = p + 1 - at;
+  return at;
+}
+
 /// A weight of the table: a checkpoint tensor (or a brace concatenation),
-/// or experts stacked into [E, N, K] when the name has the form
-/// `<prefix>experts.*.<proj>`.
+/// or experts stacked into [E, N, K] when the name has an expert marker
+/// (expertMarker).
 bool readWeight(const models::Checkpoint &ckpt, const PlannedWeight &w,
                 float *out, std::string &error) {
-  const std::string marker = "experts.*.";
-  size_t at = w.name.find(marker);
+  size_t length = 0;
+  int64_t first = 0;
+  size_t at = expertMarker(w.name, length, first);
   if (at == std::string::npos)
     return readMatrix(ckpt, w.name, numelOf(w.shape), out, error);
   std::string prefix = w.name.substr(0, at) + "experts.";
-  std::string suffix = w.name.substr(at + marker.size());
+  std::string suffix = w.name.substr(at + length);
   int64_t experts = w.shape.front();
   int64_t perExpert = numelOf(w.shape) / experts;
   for (int64_t e = 0; e < experts; ++e)
-    if (!readMatrix(ckpt, prefix + std::to_string(e) + "." + suffix, perExpert,
+    if (!readMatrix(ckpt, prefix + std::to_string(first + e) + "." + suffix, perExpert,
                     out + e * perExpert, error))
       return false;
   return true;
@@ -141,8 +167,10 @@ void int8MatrixBytes(const int8_t *q, const float *scale, int64_t n, int64_t k, 
 /// expert-stack and brace syntax resolved.
 std::string matrixName(const std::string &base, int64_t e, int64_t i) {
   std::string name = base;
-  if (size_t at = name.find("experts.*."); at != std::string::npos)
-    name.replace(at, 10, "experts." + std::to_string(e) + ".");
+  size_t length = 0;
+  int64_t first = 0;
+  if (size_t at = expertMarker(name, length, first); at != std::string::npos)
+    name.replace(at, length, "experts." + std::to_string(first + e) + ".");
   if (std::vector<std::string> parts = braceAlternatives(name); !parts.empty())
     name = parts[size_t(i)];
   return name;
@@ -339,7 +367,9 @@ bool planEntryChunks(const models::Checkpoint &ckpt, const PlannedWeight &w,
       return false;
     }
   }
-  const bool stacked = base.find("experts.*.") != std::string::npos;
+  size_t markerLength = 0;
+  int64_t firstExpert = 0;
+  const bool stacked = expertMarker(base, markerLength, firstExpert) != std::string::npos;
   const bool plainF32 = w.layout == "f32" && derivation.empty();
   // Rank-2 matrices and expert stacks go matrix by matrix; anything else
   // (norm vectors, rank-3 tensors of one checkpoint tensor) whole.

@@ -798,7 +798,8 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
             });
         call(runsOn(p, "moe") ? "hyrt_cpu_moe_permute" : "hyrt_ref_moe_permute",
              {ptrOf(p.getInput()), ptrOf(p.getIds()), x[0].value, x[1].value,
-              ids[1].value, i64(p.getNumExperts()), gathered ? null() : ptrOf(p.getResult()),
+              ids[1].value, i64(p.getNumExperts()), i64(p.getFirstExpert()),
+              gathered ? null() : ptrOf(p.getResult()),
               ptrOf(p.getOffsets()), ptrOf(p.getRows())});
         return success();
       })

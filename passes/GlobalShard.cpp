@@ -10,7 +10,13 @@
 //   all-reduced;
 // - MLP: gate and up are column-parallel (ffn / N columns each), down is
 //   row-parallel, followed by an all-reduce;
-// - routed experts (MoE): every rank keeps every expert and routes alike
+// - routed experts (MoE), expert parallel (`ep-size` = tp-size): rank r
+//   holds experts [r E/N, (r+1) E/N) whole (its params renamed
+//   "experts.*+F." for the writer), its permute keeps the pairs routed to
+//   them (`first_expert`), and the combine of its rows is all-reduced;
+//   routing is replicated, so no token moves (the staged all_to_all of
+//   token-distributed expert parallel is not built);
+// - routed experts (MoE) otherwise: every rank keeps every expert and routes alike
 //   (the router stays whole), with its part of each expert's ffn columns:
 //   gate/up stacks [E, ffn, H] split along dim 1, down [E, H, ffn] along
 //   dim 2; the combine of the down rows (linear) is all-reduced. Shared
@@ -96,6 +102,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
   llvm::SetVector<Operation *> reduceAfter;
   /// The function attends over an MLA latent cache (kept whole on every rank).
   bool latentCache = false;
+  MLIRContext *ctx() { return &getContext(); }
 
   /// Records `mm` as column- (dim 0) or row-parallel (dim 1); false with a
   /// diagnostic when its operands cannot be split.
@@ -213,6 +220,64 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         columnInputs.push_back(k.getKey());
         if (k.getValue())
           columnInputs.push_back(k.getValue());
+      } else if (auto s = dyn_cast<SiluMulOp>(op);
+                 s && s.getGate().getDefiningOp<MoeGroupedMatmulOp>() && epSize > 1) {
+        // Expert parallel: this rank holds experts [r E/N, (r+1) E/N) whole;
+        // its permute keeps the pairs routed to them, the combine of its
+        // rows is a partial sum, all-reduced.
+        auto gate = s.getGate().getDefiningOp<MoeGroupedMatmulOp>();
+        auto up = s.getUp().getDefiningOp<MoeGroupedMatmulOp>();
+        auto permute = gate ? gate.getOffsets().getDefiningOp<MoePermuteOp>() : MoePermuteOp();
+        MoeGroupedMatmulOp down;
+        if (s->hasOneUse())
+          down = dyn_cast<MoeGroupedMatmulOp>(*s->getUsers().begin());
+        if (!permute || !up || !down || up.getOffsets() != gate.getOffsets() ||
+            down.getOffsets() != gate.getOffsets() || !down->hasOneUse() ||
+            !isa<MoeUnpermuteOp>(*down->getUsers().begin()) ||
+            llvm::any_of(permute.getOffsets().getUsers(),
+                         [&](Operation *u) { return u != gate && u != up && u != down; })) {
+          op->emitError() << "hyc-global-shard: expected gate/up expert GEMMs over one "
+                             "permute, then down and the combine, for expert parallel";
+          ok = false;
+          return;
+        }
+        const int64_t experts = permute.getNumExperts();
+        if (experts % epSize != 0) {
+          permute.emitError() << "hyc-global-shard: " << experts
+                              << " experts do not split over " << int64_t(epSize)
+                              << " expert-parallel ranks";
+          ok = false;
+          return;
+        }
+        const int64_t local = experts / epSize, first = tpRank * local;
+        for (MoeGroupedMatmulOp mm : {gate, up, down}) {
+          auto param = mm.getWeight().getDefiningOp<ParamOp>();
+          auto type = param ? dyn_cast<RankedTensorType>(param.getType()) : RankedTensorType();
+          StringRef name = param ? param.getRef().getTensor() : StringRef();
+          const size_t at = name.find("experts.*.");
+          if (!type || type.getRank() != 3 || !param->hasOneUse() || mm.getScale() ||
+              at == StringRef::npos) {
+            mm.emitError() << "hyc-global-shard: expected an imported expert stack "
+                              "(experts.*.) read by this GEMM alone";
+            ok = false;
+            return;
+          }
+          // The writer reads experts F, F+1, ... of "experts.*+F." stacks.
+          param.setRefAttr(ParamAttr::get(
+              ctx(), param.getRef().getFile(),
+              (name.take_front(at) + "experts.*+" + Twine(first) + "." +
+               name.drop_front(at + 10))
+                  .str()));
+          SmallVector<int64_t> shape(type.getShape());
+          shape[0] = local;
+          param.getResult().setType(RankedTensorType::get(shape, type.getElementType()));
+          param->setAttr("hyc.shard", DenseI64ArrayAttr::get(ctx(), {0, tpRank, epSize}));
+        }
+        permute.setNumExperts(local);
+        permute.setFirstExpert(first);
+        permute.getOffsets().setType(RankedTensorType::get({local + 1}, IntegerType::get(ctx(), 32)));
+        reduceAfter.insert(*down->getUsers().begin());
+        return;
       } else if (auto s = dyn_cast<SiluMulOp>(op);
                  s && s.getGate().getDefiningOp<MoeGroupedMatmulOp>()) {
         // Routed experts: every rank keeps all experts and routes alike,
@@ -383,6 +448,12 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     if (tpSize < 1 || tpRank < 0 || tpRank >= tpSize) {
       module.emitError() << "hyc-global-shard: expected 0 <= tp-rank < tp-size, got rank "
                          << int64_t(tpRank) << " of " << int64_t(tpSize);
+      return signalPassFailure();
+    }
+    if (epSize != 1 && epSize != tpSize) {
+      module.emitError() << "hyc-global-shard: ep-size " << int64_t(epSize)
+                         << " must be 1 or the tp-size " << int64_t(tpSize)
+                         << " (experts are placed over the tensor-parallel ranks)";
       return signalPassFailure();
     }
     if (tpSize == 1)

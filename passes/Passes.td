@@ -281,7 +281,10 @@ def HycGlobalShard : Pass<"hyc-global-shard", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
   let options = [
     Option<"tpSize", "tp-size", "int64_t", /*default=*/"1", "Ranks of the group">,
-    Option<"tpRank", "tp-rank", "int64_t", /*default=*/"0", "This rank (0 .. tp-size - 1)">
+    Option<"tpRank", "tp-rank", "int64_t", /*default=*/"0", "This rank (0 .. tp-size - 1)">,
+    Option<"epSize", "ep-size", "int64_t", /*default=*/"1",
+           "Expert parallel over the same ranks (1 or tp-size): whole experts per rank "
+           "instead of each expert's ffn columns">
   ];
 }
 

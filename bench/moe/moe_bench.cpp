@@ -184,7 +184,7 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
     auto fused = [&] {
       hyrt_cpu_moe_route(logits.data(), nullptr, T, E, k, 0, 1, 1, 0, 1, 1.0f, w.data(),
                          ids.data());
-      hyrt_cpu_moe_permute(x.data(), ids.data(), T, H, k, E, px.data(), offsets.data(),
+      hyrt_cpu_moe_permute(x.data(), ids.data(), T, H, k, E, 0, px.data(), offsets.data(),
                            rows.data());
       hyrt_cpu_grouped_gemm_silu_mul(s.id, px.data(), pairs, H, offsets.data(), E, gateUp.data(),
                                      w8 ? upScale.data() : nullptr, F, h.data(), scratch.data(),
@@ -201,7 +201,7 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
       // (one fork/join) per expert.
       hyrt_ref_moe_route(logits.data(), nullptr, T, E, k, 0, 1, 1, 0, 1, 1.0f, w.data(),
                          ids.data());
-      hyrt_ref_moe_permute(x.data(), ids.data(), T, H, k, E, px.data(), offsets.data(),
+      hyrt_ref_moe_permute(x.data(), ids.data(), T, H, k, E, 0, px.data(), offsets.data(),
                            rows.data());
       for (int64_t e = 0; e < E; ++e) {
         const int64_t b = offsets[size_t(e)], n = offsets[size_t(e + 1)] - b;

@@ -429,7 +429,9 @@ def Hyc_MoePermuteOp : Hyc_Op<"moe.permute", [Pure]> {
   let description = [{
     Produces T * top_k rows ordered by expert (stable in token order),
     `offsets` [E + 1] with each expert's first row, and `rows` giving
-    `t * top_k + j` for each permuted row.
+    `t * top_k + j` for each permuted row. With `first_expert` F (expert
+    parallel: this rank holds experts [F, F + E)), id i is local expert
+    i - F and pairs routed elsewhere are dropped (their rows are -1).
 
     ```mlir
     %px, %off, %rows = hyc.moe.permute %x, %ids {num_experts = 8 : i64}
@@ -437,7 +439,8 @@ def Hyc_MoePermuteOp : Hyc_Op<"moe.permute", [Pure]> {
     ```
   }];
   let arguments = (ins Hyc_FloatTensor:$input, RankedTensorOf<[I32]>:$ids,
-                       I64Attr:$num_experts);
+                       I64Attr:$num_experts,
+                       DefaultValuedAttr<I64Attr, "0">:$first_expert);
   let results = (outs Hyc_FloatTensor:$result, RankedTensorOf<[I32]>:$offsets,
                       RankedTensorOf<[I32]>:$rows);
   let assemblyFormat = [{

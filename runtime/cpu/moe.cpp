@@ -36,23 +36,27 @@ extern "C" void hyrt_cpu_moe_route(const float *logits, const float *correction_
 
 extern "C" void hyrt_cpu_moe_permute(const float *x, const int32_t *ids,
                                      int64_t num_tokens, int64_t dim, int64_t top_k,
-                                     int64_t num_experts, float *out_x,
-                                     int32_t *offsets, int32_t *rows) {
+                                     int64_t num_experts, int64_t first_expert,
+                                     float *out_x, int32_t *offsets, int32_t *rows) {
   // Counting and the stable order are a pass over T * top_k ids (cheap);
   // the row copies are what take time, and go to every thread.
   const int64_t pairs = num_tokens * top_k;
+  auto local = [&](int64_t i) { return int64_t(ids[i]) - first_expert; };
   std::fill(offsets, offsets + num_experts + 1, 0);
   for (int64_t i = 0; i < pairs; ++i)
-    if (ids[i] >= 0 && ids[i] < num_experts)
-      ++offsets[ids[i] + 1];
+    if (local(i) >= 0 && local(i) < num_experts)
+      ++offsets[local(i) + 1];
   for (int64_t e = 0; e < num_experts; ++e)
     offsets[e + 1] += offsets[e];
   thread_local std::vector<int32_t> cursor;
   cursor.assign(offsets, offsets + num_experts);
-  // Pairs with an expert id out of range are dropped, as in the reference.
+  // Pairs of other experts (another expert-parallel rank's, or an id out
+  // of range) are dropped, as in the reference; the unused rows say so.
   for (int64_t i = 0; i < pairs; ++i)
-    if (ids[i] >= 0 && ids[i] < num_experts)
-      rows[cursor[ids[i]]++] = int32_t(i);
+    if (local(i) >= 0 && local(i) < num_experts)
+      rows[cursor[local(i)]++] = int32_t(i);
+  for (int64_t r = offsets[num_experts]; r < pairs; ++r)
+    rows[r] = -1;
   if (!out_x)
     return;
   parallelRows(offsets[num_experts], dim, [&](int64_t r) {

@@ -28,13 +28,14 @@ extern "C" void hyrt_ref_moe_route(const float *logits,
 extern "C" void hyrt_ref_moe_permute(const float *x, const int32_t *ids,
                                      int64_t num_tokens, int64_t dim,
                                      int64_t top_k, int64_t num_experts,
-                                     float *out_x, int32_t *offsets,
-                                     int32_t *rows) {
+                                     int64_t first_expert, float *out_x,
+                                     int32_t *offsets, int32_t *rows) {
   const int64_t pairs = num_tokens * top_k;
+  auto local = [&](int64_t i) { return int64_t(ids[i]) - first_expert; };
   std::vector<int64_t> cursor(num_experts + 1, 0);
   for (int64_t i = 0; i < pairs; ++i)
-    if (ids[i] >= 0 && ids[i] < num_experts)
-      ++cursor[ids[i] + 1];
+    if (local(i) >= 0 && local(i) < num_experts)
+      ++cursor[local(i) + 1];
   for (int64_t e = 0; e < num_experts; ++e)
     cursor[e + 1] += cursor[e];
   for (int64_t e = 0; e <= num_experts; ++e)
@@ -42,12 +43,14 @@ extern "C" void hyrt_ref_moe_permute(const float *x, const int32_t *ids,
   // Pairs with an expert id out of range are dropped (ids are validated by
   // the router, so this only keeps bad input from writing out of bounds).
   for (int64_t i = 0; i < pairs; ++i) {
-    if (ids[i] < 0 || ids[i] >= num_experts)
+    if (local(i) < 0 || local(i) >= num_experts)
       continue;
-    const int64_t r = cursor[ids[i]]++;
+    const int64_t r = cursor[local(i)]++;
     rows[r] = int32_t(i);
     std::memcpy(out_x + r * dim, x + (i / top_k) * dim, sizeof(float) * dim);
   }
+  for (int64_t r = offsets[num_experts]; r < pairs; ++r)
+    rows[r] = -1;
 }
 
 extern "C" void hyrt_ref_moe_grouped_matmul(const float *x, const float *w,

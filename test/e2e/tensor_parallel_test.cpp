@@ -50,7 +50,7 @@ std::string synth(const std::string &arch, const std::string &preset, int seed) 
   return dir;
 }
 
-using TpCase = std::tuple<std::string, std::string>; // arch, target
+using TpCase = std::tuple<std::string, std::string, bool>; // arch, target, expert parallel
 
 class TwoRanks : public ::testing::TestWithParam<TpCase> {};
 
@@ -64,19 +64,25 @@ class TwoRanks : public ::testing::TestWithParam<TpCase> {};
 // expert's ffn columns, so both ranks route alike (the router reads the
 // whole hidden state); a route can only flip at a near-tie, which these
 // seeds do not have (a flip would show as an O(1) difference). DeepSeek's
-// MLA splits heads; every rank keeps the whole latent cache.
+// MLA splits heads; every rank keeps the whole latent cache. With --ep 2
+// each rank holds half of the experts whole instead, and its combine is a
+// partial sum over its experts' pairs.
 // A rank that computed the wrong heads or columns, or an all-reduce that
 // dropped a rank, moves the logits by O(1) of their scale.
 TEST_P(TwoRanks, SameTokensAndLogitsAsOneRank) {
-  const auto &[arch, target] = GetParam();
+  const auto &[arch, target, ep] = GetParam();
   const std::string ckpt = synth(arch, "tiny", 5);
   const std::string one = compileOnce(ckpt, {"--target", target});
-  const std::string two = compileOnce(ckpt, {"--target", target, "--tp", "2"});
+  std::vector<std::string> flags = {"--target", target, "--tp", "2"};
+  if (ep)
+    flags.insert(flags.end(), {"--ep", "2"});
+  const std::string two = compileOnce(ckpt, flags);
   const std::string manifest = readFile(two + "/ranks/1/manifest.json");
   ASSERT_NE(manifest.find("\"tensor_parallel\""), std::string::npos) << manifest;
 
-  const Generated a = generate(one, arch + target + "-1", 24);
-  const Generated b = generate(two, arch + target + "-2", 24);
+  const std::string tag = arch + target + (ep ? "-ep" : "");
+  const Generated a = generate(one, tag + "-1", 24);
+  const Generated b = generate(two, tag + "-2", 24);
   ASSERT_EQ(a.ids.size(), 24u);
   EXPECT_EQ(a.ids, b.ids);
   ASSERT_EQ(a.logits.data.size(), b.logits.data.size());
@@ -86,23 +92,35 @@ TEST_P(TwoRanks, SameTokensAndLogitsAsOneRank) {
     scale = std::max(scale, std::fabs(a.logits.data[i]));
     worst = std::max(worst, std::fabs(a.logits.data[i] - b.logits.data[i]));
   }
-  std::printf("%s %s: %zu logits, max |tp2 - tp1| %.3g of max |logit| %.3g\n", arch.c_str(),
-              target.c_str(), a.logits.data.size(), worst, scale);
+  std::printf("%s %s%s: %zu logits, max |tp2 - tp1| %.3g of max |logit| %.3g\n",
+              arch.c_str(), target.c_str(), ep ? " (ep 2)" : "", a.logits.data.size(), worst,
+              scale);
   EXPECT_GT(scale, 0.1f);
   EXPECT_LE(worst, 1e-4f * scale);
+}
+
+std::string tpCaseName(const ::testing::TestParamInfo<TpCase> &info) {
+  std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param) +
+                     (std::get<2>(info.param) ? "_ep" : "");
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TwoRanks,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3",
                                                               "qwen3-moe", "hunyuan-moe",
                                                               "deepseek-v3", "deepseek-v2-lite"),
-                                            ::testing::Values("reference", "portable")),
-                         [](const ::testing::TestParamInfo<TpCase> &info) {
-                           std::string name =
-                               std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                                            ::testing::Values("reference", "portable"),
+                                            ::testing::Values(false)),
+                         tpCaseName);
+
+// Expert parallel (--ep 2): each rank holds half of the experts whole.
+INSTANTIATE_TEST_SUITE_P(ExpertParallel, TwoRanks,
+                         ::testing::Combine(::testing::Values("qwen3-moe", "hunyuan-moe",
+                                                              "deepseek-v3"),
+                                            ::testing::Values("reference", "portable"),
+                                            ::testing::Values(true)),
+                         tpCaseName);
 
 // The counts and layouts it cannot split are refused by name at compile
 // time, and a run that does not match the artifact's ranks is refused.

@@ -227,7 +227,8 @@ void hyrt_cpu_moe_route(const float *logits, const float *correction_bias,
  * rows gathers them itself, hyrt_cpu_grouped_gemm_tokens). */
 void hyrt_cpu_moe_permute(const float *x, const int32_t *ids, int64_t num_tokens,
                           int64_t dim, int64_t top_k, int64_t num_experts,
-                          float *out_x, int32_t *offsets, int32_t *rows);
+                          int64_t first_expert, float *out_x, int32_t *offsets,
+                          int32_t *rows);
 void hyrt_cpu_moe_unpermute_add(const float *y, const int32_t *rows,
                                 const float *weights, int64_t num_tokens,
                                 int64_t top_k, int64_t dim, const float *add0,

@@ -168,11 +168,14 @@ void hyrt_ref_moe_route(const float *logits, const float *correction_bias,
 
 /* Groups the T*top_k (token, slot) pairs by expert, stable in token order:
  * out_x[r] = x[rows[r] / top_k]; rows[r] = t*top_k + j; offsets[e] is the
- * first permuted row of expert e, offsets[E] = T*top_k. */
+ * first permuted row of expert e, offsets[E] = the pairs kept. Expert id i
+ * is local expert i - first_expert (an expert-parallel rank holds experts
+ * [first_expert, first_expert + num_experts)); pairs of other experts are
+ * dropped, and rows[offsets[E] .. T*top_k) are set to -1. */
 void hyrt_ref_moe_permute(const float *x, const int32_t *ids,
                           int64_t num_tokens, int64_t dim, int64_t top_k,
-                          int64_t num_experts, float *out_x, int32_t *offsets,
-                          int32_t *rows);
+                          int64_t num_experts, int64_t first_expert, float *out_x,
+                          int32_t *offsets, int32_t *rows);
 
 /* out[r][n] = sum_k x[r][k] * w[e][n][k] for rows r in [offsets[e],
  * offsets[e+1]). w is [E][N][K]. */

@@ -1,5 +1,6 @@
 // RUN: hyc-opt %s --hyc-global-shard="tp-size=2 tp-rank=1" -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: hyc-opt %s --hyc-global-shard="tp-size=1 tp-rank=0" -split-input-file | FileCheck %s --check-prefix=WHOLE
+// RUN: hyc-opt %s --hyc-global-shard="tp-size=2 tp-rank=1 ep-size=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=EP
 
 // One dense layer (4 heads, 2 kv heads of 4, ffn 12) on rank 1 of 2:
 // q/k/v and gate/up keep their rank's rows (heads 2..3, kv head 1, ffn
@@ -117,6 +118,17 @@ func.func @odd_ffn(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 // CHECK: hyc.moe.grouped_matmul {{.*}} -> tensor<?x16xf32>
 // CHECK: %[[C:.*]] = hyc.moe.unpermute
 // CHECK: hyc.collective.all_reduce %[[C]]
+
+// Expert parallel (ep-size 2) on rank 1: experts 1.. whole (the stacks
+// renamed "experts.*+1." for the writer), the permute keeps their pairs,
+// the combine is all-reduced.
+// EP-LABEL: func.func @experts
+// EP: hyc.moe.permute {{.*}} {first_expert = 1 : i64, num_experts = 1 : i64} : tensor<?x16xf32>, tensor<?x1xi32> -> tensor<?x16xf32>, tensor<2xi32>, tensor<?xi32>
+// EP: hyc.param #hyc.param<"m" : "m.experts.*+1.gate"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<1x8x16xf32>
+// EP: hyc.moe.grouped_matmul {{.*}} -> tensor<?x8xf32>
+// EP: hyc.param #hyc.param<"m" : "m.experts.*+1.down"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<1x16x8xf32>
+// EP: %[[C:.*]] = hyc.moe.unpermute
+// EP: hyc.collective.all_reduce %[[C]]
 func.func @experts(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %wr = hyc.param #hyc.param<"m" : "router"> -> tensor<2x16xf32>
   %logits = hyc.quant.matmul %x, %wr {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<2x16xf32>) -> tensor<?x2xf32>

@@ -137,7 +137,7 @@ void runCase(int32_t scheme, const MoeCase &c, bool avx2 = false) {
   std::vector<int32_t> ids(T * k), offsets(E + 1), rows(pairs);
   hyrt_ref_moe_route(logits.data(), correction, T, E, k, c.scoring, c.nGroup, c.topkGroup,
                      c.scoring, 1, 2.5f, w.data(), ids.data());
-  hyrt_ref_moe_permute(x.data(), ids.data(), T, kHidden, k, E, px.data(), offsets.data(),
+  hyrt_ref_moe_permute(x.data(), ids.data(), T, kHidden, k, E, 0, px.data(), offsets.data(),
                        rows.data());
   std::vector<int8_t> qGateUp, qDown;
   std::vector<float> sGateUp, sDown;
@@ -176,7 +176,7 @@ void runCase(int32_t scheme, const MoeCase &c, bool avx2 = false) {
                      c.scoring, 1, 2.5f, w2.data(), ids2.data());
   ASSERT_EQ(ids2, ids);
   ASSERT_EQ(0, std::memcmp(w2.data(), w.data(), w.size() * sizeof(float)));
-  hyrt_cpu_moe_permute(x.data(), ids.data(), T, kHidden, k, E, px2.data(), offsets2.data(),
+  hyrt_cpu_moe_permute(x.data(), ids.data(), T, kHidden, k, E, 0, px2.data(), offsets2.data(),
                        rows2.data());
   ASSERT_EQ(offsets2, offsets);
   ASSERT_EQ(rows2, rows);

@@ -115,7 +115,7 @@ TEST(RefMoe, PermuteGroupedMatmulUnpermuteEqualsDirectSum) {
 
   std::vector<float> px(T * top_k * K), py(T * top_k * N), out(T * N);
   std::vector<int32_t> offsets(E + 1), rows(T * top_k);
-  hyrt_ref_moe_permute(x.data(), ids.data(), T, K, top_k, E, px.data(),
+  hyrt_ref_moe_permute(x.data(), ids.data(), T, K, top_k, E, 0, px.data(),
                        offsets.data(), rows.data());
   EXPECT_EQ(offsets, (std::vector<int32_t>{0, 2, 5, 7, 10}));
   // Stable in token order: expert 1 gets pairs 1 (t0), 2 (t1), 6 (t3).
@@ -139,4 +139,46 @@ TEST(RefMoe, PermuteGroupedMatmulUnpermuteEqualsDirectSum) {
       }
       EXPECT_NEAR(out[t * N + n], want, 1e-5) << t << "," << n;
     }
+}
+
+// Expert parallel: a rank holding experts [F, F + E/2) keeps exactly the
+// pairs routed to them (local ids, stable order, the unused rows -1), and
+// the two ranks' combines sum to the one-rank combine.
+TEST(RefMoe, ExpertRangesPartitionThePairs) {
+  const int64_t T = 5, top_k = 2, E = 4, K = 6, N = 3, half = E / 2;
+  const auto x = hyrt_test::random_vec(T * K, 71);
+  const auto w = hyrt_test::random_vec(E * N * K, 72);
+  const std::vector<int32_t> ids = {3, 1, 1, 0, 3, 2, 1, 3, 0, 2};
+  const auto weights = hyrt_test::random_vec(T * top_k, 73, 0.f, 1.f);
+  std::vector<float> whole(T * N), sum(T * N, 0.f);
+  {
+    std::vector<float> px(T * top_k * K), py(T * top_k * N);
+    std::vector<int32_t> offsets(E + 1), rows(T * top_k);
+    hyrt_ref_moe_permute(x.data(), ids.data(), T, K, top_k, E, 0, px.data(), offsets.data(),
+                         rows.data());
+    hyrt_ref_moe_grouped_matmul(px.data(), w.data(), offsets.data(), T * top_k, E, N, K,
+                                py.data());
+    hyrt_ref_moe_unpermute(py.data(), rows.data(), weights.data(), T, top_k, N, whole.data());
+  }
+  for (int64_t first : {int64_t(0), half}) {
+    std::vector<float> px(T * top_k * K), py(T * top_k * N), part(T * N);
+    std::vector<int32_t> offsets(half + 1), rows(T * top_k, 12345);
+    hyrt_ref_moe_permute(x.data(), ids.data(), T, K, top_k, half, first, px.data(),
+                         offsets.data(), rows.data());
+    // Experts 0, 1 take pairs {3, 8} and {1, 2, 6}; experts 2, 3 {5, 9} and {0, 4, 7}.
+    const std::vector<int32_t> want =
+        first == 0 ? std::vector<int32_t>{3, 8, 1, 2, 6, -1, -1, -1, -1, -1}
+                   : std::vector<int32_t>{5, 9, 0, 4, 7, -1, -1, -1, -1, -1};
+    EXPECT_EQ(rows, want) << first;
+    EXPECT_EQ(offsets, (first == 0 ? std::vector<int32_t>{0, 2, 5}
+                                   : std::vector<int32_t>{0, 2, 5}))
+        << first;
+    hyrt_ref_moe_grouped_matmul(px.data(), w.data() + first * N * K, offsets.data(), T * top_k,
+                                half, N, K, py.data());
+    hyrt_ref_moe_unpermute(py.data(), rows.data(), weights.data(), T, top_k, N, part.data());
+    for (int64_t i = 0; i < T * N; ++i)
+      sum[size_t(i)] += part[size_t(i)];
+  }
+  for (int64_t i = 0; i < T * N; ++i)
+    EXPECT_NEAR(sum[size_t(i)], whole[size_t(i)], 1e-5) << i;
 }
