@@ -124,7 +124,8 @@ bool linkExecutable(const std::vector<std::string> &inputs,
                     std::string &error) {
   std::string dir = runtimeLibDir();
   // libhyrt_collectives: the tensor-parallel rank launcher in libhyrt uses it.
-  std::vector<std::string> libs = {"libhyrt_main.a", "libhyrt.a", "libhyrt_collectives.a"};
+  std::vector<std::string> libs = {"libhyrt_main.a", "libhyrt.a", "libhyrt_collectives.a",
+                                   "libhyrt_placement.a"};
   if (cpuKernels)
     libs.push_back("libhyrt_cpu.a");
   libs.push_back("libhyrt_reference.a");
@@ -136,7 +137,7 @@ bool linkExecutable(const std::vector<std::string> &inputs,
     args.push_back(dir + "/" + lib);
   }
   // libhyrt's Hugging Face tokenizer uses ICU (regex, normalization).
-  for (const char *flag : {"-rdynamic", "-licui18n", "-licuuc", "-ldl", "-lpthread", "-lm",
+  for (const char *flag : {"-rdynamic", "-licui18n", "-licuuc", "-lhwloc", "-ldl", "-lpthread", "-lm",
                            "-Wl,-z,noexecstack"})
     args.push_back(flag);
   return runCxxDriver(args, error);

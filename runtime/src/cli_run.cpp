@@ -174,6 +174,8 @@ int run_rank(const std::string &command, const std::string *implied_dir,
   const Manifest &m = session.artifact->manifest();
   if (f.verbose)
     err << command << ": variant " << session.artifact->variant_reason() << "\n";
+  if (f.verbose && !tp.placement.empty())
+    err << command << ": tensor parallel, " << tp.placement << "\n";
   const Tokenizer *tok = session.artifact->tokenizer();
 
   std::vector<int32_t> prompt = f.prompt_ids;

@@ -2,6 +2,7 @@
 #include "hyrt/tensor_parallel.h"
 
 #include "hyrt/artifact.h"
+#include "hyrt/placement.h"
 #include "hyrt/shm_group.h"
 
 #include <cctype>
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,8 +38,38 @@ double timeoutSeconds() {
   return 120.0;
 }
 
+/// Pins this process to `cpus` (those of them it may use) and prefers its
+/// NUMA nodes for the memory it touches first (its weights and KV pages):
+/// one node preferred, several interleaved. No libnuma: the two policies are
+/// one system call.
+bool placeRank(const RankPlacement &p) {
+  cpu_set_t allowed, mine;
+  CPU_ZERO(&allowed);
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+    return false;
+  int n = 0;
+  for (int c : p.cpus)
+    if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) {
+      CPU_SET(c, &mine);
+      ++n;
+    }
+  if (n == 0 || sched_setaffinity(0, sizeof(mine), &mine) != 0)
+    return false;
+  unsigned long mask[16] = {};
+  for (int node : p.numa_nodes)
+    if (node >= 0 && node < int(sizeof(mask) * 8))
+      mask[node / 64] |= 1ul << (node % 64);
+  constexpr int kPreferred = 1, kInterleave = 3; // linux/mempolicy.h
+  if (!p.numa_nodes.empty())
+    (void)::syscall(SYS_set_mempolicy, p.numa_nodes.size() > 1 ? kInterleave : kPreferred,
+                    mask, sizeof(mask) * 8);
+  return true;
+}
+
 /// Rank r's contiguous share of the CPUs this process may use (ranks get
-/// whole CPUs; with fewer CPUs than ranks, they share them round-robin).
+/// whole CPUs; with fewer CPUs than ranks, they share them round-robin):
+/// where the hwloc placement has no answer.
 void pinRank(int rank, int size) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -141,6 +173,23 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
   tp->size = int(m.tp_size);
   const pid_t parent = ::getpid();
   tp->group_name = "/hyc-tp-" + std::to_string(parent);
+  // hwloc: whole NUMA nodes or a node's cores per rank (hyrt/placement.h);
+  // a count it cannot place (more ranks than cores) shares the CPUs.
+  std::vector<RankPlacement> placements;
+  if (Status s = place_ranks(int(m.tp_size), "", &placements); s.ok()) {
+    tp->placement = describe_placement(placements); // a line per rank -> one line
+    while (!tp->placement.empty() && tp->placement.back() == '\n')
+      tp->placement.pop_back();
+    for (char &c : tp->placement)
+      if (c == '\n')
+        c = ';';
+  }
+  else
+    placements.clear(), tp->placement = "hwloc: " + s.message() + "; ranks share the CPUs";
+  auto place = [&](int rank) {
+    if (placements.size() != size_t(m.tp_size) || !placeRank(placements[size_t(rank)]))
+      pinRank(rank, int(m.tp_size));
+  };
   std::fflush(nullptr);
   std::cout.flush();
   std::cerr.flush();
@@ -161,12 +210,12 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
       tp->rank = r;
       tp->children.clear();
       tp->dir = dir + "/ranks/" + std::to_string(r);
-      pinRank(r, tp->size);
+      place(r);
       return Status::Ok();
     }
     tp->children.push_back(pid);
   }
-  pinRank(0, tp->size);
+  place(0);
   return Status::Ok();
 }
 

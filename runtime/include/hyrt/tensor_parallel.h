@@ -2,9 +2,10 @@
 // machine: one process per rank, started by the command the user ran.
 //
 // Rank 0's artifact directory holds rank r's in ranks/r. start_ranks()
-// forks ranks 1..N-1 before anything else runs (no threads yet), gives each
-// process its share of the CPUs the command may use (contiguous, so that
-// its thread pool pins there) and its artifact directory. Every process then
+// forks ranks 1..N-1 before anything else runs (no threads yet), places
+// each (hyrt/placement.h: whole NUMA nodes or a node's cores; its thread
+// pool pins there, and the memory it touches first, its weights and KV
+// pages, is preferred on its nodes) and gives it its artifact directory. Every process then
 // opens its artifact and join_ranks() joins the shared-memory group and
 // registers its all-reduce in the artifact (hyc_collectives_v0). The ranks
 // run the same command in lockstep: the all-reduce sums in rank order, so
@@ -40,6 +41,7 @@ struct TensorParallel {
   std::unique_ptr<ShmGroup> group;
   std::string error;           ///< the last failed collective's reason
   double collective_seconds = 0; ///< inside the artifact's all-reduces so far
+  std::string placement;       ///< where the ranks run (describe_placement)
   TensorParallel();
   ~TensorParallel();
   TensorParallel(const TensorParallel &) = delete;
