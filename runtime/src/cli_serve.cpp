@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "serve_api.h"
 #include "serve_metrics.h"
+#include "hyrt/tensor_parallel.h"
 
 #include <httplib.h>
 
@@ -26,7 +27,7 @@ const char kServeUsage[] =
     "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K]\n"
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
     "                 [--http-threads 64] [--no-mixed-steps]\n"
-    "                 [--no-prefix-cache] [--no-verify]\n"
+    "                 [--no-prefix-cache] [--no-verify] [--tp N]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
     "  --api-key K       require 'Authorization: Bearer K' on /v1/*\n"
@@ -39,6 +40,10 @@ const char kServeUsage[] =
     "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
     "                    requests with a common prefix)\n"
     "  --no-verify       skip the weights.bin checksums (faster start)\n"
+    "  --tp N            tensor-parallel ranks (the artifact's, hyc compile\n"
+    "                    --tp; default its count): one process per rank; rank\n"
+    "                    0 serves and schedules, and sends each step to the\n"
+    "                    others, which run it on their heads in lockstep\n"
     "Prints 'hyc serve: listening on http://HOST:PORT' once it accepts "
     "connections.\n";
 
@@ -375,7 +380,9 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   std::string host = "127.0.0.1", api_key, model_name;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
   bool no_mixed = false, no_prefix_cache = false, no_verify = false;
+  int64_t tp_flag = 0;
   cli::ArgParser parser;
+  parser.add_int("--tp", &tp_flag, 1);
   parser.add_string("--host", &host);
   parser.add_int("--port", &port, 0, 65535);
   parser.add_string("--api-key", &api_key);
@@ -407,6 +414,38 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
     model_name = dir.substr(dir.find_last_of('/') + 1);
   }
 
+  // Tensor parallel: ranks 1..N-1 start here, before any thread exists,
+  // and follow rank 0's steps until it stops them.
+  TensorParallel tp;
+  if (Status s = start_ranks(positional[0], tp_flag, &tp); !s.ok())
+    return cli::runtime_error(err, command, s.message());
+  if (Status s = join_ranks(nullptr, &tp); !s.ok()) {
+    (void)finish_ranks(&tp, false, cli::kExitError, s.message());
+    return cli::runtime_error(err, command, s.message());
+  }
+  if (tp.rank > 0) {
+    EngineOptions eo;
+    eo.page_size = page_size;
+    eo.num_pages = kv_pages;
+    cli::Session session;
+    ArtifactOptions ao;
+    ao.verify_weights = !no_verify;
+    Status s = cli::open_session(tp.dir, ao, eo, 0, &session);
+    if (s.ok())
+      s = join_ranks(session.artifact.get(), &tp);
+    if (s.ok())
+      s = follow_steps(session.engine.get(), &tp);
+    if (!s.ok())
+      err << "rank " << tp.rank << ": " << command << ": " << s.message() << "\n";
+    (void)finish_ranks(&tp, s.ok(), s.ok() ? cli::kExitOk : cli::kExitError,
+                       "rank " + std::to_string(tp.rank) + ": " + s.message());
+    return cli::kExitOk; // not reached: finish_ranks exits a rank > 0
+  }
+  auto fail = [&](const std::string &message) {
+    (void)finish_ranks(&tp, false, cli::kExitError, "rank 0: " + message);
+    return cli::runtime_error(err, command, message);
+  };
+
   // SIGINT / SIGTERM end the server cleanly: blocked here (every thread
   // started later inherits the mask) and taken by one sigwait thread.
   sigset_t signals;
@@ -422,7 +461,10 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   ArtifactOptions ao;
   ao.verify_weights = !no_verify;
   if (Status s = cli::open_session(positional[0], ao, eo, 0, &session); !s.ok())
-    return cli::runtime_error(err, command, s.message());
+    return fail(s.message());
+  if (Status s = join_ranks(session.artifact.get(), &tp); !s.ok())
+    return fail(s.message());
+  lead_steps(session.engine.get(), &tp);
   SchedulerOptions so;
   so.mixed_steps = !no_mixed;
   so.prefix_cache = !no_prefix_cache;
@@ -435,9 +477,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
                               : (http.bind_to_port(host, int(port)) ? int(port)
                                                                     : -1);
   if (bound < 0)
-    return cli::runtime_error(err, command,
-                              "cannot listen on " + host + ":" +
-                                  std::to_string(port));
+    return fail("cannot listen on " + host + ":" + std::to_string(port));
   server.start();
   std::thread watcher([&] {
     int sig = 0;
@@ -459,8 +499,14 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
     watcher.join();
   }
   server.stop();
-  return listened ? cli::kExitOk
-                  : cli::runtime_error(err, command, "the listener failed");
+  // The other ranks run no step after this one; then they exit.
+  Status stopped = stop_followers(&tp);
+  Status ranks = finish_ranks(&tp, stopped.ok(), cli::kExitOk, "rank 0 stopped");
+  if (!listened)
+    return cli::runtime_error(err, command, "the listener failed");
+  if (!stopped.ok())
+    return cli::runtime_error(err, command, stopped.message());
+  return ranks.ok() ? cli::kExitOk : cli::runtime_error(err, command, ranks.message());
 }
 
 } // namespace hyrt

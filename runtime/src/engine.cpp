@@ -120,12 +120,29 @@ std::string step_error_text(int32_t code) {
 
 Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
                         bool all_logits) {
-  const Manifest &m = artifact_->manifest();
   if (Status s = batch_.build(cache_, chunks, vocab_size(), all_logits); !s.ok())
     return s;
+  if (step_hook_)
+    if (Status s = step_hook_(*batch_.abi(), decode); !s.ok())
+      return s;
   hyrt_entry_fn_v0 fn = decode ? artifact_->decode_fn() : artifact_->extend_fn();
   const int32_t rc =
       fn(batch_.abi(), cache_.view(), artifact_->weights(), arena_.get());
+  if (Status s = step_status(rc, decode, batch_.num_tokens(), int64_t(chunks.size())); !s.ok())
+    return s;
+  return batch_.commit(cache_);
+}
+
+Status Engine::run_foreign_step(hyrt_step_v0 step, bool decode) {
+  foreign_logits_.resize(size_t(std::max<int64_t>(1, step.num_logit_rows) * vocab_size()));
+  step.logits = foreign_logits_.data();
+  hyrt_entry_fn_v0 fn = decode ? artifact_->decode_fn() : artifact_->extend_fn();
+  const int32_t rc = fn(&step, cache_.view(), artifact_->weights(), arena_.get());
+  return step_status(rc, decode, step.num_tokens, step.num_seqs);
+}
+
+Status Engine::step_status(int32_t rc, bool decode, int64_t tokens, int64_t seqs) {
+  const Manifest &m = artifact_->manifest();
   // A rank's all-reduce that could not run leaves a partial sum behind:
   // the step is lost, and so is the sequence's KV (not committed).
   if (hyrt_collectives_v0 *c = artifact_->collectives(); c && c->failed) {
@@ -141,10 +158,9 @@ Status Engine::run_step(const std::vector<SeqChunk> &chunks, bool decode,
   if (rc != 0)
     return Status::Error(
         (decode ? m.decode_symbol : m.extend_symbol) + " refused a step of " +
-        str(batch_.num_tokens()) + " tokens over " +
-        str(int64_t(chunks.size())) + " sequences: " + step_error_text(rc) +
+        str(tokens) + " tokens over " + str(seqs) + " sequences: " + step_error_text(rc) +
         " (code " + std::to_string(rc) + ")");
-  return batch_.commit(cache_);
+  return Status::Ok();
 }
 
 Status Engine::extend_batch(const std::vector<SeqChunk> &chunks,

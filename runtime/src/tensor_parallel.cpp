@@ -2,6 +2,7 @@
 #include "hyrt/tensor_parallel.h"
 
 #include "hyrt/artifact.h"
+#include "hyrt/engine.h"
 #include "hyrt/placement.h"
 #include "hyrt/shm_group.h"
 
@@ -262,6 +263,107 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   if (Status s = tp->group->barrier(); !s.ok())
     return Status::Error("tensor parallel: " + s.message());
   return Status::Ok();
+}
+
+namespace {
+
+// A step travels as floats through the all-reduce (rank 0's values, zeros
+// from the others: x + 0 is x), so every field is an integer below 2^24
+// (token ids, positions, page ids, counts; checked). Header, then the
+// arrays in abi order.
+enum StepKind { kStop = 0, kExtend = 1, kDecode = 2 };
+constexpr size_t kHeader = 6;
+constexpr int64_t kExact = int64_t(1) << 24;
+
+Status exchange(TensorParallel *tp, std::vector<float> &buf) {
+  if (Status s = tp->group->all_reduce_sum(buf.data(), buf.size()); !s.ok())
+    return Status::Error("tensor parallel: sending a step: " + s.message());
+  return Status::Ok();
+}
+
+Status publishStep(TensorParallel *tp, const hyrt_step_v0 &s, bool decode) {
+  const int64_t T = s.num_tokens, S = s.num_seqs, P = s.max_pages_per_seq,
+                R = s.num_logit_rows;
+  std::vector<float> header = {float(decode ? kDecode : kExtend), float(T), float(S),
+                               float(P), float(R), 0.0f};
+  if (T >= kExact || S * P >= kExact)
+    return Status::Error("tensor parallel: a step of " + std::to_string(T) + " tokens and " +
+                         std::to_string(S * P) + " block-table entries is too large to send");
+  if (Status st = exchange(tp, header); !st.ok())
+    return st;
+  std::vector<float> body;
+  body.reserve(size_t(3 * T + 3 * S + S * P + R));
+  bool exact = true;
+  auto put = [&](const int32_t *p, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      exact = exact && p[i] > -kExact && p[i] < kExact;
+      body.push_back(float(p[i]));
+    }
+  };
+  put(s.tokens, T);
+  put(s.positions, T);
+  put(s.token_seq, T);
+  put(s.seq_token_start, S);
+  put(s.seq_new_len, S);
+  put(s.seq_prefix_len, S);
+  put(s.block_tables, S * P);
+  put(s.logit_rows, R);
+  if (!exact)
+    return Status::Error("tensor parallel: a step field is past 2^24 and cannot be sent");
+  return exchange(tp, body);
+}
+
+} // namespace
+
+void lead_steps(Engine *engine, TensorParallel *tp) {
+  if (tp->size > 1)
+    engine->set_step_hook([tp](const hyrt_step_v0 &s, bool decode) {
+      return publishStep(tp, s, decode);
+    });
+}
+
+Status stop_followers(TensorParallel *tp) {
+  if (tp->size == 1 || !tp->group)
+    return Status::Ok();
+  std::vector<float> header(kHeader, 0.0f); // kStop
+  return exchange(tp, header);
+}
+
+Status follow_steps(Engine *engine, TensorParallel *tp) {
+  std::vector<float> header(kHeader), body;
+  std::vector<int32_t> fields;
+  for (;;) {
+    std::fill(header.begin(), header.end(), 0.0f);
+    if (Status s = exchange(tp, header); !s.ok())
+      return s;
+    const int kind = int(header[0]);
+    if (kind == kStop)
+      return Status::Ok();
+    const int64_t T = int64_t(header[1]), S = int64_t(header[2]), P = int64_t(header[3]),
+                  R = int64_t(header[4]);
+    body.assign(size_t(3 * T + 3 * S + S * P + R), 0.0f);
+    if (Status s = exchange(tp, body); !s.ok())
+      return s;
+    fields.resize(body.size());
+    for (size_t i = 0; i < body.size(); ++i)
+      fields[i] = int32_t(body[i]);
+    const int32_t *p = fields.data();
+    hyrt_step_v0 step{};
+    step.num_tokens = T;
+    step.num_seqs = S;
+    step.tokens = p, p += T;
+    step.positions = p, p += T;
+    step.token_seq = p, p += T;
+    step.seq_token_start = p, p += S;
+    step.seq_new_len = p, p += S;
+    step.seq_prefix_len = p, p += S;
+    step.block_tables = p, p += S * P;
+    step.max_pages_per_seq = P;
+    step.num_logit_rows = R;
+    step.logit_rows = p;
+    if (Status s = engine->run_foreign_step(step, kind == kDecode); !s.ok())
+      return s;
+  }
 }
 
 Status finish_ranks(TensorParallel *tp, bool ok, int exit_code, const std::string &why) {

@@ -118,8 +118,24 @@ public:
                   const GenerateOptions &options, const TokenCallback &on_token,
                   GenerateResult *result);
 
+  /// Called with every step this engine is about to run (after it is
+  /// built, before the artifact runs it): a tensor-parallel leader sends it
+  /// to the other ranks here (hyrt/tensor_parallel.h). A failure refuses the
+  /// step with that error.
+  using StepHook = std::function<Status(const hyrt_step_v0 &step, bool decode)>;
+  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+
+  /// Runs a step another rank's engine built (a tensor-parallel follower):
+  /// its tokens, positions and block tables, over this engine's KV cache
+  /// (same page pool, this rank's heads), weights and arena; its logits go
+  /// to scratch. The leader's KV bookkeeping decides the pages, so this
+  /// engine keeps none.
+  Status run_foreign_step(hyrt_step_v0 step, bool decode);
+
 private:
   Engine() = default;
+  /// The artifact's failure, if any, of the step just run.
+  Status step_status(int32_t rc, bool decode, int64_t tokens, int64_t seqs);
   /// Builds, runs and commits one step; the logits stay in batch_.
   Status run_step(const std::vector<SeqChunk> &chunks, bool decode,
                   bool all_logits = true);
@@ -135,6 +151,8 @@ private:
   std::unique_ptr<void, ArenaDeleter> arena_;
   std::set<int64_t> live_;
   int64_t next_seq_ = 0;
+  StepHook step_hook_;
+  std::vector<float> foreign_logits_;
 };
 
 } // namespace hyrt

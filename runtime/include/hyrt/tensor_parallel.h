@@ -31,6 +31,7 @@
 namespace hyrt {
 
 class Artifact;
+class Engine;
 class ShmGroup;
 
 struct TensorParallel {
@@ -60,6 +61,17 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
 /// rank has done so. A no-op for size 1. On failure the other ranks are
 /// told (their waits end at once).
 Status join_ranks(Artifact *artifact, TensorParallel *tp);
+
+/// Serving (`hyc serve --tp`): only rank 0 hears requests and schedules.
+/// lead_steps() makes its engine send every step it runs (tokens,
+/// positions, sequences, block tables: a few KB) to the other ranks before
+/// running it; follow_steps() runs on ranks > 0, executing each step on
+/// their own engine (same page ids over their own KV pool, their heads)
+/// until stop_followers(). The step's all-reduces then happen on every rank
+/// in the same order.
+void lead_steps(Engine *engine, TensorParallel *tp);
+Status follow_steps(Engine *engine, TensorParallel *tp);
+Status stop_followers(TensorParallel *tp);
 
 /// Ends this rank's part. When !ok, tells the others to stop, with `why`
 /// (this rank's error). Rank 0 then

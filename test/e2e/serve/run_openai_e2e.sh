@@ -4,7 +4,8 @@
 # small bounds, then runs openai_e2e.mjs (which starts and stops the server).
 # Exits 77 (CTest: skipped) with the reason when node, npm, the client or
 # the model is unavailable.
-# Args: HYC_BIN BUILD_DIR SHARED_DIR [MODE]   MODE: e2e (default) | soak
+# Args: HYC_BIN BUILD_DIR SHARED_DIR [MODE]   MODE: e2e (default) | soak |
+# e2e-tp2 (the e2e checks on a `--tp 2` artifact: two ranks, rank 0 serving)
 set -euo pipefail
 HYC=$1
 BUILD=$2
@@ -36,6 +37,12 @@ fi
 WORK=$BUILD/test-serve
 mkdir -p "$WORK"
 ART=$WORK/stories-serve-portable-bf16.hyc
+TP=()
+if [ "$MODE" = e2e-tp2 ]; then
+  ART=$WORK/stories-serve-portable-bf16-tp2.hyc
+  TP=(--tp 2)
+  MODE=e2e
+fi
 # max_seqs 4 and 32-token prefill chunks: 16 concurrent requests must
 # queue and share steps; a 512-position context (the model's) leaves room
 # for a stream long enough to be cut off by its client. The host's own
@@ -47,7 +54,7 @@ if [ ! -f "$ART/manifest.json" ] || [ "$MODEL" -nt "$ART/manifest.json" ] ||
    [ "$HYC" -nt "$ART/manifest.json" ]; then
   rm -rf "$ART"
   "$HYC" compile "$MODEL" -o "$ART" --max-seq-len 512 --max-seqs 4 \
-    --max-batch-tokens 32 --target portable --quant bf16 \
+    --max-batch-tokens 32 --target portable --quant bf16 "${TP[@]}" \
     >"$WORK/compile.log" 2>&1 || { cat "$WORK/compile.log"; exit 1; }
 fi
 if grep -q -w amx_tile /proc/cpuinfo; then
