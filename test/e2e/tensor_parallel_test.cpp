@@ -6,6 +6,7 @@
 #include "hyrt/npy.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -229,6 +230,24 @@ TEST(TensorParallel, KillingARankMidGenerationStopsTheOthers) {
   EXPECT_NE(err.find("rank 1"), std::string::npos) << err;
   EXPECT_NE(err.find("died"), std::string::npos) << err;
   std::printf("rank 0 stopped %.3f s after rank 1 was killed: %s", seconds, err.c_str());
+}
+
+// `hyc bench` on a TP artifact starts the ranks and reports how much of the
+// step time the all-reduce took: a share in (0, 1) for both phases (zero
+// would mean no collective ran, one that nothing else did).
+TEST(TensorParallel, BenchReportsTheCollectiveShare) {
+  const std::string ckpt = synth("llama", "tiny", 5);
+  const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
+  CommandResult r = runHycWithin(
+      300, {"bench", two, "--input", "16", "--output", "8", "--rounds", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tp"].get<int>(), 2);
+  for (const char *key : {"collective_prefill_share", "collective_decode_share"}) {
+    const double share = j[key].get<double>();
+    EXPECT_GT(share, 0.0) << key;
+    EXPECT_LT(share, 1.0) << key;
+  }
 }
 
 /// stdout of a shell command and its exit status.
