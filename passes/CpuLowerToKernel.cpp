@@ -843,6 +843,28 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         call("hyrt_ref_all_reduce_sum", {ptrOf(a.getInput()), n, i64(a.getGroupSize())});
         return success();
       })
+      .Case<AllGatherOp>([&](AllGatherOp g) -> LogicalResult {
+        // Blocks side by side along the last dim, through the all-reduce
+        // (hyrt_ref_all_gather_cols); this rank's block index is the
+        // module's tensor-parallel rank (hyc-global-shard).
+        auto in = cast<RankedTensorType>(g.getInput().getType());
+        if (g.getDim() != in.getRank() - 1)
+          return g.emitError() << "all_gather across ranks supports the last dim, got dim "
+                               << g.getDim();
+        auto tp = g->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+            "hyc.tensor_parallel");
+        auto rank = tp ? tp.getAs<IntegerAttr>("rank") : IntegerAttr();
+        if (!rank)
+          return g.emitError() << "all_gather needs the module's hyc.tensor_parallel rank";
+        auto d = *dimsOf(g.getInput());
+        Value rows = i64(1);
+        for (size_t i = 0; i + 1 < d.size(); ++i)
+          rows = mul(rows, d[i].value);
+        call("hyrt_ref_all_gather_cols", {ptrOf(g.getInput()), rows, d.back().value,
+                                          ptrOf(g.getResult()), i64(g.getGroupSize()),
+                                          i64(rank.getInt())});
+        return success();
+      })
       .Case<func::ReturnOp>([&](func::ReturnOp) {
         func::ReturnOp::create(b, loc);
         return success();

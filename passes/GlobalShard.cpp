@@ -22,7 +22,11 @@
 //   dim 2; the combine of the down rows (linear) is all-reduced. Shared
 //   experts are dense MLPs.
 //
-// Everything else (embedding, norms, the residual stream, the output head)
+// - the output head, when its weight is its own (not a tied embedding):
+//   split by vocabulary rows, its logits all-gathered (each rank reads 1/N
+//   of the largest decode weight instead of all of it).
+//
+// Everything else (embedding, norms, the residual stream, a tied head)
 // stays whole on every rank: after each all-reduce every rank holds the
 // same hidden state. hyrt's all-reduce sums in rank order, so the ranks'
 // states are bit-identical and each rank can sample the same token without
@@ -100,6 +104,9 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
   /// follows each (a row-parallel GEMM, or the combine of row-parallel
   /// expert GEMMs). Per function.
   llvm::SetVector<Operation *> reduceAfter;
+  /// Ops whose result is this rank's block of the last dim (the output
+  /// head's vocabulary rows): an all-gather follows each.
+  llvm::SetVector<Operation *> gatherAfter;
   /// The function attends over an MLA latent cache (kept whole on every rank).
   bool latentCache = false;
   MLIRContext *ctx() { return &getContext(); }
@@ -346,6 +353,26 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     return ok;
   }
 
+  /// The output head: the GEMM whose result the function returns as its
+  /// logits. Split by vocabulary rows when its weight is its own (not a
+  /// tied embedding table, which the embedding reads whole) and divides;
+  /// its rows are then gathered (all-gather along the vocabulary).
+  void decideHead(func::FuncOp fn, llvm::MapVector<Operation *, Split> &splits,
+                  llvm::SetVector<Operation *> &rowGemms) {
+    auto ret = cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+    auto head = ret.getNumOperands() ? ret.getOperand(0).getDefiningOp<QuantMatmulOp>()
+                                     : QuantMatmulOp();
+    auto param = head ? head.getWeight().getDefiningOp<ParamOp>() : ParamOp();
+    auto type = param ? dyn_cast<RankedTensorType>(param.getType()) : RankedTensorType();
+    if (!type || type.getRank() != 2 || !param->hasOneUse() || head.getBias() ||
+        head.getScale() || !head->hasOneUse() || type.getDimSize(0) % tpSize != 0 ||
+        splits.count(param))
+      return; // stays whole on every rank
+    splits.insert({param, {param, 0}});
+    rowGemms.insert(head); // its result is a block of the logits, not propagated
+    gatherAfter.insert(head);
+  }
+
   /// Recomputes `op`'s result types from its (already split) operands.
   LogicalResult retype(Operation *op) {
     auto shaped = [](Value v) { return cast<RankedTensorType>(v.getType()); };
@@ -464,8 +491,10 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       llvm::MapVector<Operation *, Split> splits;
       llvm::SetVector<Operation *> rowGemms;
       reduceAfter.clear();
+      gatherAfter.clear();
       if (!decide(fn, splits, rowGemms))
         return signalPassFailure();
+      decideHead(fn, splits, rowGemms);
 
       // The KV cache keeps the rank's kv heads.
       auto newCache = [&](Type t) -> FailureOr<Type> {
@@ -541,6 +570,18 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                                            ReduceKindAttr::get(ctx, ReduceKind::sum),
                                            b.getI64IntegerAttr(tpSize));
         partial.replaceAllUsesExcept(reduced.getResult(), reduced);
+      }
+      for (Operation *op : gatherAfter) {
+        OpBuilder b(op->getContext());
+        b.setInsertionPointAfter(op);
+        Value block = op->getResult(0);
+        auto t = cast<RankedTensorType>(block.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        shape.back() *= tpSize;
+        auto gathered = AllGatherOp::create(
+            b, op->getLoc(), RankedTensorType::get(shape, t.getElementType()), block,
+            b.getI64IntegerAttr(t.getRank() - 1), b.getI64IntegerAttr(tpSize));
+        block.replaceAllUsesExcept(gathered.getResult(), gathered);
       }
       auto ret = cast<func::ReturnOp>(fn.getBody().back().getTerminator());
       fn.setType(FunctionType::get(ctx, fn.getBody().getArgumentTypes(), ret.getOperandTypes()));

@@ -11,6 +11,16 @@ hyrt_collectives_v0 state = {nullptr, nullptr, 1, HYRT_COLLECTIVE_OK, 0};
 
 extern "C" hyrt_collectives_v0 *hyrt_collectives_state(void) { return &state; }
 
+extern "C" void hyrt_ref_all_gather_cols(const float *in, int64_t rows, int64_t cols,
+                                         float *out, int64_t group_size, int64_t rank) {
+  const int64_t width = cols * group_size;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < width; ++c)
+      out[r * width + c] =
+          c >= rank * cols && c < (rank + 1) * cols ? in[r * cols + c - rank * cols] : 0.0f;
+  hyrt_ref_all_reduce_sum(out, rows * width, group_size);
+}
+
 extern "C" void hyrt_ref_all_reduce_sum(float *data, int64_t n, int64_t group_size) {
   if (group_size == 1)
     return;

@@ -56,6 +56,12 @@ void hyrt_ref_silu_mul_halves(const float *gate_up, int64_t rows, int64_t n,
  * through the collectives registered in hyrt_collectives_state() (abi.h);
  * a group of 1 returns at once. */
 void hyrt_ref_all_reduce_sum(float *data, int64_t n, int64_t group_size);
+/* out[r] = the ranks' in[r] side by side (rank order, `cols` each):
+ * out[rows][cols * group_size], this rank's block at column rank * cols.
+ * Through the same registered all-reduce: every other block is zero, and
+ * x + 0 is x, so the result is exact. */
+void hyrt_ref_all_gather_cols(const float *in, int64_t rows, int64_t cols, float *out,
+                              int64_t group_size, int64_t rank);
 hyrt_collectives_v0 *hyrt_collectives_state(void);
 
 void hyrt_ref_observe_absmax(const float *x, int64_t rows, int64_t cols,

@@ -5,11 +5,13 @@
 // One dense layer (4 heads, 2 kv heads of 4, ffn 12) on rank 1 of 2:
 // q/k/v and gate/up keep their rank's rows (heads 2..3, kv head 1, ffn
 // columns 6..11), o_proj and down their columns, each followed by an
-// all-reduce; the cache holds one kv head; the decisions are recorded.
+// all-reduce; the cache holds one kv head; the output head (its own
+// weight) keeps vocabulary rows 8..15, gathered; the decisions are
+// recorded.
 
 // CHECK: module attributes {
 // CHECK-SAME: kv_num_kv_heads = 1
-// CHECK-SAME: hyc.tensor_parallel = {rank = 1 : i64, shards = {down = 1 : i64, gate = 0 : i64, k = 0 : i64, o = 1 : i64, q = 0 : i64, up = 0 : i64, v = 0 : i64}, size = 2 : i64}
+// CHECK-SAME: hyc.tensor_parallel = {rank = 1 : i64, shards = {down = 1 : i64, gate = 0 : i64, head = 0 : i64, k = 0 : i64, o = 1 : i64, q = 0 : i64, up = 0 : i64, v = 0 : i64}, size = 2 : i64}
 // CHECK-LABEL: func.func @extend
 // CHECK-SAME: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 // CHECK-SAME: -> (tensor<?x16xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1
@@ -31,7 +33,10 @@
 // CHECK: %[[D:.*]] = hyc.quant.matmul
 // CHECK: %[[DR:.*]] = hyc.collective.all_reduce %[[D]]
 // CHECK: hyc.add %[[H]], %[[DR]]
-// CHECK: hyc.param #hyc.param<"m" : "head"> -> tensor<16x16xf32>
+// CHECK: hyc.param #hyc.param<"m" : "head"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<8x16xf32>
+// CHECK: %[[L:.*]] = hyc.quant.matmul {{.*}} -> tensor<?x8xf32>
+// CHECK: %[[G:.*]] = hyc.collective.all_gather %[[L]] {dim = 1 : i64, group_size = 2 : i64} : tensor<?x8xf32> -> tensor<?x16xf32>
+// CHECK: return %[[G]]
 
 // WHOLE-NOT: hyc.shard
 // WHOLE-NOT: all_reduce
