@@ -403,7 +403,10 @@ int runCompileCommand(int argc, char **argv) {
   if (tp > 1 && emit == "lib" && !args.has("tp-rank")) {
     ::mkdir(output.c_str(), 0755);
     ::mkdir((output + "/ranks").c_str(), 0755);
-    for (int64_t r = 0; r < tp; ++r) {
+    // Rank 0 last: a compile that fails part-way leaves no new rank 0
+    // beside old rank directories (the runtime also checks each rank's
+    // manifest against rank 0's).
+    for (int64_t r = tp - 1; r >= 0; --r) {
       std::vector<std::string> rankArgs(argv, argv + argc);
       rankArgs.insert(rankArgs.end(),
                       {"--tp-rank", std::to_string(r), "-o",

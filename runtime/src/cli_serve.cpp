@@ -417,6 +417,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   // Tensor parallel: ranks 1..N-1 start here, before any thread exists,
   // and follow rank 0's steps until it stops them.
   TensorParallel tp;
+  tp.follower_waits = true;
   if (Status s = start_ranks(positional[0], tp_flag, &tp); !s.ok())
     return cli::runtime_error(err, command, s.message());
   if (Status s = join_ranks(nullptr, &tp); !s.ok()) {
@@ -424,6 +425,13 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
     return cli::runtime_error(err, command, s.message());
   }
   if (tp.rank > 0) {
+    // Ctrl-C reaches the whole process group: the followers leave when rank
+    // 0 stops them (or dies), not before it has finished its last step.
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     EngineOptions eo;
     eo.page_size = page_size;
     eo.num_pages = kv_pages;

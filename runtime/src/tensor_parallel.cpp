@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sstream>
@@ -167,9 +168,25 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
     return Status::Ok();
   for (int64_t r = 1; r < m.tp_size; ++r) {
     const std::string rankDir = dir + "/ranks/" + std::to_string(r);
-    if (::access((rankDir + "/manifest.json").c_str(), R_OK) != 0)
+    std::ifstream rin(rankDir + "/manifest.json");
+    if (!rin)
       return Status::Error(dir + " is rank 0 of " + std::to_string(m.tp_size) +
                            " but has no " + rankDir + "/manifest.json");
+    std::stringstream rtext;
+    rtext << rin.rdbuf();
+    Manifest rm;
+    if (Status s = parse_manifest(rtext.str(), rankDir + "/manifest.json", &rm); !s.ok())
+      return s;
+    if (rm.tp_rank != r || rm.tp_size != m.tp_size || rm.model.vocab_size != m.model.vocab_size ||
+        rm.limits.max_seq_len != m.limits.max_seq_len ||
+        rm.limits.max_batch_tokens != m.limits.max_batch_tokens ||
+        rm.limits.max_seqs != m.limits.max_seqs)
+      return Status::Error(rankDir + " is rank " + std::to_string(rm.tp_rank) + " of " +
+                           std::to_string(rm.tp_size) + " (vocab " +
+                           std::to_string(rm.model.vocab_size) +
+                           ") but should be rank " + std::to_string(r) + " of " +
+                           std::to_string(m.tp_size) + " with rank 0's vocab and limits: "
+                           "a directory of another compile (recompile with --tp)");
   }
   tp->size = int(m.tp_size);
   const pid_t parent = ::getpid();
@@ -228,7 +245,10 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
     o.name = tp->group_name;
     o.rank = tp->rank;
     o.size = tp->size;
-    o.timeout_s = timeoutSeconds();
+    // A serving follower waits for rank 0's next step as long as rank 0
+    // lives (it dies with rank 0; a dead or aborting peer still ends the
+    // wait): an idle server is not a failure.
+    o.timeout_s = tp->rank > 0 && tp->follower_waits ? 1e12 : timeoutSeconds();
     // Rank 0 watches its children: one that exits before joining holds no
     // liveness lock yet, and would otherwise be noticed at the deadline.
     if (tp->rank == 0)
@@ -262,6 +282,10 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   // could not open its own has aborted the group, which ends this wait.
   if (Status s = tp->group->barrier(); !s.ok())
     return Status::Error("tensor parallel: " + s.message());
+  // Every rank has the segment mapped: its name can go now, so that a
+  // crash of any rank leaves nothing behind in /dev/shm.
+  if (tp->rank == 0)
+    ::shm_unlink(tp->group_name.c_str());
   return Status::Ok();
 }
 
@@ -286,11 +310,11 @@ Status publishStep(TensorParallel *tp, const hyrt_step_v0 &s, bool decode) {
                 R = s.num_logit_rows;
   std::vector<float> header = {float(decode ? kDecode : kExtend), float(T), float(S),
                                float(P), float(R), 0.0f};
-  if (T >= kExact || S * P >= kExact)
+  if (T >= kExact || S * P >= kExact || R > T)
     return Status::Error("tensor parallel: a step of " + std::to_string(T) + " tokens and " +
                          std::to_string(S * P) + " block-table entries is too large to send");
-  if (Status st = exchange(tp, header); !st.ok())
-    return st;
+  // Every value is checked before anything is sent: a refused step must
+  // leave the followers waiting for the next header, not for a body.
   std::vector<float> body;
   body.reserve(size_t(3 * T + 3 * S + S * P + R));
   bool exact = true;
@@ -309,7 +333,10 @@ Status publishStep(TensorParallel *tp, const hyrt_step_v0 &s, bool decode) {
   put(s.block_tables, S * P);
   put(s.logit_rows, R);
   if (!exact)
-    return Status::Error("tensor parallel: a step field is past 2^24 and cannot be sent");
+    return Status::Error("tensor parallel: a step field (a token id, position or page id) "
+                         "is past 2^24 and cannot be sent to the other ranks");
+  if (Status st = exchange(tp, header); !st.ok())
+    return st;
   return exchange(tp, body);
 }
 

@@ -51,6 +51,19 @@ std::string synth(const std::string &arch, const std::string &preset, int seed) 
   return dir;
 }
 
+/// stdout of a shell command and its exit status.
+std::pair<std::string, int> shell(const std::string &command) {
+  std::string out;
+  FILE *p = ::popen(command.c_str(), "r");
+  if (!p)
+    return {"", -1};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
+    out.append(buf, n);
+  const int status = ::pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
 using TpCase = std::tuple<std::string, std::string, bool>; // arch, target, expert parallel
 
 class TwoRanks : public ::testing::TestWithParam<TpCase> {};
@@ -149,6 +162,67 @@ TEST(TensorParallel, MismatchesAreRefusedByName) {
   r = runHycWithin(60, {"run", two + "/ranks/1", "-n", "2"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("is rank 1 of a 2-rank artifact"), std::string::npos) << r.err;
+
+  // A rank directory left from another compile is not run beside rank 0.
+  const std::string mixed = tempDir() + "/tp-mixed";
+  ASSERT_EQ(std::system(("rm -rf '" + mixed + "' && cp -r '" + two + "' '" + mixed +
+                         "' && rm -rf '" + mixed + "/ranks/1' && cp -r '" + one + "' '" +
+                         mixed + "/ranks/1'")
+                            .c_str()),
+            0);
+  r = runHycWithin(60, {"run", mixed, "-n", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("but should be rank 1 of 2"), std::string::npos) << r.err;
+}
+
+// `hyc serve` on a TP artifact stays up while idle longer than the ranks'
+// wait deadline (HYC_TP_TIMEOUT, shortened here): the followers wait for
+// rank 0's next step as long as it lives. Then one request over loopback
+// gets `hyc run`'s greedy answer, and SIGINT stops every rank cleanly.
+TEST(TensorParallel, AnIdleServerKeepsItsRanks) {
+  const std::string ckpt = synth("llama", "tiny", 5);
+  const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
+  const std::string outPath = tempDir() + "/tp-serve.out", errPath = tempDir() + "/tp-serve.err";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("HYC_TP_TIMEOUT", "1", 1);
+    const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::execl(HYC_BIN, HYC_BIN, "serve", two.c_str(), "--port", "0", "--model-name", "m",
+            static_cast<char *>(nullptr));
+    ::_exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 600 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string out = readFile(outPath);
+    const size_t at = out.find("listening on http://127.0.0.1:");
+    if (at != std::string::npos)
+      port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
+  }
+  ASSERT_FALSE(port.empty()) << readFile(errPath);
+  std::this_thread::sleep_for(std::chrono::seconds(3)); // idle: 3x the deadline
+  const std::string body = R"({"model":"m","prompt":[1,17,42,7,99],"max_tokens":8,"temperature":0})";
+  const std::string request = tempDir() + "/tp-serve.request";
+  {
+    std::ofstream req(request, std::ios::binary);
+    req << "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        << "Content-Length: " << body.size() << "\r\nConnection: close\r\n\r\n"
+        << body;
+  }
+  const auto [reply, rc] = shell("timeout 60 bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port +
+                                 " && cat \"$0\" >&3 && cat <&3' '" + request + "'");
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(rc, 0) << reply;
+  EXPECT_NE(reply.find("200 OK"), std::string::npos) << reply << readFile(errPath);
+  EXPECT_NE(reply.find("\"completion_tokens\":8"), std::string::npos) << reply;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << readFile(errPath);
+  EXPECT_EQ(readFile(errPath).find("rank 1"), std::string::npos) << readFile(errPath);
 }
 
 // A rank that cannot set up (its artifact is unreadable) stops both
@@ -248,19 +322,6 @@ TEST(TensorParallel, BenchReportsTheCollectiveShare) {
     EXPECT_GT(share, 0.0) << key;
     EXPECT_LT(share, 1.0) << key;
   }
-}
-
-/// stdout of a shell command and its exit status.
-std::pair<std::string, int> shell(const std::string &command) {
-  std::string out;
-  FILE *p = ::popen(command.c_str(), "r");
-  if (!p)
-    return {"", -1};
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
-    out.append(buf, n);
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
 // The same ranks started by Open MPI's mpirun on this machine (loopback):

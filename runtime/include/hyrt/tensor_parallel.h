@@ -43,6 +43,9 @@ struct TensorParallel {
   std::string error;           ///< the last failed collective's reason
   double collective_seconds = 0; ///< inside the artifact's all-reduces so far
   std::string placement;       ///< where the ranks run (describe_placement)
+  /// Ranks > 0 wait for rank 0 without a deadline (serving: an idle server
+  /// sends no step); dead or aborting peers still end their waits.
+  bool follower_waits = false;
   TensorParallel();
   ~TensorParallel();
   TensorParallel(const TensorParallel &) = delete;
