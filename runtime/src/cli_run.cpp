@@ -139,7 +139,10 @@ int run_command(const std::string &command, const std::string *implied_dir,
   std::string why = rank_err.str();
   while (!why.empty() && why.back() == '\n')
     why.pop_back();
-  if (tp.rank > 0 && rc != 0)
+  // Once every rank has its artifact open, the ranks run the same steps
+  // and meet the same errors (a prompt too long, no tokenizer): rank 0's
+  // message says it. A rank's own failure before that is its to report.
+  if (tp.rank > 0 && rc != 0 && !tp.ready)
     err << "rank " << tp.rank << ": " << why << "\n";
   if (Status s = finish_ranks(&tp, rc == cli::kExitOk, rc,
                               tp.rank > 0 ? "rank " + std::to_string(tp.rank) + ": " + why

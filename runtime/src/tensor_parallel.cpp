@@ -286,6 +286,7 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   // crash of any rank leaves nothing behind in /dev/shm.
   if (tp->rank == 0)
     ::shm_unlink(tp->group_name.c_str());
+  tp->ready = true;
   return Status::Ok();
 }
 

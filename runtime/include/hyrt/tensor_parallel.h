@@ -46,6 +46,9 @@ struct TensorParallel {
   /// Ranks > 0 wait for rank 0 without a deadline (serving: an idle server
   /// sends no step); dead or aborting peers still end their waits.
   bool follower_waits = false;
+  /// Every rank has its artifact open and the all-reduce registered (the
+  /// barrier of join_ranks passed): from here the ranks run alike.
+  bool ready = false;
   TensorParallel();
   ~TensorParallel();
   TensorParallel(const TensorParallel &) = delete;
