@@ -160,6 +160,22 @@ double measure_read_gbps(int threads, size_t bytes, int reps) {
   return StreamReader(threads, bytes).read_gbps(reps);
 }
 
+void keep_best_peaks(HostPeaks &best, const HostPeaks &again) {
+  best.fp32_gflops = std::max(best.fp32_gflops, again.fp32_gflops);
+  best.bf16_gflops = std::max(best.bf16_gflops, again.bf16_gflops);
+  best.int8_gops = std::max(best.int8_gops, again.int8_gops);
+}
+
+void evict_caches(size_t bytes) {
+  static std::vector<uint8_t> big;
+  if (big.size() < bytes)
+    big.assign(bytes, 1);
+  uint64_t acc = 0;
+  for (size_t i = 0; i < bytes; i += 64)
+    acc += big[i];
+  __asm__ __volatile__("" : : "r"(acc)); // keeps the reads
+}
+
 HostPeaks measure_peaks(int threads) {
   HostPeaks p = measure_compute_peaks(threads);
   p.read_gbps = measure_read_gbps(threads);

@@ -41,6 +41,16 @@ double measure_read_gbps(int threads, size_t bytes = size_t(1) << 30,
 /// Both.
 HostPeaks measure_peaks(int threads);
 
+/// `best` raised to `again` for each instruction: a peak is a maximum
+/// (neighbours on a shared host only lower a measurement), so the best of
+/// several measurements is the estimate.
+void keep_best_peaks(HostPeaks &best, const HostPeaks &again);
+
+/// Reads a `bytes` buffer (larger than the last-level cache), so that the
+/// next call of a kernel under test reads its operands from memory as an
+/// artifact's step does (called again, they would come from L3).
+void evict_caches(size_t bytes = size_t(512) << 20);
+
 /// A streaming-read buffer kept for repeated measurements, so that a
 /// benchmark can read the bandwidth right before each run it compares with
 /// it (interleaved rounds) without allocating and touching the buffer each

@@ -167,16 +167,12 @@ int runBenchCommand(int argc, char **argv) {
                           : int(std::max(1u, std::thread::hardware_concurrency()));
   if (!args.has("json"))
     std::fprintf(stderr, "measuring the host's peaks...\n");
-  // A peak is a maximum (neighbours on a shared host only lower it) and the
-  // first measurement often runs before the cores have ramped up: the best
-  // of three. Bandwidth: the median of three.
+  // The first peak measurement often runs before the cores have ramped up:
+  // the best of three (keep_best_peaks). Bandwidth: the median of three.
   codegen::HostPeaks peaks = codegen::measure_compute_peaks(threads);
   std::vector<double> reads = {codegen::measure_read_gbps(threads)};
   for (int i = 0; i < 2; ++i) {
-    const codegen::HostPeaks again = codegen::measure_compute_peaks(threads);
-    peaks.fp32_gflops = std::max(peaks.fp32_gflops, again.fp32_gflops);
-    peaks.bf16_gflops = std::max(peaks.bf16_gflops, again.bf16_gflops);
-    peaks.int8_gops = std::max(peaks.int8_gops, again.int8_gops);
+    codegen::keep_best_peaks(peaks, codegen::measure_compute_peaks(threads));
     reads.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
   }
   std::sort(reads.begin(), reads.end());
@@ -378,12 +374,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
       results.push_back(round);
     if (tp.size == 1) { // ranks in lockstep cannot stop for it (see above)
       bandwidth.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
-      // A peak is a maximum: neighbours on a shared host only lower a
-      // measurement, so the best of the interleaved ones is the estimate.
-      const codegen::HostPeaks again = codegen::measure_compute_peaks(threads);
-      peaks.fp32_gflops = std::max(peaks.fp32_gflops, again.fp32_gflops);
-      peaks.bf16_gflops = std::max(peaks.bf16_gflops, again.bf16_gflops);
-      peaks.int8_gops = std::max(peaks.int8_gops, again.int8_gops);
+      codegen::keep_best_peaks(peaks, codegen::measure_compute_peaks(threads));
     }
   }
   if (terminal && !json)

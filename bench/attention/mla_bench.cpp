@@ -27,18 +27,6 @@ struct Run {
   double ms, attnMacs, foldMacs;
 };
 
-/// Streams a buffer larger than the last-level cache, so that the next
-/// decode call reads kv_b and the latents from memory as a decode step of
-/// an artifact does (between two layers' calls every other weight of the
-/// step passes through the caches).
-void evictCaches() {
-  static std::vector<uint8_t> big(size_t(256) << 20, 1);
-  static volatile uint64_t sink;
-  uint64_t acc = 0;
-  for (size_t i = 0; i < big.size(); i += 64)
-    acc += big[i];
-  sink = acc;
-}
 
 /// T tokens of one sequence ending at position n - 1 (T = 1: decode).
 Run run(int64_t heads, int64_t T, int64_t n, int64_t splits, bool quick,
@@ -84,8 +72,8 @@ Run run(int64_t heads, int64_t T, int64_t n, int64_t splits, bool quick,
   call();
   double best = 1e30, spent = 0;
   for (int i = 0; i < 50 && (i < 3 || spent < (quick ? 0.1 : 0.4)); ++i) {
-    if (T == 1)
-      evictCaches();
+    if (T == 1) // decode reads kv_b and the latents from memory, as in an artifact
+      hyc::codegen::evict_caches(size_t(256) << 20);
     const auto t0 = Clock::now();
     call();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -98,23 +98,12 @@ std::unique_ptr<BrgemmKernel> kernelFor(const Scheme &s, int64_t k) {
   return std::move(gen.kernel);
 }
 
-/// Streams a buffer larger than the last-level cache, so that the next
-/// call reads its experts from memory as a decode step does (the same
-/// experts, called again, would otherwise come from L3).
-void evictCaches() {
-  static std::vector<uint8_t> big(size_t(512) << 20, 1);
-  static volatile uint64_t sink;
-  uint64_t acc = 0;
-  for (size_t i = 0; i < big.size(); i += 64)
-    acc += big[i];
-  sink = acc;
-}
 
 template <typename F> double bestSeconds(F &&f, double budget) {
   f(); // warm-up
   double best = 1e30, spent = 0;
   for (int i = 0; i < 20 && (i < 5 || spent < budget); ++i) {
-    evictCaches();
+    hyc::codegen::evict_caches();
     const auto t0 = Clock::now();
     f();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -420,42 +420,22 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   tp.follower_waits = true;
   if (Status s = start_ranks(positional[0], tp_flag, &tp); !s.ok())
     return cli::runtime_error(err, command, s.message());
-  if (Status s = join_ranks(nullptr, &tp); !s.ok()) {
-    (void)finish_ranks(&tp, false, cli::kExitError, s.message());
-    return cli::runtime_error(err, command, s.message());
-  }
-  if (tp.rank > 0) {
-    // Ctrl-C reaches the whole process group: the followers leave when rank
-    // 0 stops them (or dies), not before it has finished its last step.
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-    EngineOptions eo;
-    eo.page_size = page_size;
-    eo.num_pages = kv_pages;
-    cli::Session session;
-    ArtifactOptions ao;
-    ao.verify_weights = !no_verify;
-    Status s = cli::open_session(tp.dir, ao, eo, 0, &session);
-    if (s.ok())
-      s = join_ranks(session.artifact.get(), &tp);
-    if (s.ok())
-      s = follow_steps(session.engine.get(), &tp);
-    if (!s.ok())
-      err << "rank " << tp.rank << ": " << command << ": " << s.message() << "\n";
-    (void)finish_ranks(&tp, s.ok(), s.ok() ? cli::kExitOk : cli::kExitError,
-                       "rank " + std::to_string(tp.rank) + ": " + s.message());
-    return cli::kExitOk; // not reached: finish_ranks exits a rank > 0
-  }
+  // A rank's error, printed first (a rank > 0 exits in finish_ranks) and
+  // sent to the others so that they stop at once.
+  const std::string who = tp.rank > 0 ? "rank " + std::to_string(tp.rank) + ": " : "";
   auto fail = [&](const std::string &message) {
-    (void)finish_ranks(&tp, false, cli::kExitError, "rank 0: " + message);
-    return cli::runtime_error(err, command, message);
+    const int rc = cli::runtime_error(err, who + command, message);
+    (void)finish_ranks(&tp, false, rc, (tp.rank > 0 ? who : "rank 0: ") + message);
+    return rc;
   };
+  if (Status s = join_ranks(nullptr, &tp); !s.ok())
+    return fail(s.message());
 
-  // SIGINT / SIGTERM end the server cleanly: blocked here (every thread
-  // started later inherits the mask) and taken by one sigwait thread.
+  // SIGINT / SIGTERM are blocked in every rank (every thread started later
+  // inherits the mask). Rank 0 takes them with one sigwait thread and ends
+  // the server cleanly; the other ranks leave when rank 0 stops them (or
+  // dies), not before it has finished its last step, though Ctrl-C reaches
+  // the whole process group.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -468,10 +448,16 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   cli::Session session;
   ArtifactOptions ao;
   ao.verify_weights = !no_verify;
-  if (Status s = cli::open_session(positional[0], ao, eo, 0, &session); !s.ok())
+  if (Status s = cli::open_session(tp.dir, ao, eo, 0, &session); !s.ok())
     return fail(s.message());
   if (Status s = join_ranks(session.artifact.get(), &tp); !s.ok())
     return fail(s.message());
+  if (tp.rank > 0) { // runs rank 0's steps until it stops them
+    if (Status s = follow_steps(session.engine.get(), &tp); !s.ok())
+      return fail(s.message());
+    (void)finish_ranks(&tp, true, cli::kExitOk);
+    return cli::kExitOk; // not reached: finish_ranks exits a rank > 0
+  }
   lead_steps(session.engine.get(), &tp);
   SchedulerOptions so;
   so.mixed_steps = !no_mixed;

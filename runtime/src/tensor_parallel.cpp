@@ -108,18 +108,26 @@ int32_t allReduce(void *ctx, float *data, int64_t n) {
   return 0;
 }
 
+/// `dir`/manifest.json parsed; false when it cannot be read, with the
+/// parser's error in `why` when it can be read but not parsed.
+bool readManifest(const std::string &dir, Manifest *m, Status *why) {
+  std::ifstream in(dir + "/manifest.json");
+  if (!in)
+    return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  *why = parse_manifest(text.str(), dir + "/manifest.json", m);
+  return why->ok();
+}
+
 } // namespace
 
 Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp) {
   tp->dir = dir;
-  std::ifstream in(dir + "/manifest.json");
-  if (!in)
-    return Status::Ok(); // opening the artifact names what is missing
-  std::stringstream text;
-  text << in.rdbuf();
   Manifest m;
-  if (Status s = parse_manifest(text.str(), dir + "/manifest.json", &m); !s.ok())
-    return Status::Ok(); // likewise: Artifact::open reports it
+  Status parsed;
+  if (!readManifest(dir, &m, &parsed))
+    return Status::Ok(); // opening the artifact names what is missing or malformed
   if (m.tp_rank != 0)
     return Status::Error(dir + " is rank " + std::to_string(m.tp_rank) + " of a " +
                          std::to_string(m.tp_size) +
@@ -168,15 +176,13 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
     return Status::Ok();
   for (int64_t r = 1; r < m.tp_size; ++r) {
     const std::string rankDir = dir + "/ranks/" + std::to_string(r);
-    std::ifstream rin(rankDir + "/manifest.json");
-    if (!rin)
-      return Status::Error(dir + " is rank 0 of " + std::to_string(m.tp_size) +
-                           " but has no " + rankDir + "/manifest.json");
-    std::stringstream rtext;
-    rtext << rin.rdbuf();
     Manifest rm;
-    if (Status s = parse_manifest(rtext.str(), rankDir + "/manifest.json", &rm); !s.ok())
-      return s;
+    Status rankParsed;
+    if (!readManifest(rankDir, &rm, &rankParsed))
+      return rankParsed.ok() ? Status::Error(dir + " is rank 0 of " +
+                                             std::to_string(m.tp_size) + " but has no " +
+                                             rankDir + "/manifest.json")
+                             : rankParsed;
     if (rm.tp_rank != r || rm.tp_size != m.tp_size || rm.model.vocab_size != m.model.vocab_size ||
         rm.limits.max_seq_len != m.limits.max_seq_len ||
         rm.limits.max_batch_tokens != m.limits.max_batch_tokens ||
