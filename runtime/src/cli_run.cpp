@@ -5,6 +5,7 @@
 #include "cli_args.h"
 #include "cli_common.h"
 #include "hyrt/npy.h"
+#include "hyrt/rank_group.h"
 #include "hyrt/tensor_parallel.h"
 
 #include <algorithm>
@@ -177,8 +178,9 @@ int run_rank(const std::string &command, const std::string *implied_dir,
   const Manifest &m = session.artifact->manifest();
   if (f.verbose)
     err << command << ": variant " << session.artifact->variant_reason() << "\n";
-  if (f.verbose && !tp.placement.empty())
-    err << command << ": tensor parallel, " << tp.placement << "\n";
+  if (f.verbose && tp.group)
+    err << command << ": tensor parallel, rank " << tp.rank << " of " << tp.size << " over "
+        << tp.group->transport() << (tp.placement.empty() ? "" : "; " + tp.placement) << "\n";
   const Tokenizer *tok = session.artifact->tokenizer();
 
   std::vector<int32_t> prompt = f.prompt_ids;

@@ -3,6 +3,7 @@
 
 #include "hyrt/artifact.h"
 #include "hyrt/engine.h"
+#include "hyrt/mpi_group.h"
 #include "hyrt/placement.h"
 #include "hyrt/shm_group.h"
 
@@ -139,8 +140,9 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
                                                std::to_string(requested) + ")"
                                          : " ranks (hyc compile --tp)"));
   // Under Open MPI's mpirun every rank is already a process: take the
-  // rank from the launcher instead of forking (shared memory between them;
-  // the MPI transport between machines is not built yet).
+  // rank from the launcher instead of forking. On one machine the ranks
+  // meet in shared memory; on several, MPI joins the machines
+  // (hyrt/mpi_group.h).
   if (const char *worldSize = std::getenv("OMPI_COMM_WORLD_SIZE")) {
     const int size = std::atoi(worldSize);
     const char *worldRank = std::getenv("OMPI_COMM_WORLD_RANK");
@@ -156,11 +158,18 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
       if (!worldRank || !job)
         return Status::Error("mpirun: OMPI_COMM_WORLD_RANK or the job id (PMIX_NAMESPACE) "
                              "is missing from the environment");
-      if (!localSize || std::atoi(localSize) != size)
-        return Status::Error("mpirun placed the " + std::to_string(size) +
-                             " ranks on several machines; ranks talk through shared "
-                             "memory, so they must share one machine (the MPI transport "
-                             "between machines is not built yet)");
+      if (const char *perNode = std::getenv("HYC_TP_RANKS_PER_NODE")) {
+        char *end = nullptr;
+        const long k = std::strtol(perNode, &end, 10);
+        if (end == perNode || *end != '\0' || k < 1 || size % k != 0)
+          return Status::Error(std::string("HYC_TP_RANKS_PER_NODE='") + perNode +
+                               "', expected a count of ranks that divides the " +
+                               std::to_string(size) + " ranks");
+        tp->ranks_per_node = int(k);
+        tp->across_machines = true;
+      } else {
+        tp->across_machines = !localSize || std::atoi(localSize) != size;
+      }
       tp->size = size;
       tp->rank = std::atoi(worldRank);
       if (tp->rank > 0)
@@ -246,6 +255,15 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
 Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   if (tp->size == 1)
     return Status::Ok();
+  if (!tp->group && tp->across_machines) {
+    MpiGroupOptions o;
+    o.shm_prefix = tp->group_name;
+    o.ranks_per_node = tp->ranks_per_node;
+    o.timeout_s = tp->rank > 0 && tp->follower_waits ? 1e12 : timeoutSeconds();
+    if (Status s = join_mpi_group(o, &tp->group); !s.ok())
+      return Status::Error("tensor-parallel rank " + std::to_string(tp->rank) + ": " +
+                           s.message());
+  }
   if (!tp->group) {
     ShmGroupOptions o;
     o.name = tp->group_name;
@@ -267,9 +285,11 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
         }
         return {};
       };
-    if (Status s = ShmGroup::join(o, &tp->group); !s.ok())
+    std::unique_ptr<ShmGroup> group;
+    if (Status s = ShmGroup::join(o, &group); !s.ok())
       return Status::Error("tensor-parallel rank " + std::to_string(tp->rank) + ": " +
                            s.message());
+    tp->group = std::move(group);
   }
   if (!artifact)
     return Status::Ok();
@@ -290,8 +310,8 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
     return Status::Error("tensor parallel: " + s.message());
   // Every rank has the segment mapped: its name can go now, so that a
   // crash of any rank leaves nothing behind in /dev/shm.
-  if (tp->rank == 0)
-    ::shm_unlink(tp->group_name.c_str());
+  if (tp->rank == 0 && !tp->across_machines)
+    ::shm_unlink(tp->group_name.c_str()); // (a node's leader unlinks its own under MPI)
   tp->ready = true;
   return Status::Ok();
 }
@@ -404,6 +424,8 @@ Status finish_ranks(TensorParallel *tp, bool ok, int exit_code, const std::strin
   if (tp->rank > 0) {
     if (!ok && tp->group)
       tp->group->abort(why.empty() ? "rank " + std::to_string(tp->rank) + " stopped" : why);
+    if (tp->across_machines)
+      tp->group.reset(); // MPI_Finalize: mpirun counts a rank that skips it as failed
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);

@@ -1,7 +1,7 @@
 // Tensor parallel end to end (issue 14): `hyc compile --tp 2` splits the
 // model over two ranks, `hyc run` starts two real processes that join a
 // real shared-memory group, and the pair must generate what one rank does.
-#include "test/e2e/e2e_util.h"
+#include "test/e2e/tensor_parallel_util.h"
 
 #include "hyrt/npy.h"
 
@@ -22,47 +22,6 @@
 
 namespace hyc::e2e {
 namespace {
-
-struct Generated {
-  std::vector<int32_t> ids;
-  hyrt::NpyArray logits;
-};
-
-/// Greedy ids (--print-ids) and every position's logits of one run.
-Generated generate(const std::string &artifact, const std::string &tag, int n) {
-  Generated g;
-  const std::string npy = tempDir() + "/" + tag + ".npy";
-  CommandResult r = runHycWithin(120, {"run", artifact, "--prompt-ids", "1,17,42,7,99", "-n",
-                                       std::to_string(n), "--ignore-eos", "--print-ids",
-                                       "--no-stats", "--logits-out", npy});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::istringstream in(r.out);
-  for (int32_t id; in >> id;)
-    g.ids.push_back(id);
-  EXPECT_TRUE(hyrt::read_npy_f32(npy, &g.logits).ok()) << npy;
-  return g;
-}
-
-std::string synth(const std::string &arch, const std::string &preset, int seed) {
-  const std::string dir = tempDir() + "/tp-" + arch + "-" + preset + "-" + std::to_string(seed);
-  CommandResult s = runHyc({"synth", "--arch", arch, "--preset", preset, "--seed",
-                            std::to_string(seed), "-o", dir});
-  EXPECT_EQ(s.exit_code, 0) << s.err;
-  return dir;
-}
-
-/// stdout of a shell command and its exit status.
-std::pair<std::string, int> shell(const std::string &command) {
-  std::string out;
-  FILE *p = ::popen(command.c_str(), "r");
-  if (!p)
-    return {"", -1};
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
-    out.append(buf, n);
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
 
 using TpCase = std::tuple<std::string, std::string, bool>; // arch, target, expert parallel
 
@@ -99,13 +58,8 @@ TEST_P(TwoRanks, SameTokensAndLogitsAsOneRank) {
   const Generated b = generate(two, tag + "-2", 24);
   ASSERT_EQ(a.ids.size(), 24u);
   EXPECT_EQ(a.ids, b.ids);
-  ASSERT_EQ(a.logits.data.size(), b.logits.data.size());
-  ASSERT_FALSE(a.logits.data.empty());
-  float scale = 0, worst = 0;
-  for (size_t i = 0; i < a.logits.data.size(); ++i) {
-    scale = std::max(scale, std::fabs(a.logits.data[i]));
-    worst = std::max(worst, std::fabs(a.logits.data[i] - b.logits.data[i]));
-  }
+  const LogitGap gap = logitGap(a, b);
+  const float scale = gap.scale, worst = gap.worst;
   std::printf("%s %s%s: %zu logits, max |tp2 - tp1| %.3g of max |logit| %.3g\n",
               arch.c_str(), target.c_str(), ep ? " (ep 2)" : "", a.logits.data.size(), worst,
               scale);
@@ -246,16 +200,6 @@ TEST(TensorParallel, ARankThatCannotStartStopsEveryRank) {
   EXPECT_NE(r.err.find("ranks/1/weights.bin: cannot open"), std::string::npos) << r.err;
 }
 
-/// The pids of `pid`'s children (Linux /proc).
-std::vector<pid_t> childrenOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
-                   "/children");
-  std::vector<pid_t> out;
-  for (pid_t c; in >> c;)
-    out.push_back(c);
-  return out;
-}
-
 // Rank 1 killed (SIGKILL) in the middle of a generation: rank 0 stops
 // within 5 s with an error naming rank 1, instead of waiting for it.
 TEST(TensorParallel, KillingARankMidGenerationStopsTheOthers) {
@@ -321,31 +265,6 @@ TEST(TensorParallel, BenchReportsTheCollectiveShare) {
     const double share = j[key].get<double>();
     EXPECT_GT(share, 0.0) << key;
     EXPECT_LT(share, 1.0) << key;
-  }
-}
-
-// The same ranks started by Open MPI's mpirun on this machine (loopback):
-// each process takes its rank from the launcher instead of forking, and
-// they meet in shared memory; the tokens are one rank's.
-TEST(TensorParallel, MpirunRanksMatchOneRank) {
-  if (shell("command -v mpirun >/dev/null 2>&1").second != 0)
-    GTEST_SKIP() << "mpirun (Debian openmpi-bin) is not installed";
-  for (const char *arch : {"llama", "qwen3-moe", "deepseek-v3"}) {
-    const std::string ckpt = synth(arch, "tiny", 5);
-    const std::string one = compileOnce(ckpt, {"--target", "portable"});
-    const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
-    const Generated a = generate(one, std::string(arch) + "-mpi-1", 16);
-    // Root may launch (CI containers); coreutils timeout bounds a hang.
-    const auto [out, rc] = shell(
-        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 2 '" +
-        std::string(HYC_BIN) + "' run '" + two +
-        "' --prompt-ids 1,17,42,7,99 -n 16 --ignore-eos --print-ids --no-stats 2>&1");
-    ASSERT_EQ(rc, 0) << arch << ": " << out;
-    std::istringstream in(out);
-    std::vector<int32_t> ids;
-    for (int32_t id; in >> id;)
-      ids.push_back(id);
-    EXPECT_EQ(ids, a.ids) << arch << ": " << out;
   }
 }
 

@@ -22,6 +22,7 @@
 #ifndef HYRT_SHM_GROUP_H
 #define HYRT_SHM_GROUP_H
 
+#include "hyrt/rank_group.h"
 #include "hyrt/status.h"
 
 #include <cstddef>
@@ -46,28 +47,24 @@ struct ShmGroupOptions {
   std::function<std::string()> peer_check;
 };
 
-class ShmGroup {
+class ShmGroup final : public RankGroup {
 public:
   /// Joins the group: rank 0 creates the segment (an old one of the same
   /// name is replaced), the others open it once it exists; returns when
   /// every rank has joined, or an error naming the ranks missing at the
   /// deadline, or what failed (shm_open, the segment's geometry).
   static Status join(const ShmGroupOptions &options, std::unique_ptr<ShmGroup> *out);
-  ~ShmGroup();
+  ~ShmGroup() override;
   ShmGroup(const ShmGroup &) = delete;
   ShmGroup &operator=(const ShmGroup &) = delete;
 
-  int rank() const;
-  int size() const;
-
-  /// data[0..n) = the elementwise sum over the ranks' data (in place).
-  Status all_reduce_sum(float *data, size_t n);
-  /// out[r * n .. (r + 1) * n) = rank r's in[0..n), on every rank.
-  Status all_gather(const float *in, size_t n, float *out);
-  /// Returns when every rank has called it.
-  Status barrier();
-  /// Tells every rank that this one failed (their waits end with `why`).
-  void abort(const std::string &why);
+  int rank() const override;
+  int size() const override;
+  Status all_reduce_sum(float *data, size_t n) override;
+  Status all_gather(const float *in, size_t n, float *out) override;
+  Status barrier() override;
+  void abort(const std::string &why) override;
+  std::string transport() const override { return "shared memory"; }
 
   struct Impl;
 

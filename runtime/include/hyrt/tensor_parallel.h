@@ -12,6 +12,10 @@
 // every rank's logits are bit-identical and each samples the same token
 // with no broadcast; only rank 0 writes output.
 //
+// Under Open MPI's mpirun the launcher starts the ranks (no fork); when it
+// spreads them over several machines, the collectives run through
+// hyrt/mpi_group.h (shared memory inside each machine, MPI between them).
+//
 // Failure: a rank that dies, or fails to open its artifact or to join,
 // makes the others' next collective fail within milliseconds with an error
 // naming it (ShmGroup watches its peers); finish_ranks() collects the
@@ -32,14 +36,18 @@ namespace hyrt {
 
 class Artifact;
 class Engine;
-class ShmGroup;
+class RankGroup;
 
 struct TensorParallel {
   int rank = 0, size = 1;
   std::string dir;             ///< this rank's artifact directory
   std::vector<pid_t> children; ///< rank 0: the pids of ranks 1..size-1
-  std::string group_name;      ///< the shared-memory segment
-  std::unique_ptr<ShmGroup> group;
+  std::string group_name;      ///< the shared-memory segment (its prefix under MPI)
+  std::unique_ptr<RankGroup> group;
+  /// mpirun placed the ranks on several machines (or HYC_TP_RANKS_PER_NODE
+  /// asks to run as if): Open MPI between nodes, shared memory inside.
+  bool across_machines = false;
+  int ranks_per_node = 0;      ///< HYC_TP_RANKS_PER_NODE; 0: by host name
   std::string error;           ///< the last failed collective's reason
   double collective_seconds = 0; ///< inside the artifact's all-reduces so far
   std::string placement;       ///< where the ranks run (describe_placement)

@@ -1,0 +1,37 @@
+// The collectives that tensor-parallel ranks run, whatever carries them:
+// shared memory between the ranks of one machine (hyrt/shm_group.h), or
+// shared memory inside each machine and Open MPI between them
+// (hyrt/mpi_group.h). Every rank gets the same bits from every collective,
+// which is what lets the ranks sample alike without a broadcast.
+#ifndef HYRT_RANK_GROUP_H
+#define HYRT_RANK_GROUP_H
+
+#include "hyrt/status.h"
+
+#include <cstddef>
+#include <string>
+
+namespace hyrt {
+
+class RankGroup {
+public:
+  virtual ~RankGroup() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// data[0..n) = the elementwise sum over the ranks' data (in place).
+  virtual Status all_reduce_sum(float *data, size_t n) = 0;
+  /// out[r * n .. (r + 1) * n) = rank r's in[0..n), on every rank.
+  virtual Status all_gather(const float *in, size_t n, float *out) = 0;
+  /// Returns when every rank has called it.
+  virtual Status barrier() = 0;
+  /// Tells every rank that this one failed (their waits end with `why`).
+  virtual void abort(const std::string &why) = 0;
+  /// What carries the collectives, for messages and `hyc run --verbose`.
+  virtual std::string transport() const = 0;
+};
+
+} // namespace hyrt
+
+#endif // HYRT_RANK_GROUP_H
