@@ -215,7 +215,7 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
         {"eos_token_id", s.eos_token_id}}},
       {"kv_cache",
        {{"num_layers", s.num_layers},
-        {"num_kv_heads", s.mla ? 1 : s.num_kv_heads / info.tpSize},
+        {"num_kv_heads", s.mla ? 1 : info.kvCacheHeads ? info.kvCacheHeads : s.num_kv_heads},
         {"k_head_dim", s.mla ? s.mla->kv_lora_rank + s.mla->qk_rope_head_dim
                              : s.head_dim},
         {"v_head_dim", s.mla ? 0 : s.head_dim},

@@ -38,8 +38,10 @@ struct ArtifactInfo {
   std::string kvCacheDtype = "f32"; ///< the strategy pass's decision
   std::string source;
   /// Tensor parallel (hyc-global-shard): this artifact is rank tpRank of
-  /// tpSize; its KV cache holds num_kv_heads / tpSize heads.
-  int64_t tpRank = 0, tpSize = 1;
+  /// tpSize; its KV cache holds kvCacheHeads of the model's kv heads (the
+  /// shard pass's decision: num_kv_heads / tpSize, or one shared kv head
+  /// when there are fewer than ranks; 0: the model's).
+  int64_t tpRank = 0, tpSize = 1, kvCacheHeads = 0;
 };
 
 /// Writes `dir`/weights.bin (fp32, each tensor 64-byte aligned, in table

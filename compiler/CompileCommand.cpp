@@ -568,15 +568,28 @@ int runCompileCommand(int argc, char **argv) {
       auto shards = tpAttr ? tpAttr.getAs<mlir::DictionaryAttr>("shards") : nullptr;
       if (!shards)
         return fail("hyc-global-shard left no hyc.tensor_parallel.shards");
-      std::map<std::string, int64_t> splits;
-      for (mlir::NamedAttribute a : shards)
-        splits[a.getName().str()] = llvm::cast<mlir::IntegerAttr>(a.getValue()).getInt();
-      checkpoint->weights =
-          shardWeights(std::move(checkpoint->weights), splits, tpRank, tp, error);
+      // A dim (rank r of tp equal parts), or [dim, parts, index, whole].
+      std::map<std::string, ShardSpec> splits;
+      for (mlir::NamedAttribute a : shards) {
+        ShardSpec spec{0, tp, tpRank, 0};
+        if (auto dim = llvm::dyn_cast<mlir::IntegerAttr>(a.getValue()))
+          spec.dim = dim.getInt();
+        else if (auto v = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(a.getValue());
+                 v && v.size() == 4)
+          spec = {v[0], v[1], v[2], v[3]};
+        else
+          return fail("hyc.tensor_parallel.shards: " + a.getName().str() +
+                      " is neither a dim nor [dim, parts, index, whole]");
+        splits[a.getName().str()] = spec;
+      }
+      checkpoint->weights = shardWeights(std::move(checkpoint->weights), splits, error);
       if (!checkpoint->weights)
         return fail(error);
       info.tpRank = tpRank;
       info.tpSize = tp;
+      if (auto bounds = vm->getAttrOfType<mlir::DictionaryAttr>("hyc.step_bounds"))
+        if (auto heads = bounds.getAs<mlir::IntegerAttr>("kv_num_kv_heads"))
+          info.kvCacheHeads = heads.getInt();
     }
     if (args.has("print-schedule")) {
       if (variants.size() > 1)

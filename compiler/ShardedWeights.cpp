@@ -1,6 +1,7 @@
 // A tensor-parallel rank's slices of the checkpoint (see ShardedWeights.h).
 #include "compiler/ShardedWeights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -11,23 +12,30 @@ namespace {
 
 class ShardedWeightSource : public models::WeightSource {
 public:
-  ShardedWeightSource(std::unique_ptr<models::WeightSource> base, int64_t rank, int64_t size)
-      : base_(std::move(base)), rank_(rank), size_(size), infos_(base_->weights()) {}
+  explicit ShardedWeightSource(std::unique_ptr<models::WeightSource> base)
+      : base_(std::move(base)), infos_(base_->weights()) {}
 
-  /// Shrinks `name`'s dim; false with `error` when it cannot.
-  bool split(const std::string &name, int64_t dim, std::string &error) {
+  /// Shrinks `name`'s dim to its part; false with `error` when it cannot.
+  bool split(const std::string &name, ShardSpec spec, std::string &error) {
     for (size_t i = 0; i < infos_.size(); ++i) {
       models::WeightInfo &w = infos_[i];
       if (w.name != name)
         continue;
       const int64_t rank = int64_t(w.shape.size());
-      if (rank < 1 || rank > 2 || dim >= rank || w.shape[size_t(dim)] % size_ != 0) {
+      const int64_t stored = spec.dim < rank && spec.dim >= 0 ? w.shape[size_t(spec.dim)] : 0;
+      if (spec.whole == 0)
+        spec.whole = stored; // not padded
+      if (rank < 1 || rank > 2 || spec.dim < 0 || spec.dim >= rank || spec.parts < 1 ||
+          spec.index < 0 || spec.index >= spec.parts || spec.whole < stored ||
+          spec.whole % spec.parts != 0) {
         error = "tensor parallel: " + name + " cannot be split along dim " +
-                std::to_string(dim) + " into " + std::to_string(size_) + " equal parts";
+                std::to_string(spec.dim) + " into " + std::to_string(spec.parts) +
+                " equal parts of " + std::to_string(spec.whole) + " (stored " +
+                std::to_string(stored) + ")";
         return false;
       }
-      splits_[name] = {dim, w.shape};
-      w.shape[size_t(dim)] /= size_;
+      splits_[name] = {spec, w.shape};
+      w.shape[size_t(spec.dim)] = spec.whole / spec.parts;
       index_[name] = i;
       return true;
     }
@@ -47,19 +55,26 @@ public:
       return base_->read_f32(name, out);
     const Split &s = it->second;
     const int64_t rows = s.shape[0], cols = s.shape.size() > 1 ? s.shape[1] : 1;
-    if (s.dim == 0 && base_->read_f32_rows(name, rank_ * rows / size_, rows / size_, out))
-      return {};
+    const int64_t part = s.spec.whole / s.spec.parts, first = s.spec.index * part;
+    // The stored rows / columns of [first, first + part); the rest is padding.
+    const int64_t stored = std::max<int64_t>(0, std::min(part, (s.spec.dim == 0 ? rows : cols) -
+                                                                   first));
+    if (s.spec.dim == 0) {
+      std::fill(out + stored * cols, out + part * cols, 0.0f);
+      if (stored == 0 || base_->read_f32_rows(name, first, stored, out))
+        return {};
+    }
     std::vector<float> whole(size_t(rows * cols));
     if (models::Status st = base_->read_f32(name, whole.data()); !st.ok())
       return st;
-    if (s.dim == 0) {
-      const int64_t part = rows / size_;
-      std::memcpy(out, whole.data() + rank_ * part * cols, sizeof(float) * size_t(part * cols));
+    if (s.spec.dim == 0) {
+      std::memcpy(out, whole.data() + first * cols, sizeof(float) * size_t(stored * cols));
     } else {
-      const int64_t part = cols / size_;
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(out + r * part, whole.data() + r * cols + rank_ * part,
-                    sizeof(float) * size_t(part));
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(out + r * part, whole.data() + r * cols + first,
+                    sizeof(float) * size_t(stored));
+        std::fill(out + r * part + stored, out + (r + 1) * part, 0.0f);
+      }
     }
     return {};
   }
@@ -68,26 +83,31 @@ public:
     auto it = splits_.find(name);
     if (it == splits_.end())
       return base_->read_f32_rows(name, row0, rows, out);
-    // Rows of a dim-0 split are rows of the whole tensor, offset.
-    return it->second.dim == 0 &&
-           base_->read_f32_rows(name, rank_ * it->second.shape[0] / size_ + row0, rows, out);
+    // Rows of a dim-0 split are rows of the whole tensor, offset (padding
+    // rows read through read_f32).
+    const Split &s = it->second;
+    const int64_t first = s.spec.index * (s.spec.whole / s.spec.parts);
+    return s.spec.dim == 0 && first + row0 + rows <= s.shape[0] &&
+           base_->read_f32_rows(name, first + row0, rows, out);
   }
   bool read_int8_channel(const std::string &name, int8_t *q, float *scale) const override {
     auto it = splits_.find(name);
     if (it == splits_.end())
       return base_->read_int8_channel(name, q, scale);
-    // A row split keeps each row's int8 values and scale; a column split
-    // would need each part's own scale: re-quantized from fp32 instead.
+    // An unpadded row split keeps each row's int8 values and scale; a
+    // column split would need each part's own scale, and padding rows have
+    // none: re-quantized from fp32 instead.
     const Split &s = it->second;
-    if (s.dim != 0 || s.shape.size() != 2)
+    if (s.spec.dim != 0 || s.shape.size() != 2 || s.spec.whole != s.shape[0])
       return false;
-    const int64_t n = s.shape[0], k = s.shape[1], part = n / size_;
+    const int64_t n = s.shape[0], k = s.shape[1], part = n / s.spec.parts,
+                  first = s.spec.index * part;
     std::vector<int8_t> wq(size_t(n * k));
     std::vector<float> ws(static_cast<size_t>(n));
     if (!base_->read_int8_channel(name, wq.data(), ws.data()))
       return false;
-    std::memcpy(q, wq.data() + rank_ * part * k, size_t(part * k));
-    std::memcpy(scale, ws.data() + rank_ * part, sizeof(float) * size_t(part));
+    std::memcpy(q, wq.data() + first * k, size_t(part * k));
+    std::memcpy(scale, ws.data() + first, sizeof(float) * size_t(part));
     return true;
   }
   bool read_fp8_block(const std::string &name, uint8_t *codes,
@@ -101,11 +121,10 @@ public:
 
 private:
   struct Split {
-    int64_t dim;
-    std::vector<int64_t> shape; ///< the whole tensor's
+    ShardSpec spec;
+    std::vector<int64_t> shape; ///< the stored tensor's
   };
   std::unique_ptr<models::WeightSource> base_;
-  int64_t rank_, size_;
   std::vector<models::WeightInfo> infos_;
   std::unordered_map<std::string, size_t> index_;
   std::unordered_map<std::string, Split> splits_;
@@ -115,15 +134,10 @@ private:
 
 std::unique_ptr<models::WeightSource>
 shardWeights(std::unique_ptr<models::WeightSource> base,
-             const std::map<std::string, int64_t> &splits, int64_t rank, int64_t size,
-             std::string &error) {
-  if (size < 1 || rank < 0 || rank >= size) {
-    error = "tensor parallel: rank " + std::to_string(rank) + " of " + std::to_string(size);
-    return nullptr;
-  }
-  auto source = std::make_unique<ShardedWeightSource>(std::move(base), rank, size);
-  for (const auto &[name, dim] : splits)
-    if (!source->split(name, dim, error))
+             const std::map<std::string, ShardSpec> &splits, std::string &error) {
+  auto source = std::make_unique<ShardedWeightSource>(std::move(base));
+  for (const auto &[name, spec] : splits)
+    if (!source->split(name, spec, error))
       return nullptr;
   return source;
 }

@@ -13,6 +13,7 @@ namespace hyc::compiler {
 static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|small] [--seed N] -o DIR
        hyc synth --preset dense-1b|moe-small|mla-small [--seed N] -o DIR
                  [--fp8 [--dequantized-copy DIR2] | --int8]
+                 [--ffn N] [--expert-ffn N]
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
 names, model.safetensors, and a llama2.c tokenizer.bin) with seeded weights.
@@ -29,6 +30,8 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
                          with one weight_scale per output row (w8a8_int8)
   --dequantized-copy D   with --fp8: also write the exact fp32 dequantized
                          twin of the checkpoint to D
+  --ffn N                the dense MLP width instead of the preset's
+  --expert-ffn N         each routed expert's width instead of the preset's
 )";
 
 static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16]
@@ -69,7 +72,8 @@ int runConvertGgufCommand(int argc, char **argv) {
 }
 
 int runSynthCommand(int argc, char **argv) {
-  cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy"},
+  cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy", "ffn",
+                  "expert-ffn"},
                  {"help", "fp8", "int8"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
@@ -103,6 +107,17 @@ int runSynthCommand(int argc, char **argv) {
   options.fp8 = args.has("fp8");
   options.int8 = args.has("int8");
   options.dequantize_fp8_to = args.get("dequantized-copy");
+  for (const char *key : {"ffn", "expert-ffn"}) {
+    if (!args.has(key))
+      continue;
+    int64_t width = 0;
+    if (!args.getInt(key, 0, width, error)) {
+      std::fprintf(stderr, "hyc synth: %s\n", error.c_str());
+      return 2;
+    }
+    (std::string(key) == "ffn" ? options.intermediate_size
+                               : options.expert_intermediate_size) = width;
+  }
   auto status = models::synthesize(options);
   if (!status.ok()) {
     std::fprintf(stderr, "hyc synth: error: %s\n", status.error().c_str());

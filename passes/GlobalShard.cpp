@@ -33,17 +33,26 @@
 // a broadcast.
 //
 // The decisions, visible in --compile-to dumps:
-// - `hyc.shard = array<i64: dim, rank, size>` on every split param (dim 0:
-//   rows of a [N, K] weight or a bias; dim 1: its columns);
+// - `hyc.shard = array<i64: dim, part, parts[, whole]>` on every split param
+//   (dim 0: rows of a [N, K] weight or a bias; dim 1: its columns; part /
+//   parts is rank / size except for shared kv heads; `whole` when the dim
+//   is padded);
 // - the module attribute `hyc.tensor_parallel = {rank, size, shards}`,
-//   `shards` mapping each split checkpoint tensor to its dim. The compiler
+//   `shards` mapping each split checkpoint tensor to its dim, or to
+//   [dim, parts, part, whole] when it is not rank r's of N equal parts
+//   of the stored dim. The compiler
 //   reads it to give the artifact writer the rank's slice of each tensor
 //   (later passes rename params: fused [gate; up], quantized derivations).
 //
 // Types follow: each split param's dim shrinks by N, and every op between
 // the split GEMMs and the next all-reduce gets its result type recomputed.
-// A shape that does not divide (heads, kv heads or ffn width by N) is
-// refused by name; padding uneven shards is not done yet.
+// Uneven shapes: an ffn width (dense MLP or each expert's) that does not
+// divide by N is padded with zeros to the next multiple (zero gate/up rows
+// and down columns: exact; the kernels pack 32-column panels, so a share
+// of any width runs the same kernel). Fewer kv heads than ranks (N a
+// multiple of them): each kv head's k/v rows go to the N / kv consecutive
+// ranks whose q heads read it (its KV cache holds that one head). Heads
+// that do not divide are refused by name.
 //
 // MLA (DeepSeek): q_b (or q_proj) and kv_b are split by heads, o_proj is
 // row-parallel; the latent projection (kv_a) and the latent cache stay
@@ -92,9 +101,20 @@ QuantMatmulOp projectionOf(Value v) {
   return {};
 }
 
+/// One param's part: part `index` of `parts` equal parts along `dim`, of
+/// the dim padded with zeros to `whole`.
 struct Split {
   ParamOp param;
   int64_t dim;
+  int64_t parts, index, whole;
+};
+
+/// How a column-parallel GEMM's rows are cut: by default rank r's of N equal
+/// parts; k/v projections with fewer kv heads than ranks in kv-head parts
+/// (N / kv ranks share each); an ffn width that does not divide padded.
+struct Cut {
+  int64_t parts = 0, index = 0; ///< 0 parts: the rank's of tp-size
+  bool pad = false;             ///< an uneven width may be padded with zeros
 };
 
 struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardPass> {
@@ -114,7 +134,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
   /// Records `mm` as column- (dim 0) or row-parallel (dim 1); false with a
   /// diagnostic when its operands cannot be split.
   bool plan(QuantMatmulOp mm, int64_t dim, llvm::MapVector<Operation *, Split> &splits,
-            llvm::SetVector<Operation *> &rowGemms) {
+            llvm::SetVector<Operation *> &rowGemms, Cut cut = {}) {
     auto param = mm.getWeight().getDefiningOp<ParamOp>();
     auto type = param ? dyn_cast<RankedTensorType>(param.getType()) : RankedTensorType();
     if (!type || type.getRank() != 2 || !type.hasStaticShape()) {
@@ -127,12 +147,13 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                         "policy and fusions (found a GEMM with scales or an epilogue)";
       return false;
     }
-    if (type.getDimSize(dim) % tpSize != 0) {
+    const Split split = cutOf(param, dim, cut);
+    if (split.whole % split.parts != 0) {
       mm.emitError() << "hyc-global-shard: cannot split " << param.getRef().getTensor()
                      << " (" << type.getDimSize(0) << " x " << type.getDimSize(1)
-                     << ") along dim " << dim << " over " << int64_t(tpSize)
+                     << ") along dim " << dim << " over " << split.parts
                      << " ranks: " << type.getDimSize(dim) << " is not a multiple of "
-                     << int64_t(tpSize) << " (uneven shards are not padded yet)";
+                     << split.parts << " (only ffn widths are padded)";
       return false;
     }
     if (!param->hasOneUse()) {
@@ -145,7 +166,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                      << " is both column- and row-parallel";
       return false;
     }
-    splits.insert({param, {param, dim}});
+    splits.insert({param, split});
     if (Value bias = mm.getBias()) {
       if (dim == 1) {
         mm.emitError() << "hyc-global-shard: a row-parallel GEMM's bias would be added "
@@ -158,7 +179,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         mm.emitError() << "hyc-global-shard: expected a [N] param bias read by this GEMM";
         return false;
       }
-      splits.insert({b, {b, 0}});
+      splits.insert({b, cutOf(b, 0, cut)});
     }
     if (dim == 1) {
       rowGemms.insert(mm);
@@ -179,15 +200,31 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                         "K] param read by it alone";
       return false;
     }
-    if (type.getDimSize(dim) % tpSize != 0) {
-      mm.emitError() << "hyc-global-shard: cannot split " << param.getRef().getTensor()
-                     << " along dim " << dim << " over " << int64_t(tpSize)
-                     << " ranks: " << type.getDimSize(dim) << " is not a multiple of "
-                     << int64_t(tpSize) << " (uneven shards are not padded yet)";
-      return false;
-    }
-    splits.insert({param, {param, dim}});
+    // Each expert's ffn width, padded when it does not divide.
+    splits.insert({param, cutOf(param, dim, Cut{0, 0, /*pad=*/true})});
     return true;
+  }
+
+  /// The part of `param`'s `dim` that `cut` gives this rank.
+  Split cutOf(ParamOp param, int64_t dim, Cut cut) {
+    const int64_t size = cast<RankedTensorType>(param.getType()).getDimSize(dim);
+    Split s{param, dim, cut.parts ? cut.parts : int64_t(tpSize),
+            cut.parts ? cut.index : int64_t(tpRank), size};
+    if (cut.pad)
+      s.whole = (size + s.parts - 1) / s.parts * s.parts;
+    return s;
+  }
+
+  /// The cut of k/v projections for `kvHeads` kv heads: N equal parts, or,
+  /// with fewer kv heads than ranks (N a multiple of them), one kv head per
+  /// part, shared by N / kvHeads consecutive ranks (their q heads all read
+  /// it). Zero parts when neither fits.
+  Cut kvCut(int64_t kvHeads) const {
+    if (kvHeads % tpSize == 0)
+      return {};
+    if (kvHeads > 0 && tpSize % kvHeads == 0)
+      return Cut{kvHeads, tpRank / (tpSize / kvHeads), false};
+    return Cut{-1, 0, false};
   }
 
   /// Decides the splits of one function: false (diagnosed) when a layer
@@ -202,31 +239,56 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     fn.walk([&](Operation *op) {
       if (!ok)
         return;
-      SmallVector<Value> columnInputs, attentionOutputs;
+      // Inputs of column-parallel GEMMs with their cut; outputs read by a
+      // row-parallel GEMM (padded like the MLP's ffn when `padOutputs`).
+      SmallVector<std::pair<Value, Cut>> columnInputs;
+      SmallVector<Value> attentionOutputs;
+      bool padOutputs = false;
+      auto kvInputs = [&](int64_t kvHeads, std::initializer_list<Value> kv) {
+        const Cut cut = kvCut(kvHeads);
+        if (cut.parts < 0) {
+          op->emitError() << "hyc-global-shard: " << kvHeads << " kv heads do not split over "
+                          << int64_t(tpSize) << " ranks (nor does " << int64_t(tpSize)
+                          << " split into them)";
+          ok = false;
+        }
+        for (Value v : kv)
+          if (v)
+            columnInputs.push_back({v, cut});
+      };
       if (auto a = dyn_cast<AttentionOp>(op)) {
-        columnInputs = {a.getQuery(), a.getKey(), a.getValue()};
+        columnInputs = {{a.getQuery(), Cut{}}};
+        kvInputs(cast<RankedTensorType>(a.getKey().getType()).getDimSize(1),
+                 {a.getKey(), a.getValue()});
         attentionOutputs.push_back(a.getResult());
       } else if (auto a = dyn_cast<PagedAttentionOp>(op)) {
-        columnInputs = {a.getQuery()};
+        columnInputs = {{a.getQuery(), Cut{}}};
         attentionOutputs.push_back(a.getResult());
       } else if (auto a = dyn_cast<MLAAttentionOp>(op)) {
         // The rank's heads of q (nope and rope parts) and of kv_b (the
         // heads' W_UK / W_UV rows), its heads' output columns to o_proj.
-        columnInputs = {a.getQNope(), a.getQPe()};
+        columnInputs = {{a.getQNope(), Cut{}}, {a.getQPe(), Cut{}}};
         attentionOutputs.push_back(a.getResult());
         auto kvB = a.getKvB().getDefiningOp<ParamOp>();
         auto t = kvB ? dyn_cast<RankedTensorType>(kvB.getType()) : RankedTensorType();
-        if (!t || t.getRank() != 2 || !kvB->hasOneUse() || t.getDimSize(0) % tpSize != 0) {
+        if (!t || t.getRank() != 2 || !kvB->hasOneUse()) {
           a.emitError() << "hyc-global-shard: expected a kv_b param of whole heads read by "
                            "this MLA op alone";
           ok = false;
           return;
         }
-        splits.insert({kvB, {kvB, 0}});
+        if (t.getDimSize(0) % tpSize != 0) {
+          a.emitError() << "hyc-global-shard: cannot split " << kvB.getRef().getTensor() << " ("
+                        << t.getDimSize(0) << " x " << t.getDimSize(1) << ", whole heads) over "
+                        << int64_t(tpSize) << " ranks: " << t.getDimSize(0)
+                        << " is not a multiple of " << int64_t(tpSize);
+          ok = false;
+          return;
+        }
+        splits.insert({kvB, cutOf(kvB, 0, Cut{})});
       } else if (auto k = dyn_cast<KVCacheAppendOp>(op); k && !latentCache) {
-        columnInputs.push_back(k.getKey());
-        if (k.getValue())
-          columnInputs.push_back(k.getValue());
+        kvInputs(cast<KVCacheType>(k.getCache().getType()).getNumKvHeads(),
+                 {k.getKey(), k.getValue()});
       } else if (auto s = dyn_cast<SiluMulOp>(op);
                  s && s.getGate().getDefiningOp<MoeGroupedMatmulOp>() && epSize > 1) {
         // Expert parallel: this rank holds experts [r E/N, (r+1) E/N) whole;
@@ -311,12 +373,18 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         }
         return;
       } else if (auto s = dyn_cast<SiluMulOp>(op)) {
-        columnInputs = {s.getGate(), s.getUp()};
+        // The ffn width: padded with zeros when it does not divide (zero
+        // gate/up rows give silu(0) * 0 = 0, and down's zero columns drop
+        // them anyway).
+        columnInputs = {{s.getGate(), Cut{0, 0, true}}, {s.getUp(), Cut{0, 0, true}}};
         attentionOutputs.push_back(s.getResult()); // read by down, row-parallel
+        padOutputs = true;
       } else {
         return;
       }
-      for (Value v : columnInputs) {
+      if (!ok)
+        return;
+      for (auto [v, cut] : columnInputs) {
         QuantMatmulOp mm = projectionOf(v);
         if (!mm) {
           op->emitError() << "hyc-global-shard: an input of this op is not a projection "
@@ -324,7 +392,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
           ok = false;
           return;
         }
-        ok = ok && plan(mm, 0, splits, rowGemms);
+        ok = ok && plan(mm, 0, splits, rowGemms, cut);
       }
       for (Value out : attentionOutputs)
         for (Operation *user : out.getUsers()) {
@@ -347,7 +415,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                                    "GEMM) to read the split activations";
             return;
           }
-          ok = ok && plan(mm, 1, splits, rowGemms);
+          ok = ok && plan(mm, 1, splits, rowGemms, Cut{0, 0, padOutputs});
         }
     });
     return ok;
@@ -368,7 +436,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         head.getScale() || !head->hasOneUse() || type.getDimSize(0) % tpSize != 0 ||
         splits.count(param))
       return; // stays whole on every rank
-    splits.insert({param, {param, 0}});
+    splits.insert({param, cutOf(param, 0, Cut{})});
     rowGemms.insert(head); // its result is a block of the logits, not propagated
     gatherAfter.insert(head);
   }
@@ -485,7 +553,7 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     }
     if (tpSize == 1)
       return;
-    llvm::MapVector<StringRef, int64_t> shards;
+    llvm::MapVector<StringRef, Attribute> shards;
     int64_t kvHeads = -1;
     for (auto fn : module.getOps<func::FuncOp>()) {
       llvm::MapVector<Operation *, Split> splits;
@@ -501,12 +569,13 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         auto kv = dyn_cast<KVCacheType>(t);
         if (!kv || latentCache)
           return t;
-        if (kv.getNumKvHeads() % tpSize != 0) {
+        const Cut cut = kvCut(kv.getNumKvHeads());
+        if (cut.parts < 0) {
           fn.emitError() << "hyc-global-shard: " << kv.getNumKvHeads()
                          << " kv heads do not split over " << int64_t(tpSize) << " ranks";
           return failure();
         }
-        kvHeads = kv.getNumKvHeads() / tpSize;
+        kvHeads = kv.getNumKvHeads() / (cut.parts ? cut.parts : int64_t(tpSize));
         return Type(KVCacheType::get(ctx, kv.getNumLayers(), kvHeads, kv.getKHeadDim(),
                                      kv.getVHeadDim()));
       };
@@ -521,10 +590,21 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
       for (auto &[op, split] : splits) {
         auto type = cast<RankedTensorType>(split.param.getType());
         SmallVector<int64_t> shape(type.getShape());
-        shape[split.dim] /= tpSize;
+        const int64_t stored = shape[split.dim];
+        const bool plain = split.parts == tpSize && split.index == tpRank && split.whole == stored;
+        shape[split.dim] = split.whole / split.parts;
         split.param.getResult().setType(RankedTensorType::get(shape, type.getElementType()));
-        split.param->setAttr("hyc.shard",
-                             DenseI64ArrayAttr::get(ctx, {split.dim, tpRank, tpSize}));
+        SmallVector<int64_t> shard = {split.dim, split.index, split.parts};
+        if (split.whole != stored)
+          shard.push_back(split.whole);
+        split.param->setAttr("hyc.shard", DenseI64ArrayAttr::get(ctx, shard));
+        // What the writer reads: a dim (rank r of tp-size equal parts), or
+        // [dim, parts, index, whole] (kv-head parts, padding).
+        auto spec = [&](int64_t dim) -> Attribute {
+          if (plain)
+            return IntegerAttr::get(IntegerType::get(ctx, 64), dim);
+          return DenseI64ArrayAttr::get(ctx, {dim, split.parts, split.index, split.whole});
+        };
         // Expert stacks are read expert by expert ("experts.*." -> "experts.e."),
         // each an [N, K] matrix split along dim - 1.
         StringRef name = split.param.getRef().getTensor();
@@ -532,9 +612,9 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
           for (int64_t e = 0; e < shape[0]; ++e)
             shards[StringAttr::get(ctx, name.take_front(at) + "experts." + Twine(e) + "." +
                                             name.drop_front(at + 10))
-                       .getValue()] = split.dim - 1;
+                       .getValue()] = spec(split.dim - 1);
         } else {
-          shards[name] = split.dim;
+          shards[name] = spec(split.dim);
         }
       }
       DenseSet<Value> changed;
@@ -588,9 +668,8 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     }
 
     SmallVector<NamedAttribute> shardAttrs;
-    for (auto &[name, dim] : shards)
-      shardAttrs.push_back(NamedAttribute(StringAttr::get(ctx, name),
-                                          IntegerAttr::get(IntegerType::get(ctx, 64), dim)));
+    for (auto &[name, spec] : shards)
+      shardAttrs.push_back(NamedAttribute(StringAttr::get(ctx, name), spec));
     Builder b(ctx);
     module->setAttr("hyc.tensor_parallel",
                     b.getDictionaryAttr({b.getNamedAttr("rank", b.getI64IntegerAttr(tpRank)),

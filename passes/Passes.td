@@ -272,11 +272,16 @@ def HycGlobalShard : Pass<"hyc-global-shard", "::mlir::ModuleOp"> {
     For rank `tp-rank` of `tp-size`: q/k/v and gate/up GEMMs become
     column-parallel (the rank's heads, kv heads and ffn columns), o_proj and
     down row-parallel followed by `hyc.collective.all_reduce`; the KV cache
-    type keeps num_kv_heads / tp-size. Split params get `hyc.shard =
-    array<i64: dim, rank, size>`, and the module `hyc.tensor_parallel =
-    {rank, size, shards}` (checkpoint tensor -> split dim) for the weight
-    writer. Runs first, on the imported model. Shapes that do not divide
-    and MoE / MLA layers are refused by name. A no-op for tp-size 1.
+    type keeps num_kv_heads / tp-size (one kv head, shared with the ranks
+    whose q heads read it, when there are fewer kv heads than ranks). An ffn
+    width that does not divide is padded with zeros. Routed experts: each
+    expert's ffn columns, or with ep-size whole experts per rank. MLA: by
+    heads. An untied output head: by vocabulary rows, all-gathered. Split
+    params get `hyc.shard = array<i64: dim, part, parts[, whole]>`, and the
+    module `hyc.tensor_parallel = {rank, size, shards}` (checkpoint tensor
+    -> split dim, or [dim, parts, part, whole]) for the weight writer. Runs
+    first, on the imported model. Heads that do not divide are refused by
+    name. A no-op for tp-size 1.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
   let options = [

@@ -561,6 +561,19 @@ Status synthesize(const SynthOptions &options) {
     return spec.take_error();
   if (options.tie_word_embeddings)
     spec->tie_word_embeddings = *options.tie_word_embeddings;
+  if (options.intermediate_size) {
+    if (*options.intermediate_size < 1)
+      return Error("synth: intermediate size " + std::to_string(*options.intermediate_size) +
+                   ", expected at least 1");
+    spec->intermediate_size = *options.intermediate_size;
+  }
+  if (options.expert_intermediate_size) {
+    if (!spec->moe || *options.expert_intermediate_size < 1)
+      return Error("synth: expert intermediate size " +
+                   std::to_string(*options.expert_intermediate_size) +
+                   (spec->moe ? ", expected at least 1" : " for a model without experts"));
+    spec->moe->expert_intermediate_size = *options.expert_intermediate_size;
+  }
   const detail::Family *family = detail::family_by_arch(spec->arch);
   if (!family)
     return Error("synth: no family registered for arch '" + spec->arch + "'");

@@ -31,6 +31,9 @@ struct SynthOptions {
   uint64_t seed = 0;
   /// Overrides the preset's tie_word_embeddings.
   std::optional<bool> tie_word_embeddings;
+  /// Override the preset's dense MLP width and each routed expert's
+  /// (uneven widths exercise tensor parallel's padded shards).
+  std::optional<int64_t> intermediate_size, expert_intermediate_size;
   /// Directory to write; created if needed, existing files replaced.
   std::string output_dir;
   /// DeepSeek-style FP8 weights (any arch): every attention / MLP / expert

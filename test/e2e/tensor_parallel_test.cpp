@@ -90,13 +90,61 @@ INSTANTIATE_TEST_SUITE_P(ExpertParallel, TwoRanks,
                                             ::testing::Values(true)),
                          tpCaseName);
 
+// Shapes that do not split evenly: an ffn width (dense, or each expert's)
+// that does not divide is padded with zero rows / columns, which add
+// nothing (silu(0) * 0 = 0); fewer kv heads than ranks (llama tiny's 2 over
+// 4 ranks) give each kv head to the ranks whose q heads read it. Either
+// way the ranks give one rank's tokens and logits within fp32 reduction
+// order (the bound of SameTokensAndLogitsAsOneRank). A padded row that
+// was not zero, or a rank holding the wrong kv head, moves the logits by
+// O(1) of their scale.
+TEST(TensorParallel, UnevenShapesMatchOneRank) {
+  struct Case {
+    const char *arch, *flag;
+    int width, ranks;
+  };
+  const Case cases[] = {
+      {"llama", "--ffn", 173, 2},          // 173 -> 174: 87 columns per rank
+      {"qwen3-moe", "--expert-ffn", 33, 2}, // each expert 33 -> 34
+      {"llama", nullptr, 0, 4},            // 2 kv heads over 4 ranks
+  };
+  for (const Case &c : cases) {
+    const std::string tag = std::string(c.arch) + "-uneven-" + std::to_string(c.width) + "-" +
+                            std::to_string(c.ranks);
+    const std::string ckpt = tempDir() + "/" + tag;
+    std::vector<std::string> synthArgs = {"synth", "--arch", c.arch, "--seed", "5", "-o", ckpt};
+    if (c.flag)
+      synthArgs.insert(synthArgs.end(), {c.flag, std::to_string(c.width)});
+    CommandResult s = runHyc(synthArgs);
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    const std::string one = compileOnce(ckpt, {"--target", "portable"});
+    const std::string many =
+        compileOnce(ckpt, {"--target", "portable", "--tp", std::to_string(c.ranks)});
+    const Generated a = generate(one, tag + "-1", 16);
+    const Generated b = generate(many, tag + "-n", 16);
+    ASSERT_EQ(a.ids.size(), 16u);
+    EXPECT_EQ(a.ids, b.ids) << tag;
+    const LogitGap gap = logitGap(a, b);
+    std::printf("%s: max |tpN - tp1| %.3g of max |logit| %.3g\n", tag.c_str(), gap.worst,
+                gap.scale);
+    EXPECT_GT(gap.scale, 0.1f);
+    EXPECT_LE(gap.worst, 1e-4f * gap.scale) << tag;
+  }
+}
+
 // The counts and layouts it cannot split are refused by name at compile
 // time, and a run that does not match the artifact's ranks is refused.
 TEST(TensorParallel, MismatchesAreRefusedByName) {
   const std::string ckpt = synth("llama", "tiny", 5);
   CommandResult three = runHyc({"compile", ckpt, "-o", tempDir() + "/tp3", "--tp", "3"});
   EXPECT_NE(three.exit_code, 0);
-  EXPECT_NE(three.err.find("is not a multiple of 3"), std::string::npos) << three.err;
+  EXPECT_NE(three.err.find("2 kv heads do not split over 3 ranks"), std::string::npos)
+      << three.err;
+  // Heads are not padded: MLA's 4 heads over 3 ranks name the weight.
+  CommandResult heads = runHyc(
+      {"compile", synth("deepseek-v3", "tiny", 5), "-o", tempDir() + "/tp3-mla", "--tp", "3"});
+  EXPECT_NE(heads.exit_code, 0);
+  EXPECT_NE(heads.err.find("is not a multiple of 3"), std::string::npos) << heads.err;
 
   CommandResult exe =
       runHyc({"compile", ckpt, "-o", tempDir() + "/tp-exe", "--tp", "2", "--emit", "exe"});

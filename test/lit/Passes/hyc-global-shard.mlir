@@ -81,24 +81,34 @@ module attributes {hyc.step_bounds = {kv_num_kv_heads = 2 : i64}} {
 
 // -----
 
-// Three kv heads do not split over two ranks: refused by name.
-// expected-error @+1 {{hyc-global-shard: 3 kv heads do not split over 2 ranks}}
+// Three kv heads neither split over two ranks nor share out: refused by name.
 func.func @uneven(%x: tensor<?x16xf32>, %pos: tensor<?xi32>, %kv: !hyc.kv_cache<num_layers = 1, num_kv_heads = 3, k_head_dim = 4, v_head_dim = 4>) -> !hyc.kv_cache<num_layers = 1, num_kv_heads = 3, k_head_dim = 4, v_head_dim = 4> {
   %wk = hyc.param #hyc.param<"m" : "k"> -> tensor<12x16xf32>
   %k = hyc.quant.matmul %x, %wk {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<12x16xf32>) -> tensor<?x12xf32>
   %c0 = arith.constant 0 : index
   %n = tensor.dim %k, %c0 : tensor<?x12xf32>
   %k3 = tensor.expand_shape %k [[0], [1, 2]] output_shape [%n, 3, 4] : tensor<?x12xf32> into tensor<?x3x4xf32>
+  // expected-error @+1 {{hyc-global-shard: 3 kv heads do not split over 2 ranks (nor does 2 split into them)}}
   %kv1 = hyc.kv_cache.append %kv, %k3, %k3 {layer = 0 : i64} : !hyc.kv_cache<num_layers = 1, num_kv_heads = 3, k_head_dim = 4, v_head_dim = 4>, tensor<?x3x4xf32>, tensor<?x3x4xf32>
   return %kv1 : !hyc.kv_cache<num_layers = 1, num_kv_heads = 3, k_head_dim = 4, v_head_dim = 4>
 }
 
 // -----
 
-// A width that is not a multiple of the ranks: refused, naming the weight.
+// An ffn width that is not a multiple of the ranks (9 over 2) is padded
+// with zeros to 10: rank 1 reads gate/up rows 5..9 (row 9 zero) and down
+// columns 5..9 (column 9 zero); zero rows give silu(0) * 0 = 0 and zero
+// columns drop them, so the sum over the ranks is exact. The padded width
+// shows in hyc.shard's fourth entry and the writer's [dim, parts, part, whole].
+// CHECK: hyc.tensor_parallel = {rank = 1 : i64, shards = {down = array<i64: 1, 2, 1, 10>, gate = array<i64: 0, 2, 1, 10>, up = array<i64: 0, 2, 1, 10>}
+// CHECK-LABEL: func.func @odd_ffn
+// CHECK: hyc.param #hyc.param<"m" : "gate"> {hyc.shard = array<i64: 0, 1, 2, 10>} -> tensor<5x16xf32>
+// CHECK: hyc.silu_mul {{.*}} : tensor<?x5xf32>
+// CHECK: hyc.param #hyc.param<"m" : "down"> {hyc.shard = array<i64: 1, 1, 2, 10>} -> tensor<16x5xf32>
+// CHECK: %[[D:.*]] = hyc.quant.matmul {{.*}} : (tensor<?x5xf32>, tensor<16x5xf32>) -> tensor<?x16xf32>
+// CHECK: hyc.collective.all_reduce %[[D]]
 func.func @odd_ffn(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %wg = hyc.param #hyc.param<"m" : "gate"> -> tensor<9x16xf32>
-  // expected-error @+1 {{cannot split gate (9 x 16) along dim 0 over 2 ranks: 9 is not a multiple of 2 (uneven shards are not padded yet)}}
   %g = hyc.quant.matmul %x, %wg {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<9x16xf32>) -> tensor<?x9xf32>
   %wu = hyc.param #hyc.param<"m" : "up"> -> tensor<9x16xf32>
   %u = hyc.quant.matmul %x, %wu {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<9x16xf32>) -> tensor<?x9xf32>
@@ -106,6 +116,33 @@ func.func @odd_ffn(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %wd = hyc.param #hyc.param<"m" : "down"> -> tensor<16x9xf32>
   %d = hyc.quant.matmul %s, %wd {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x9xf32>, tensor<16x9xf32>) -> tensor<?x16xf32>
   return %d : tensor<?x16xf32>
+}
+
+// -----
+
+// One kv head (MQA), two ranks: each rank's q heads read the same kv head,
+// so k/v are one part (part 0 of 1) on both ranks and the cache keeps it.
+// CHECK: hyc.tensor_parallel = {rank = 1 : i64, shards = {k = array<i64: 0, 1, 0, 4>, o = 1 : i64, q = 0 : i64}
+// CHECK-LABEL: func.func @one_kv_head
+// CHECK-SAME: num_kv_heads = 1
+// CHECK: hyc.param #hyc.param<"m" : "q"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<8x16xf32>
+// CHECK: hyc.param #hyc.param<"m" : "k"> {hyc.shard = array<i64: 0, 0, 1>} -> tensor<4x16xf32>
+// CHECK: hyc.attention {{.*}} : tensor<?x2x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>, {{.*}} -> tensor<?x2x4xf32>
+func.func @one_kv_head(%x: tensor<?x16xf32>, %pos: tensor<?xi32>, %kv: !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) -> (tensor<?x16xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>) {
+  %wq = hyc.param #hyc.param<"m" : "q"> -> tensor<16x16xf32>
+  %q = hyc.quant.matmul %x, %wq {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
+  %wk = hyc.param #hyc.param<"m" : "k"> -> tensor<4x16xf32>
+  %k = hyc.quant.matmul %x, %wk {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<4x16xf32>) -> tensor<?x4xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x16xf32>
+  %q3 = tensor.expand_shape %q [[0], [1, 2]] output_shape [%n, 4, 4] : tensor<?x16xf32> into tensor<?x4x4xf32>
+  %k3 = tensor.expand_shape %k [[0], [1, 2]] output_shape [%n, 1, 4] : tensor<?x4xf32> into tensor<?x1x4xf32>
+  %kv1 = hyc.kv_cache.append %kv, %k3, %k3 {layer = 0 : i64} : !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>, tensor<?x1x4xf32>, tensor<?x1x4xf32>
+  %a = hyc.attention %q3, %k3, %k3, %kv1 {layer = 0 : i64, scale = 5.000000e-01 : f32} : tensor<?x4x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4> -> tensor<?x4x4xf32>
+  %a2 = tensor.collapse_shape %a [[0], [1, 2]] : tensor<?x4x4xf32> into tensor<?x16xf32>
+  %wo = hyc.param #hyc.param<"m" : "o"> -> tensor<16x16xf32>
+  %o = hyc.quant.matmul %a2, %wo {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
+  return %o, %kv1 : tensor<?x16xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
 }
 
 // -----
