@@ -119,9 +119,13 @@ options:
   --tp-rank R              with --tp: compile rank R alone (what --emit=mlir
                            shows; default 0)
   --ep N                   with --tp N: expert parallel over the same ranks
-                           (each holds E/N whole experts, routing replicated,
-                           the combine all-reduced) instead of every expert's
-                           ffn columns split
+                           (each holds E/N whole experts) instead of every
+                           expert's ffn columns split
+  --ep-exchange HOW        with --ep: all-to-all (default: each rank sends its
+                           own tokens' pairs to the experts' ranks and gets
+                           the rows back, a staged all-to-all each way) |
+                           all-reduce (every rank routes every token, keeps
+                           its experts' pairs, the combines all-reduced)
   --kv-cache TYPE          KV cache elements: auto (default: bf16 on kernel
                            targets when every attention kernel reads bf16,
                            else f32; f32 on --target=reference) | f32 | bf16
@@ -240,7 +244,8 @@ int runCompileCommand(int argc, char **argv) {
   cli::Args args({"output", "o", "target", "emit", "compile-to", "max-seq-len",
                   "max-batch-tokens", "max-seqs", "tokenizer", "quant",
                   "disable-pass", "threads", "keep-bf16", "keep-f32", "kv-cache",
-                  "quant-lm-head", "calibration", "smooth-alpha", "tp", "tp-rank", "ep"},
+                  "quant-lm-head", "calibration", "smooth-alpha", "tp", "tp-rank", "ep",
+                  "ep-exchange"},
                  {"help", "bf16-activations", "print-ir-after-all",
                   "print-schedule", "calibration-build"});
   std::string error;
@@ -394,6 +399,11 @@ int runCompileCommand(int argc, char **argv) {
   if (ep != 1 && ep != tp)
     return fail("--ep " + std::to_string(ep) + " expects 1 or the --tp count " +
                 std::to_string(tp) + " (experts are placed over the tensor-parallel ranks)");
+  const std::string epExchange = args.get("ep-exchange", "all-to-all");
+  if (epExchange != "all-to-all" && epExchange != "all-reduce")
+    return fail("--ep-exchange expects all-to-all or all-reduce, got '" + epExchange + "'");
+  if (args.has("ep-exchange") && ep == 1)
+    return fail("--ep-exchange needs --ep N (expert parallel)");
   if (tp > 1 && args.has("calibration"))
     return fail("--calibration with --tp: SmoothQuant factors of split weights are not "
                 "supported yet; compile without one of them");
@@ -489,6 +499,7 @@ int runCompileCommand(int argc, char **argv) {
   pipeline.tpSize = tp;
   pipeline.tpRank = tpRank;
   pipeline.epSize = ep;
+  pipeline.epExchange = epExchange;
   pipeline.observeActivations = calibrationBuild;
   if (args.has("calibration"))
     pipeline.smoothAlpha = smoothAlpha;

@@ -65,6 +65,7 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     shard.tpSize = options.tpSize;
     shard.tpRank = options.tpRank;
     shard.epSize = options.epSize;
+    shard.epExchange = options.epExchange;
     pm.addPass(createHycGlobalShard(shard));
   }
   // Both look at the model as imported: observers before fusions fold the

@@ -47,6 +47,7 @@ struct PipelineOptions {
   double smoothAlpha = -1.0;
   /// Tensor parallel (hyc-global-shard): this rank of tpSize; 1: whole.
   int64_t tpSize = 1, tpRank = 0, epSize = 1;
+  std::string epExchange = "all-to-all"; ///< hyc-global-shard ep-exchange
 };
 
 /// Passes --disable-pass accepts (the optional graph-level rewrites).

@@ -456,8 +456,11 @@ struct ConvertHycKernelToLLVMPass
       emitStateAccessor(b, loc, "hyc_observe_v0", "hyrt_observe_state");
     // hyc_collectives_v0() -> hyrt_collectives_state(): only where the code
     // all-reduces across ranks; the runtime registers the group there.
-    if (module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_ref_all_reduce_sum") ||
-        module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_ref_all_gather_cols"))
+    if (llvm::any_of(std::initializer_list<const char *>{"hyrt_ref_all_reduce_sum",
+                                                         "hyrt_ref_all_gather_cols",
+                                                         "hyrt_ref_moe_dispatch",
+                                                         "hyrt_ref_moe_undispatch"},
+                     [&](const char *f) { return module.lookupSymbol<LLVM::LLVMFuncOp>(f); }))
       emitStateAccessor(b, loc, "hyc_collectives_v0", "hyrt_collectives_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
     // types, [accumulate]}.

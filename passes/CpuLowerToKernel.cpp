@@ -64,6 +64,18 @@ QuantizeOp fusedQuantizeOf(Operation *producer) {
   return c && c.getFusedProducer() ? q : QuantizeOp();
 }
 
+/// This rank's index among the tensor-parallel ranks (the module's
+/// hyc.tensor_parallel, written by hyc-global-shard), for collectives whose
+/// work depends on it.
+FailureOr<int64_t> tensorParallelRank(Operation *op) {
+  auto tp = op->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+      "hyc.tensor_parallel");
+  auto rank = tp ? tp.getAs<IntegerAttr>("rank") : IntegerAttr();
+  if (!rank)
+    return op->emitError() << op->getName() << " needs the module's hyc.tensor_parallel rank";
+  return rank.getInt();
+}
+
 class EntryLowering {
 public:
   EntryLowering(func::FuncOp fn, bool bf16Activations)
@@ -182,11 +194,12 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
     } else if (isa<LogitRowsOp>(def)) {
       dynamicLeading = kernel::StepSizeOp::create(b, loc, b.getIndexType(),
                                                     b.getStringAttr("num_logit_rows"));
-    } else if (auto permute = dyn_cast<MoePermuteOp>(def)) {
-      auto in = dimsOf(permute.getInput());
+    } else if (isa<MoePermuteOp, MoeDispatchOp>(def)) {
+      // A row per (token, slot) pair.
+      auto in = dimsOf(def->getOperand(0));
       if (failed(in))
         return failure();
-      int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
+      int64_t topK = cast<RankedTensorType>(def->getOperand(1).getType()).getDimSize(1);
       dynamicLeading = mul((*in)[0].value, i64(topK));
     } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
       auto in = dimsOf(collapse.getSrc());
@@ -843,6 +856,33 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         call("hyrt_ref_all_reduce_sum", {ptrOf(a.getInput()), n, i64(a.getGroupSize())});
         return success();
       })
+      .Case<MoeDispatchOp>([&](MoeDispatchOp d) -> LogicalResult {
+        // The staged all-to-all of expert parallel (abi.h all_to_all_v);
+        // this rank's index is the module's tensor-parallel rank.
+        auto rank = tensorParallelRank(d);
+        if (failed(rank))
+          return failure();
+        auto x = D(d.getInput());
+        auto ids = D(d.getIds());
+        call("hyrt_ref_moe_dispatch",
+             {ptrOf(d.getInput()), ptrOf(d.getIds()), ptrOf(d.getWeights()), x[0].value,
+              x[1].value, ids[1].value, i64(d.getExpertsPerRank()), i64(d.getGroupSize()),
+              i64(*rank), ptrOf(d.getRows()), ptrOf(d.getRowIds()), ptrOf(d.getRowWeights()),
+              ptrOf(d.getSent()), ptrOf(d.getCounts())});
+        return success();
+      })
+      .Case<MoeUndispatchOp>([&](MoeUndispatchOp u) -> LogicalResult {
+        auto rank = tensorParallelRank(u);
+        if (failed(rank))
+          return failure();
+        auto ids = D(u.getIds());
+        auto y = D(u.getResults());
+        call("hyrt_ref_moe_undispatch",
+             {ptrOf(u.getResults()), ptrOf(u.getSent()), ptrOf(u.getCounts()), ids[0].value,
+              y[1].value, ids[1].value, i64(u.getGroupSize()), i64(*rank),
+              ptrOf(u.getResult())});
+        return success();
+      })
       .Case<AllGatherOp>([&](AllGatherOp g) -> LogicalResult {
         // Blocks side by side along the last dim, through the all-reduce
         // (hyrt_ref_all_gather_cols); this rank's block index is the
@@ -851,18 +891,16 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         if (g.getDim() != in.getRank() - 1)
           return g.emitError() << "all_gather across ranks supports the last dim, got dim "
                                << g.getDim();
-        auto tp = g->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
-            "hyc.tensor_parallel");
-        auto rank = tp ? tp.getAs<IntegerAttr>("rank") : IntegerAttr();
-        if (!rank)
-          return g.emitError() << "all_gather needs the module's hyc.tensor_parallel rank";
+        auto rank = tensorParallelRank(g);
+        if (failed(rank))
+          return failure();
         auto d = *dimsOf(g.getInput());
         Value rows = i64(1);
         for (size_t i = 0; i + 1 < d.size(); ++i)
           rows = mul(rows, d[i].value);
         call("hyrt_ref_all_gather_cols", {ptrOf(g.getInput()), rows, d.back().value,
                                           ptrOf(g.getResult()), i64(g.getGroupSize()),
-                                          i64(rank.getInt())});
+                                          i64(*rank)});
         return success();
       })
       .Case<func::ReturnOp>([&](func::ReturnOp) {

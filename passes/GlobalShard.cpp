@@ -227,6 +227,59 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     return Cut{-1, 0, false};
   }
 
+  /// Token-distributed expert parallel: instead of every rank keeping its
+  /// experts' pairs of every token, each rank sends its own tokens' pairs
+  /// to the experts' ranks (hyc.moe.dispatch: counts, then one batched
+  /// exchange), runs its experts on the pairs it received (a permute of
+  /// them, the same expert GEMMs, each row weighted by an unpermute of one
+  /// slot), and sends the rows back (hyc.moe.undispatch), which sums them
+  /// per token and gathers the tokens on every rank. No all-reduce follows.
+  bool dispatchTokens(MoePermuteOp permute, MoeUnpermuteOp combine, int64_t local) {
+    if (!combine.getAddends().empty() || combine.getInput().getType() != combine.getType()) {
+      combine.emitError() << "hyc-global-shard: expected the experts' combine without "
+                             "addends, for the all-to-all exchange";
+      return false;
+    }
+    OpBuilder b(permute);
+    Location loc = permute.getLoc();
+    auto x = cast<RankedTensorType>(permute.getInput().getType());
+    Value routes = permute.getIds();
+    const int64_t dyn = ShapedType::kDynamic;
+    auto i32 = b.getI32Type();
+    auto f32 = b.getF32Type();
+    auto dispatch = MoeDispatchOp::create(
+        b, loc, RankedTensorType::get({dyn, x.getDimSize(1)}, x.getElementType()),
+        RankedTensorType::get({dyn, 1}, i32), RankedTensorType::get({dyn, 1}, f32),
+        RankedTensorType::get({dyn}, i32), RankedTensorType::get({2 * tpSize}, i32),
+        permute.getInput(), permute.getIds(), combine.getWeights(),
+        b.getI64IntegerAttr(local), b.getI64IntegerAttr(tpSize));
+    if (combine.getWeights().getDefiningOp() &&
+        !combine.getWeights().getDefiningOp()->isBeforeInBlock(dispatch)) {
+      combine.emitError() << "hyc-global-shard: the routing weights come after the permute";
+      dispatch.erase();
+      return false;
+    }
+    // The received pairs, one slot each, grouped by this rank's experts.
+    auto received = MoePermuteOp::create(
+        b, loc, permute.getResult().getType(), permute.getOffsets().getType(),
+        permute.getRows().getType(), dispatch.getRows(), dispatch.getRowIds(),
+        b.getI64IntegerAttr(local), b.getI64IntegerAttr(0));
+    permute.getResult().replaceAllUsesWith(received.getResult());
+    permute.getOffsets().replaceAllUsesWith(received.getOffsets());
+    permute.getRows().replaceAllUsesWith(received.getRows());
+    permute.erase();
+    b.setInsertionPoint(combine);
+    auto weighted = MoeUnpermuteOp::create(b, combine.getLoc(), combine.getInput().getType(),
+                                           combine.getInput(), received.getRows(),
+                                           dispatch.getRowWeights(), ValueRange{});
+    auto back = MoeUndispatchOp::create(b, combine.getLoc(), combine.getType(), routes,
+                                        weighted.getResult(), dispatch.getSent(),
+                                        dispatch.getCounts(), b.getI64IntegerAttr(tpSize));
+    combine.getResult().replaceAllUsesWith(back.getResult());
+    combine.erase();
+    return true;
+  }
+
   /// Decides the splits of one function: false (diagnosed) when a layer
   /// cannot be split.
   bool decide(func::FuncOp fn, llvm::MapVector<Operation *, Split> &splits,
@@ -345,7 +398,12 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         permute.setNumExperts(local);
         permute.setFirstExpert(first);
         permute.getOffsets().setType(RankedTensorType::get({local + 1}, IntegerType::get(ctx(), 32)));
-        reduceAfter.insert(*down->getUsers().begin());
+        auto combine = cast<MoeUnpermuteOp>(*down->getUsers().begin());
+        if (epExchange == "all-to-all") {
+          ok = dispatchTokens(permute, combine, local);
+          return;
+        }
+        reduceAfter.insert(combine);
         return;
       } else if (auto s = dyn_cast<SiluMulOp>(op);
                  s && s.getGate().getDefiningOp<MoeGroupedMatmulOp>()) {

@@ -275,7 +275,9 @@ def HycGlobalShard : Pass<"hyc-global-shard", "::mlir::ModuleOp"> {
     type keeps num_kv_heads / tp-size (one kv head, shared with the ranks
     whose q heads read it, when there are fewer kv heads than ranks). An ffn
     width that does not divide is padded with zeros. Routed experts: each
-    expert's ffn columns, or with ep-size whole experts per rank. MLA: by
+    expert's ffn columns, or with ep-size whole experts per rank (tokens
+    dispatched to their experts' ranks by a staged all-to-all, or the
+    combines all-reduced: ep-exchange). MLA: by
     heads. An untied output head: by vocabulary rows, all-gathered. Split
     params get `hyc.shard = array<i64: dim, part, parts[, whole]>`, and the
     module `hyc.tensor_parallel = {rank, size, shards}` (checkpoint tensor
@@ -289,7 +291,12 @@ def HycGlobalShard : Pass<"hyc-global-shard", "::mlir::ModuleOp"> {
     Option<"tpRank", "tp-rank", "int64_t", /*default=*/"0", "This rank (0 .. tp-size - 1)">,
     Option<"epSize", "ep-size", "int64_t", /*default=*/"1",
            "Expert parallel over the same ranks (1 or tp-size): whole experts per rank "
-           "instead of each expert's ffn columns">
+           "instead of each expert's ffn columns">,
+    Option<"epExchange", "ep-exchange", "std::string", /*default=*/"\"all-to-all\"",
+           "How expert parallel meets the experts' owners: all-to-all (each rank "
+           "dispatches its own tokens' pairs with hyc.moe.dispatch / undispatch, a "
+           "staged all-to-all each way) or all-reduce (every rank routes every token, "
+           "keeps its experts' pairs, and the partial combines are all-reduced)">
   ];
 }
 

@@ -450,6 +450,65 @@ def Hyc_MoePermuteOp : Hyc_Op<"moe.permute", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Hyc_MoeDispatchOp : Hyc_Op<"moe.dispatch", [Pure]> {
+  let summary = "Send each token's routed pairs to the ranks that hold their experts";
+  let description = [{
+    Token-distributed expert parallel over `group_size` ranks, each holding
+    `experts_per_rank` consecutive experts. This rank takes its own tokens
+    [T r/N, T (r+1)/N) of `input` with their routes, counts the pairs per
+    destination rank, exchanges the counts, then moves the pairs (row,
+    expert, weight) in one batched exchange (a staged all-to-all). Results,
+    T * top_k rows each: the pairs received (`rows`, the rank-local expert
+    in `row_ids` [., 1], `row_weights` [., 1]; unused rows have id -1 and
+    weight 0), `sent` (the token of each pair sent, -1 after them) and
+    `counts` [2 N] (pairs sent to, then received from, each rank), which
+    `hyc.moe.undispatch` reads to send the results back.
+
+    ```mlir
+    %r, %ri, %rw, %sent, %n = hyc.moe.dispatch %x, %ids, %w {experts_per_rank = 4 : i64, group_size = 2 : i64}
+        : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+        -> tensor<?x64xf32>, tensor<?x1xi32>, tensor<?x1xf32>, tensor<?xi32>, tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Hyc_FloatTensor:$input, RankedTensorOf<[I32]>:$ids,
+                       RankedTensorOf<[F32]>:$weights, I64Attr:$experts_per_rank,
+                       I64Attr:$group_size);
+  let results = (outs Hyc_FloatTensor:$rows, RankedTensorOf<[I32]>:$row_ids,
+                      RankedTensorOf<[F32]>:$row_weights, RankedTensorOf<[I32]>:$sent,
+                      RankedTensorOf<[I32]>:$counts);
+  let assemblyFormat = [{
+    $input `,` $ids `,` $weights attr-dict `:` type($input) `,` type($ids) `,`
+    type($weights) `->` type($rows) `,` type($row_ids) `,` type($row_weights) `,`
+    type($sent) `,` type($counts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Hyc_MoeUndispatchOp : Hyc_Op<"moe.undispatch", [Pure]> {
+  let summary = "Return dispatched pairs' results and sum them per token";
+  let description = [{
+    The reverse of `hyc.moe.dispatch`: each received pair's row of
+    `results` (in received order) goes back to its source rank in one
+    batched exchange; the source adds them into its tokens' rows, and the
+    ranks' token rows are all-gathered, so every rank holds `result` [T, H].
+    `ids` ([T, top_k], the routes) gives the token count.
+
+    ```mlir
+    %y = hyc.moe.undispatch %ids, %z, %sent, %n {group_size = 2 : i64}
+        : tensor<?x2xi32>, tensor<?x64xf32>, tensor<?xi32>, tensor<4xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32]>:$ids, Hyc_FloatTensor:$results,
+                       RankedTensorOf<[I32]>:$sent, RankedTensorOf<[I32]>:$counts,
+                       I64Attr:$group_size);
+  let results = (outs Hyc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $results `,` $sent `,` $counts attr-dict `:` type($ids) `,` type($results) `,`
+    type($sent) `,` type($counts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Hyc_MoeGroupedMatmulOp : Hyc_Op<"moe.grouped_matmul", [Pure]> {
   let summary = "Per-expert GEMM over expert-grouped rows";
   let description = [{

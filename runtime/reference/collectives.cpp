@@ -5,8 +5,35 @@
 #include "hyrt/abi.h"
 #include "hyrt/reference.h"
 
+#include <cstring>
+#include <vector>
+
 namespace {
-hyrt_collectives_v0 state = {nullptr, nullptr, 1, HYRT_COLLECTIVE_OK, 0};
+hyrt_collectives_v0 state = {nullptr, nullptr, 1, HYRT_COLLECTIVE_OK, 0, nullptr};
+
+/// The registered all_to_all_v, or false (and `failed` set) when the step
+/// is lost already or nothing of this group size is registered.
+bool allToAll(const float *send, const int64_t *sendCounts, float *recv, int64_t *recvCounts,
+              int64_t capacity, int64_t groupSize) {
+  if (state.failed != HYRT_COLLECTIVE_OK)
+    return false;
+  if (!state.all_to_all_v || state.group_size != groupSize) {
+    state.failed = HYRT_COLLECTIVE_NOT_REGISTERED;
+    return false;
+  }
+  ++state.calls;
+  if (state.all_to_all_v(state.ctx, send, sendCounts, recv, recvCounts, capacity) != 0) {
+    state.failed = HYRT_COLLECTIVE_FAILED;
+    return false;
+  }
+  return true;
+}
+
+/// Rank `rank`'s own tokens: [first, last).
+void ownTokens(int64_t tokens, int64_t groupSize, int64_t rank, int64_t *first, int64_t *last) {
+  *first = tokens * rank / groupSize;
+  *last = tokens * (rank + 1) / groupSize;
+}
 } // namespace
 
 extern "C" hyrt_collectives_v0 *hyrt_collectives_state(void) { return &state; }
@@ -33,4 +60,91 @@ extern "C" void hyrt_ref_all_reduce_sum(float *data, int64_t n, int64_t group_si
   ++state.calls;
   if (state.all_reduce_sum(state.ctx, data, n) != 0)
     state.failed = HYRT_COLLECTIVE_FAILED;
+}
+
+extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const float *weights,
+                                      int64_t num_tokens, int64_t dim, int64_t top_k,
+                                      int64_t experts_per_rank, int64_t group_size,
+                                      int64_t rank, float *out_rows, int32_t *out_ids,
+                                      float *out_weights, int32_t *sent, int32_t *counts) {
+  const int64_t pairs = num_tokens * top_k, width = dim + 2, n = group_size;
+  for (int64_t i = 0; i < pairs; ++i) {
+    out_ids[i] = -1;
+    out_weights[i] = 0.0f;
+    sent[i] = -1;
+  }
+  int64_t first = 0, last = 0;
+  ownTokens(num_tokens, n, rank, &first, &last);
+  // Pairs of the own tokens, by destination rank: [row | local expert | weight].
+  std::vector<float> send;
+  send.reserve(size_t((last - first) * top_k * width));
+  std::vector<int64_t> sendCounts(size_t(n), 0), recvCounts(size_t(n), 0);
+  int64_t slot = 0;
+  for (int64_t d = 0; d < n; ++d) {
+    for (int64_t t = first; t < last; ++t)
+      for (int64_t j = 0; j < top_k; ++j) {
+        const int64_t e = ids[t * top_k + j];
+        if (e < d * experts_per_rank || e >= (d + 1) * experts_per_rank)
+          continue; // another destination (or an id out of range: dropped)
+        send.insert(send.end(), x + t * dim, x + (t + 1) * dim);
+        send.push_back(float(e - d * experts_per_rank));
+        send.push_back(weights[t * top_k + j]);
+        sent[slot++] = int32_t(t);
+        sendCounts[size_t(d)] += width;
+      }
+    counts[d] = int32_t(sendCounts[size_t(d)] / width);
+  }
+  std::vector<float> recv(size_t(pairs * width));
+  if (n == 1) {
+    recv.assign(send.begin(), send.end());
+    recvCounts[0] = sendCounts[0];
+  } else if (!allToAll(send.data(), sendCounts.data(), recv.data(), recvCounts.data(),
+                       pairs * width, n)) {
+    for (int64_t s = 0; s < n; ++s)
+      counts[n + s] = 0;
+    return; // the step is lost; the runtime reports why
+  }
+  int64_t row = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    counts[n + s] = int32_t(recvCounts[size_t(s)] / width);
+    row += counts[n + s];
+  }
+  for (int64_t i = 0; i < row; ++i) {
+    const float *p = recv.data() + i * width;
+    std::memcpy(out_rows + i * dim, p, sizeof(float) * size_t(dim));
+    out_ids[i] = int32_t(p[dim]);
+    out_weights[i] = p[dim + 1];
+  }
+}
+
+extern "C" void hyrt_ref_moe_undispatch(const float *results, const int32_t *sent,
+                                        const int32_t *counts, int64_t num_tokens, int64_t dim,
+                                        int64_t top_k, int64_t group_size, int64_t rank,
+                                        float *out) {
+  const int64_t n = group_size, pairs = num_tokens * top_k;
+  std::memset(out, 0, sizeof(float) * size_t(num_tokens * dim));
+  // Back to the sources, in the order received.
+  std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0), recvCounts(static_cast<size_t>(n), 0);
+  int64_t received = 0, returned = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    sendCounts[size_t(s)] = int64_t(counts[n + s]) * dim;
+    received += counts[n + s];
+    returned += counts[s];
+  }
+  std::vector<float> back(size_t(pairs * dim));
+  if (n == 1) {
+    std::memcpy(back.data(), results, sizeof(float) * size_t(received * dim));
+  } else if (!allToAll(results, sendCounts.data(), back.data(), recvCounts.data(), pairs * dim,
+                       n)) {
+    return;
+  }
+  for (int64_t slot = 0; slot < returned; ++slot) {
+    float *o = out + int64_t(sent[slot]) * dim;
+    const float *r = back.data() + slot * dim;
+    for (int64_t d = 0; d < dim; ++d)
+      o[d] += r[d];
+  }
+  // Every rank's token rows, the others zero here: summed, exact.
+  hyrt_ref_all_reduce_sum(out, num_tokens * dim, n);
+  (void)rank;
 }

@@ -109,6 +109,21 @@ int32_t allReduce(void *ctx, float *data, int64_t n) {
   return 0;
 }
 
+int32_t allToAllV(void *ctx, const float *send, const int64_t *sendCounts, float *recv,
+                  int64_t *recvCounts, int64_t capacity) {
+  auto *tp = static_cast<TensorParallel *>(ctx);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s =
+      tp->group->all_to_all_v(send, sendCounts, recv, recvCounts, size_t(capacity));
+  tp->collective_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.ok()) {
+    tp->error = s.message();
+    return 1;
+  }
+  return 0;
+}
+
 /// `dir`/manifest.json parsed; false when it cannot be read, with the
 /// parser's error in `why` when it can be read but not parsed.
 bool readManifest(const std::string &dir, Manifest *m, Status *why) {
@@ -301,6 +316,7 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
     return Status::Error(why);
   }
   c->all_reduce_sum = allReduce;
+  c->all_to_all_v = allToAllV;
   c->ctx = tp;
   c->group_size = tp->size;
   c->failed = HYRT_COLLECTIVE_OK;

@@ -23,7 +23,8 @@
 namespace hyc::e2e {
 namespace {
 
-using TpCase = std::tuple<std::string, std::string, bool>; // arch, target, expert parallel
+/// arch, target, expert parallel's exchange ("": tensor parallel experts).
+using TpCase = std::tuple<std::string, std::string, std::string>;
 
 class TwoRanks : public ::testing::TestWithParam<TpCase> {};
 
@@ -38,38 +39,42 @@ class TwoRanks : public ::testing::TestWithParam<TpCase> {};
 // whole hidden state); a route can only flip at a near-tie, which these
 // seeds do not have (a flip would show as an O(1) difference). DeepSeek's
 // MLA splits heads; every rank keeps the whole latent cache. With --ep 2
-// each rank holds half of the experts whole instead, and its combine is a
-// partial sum over its experts' pairs.
+// each rank holds half of the experts whole instead: with the all-to-all
+// exchange each rank sends its own tokens' pairs to the experts' ranks and
+// sums the rows that come back (fp32, pair order, where one rank sums the
+// k slots in double: a few ulp); with all-reduce its combine is a partial
+// sum over its experts' pairs.
 // A rank that computed the wrong heads or columns, or an all-reduce that
 // dropped a rank, moves the logits by O(1) of their scale.
 TEST_P(TwoRanks, SameTokensAndLogitsAsOneRank) {
-  const auto &[arch, target, ep] = GetParam();
+  const auto &[arch, target, exchange] = GetParam();
+  const bool ep = !exchange.empty();
   const std::string ckpt = synth(arch, "tiny", 5);
   const std::string one = compileOnce(ckpt, {"--target", target});
   std::vector<std::string> flags = {"--target", target, "--tp", "2"};
   if (ep)
-    flags.insert(flags.end(), {"--ep", "2"});
+    flags.insert(flags.end(), {"--ep", "2", "--ep-exchange", exchange});
   const std::string two = compileOnce(ckpt, flags);
   const std::string manifest = readFile(two + "/ranks/1/manifest.json");
   ASSERT_NE(manifest.find("\"tensor_parallel\""), std::string::npos) << manifest;
 
-  const std::string tag = arch + target + (ep ? "-ep" : "");
+  const std::string tag = arch + target + (ep ? "-ep-" + exchange : "");
   const Generated a = generate(one, tag + "-1", 24);
   const Generated b = generate(two, tag + "-2", 24);
   ASSERT_EQ(a.ids.size(), 24u);
   EXPECT_EQ(a.ids, b.ids);
   const LogitGap gap = logitGap(a, b);
   const float scale = gap.scale, worst = gap.worst;
-  std::printf("%s %s%s: %zu logits, max |tp2 - tp1| %.3g of max |logit| %.3g\n",
-              arch.c_str(), target.c_str(), ep ? " (ep 2)" : "", a.logits.data.size(), worst,
-              scale);
+  std::printf("%s %s%s%s: %zu logits, max |tp2 - tp1| %.3g of max |logit| %.3g\n",
+              arch.c_str(), target.c_str(), ep ? " ep 2, " : "", exchange.c_str(),
+              a.logits.data.size(), worst, scale);
   EXPECT_GT(scale, 0.1f);
   EXPECT_LE(worst, 1e-4f * scale);
 }
 
 std::string tpCaseName(const ::testing::TestParamInfo<TpCase> &info) {
   std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param) +
-                     (std::get<2>(info.param) ? "_ep" : "");
+                     (std::get<2>(info.param).empty() ? "" : "_ep_" + std::get<2>(info.param));
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
@@ -79,15 +84,16 @@ INSTANTIATE_TEST_SUITE_P(Families, TwoRanks,
                                                               "qwen3-moe", "hunyuan-moe",
                                                               "deepseek-v3", "deepseek-v2-lite"),
                                             ::testing::Values("reference", "portable"),
-                                            ::testing::Values(false)),
+                                            ::testing::Values("")),
                          tpCaseName);
 
-// Expert parallel (--ep 2): each rank holds half of the experts whole.
+// Expert parallel (--ep 2): each rank holds half of the experts whole;
+// tokens meet them through the staged all-to-all, or the all-reduce.
 INSTANTIATE_TEST_SUITE_P(ExpertParallel, TwoRanks,
                          ::testing::Combine(::testing::Values("qwen3-moe", "hunyuan-moe",
                                                               "deepseek-v3"),
                                             ::testing::Values("reference", "portable"),
-                                            ::testing::Values(true)),
+                                            ::testing::Values("all-to-all", "all-reduce")),
                          tpCaseName);
 
 // Shapes that do not split evenly: an ffn width (dense, or each expert's)

@@ -199,6 +199,15 @@ typedef struct hyrt_collectives_v0 {
   int64_t group_size; /* the ranks the registered function reduces over */
   int32_t failed;     /* HYRT_COLLECTIVE_*, sticky until the runtime clears it */
   int64_t calls;      /* all-reduces run (for `hyc bench --profile`) */
+  /* Staged all-to-all of variable sizes (token-distributed expert
+   * parallel: hyrt_ref_moe_dispatch / undispatch): send holds the blocks
+   * for ranks 0..group_size-1 back to back (send_counts[d] floats each);
+   * the counts are exchanged first, then the blocks in one batched
+   * exchange; recv gets the blocks from every rank in rank order and
+   * recv_counts[s] their sizes (at most recv_capacity floats in all).
+   * 0 = ok. */
+  int32_t (*all_to_all_v)(void *ctx, const float *send, const int64_t *send_counts,
+                          float *recv, int64_t *recv_counts, int64_t recv_capacity);
 } hyrt_collectives_v0;
 
 typedef hyrt_collectives_v0 *(*hyrt_collectives_fn_v0)(void);

@@ -9,6 +9,7 @@
 #include "hyrt/status.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace hyrt {
@@ -26,6 +27,16 @@ public:
   virtual Status all_gather(const float *in, size_t n, float *out) = 0;
   /// Returns when every rank has called it.
   virtual Status barrier() = 0;
+  /// Staged all-to-all of variable sizes (expert parallel's token
+  /// exchange). `send` holds this rank's blocks for ranks 0..size-1 back to
+  /// back, send_counts[d] floats for rank d. Stage 1 exchanges the counts,
+  /// stage 2 moves the blocks in one batched exchange: `recv` gets the
+  /// blocks from ranks 0..size-1 back to back and recv_counts[s] their
+  /// sizes. Fails, on every rank, when a rank's blocks exceed its
+  /// recv_capacity (floats). This default goes through all_gather (every
+  /// rank sees every block); ShmGroup moves only the blocks.
+  virtual Status all_to_all_v(const float *send, const int64_t *send_counts, float *recv,
+                              int64_t *recv_counts, size_t recv_capacity);
   /// Tells every rank that this one failed (their waits end with `why`).
   virtual void abort(const std::string &why) = 0;
   /// What carries the collectives, for messages and `hyc run --verbose`.

@@ -13,6 +13,9 @@
 //     r-th part of every slot into the shared result and raises a second
 //     flag; everyone copies the parts out.
 //   all_gather, barrier: the same flags.
+//   all_to_all_v (staged): every rank posts its counts per destination; then
+//     its blocks go through its slot in rounds of a slot each, and every
+//     rank copies out the parts addressed to it.
 // Vectors longer than a slot go through in slot-sized pieces.
 //
 // Every wait has a deadline and watches its peers: a rank that died (its
@@ -63,6 +66,10 @@ public:
   Status all_reduce_sum(float *data, size_t n) override;
   Status all_gather(const float *in, size_t n, float *out) override;
   Status barrier() override;
+  /// Counts through the slots, then the blocks in slot-sized rounds: each
+  /// rank copies only the parts addressed to it.
+  Status all_to_all_v(const float *send, const int64_t *send_counts, float *recv,
+                      int64_t *recv_counts, size_t recv_capacity) override;
   void abort(const std::string &why) override;
   std::string transport() const override { return "shared memory"; }
 

@@ -1,6 +1,7 @@
 // RUN: hyc-opt %s --hyc-global-shard="tp-size=2 tp-rank=1" -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: hyc-opt %s --hyc-global-shard="tp-size=1 tp-rank=0" -split-input-file | FileCheck %s --check-prefix=WHOLE
-// RUN: hyc-opt %s --hyc-global-shard="tp-size=2 tp-rank=1 ep-size=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=EP
+// RUN: hyc-opt %s --hyc-global-shard="tp-size=2 tp-rank=1 ep-size=2 ep-exchange=all-reduce" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=EP
+// RUN: hyc-opt %s --hyc-global-shard="tp-size=2 tp-rank=1 ep-size=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=A2A
 
 // One dense layer (4 heads, 2 kv heads of 4, ffn 12) on rank 1 of 2:
 // q/k/v and gate/up keep their rank's rows (heads 2..3, kv head 1, ffn
@@ -161,9 +162,9 @@ func.func @one_kv_head(%x: tensor<?x16xf32>, %pos: tensor<?xi32>, %kv: !hyc.kv_c
 // CHECK: %[[C:.*]] = hyc.moe.unpermute
 // CHECK: hyc.collective.all_reduce %[[C]]
 
-// Expert parallel (ep-size 2) on rank 1: experts 1.. whole (the stacks
-// renamed "experts.*+1." for the writer), the permute keeps their pairs,
-// the combine is all-reduced.
+// Expert parallel (ep-size 2, ep-exchange all-reduce) on rank 1: experts
+// 1.. whole (the stacks renamed "experts.*+1." for the writer), the permute
+// keeps their pairs, the combine is all-reduced.
 // EP-LABEL: func.func @experts
 // EP: hyc.moe.permute {{.*}} {first_expert = 1 : i64, num_experts = 1 : i64} : tensor<?x16xf32>, tensor<?x1xi32> -> tensor<?x16xf32>, tensor<2xi32>, tensor<?xi32>
 // EP: hyc.param #hyc.param<"m" : "m.experts.*+1.gate"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<1x8x16xf32>
@@ -171,6 +172,23 @@ func.func @one_kv_head(%x: tensor<?x16xf32>, %pos: tensor<?xi32>, %kv: !hyc.kv_c
 // EP: hyc.param #hyc.param<"m" : "m.experts.*+1.down"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<1x16x8xf32>
 // EP: %[[C:.*]] = hyc.moe.unpermute
 // EP: hyc.collective.all_reduce %[[C]]
+
+// Expert parallel with the all-to-all exchange (the default): the rank
+// dispatches its own tokens' pairs to the experts' ranks (one expert per
+// rank here), permutes the pairs it received (one slot each, its local
+// expert ids from 0), weights each expert row by an unpermute of that
+// slot, and undispatches the rows back to their tokens; no all-reduce.
+// A2A-LABEL: func.func @experts
+// A2A: %[[W:.*]], %[[IDS:.*]] = hyc.moe.route
+// A2A: %[[R:.*]], %[[RI:.*]], %[[RW:.*]], %[[SENT:.*]], %[[N:.*]] = hyc.moe.dispatch %{{.*}}, %[[IDS]], %[[W]] {experts_per_rank = 1 : i64, group_size = 2 : i64} : tensor<?x16xf32>, tensor<?x1xi32>, tensor<?x1xf32> -> tensor<?x16xf32>, tensor<?x1xi32>, tensor<?x1xf32>, tensor<?xi32>, tensor<4xi32>
+// A2A: %[[PX:.*]], %[[OFF:.*]], %[[ROWS:.*]] = hyc.moe.permute %[[R]], %[[RI]] {num_experts = 1 : i64}
+// A2A: hyc.moe.grouped_matmul %[[PX]], %{{.*}}, %[[OFF]]
+// A2A: hyc.silu_mul
+// A2A: %[[D:.*]] = hyc.moe.grouped_matmul
+// A2A: %[[Z:.*]] = hyc.moe.unpermute %[[D]], %[[ROWS]], %[[RW]] : tensor<?x16xf32>, tensor<?xi32>, tensor<?x1xf32> -> tensor<?x16xf32>
+// A2A: %[[Y:.*]] = hyc.moe.undispatch %[[IDS]], %[[Z]], %[[SENT]], %[[N]] {group_size = 2 : i64}
+// A2A-NOT: all_reduce
+// A2A: return %[[Y]]
 func.func @experts(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %wr = hyc.param #hyc.param<"m" : "router"> -> tensor<2x16xf32>
   %logits = hyc.quant.matmul %x, %wr {epilogue = #hyc<epilogue none>, quant = #hyc.quant<f32>} : (tensor<?x16xf32>, tensor<2x16xf32>) -> tensor<?x2xf32>

@@ -161,6 +161,93 @@ TEST(ShmGroup, AllGatherPlacesEachRanksVectorAtItsRank) {
   EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
 }
 
+/// The blocks of the staged all-to-all test: rank `src` sends rank `dst`
+/// `blockSize(src, dst)` floats of rankData(src * 16 + dst), some empty,
+/// some longer than a 64 KiB slot (so the exchange takes several rounds).
+size_t blockSize(int src, int dst) {
+  static const size_t sizes[3][3] = {{5, 0, 20000}, {17000, 3, 0}, {1, 40000, 7}};
+  return sizes[src][dst];
+}
+
+/// The default all_to_all_v of a RankGroup (through all_gather): a group
+/// that forwards everything else to a ShmGroup.
+class ThroughAllGather final : public hyrt::RankGroup {
+public:
+  explicit ThroughAllGather(std::unique_ptr<ShmGroup> g) : g_(std::move(g)) {}
+  int rank() const override { return g_->rank(); }
+  int size() const override { return g_->size(); }
+  Status all_reduce_sum(float *d, size_t n) override { return g_->all_reduce_sum(d, n); }
+  Status all_gather(const float *in, size_t n, float *out) override {
+    return g_->all_gather(in, n, out);
+  }
+  Status barrier() override { return g_->barrier(); }
+  void abort(const std::string &why) override { g_->abort(why); }
+  std::string transport() const override { return "test"; }
+
+private:
+  std::unique_ptr<ShmGroup> g_;
+};
+
+// Staged all-to-all between three real processes: each rank receives,
+// in source order, exactly the blocks addressed to it (bit for bit, with
+// their sizes), over two rounds so both buffers are reused; through the
+// slots (ShmGroup) and through all_gather (the default, MPI's).
+TEST(ShmGroup, AllToAllDeliversEachBlockToItsRank) {
+  for (bool viaGather : {false, true}) {
+    const std::string name = uniqueName();
+    const std::vector<int> codes = runRanks({0, 1, 2}, [&](int r) {
+      std::unique_ptr<ShmGroup> shm;
+      if (!ShmGroup::join(options(name, r, 3), &shm).ok())
+        return 2;
+      std::unique_ptr<hyrt::RankGroup> g;
+      if (viaGather)
+        g = std::make_unique<ThroughAllGather>(std::move(shm));
+      else
+        g = std::move(shm);
+      for (int round = 0; round < 2; ++round) {
+        std::vector<float> send;
+        int64_t counts[3], got[3] = {-1, -1, -1};
+        for (int d = 0; d < 3; ++d) {
+          const std::vector<float> b = rankData(r * 16 + d, round, blockSize(r, d));
+          send.insert(send.end(), b.begin(), b.end());
+          counts[d] = int64_t(b.size());
+        }
+        std::vector<float> recv(70000, -1.0f);
+        if (Status s = g->all_to_all_v(send.data(), counts, recv.data(), got, recv.size());
+            !s.ok()) {
+          writeMessage(name, r, s.message());
+          return 3;
+        }
+        size_t at = 0;
+        for (int src = 0; src < 3; ++src) {
+          const std::vector<float> want = rankData(src * 16 + r, round, blockSize(src, r));
+          if (got[src] != int64_t(want.size()) ||
+              std::memcmp(recv.data() + at, want.data(), want.size() * sizeof(float)) != 0) {
+            writeMessage(name, r, "round " + std::to_string(round) + ": block from rank " +
+                                      std::to_string(src) + " wrong");
+            return 4;
+          }
+          at += want.size();
+        }
+      }
+      // A receiver whose buffer is too small: every rank fails alike, now.
+      int64_t counts[3] = {r == 1 ? 10 : 0, 0, 0}, got[3];
+      std::vector<float> send(10, 1.0f), recv(4);
+      const Status s = g->all_to_all_v(send.data(), counts, recv.data(), got, recv.size());
+      if (s.ok() || s.message().find("rank 0 would receive 10 floats, its buffer holds 4") ==
+                        std::string::npos) {
+        writeMessage(name, r, "too small a buffer: " + s.message());
+        return 5;
+      }
+      return 0;
+    });
+    for (int r = 0; r < 3; ++r)
+      EXPECT_EQ(codes[size_t(r)], 0)
+          << (viaGather ? "through all_gather" : "through the slots") << ", rank " << r << ": "
+          << readMessage(name, r);
+  }
+}
+
 using Clock = std::chrono::steady_clock;
 
 /// Runs `op` in a rank: its message goes to the rank's message file; exit
