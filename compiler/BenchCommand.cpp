@@ -475,7 +475,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,
               peak, peakName.c_str(), computeEff * 100);
   if (tp.size > 1)
-    std::printf("  tensor parallel: %d ranks; all-reduce %.1f%% of prefill time, %.1f%% of "
+    std::printf("  tensor parallel: %d ranks; collectives %.1f%% of prefill time, %.1f%% of "
                 "decode time (waits for the slower rank included)\n",
                 tp.size, prefillTotal > 0 ? 100 * collectivePrefill / prefillTotal : 0,
                 decodeTotal > 0 ? 100 * collectiveDecode / decodeTotal : 0);

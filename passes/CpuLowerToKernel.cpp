@@ -194,12 +194,11 @@ FailureOr<SmallVector<Dim>> EntryLowering::dimsOf(Value v) {
     } else if (isa<LogitRowsOp>(def)) {
       dynamicLeading = kernel::StepSizeOp::create(b, loc, b.getIndexType(),
                                                     b.getStringAttr("num_logit_rows"));
-    } else if (isa<MoePermuteOp, MoeDispatchOp>(def)) {
-      // A row per (token, slot) pair.
-      auto in = dimsOf(def->getOperand(0));
+    } else if (auto permute = dyn_cast<MoePermuteOp>(def)) {
+      auto in = dimsOf(permute.getInput());
       if (failed(in))
         return failure();
-      int64_t topK = cast<RankedTensorType>(def->getOperand(1).getType()).getDimSize(1);
+      int64_t topK = cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1);
       dynamicLeading = mul((*in)[0].value, i64(topK));
     } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
       auto in = dimsOf(collapse.getSrc());
@@ -875,12 +874,10 @@ LogicalResult EntryLowering::emitOp(Operation *op) {
         auto rank = tensorParallelRank(u);
         if (failed(rank))
           return failure();
-        auto ids = D(u.getIds());
         auto y = D(u.getResults());
         call("hyrt_ref_moe_undispatch",
-             {ptrOf(u.getResults()), ptrOf(u.getSent()), ptrOf(u.getCounts()), ids[0].value,
-              y[1].value, ids[1].value, i64(u.getGroupSize()), i64(*rank),
-              ptrOf(u.getResult())});
+             {ptrOf(u.getResults()), ptrOf(u.getSent()), ptrOf(u.getCounts()), y[0].value,
+              y[1].value, i64(u.getGroupSize()), i64(*rank), ptrOf(u.getResult())});
         return success();
       })
       .Case<AllGatherOp>([&](AllGatherOp g) -> LogicalResult {

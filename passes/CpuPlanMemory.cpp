@@ -160,13 +160,13 @@ FailureOr<SmallVector<int64_t>> EntryPlan::boundsOf(Value v) {
     return bounds[v] = result;
   }
   int64_t tokenBound = -1;
-  if (isa<MoePermuteOp, MoeDispatchOp>(def)) {
-    // A row per (token, slot) pair.
-    auto in = boundsOf(def->getOperand(0));
+  if (auto permute = dyn_cast<MoePermuteOp>(def)) {
+    auto in = boundsOf(permute.getInput());
     if (failed(in))
       return failure();
     std::optional<int64_t> rows = llvm::checkedMul(
-        (*in)[0], cast<RankedTensorType>(def->getOperand(1).getType()).getDimSize(1));
+        (*in)[0],
+        cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1));
     if (!rows)
       return def->emitError() << "permuted rows of " << (*in)[0]
                               << " tokens overflow int64";

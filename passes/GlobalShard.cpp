@@ -12,10 +12,15 @@
 //   row-parallel, followed by an all-reduce;
 // - routed experts (MoE), expert parallel (`ep-size` = tp-size): rank r
 //   holds experts [r E/N, (r+1) E/N) whole (its params renamed
-//   "experts.*+F." for the writer), its permute keeps the pairs routed to
-//   them (`first_expert`), and the combine of its rows is all-reduced;
-//   routing is replicated, so no token moves (the staged all_to_all of
-//   token-distributed expert parallel is not built);
+//   "experts.*+F." for the writer). With `ep-exchange=all-to-all` (the
+//   default) tokens travel to their experts: each rank dispatches its own
+//   tokens' pairs (hyc.moe.dispatch: counts per destination rank, then one
+//   batched exchange), permutes the pairs it received, runs its experts,
+//   weights each row (a one-slot unpermute) and sends the rows back
+//   (hyc.moe.undispatch: summed per token, the tokens gathered on every
+//   rank). With `all-reduce` routing is replicated, its permute keeps the
+//   pairs routed to its experts (`first_expert`), and the combine of its
+//   rows is all-reduced;
 // - routed experts (MoE) otherwise: every rank keeps every expert and routes alike
 //   (the router stays whole), with its part of each expert's ffn columns:
 //   gate/up stacks [E, ffn, H] split along dim 1, down [E, H, ffn] along
@@ -228,38 +233,35 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
   }
 
   /// Token-distributed expert parallel: instead of every rank keeping its
-  /// experts' pairs of every token, each rank sends its own tokens' pairs
-  /// to the experts' ranks (hyc.moe.dispatch: counts, then one batched
-  /// exchange), runs its experts on the pairs it received (a permute of
-  /// them, the same expert GEMMs, each row weighted by an unpermute of one
-  /// slot), and sends the rows back (hyc.moe.undispatch), which sums them
-  /// per token and gathers the tokens on every rank. No all-reduce follows.
+  /// experts' pairs of every token, each rank sends its own tokens to the
+  /// ranks of their experts, once per destination with their slots there
+  /// (hyc.moe.dispatch: counts, then one batched exchange), runs its
+  /// experts on the tokens it received (the permute, expert GEMMs and
+  /// weighted combine as before, over them), and sends each token's row
+  /// back (hyc.moe.undispatch), which sums them per token and gathers the
+  /// tokens on every rank. No all-reduce follows.
   bool dispatchTokens(MoePermuteOp permute, MoeUnpermuteOp combine, int64_t local) {
-    if (!combine.getAddends().empty() || combine.getInput().getType() != combine.getType()) {
+    if (!combine.getAddends().empty()) {
       combine.emitError() << "hyc-global-shard: expected the experts' combine without "
                              "addends, for the all-to-all exchange";
       return false;
     }
     OpBuilder b(permute);
     Location loc = permute.getLoc();
-    auto x = cast<RankedTensorType>(permute.getInput().getType());
     Value routes = permute.getIds();
-    const int64_t dyn = ShapedType::kDynamic;
-    auto i32 = b.getI32Type();
-    auto f32 = b.getF32Type();
     auto dispatch = MoeDispatchOp::create(
-        b, loc, RankedTensorType::get({dyn, x.getDimSize(1)}, x.getElementType()),
-        RankedTensorType::get({dyn, 1}, i32), RankedTensorType::get({dyn, 1}, f32),
-        RankedTensorType::get({dyn}, i32), RankedTensorType::get({2 * tpSize}, i32),
-        permute.getInput(), permute.getIds(), combine.getWeights(),
-        b.getI64IntegerAttr(local), b.getI64IntegerAttr(tpSize));
+        b, loc, permute.getInput().getType(), routes.getType(), combine.getWeights().getType(),
+        routes.getType(), RankedTensorType::get({2 * tpSize}, b.getI32Type()),
+        permute.getInput(), routes, combine.getWeights(), b.getI64IntegerAttr(local),
+        b.getI64IntegerAttr(tpSize));
     if (combine.getWeights().getDefiningOp() &&
         !combine.getWeights().getDefiningOp()->isBeforeInBlock(dispatch)) {
       combine.emitError() << "hyc-global-shard: the routing weights come after the permute";
       dispatch.erase();
       return false;
     }
-    // The received pairs, one slot each, grouped by this rank's experts.
+    // The received tokens' pairs (their slots on this rank's experts),
+    // grouped by expert.
     auto received = MoePermuteOp::create(
         b, loc, permute.getResult().getType(), permute.getOffsets().getType(),
         permute.getRows().getType(), dispatch.getRows(), dispatch.getRowIds(),
@@ -269,7 +271,8 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
     permute.getRows().replaceAllUsesWith(received.getRows());
     permute.erase();
     b.setInsertionPoint(combine);
-    auto weighted = MoeUnpermuteOp::create(b, combine.getLoc(), combine.getInput().getType(),
+    // Each received token's weighted sum over this rank's experts.
+    auto weighted = MoeUnpermuteOp::create(b, combine.getLoc(), combine.getType(),
                                            combine.getInput(), received.getRows(),
                                            dispatch.getRowWeights(), ValueRange{});
     auto back = MoeUndispatchOp::create(b, combine.getLoc(), combine.getType(), routes,

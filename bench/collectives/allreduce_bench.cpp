@@ -3,7 +3,10 @@
 // of fp32: median latency over repetitions and the algorithm bandwidth
 // (vector bytes / time), and the memcpy bandwidth of one process for
 // scale: a 2-rank all-reduce moves each byte about four times through
-// memory (copy in, read both slots, write the sum). Rank 0 prints.
+// memory (copy in, read both slots, write the sum). Then the staged
+// all-to-all (expert parallel's token exchange: counts, then the blocks)
+// with each rank sending the same bytes, split evenly over the ranks.
+// Rank 0 prints.
 #include "hyrt/shm_group.h"
 
 #include <algorithm>
@@ -68,6 +71,35 @@ int runRank(const std::string &name, int rank, int ranks) {
     if (rank == 0)
       std::printf("%10zu %12.1f %12.2f %12.2f\n", bytes, med * 1e6, bytes / med / 1e9,
                   bytes / copyBest / 1e9);
+  }
+  if (rank == 0)
+    std::printf("staged all_to_all_v (bytes sent per rank, split evenly)\n%10s %12s %12s\n",
+                "bytes", "median us", "GB/s");
+  for (size_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+    const size_t n = bytes / sizeof(float);
+    std::vector<float> send(n, 1.0f), recv(n + size_t(ranks));
+    std::vector<int64_t> counts(static_cast<size_t>(ranks)), got(static_cast<size_t>(ranks));
+    for (int d = 0; d < ranks; ++d)
+      counts[size_t(d)] = int64_t(n * size_t(d + 1) / size_t(ranks) - n * size_t(d) / size_t(ranks));
+    const int reps = int(std::clamp<size_t>((256u << 20) / bytes, 5, 2000));
+    std::vector<double> t;
+    for (int i = 0; i < reps + 2; ++i) {
+      if (!g->barrier().ok())
+        return 1;
+      const auto t0 = Clock::now();
+      if (hyrt::Status s = g->all_to_all_v(send.data(), counts.data(), recv.data(), got.data(),
+                                           recv.size());
+          !s.ok()) {
+        std::fprintf(stderr, "%s\n", s.message().c_str());
+        return 1;
+      }
+      if (i >= 2)
+        t.push_back(seconds(t0, Clock::now()));
+    }
+    std::sort(t.begin(), t.end());
+    const double med = t[t.size() / 2];
+    if (rank == 0)
+      std::printf("%10zu %12.1f %12.2f\n", bytes, med * 1e6, bytes / med / 1e9);
   }
   return 0;
 }

@@ -653,70 +653,45 @@ LogicalResult MoePermuteOp::verify() {
   return success();
 }
 
-/// T * top_k of an [T, top_k] routes type, dynamic when either is.
-static int64_t pairRows(RankedTensorType ids) {
-  return ShapedType::isDynamic(ids.getDimSize(0)) || ShapedType::isDynamic(ids.getDimSize(1))
-             ? ShapedType::kDynamic
-             : ids.getDimSize(0) * ids.getDimSize(1);
-}
-
 LogicalResult MoeDispatchOp::verify() {
   if (failed(expectRank(*this, getInput(), 2, "input")) ||
       failed(expectRank(*this, getIds(), 2, "ids [tokens, top_k]")) ||
-      failed(expectRank(*this, getWeights(), 2, "weights [tokens, top_k]")) ||
-      failed(expectRank(*this, getRows(), 2, "rows")) ||
-      failed(expectRank(*this, getRowIds(), 2, "row_ids [pairs, 1]")) ||
-      failed(expectRank(*this, getRowWeights(), 2, "row_weights [pairs, 1]")) ||
-      failed(expectRank(*this, getSent(), 1, "sent")) ||
       failed(expectRank(*this, getCounts(), 1, "counts")))
     return failure();
   if (getGroupSize() < 1 || getExpertsPerRank() < 1)
     return emitOpError() << "group_size and experts_per_rank must be positive, got "
                          << getGroupSize() << " and " << getExpertsPerRank();
   auto x = rtt(getInput()), ids = rtt(getIds());
-  const int64_t pairs = pairRows(ids);
   if (failed(expectDim(*this, "ids rows", ids.getDimSize(0), x.getDimSize(0), "input rows")) ||
-      failed(expectDim(*this, "weights rows", rtt(getWeights()).getDimSize(0),
-                       ids.getDimSize(0), "ids rows")) ||
-      failed(expectDim(*this, "weights width", rtt(getWeights()).getDimSize(1),
-                       ids.getDimSize(1), "top_k")) ||
-      failed(expectDim(*this, "rows width", rtt(getRows()).getDimSize(1), x.getDimSize(1),
-                       "input width")) ||
-      failed(expectDim(*this, "row_ids width", rtt(getRowIds()).getDimSize(1), 1, "1")) ||
-      failed(expectDim(*this, "row_weights width", rtt(getRowWeights()).getDimSize(1), 1,
-                       "1")) ||
       failed(expectDim(*this, "counts size", rtt(getCounts()).getDimSize(0),
                        2 * getGroupSize(), "2 * group_size")))
     return failure();
-  for (auto [what, v] : {std::pair<const char *, Value>{"rows", getRows()},
-                         {"row_ids rows", getRowIds()},
-                         {"row_weights rows", getRowWeights()},
-                         {"sent size", getSent()}})
-    if (failed(expectDim(*this, what, rtt(v).getDimSize(0), pairs, "tokens * top_k")))
-      return failure();
+  // Received tokens are shaped like the own ones: rows like input, their
+  // slots like ids / weights, and `sent` like ids.
+  if (getRows().getType() != getInput().getType() || getRowIds().getType() != ids ||
+      getSent().getType() != ids || getRowWeights().getType() != getWeights().getType() ||
+      rtt(getWeights()).getShape() != ids.getShape())
+    return emitOpError() << "expected rows shaped like input, row_ids and sent like ids, and "
+                            "weights and row_weights like ids (f32)";
   return success();
 }
 
 LogicalResult MoeUndispatchOp::verify() {
   if (failed(expectRank(*this, getIds(), 2, "ids [tokens, top_k]")) ||
       failed(expectRank(*this, getResults(), 2, "results")) ||
-      failed(expectRank(*this, getSent(), 1, "sent")) ||
-      failed(expectRank(*this, getCounts(), 1, "counts")) ||
-      failed(expectRank(*this, getResult(), 2, "result")))
+      failed(expectRank(*this, getCounts(), 1, "counts")))
     return failure();
   if (getGroupSize() < 1)
     return emitOpError() << "group_size must be positive, got " << getGroupSize();
-  auto ids = rtt(getIds()), res = rtt(getResults()), out = rtt(getResult());
-  const int64_t pairs = pairRows(ids);
-  if (failed(expectDim(*this, "results rows", res.getDimSize(0), pairs, "tokens * top_k")) ||
-      failed(expectDim(*this, "sent size", rtt(getSent()).getDimSize(0), pairs,
-                       "tokens * top_k")) ||
+  auto ids = rtt(getIds()), res = rtt(getResults());
+  if (getSent().getType() != ids)
+    return emitOpError() << "expected sent shaped like ids";
+  if (failed(expectDim(*this, "results rows", res.getDimSize(0), ids.getDimSize(0), "tokens")) ||
       failed(expectDim(*this, "counts size", rtt(getCounts()).getDimSize(0),
-                       2 * getGroupSize(), "2 * group_size")) ||
-      failed(expectDim(*this, "result rows", out.getDimSize(0), ids.getDimSize(0), "tokens")) ||
-      failed(expectDim(*this, "result width", out.getDimSize(1), res.getDimSize(1),
-                       "results width")))
+                       2 * getGroupSize(), "2 * group_size")))
     return failure();
+  if (getResult().getType() != getResults().getType())
+    return emitOpError() << "expected the result shaped like results";
   return success();
 }
 

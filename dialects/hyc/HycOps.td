@@ -451,23 +451,25 @@ def Hyc_MoePermuteOp : Hyc_Op<"moe.permute", [Pure]> {
 }
 
 def Hyc_MoeDispatchOp : Hyc_Op<"moe.dispatch", [Pure]> {
-  let summary = "Send each token's routed pairs to the ranks that hold their experts";
+  let summary = "Send each token to the ranks that hold its experts";
   let description = [{
     Token-distributed expert parallel over `group_size` ranks, each holding
     `experts_per_rank` consecutive experts. This rank takes its own tokens
-    [T r/N, T (r+1)/N) of `input` with their routes, counts the pairs per
-    destination rank, exchanges the counts, then moves the pairs (row,
-    expert, weight) in one batched exchange (a staged all-to-all). Results,
-    T * top_k rows each: the pairs received (`rows`, the rank-local expert
-    in `row_ids` [., 1], `row_weights` [., 1]; unused rows have id -1 and
-    weight 0), `sent` (the token of each pair sent, -1 after them) and
-    `counts` [2 N] (pairs sent to, then received from, each rank), which
+    [T r/N, T (r+1)/N) of `input` with their routes, counts per destination
+    rank the tokens that have an expert there, exchanges the counts, then
+    moves each such token once per destination (its row, and for each of
+    its top_k slots the rank-local expert there or -1, and the weight) in
+    one batched exchange: a staged all-to-all. Results, shaped like
+    input / ids / weights: the tokens received in source-rank order
+    (`rows`, `row_ids`, `row_weights`; unused rows have ids -1), `sent` [T,
+    top_k] (the token of each row sent, destination order, then -1) and
+    `counts` [2 N] (rows sent to, then received from, each rank), which
     `hyc.moe.undispatch` reads to send the results back.
 
     ```mlir
     %r, %ri, %rw, %sent, %n = hyc.moe.dispatch %x, %ids, %w {experts_per_rank = 4 : i64, group_size = 2 : i64}
         : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
-        -> tensor<?x64xf32>, tensor<?x1xi32>, tensor<?x1xf32>, tensor<?xi32>, tensor<4xi32>
+        -> tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4xi32>
     ```
   }];
   let arguments = (ins Hyc_FloatTensor:$input, RankedTensorOf<[I32]>:$ids,
@@ -485,17 +487,18 @@ def Hyc_MoeDispatchOp : Hyc_Op<"moe.dispatch", [Pure]> {
 }
 
 def Hyc_MoeUndispatchOp : Hyc_Op<"moe.undispatch", [Pure]> {
-  let summary = "Return dispatched pairs' results and sum them per token";
+  let summary = "Return dispatched tokens' expert rows and sum them per token";
   let description = [{
-    The reverse of `hyc.moe.dispatch`: each received pair's row of
-    `results` (in received order) goes back to its source rank in one
-    batched exchange; the source adds them into its tokens' rows, and the
-    ranks' token rows are all-gathered, so every rank holds `result` [T, H].
-    `ids` ([T, top_k], the routes) gives the token count.
+    The reverse of `hyc.moe.dispatch`: each received token's row of
+    `results` (in received order: this rank's experts' weighted sum for it)
+    goes back to its source rank in one batched exchange; the source adds
+    them into its tokens' rows, and the ranks' token rows are gathered, so
+    every rank holds `result` [T, H]. `ids` ([T, top_k], the routes) gives
+    the token count.
 
     ```mlir
     %y = hyc.moe.undispatch %ids, %z, %sent, %n {group_size = 2 : i64}
-        : tensor<?x2xi32>, tensor<?x64xf32>, tensor<?xi32>, tensor<4xi32> -> tensor<?x64xf32>
+        : tensor<?x2xi32>, tensor<?x64xf32>, tensor<?x2xi32>, tensor<4xi32> -> tensor<?x64xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[I32]>:$ids, Hyc_FloatTensor:$results,

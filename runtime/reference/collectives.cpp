@@ -5,6 +5,7 @@
 #include "hyrt/abi.h"
 #include "hyrt/reference.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -67,75 +68,82 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
                                       int64_t experts_per_rank, int64_t group_size,
                                       int64_t rank, float *out_rows, int32_t *out_ids,
                                       float *out_weights, int32_t *sent, int32_t *counts) {
-  const int64_t pairs = num_tokens * top_k, width = dim + 2, n = group_size;
-  for (int64_t i = 0; i < pairs; ++i) {
+  const int64_t k = top_k, width = dim + 2 * k, n = group_size;
+  for (int64_t i = 0; i < num_tokens * k; ++i) {
     out_ids[i] = -1;
     out_weights[i] = 0.0f;
     sent[i] = -1;
   }
   int64_t first = 0, last = 0;
   ownTokens(num_tokens, n, rank, &first, &last);
-  // Pairs of the own tokens, by destination rank: [row | local expert | weight].
+  // Each own token once per destination that holds one of its experts:
+  // [row | the destination's local expert per slot, or -1 | weight per slot].
   std::vector<float> send;
-  send.reserve(size_t((last - first) * top_k * width));
-  std::vector<int64_t> sendCounts(size_t(n), 0), recvCounts(size_t(n), 0);
+  std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0),
+      recvCounts(static_cast<size_t>(n), 0);
   int64_t slot = 0;
   for (int64_t d = 0; d < n; ++d) {
-    for (int64_t t = first; t < last; ++t)
-      for (int64_t j = 0; j < top_k; ++j) {
-        const int64_t e = ids[t * top_k + j];
-        if (e < d * experts_per_rank || e >= (d + 1) * experts_per_rank)
-          continue; // another destination (or an id out of range: dropped)
-        send.insert(send.end(), x + t * dim, x + (t + 1) * dim);
-        send.push_back(float(e - d * experts_per_rank));
-        send.push_back(weights[t * top_k + j]);
-        sent[slot++] = int32_t(t);
-        sendCounts[size_t(d)] += width;
-      }
+    const int64_t lo = d * experts_per_rank, hi = lo + experts_per_rank;
+    for (int64_t t = first; t < last; ++t) {
+      const int32_t *route = ids + t * k;
+      if (std::none_of(route, route + k, [&](int32_t e) { return e >= lo && e < hi; }))
+        continue; // no expert there (ids out of range are dropped)
+      send.insert(send.end(), x + t * dim, x + (t + 1) * dim);
+      for (int64_t j = 0; j < k; ++j)
+        send.push_back(route[j] >= lo && route[j] < hi ? float(route[j] - lo) : -1.0f);
+      for (int64_t j = 0; j < k; ++j)
+        send.push_back(route[j] >= lo && route[j] < hi ? weights[t * k + j] : 0.0f);
+      sent[slot++] = int32_t(t);
+      sendCounts[size_t(d)] += width;
+    }
     counts[d] = int32_t(sendCounts[size_t(d)] / width);
   }
-  std::vector<float> recv(size_t(pairs * width));
+  // At most one row per token of every source: T rows.
+  std::vector<float> recv(size_t(num_tokens * width));
   if (n == 1) {
     recv.assign(send.begin(), send.end());
     recvCounts[0] = sendCounts[0];
   } else if (!allToAll(send.data(), sendCounts.data(), recv.data(), recvCounts.data(),
-                       pairs * width, n)) {
+                       num_tokens * width, n)) {
     for (int64_t s = 0; s < n; ++s)
       counts[n + s] = 0;
     return; // the step is lost; the runtime reports why
   }
-  int64_t row = 0;
+  int64_t rows = 0;
   for (int64_t s = 0; s < n; ++s) {
     counts[n + s] = int32_t(recvCounts[size_t(s)] / width);
-    row += counts[n + s];
+    rows += counts[n + s];
   }
-  for (int64_t i = 0; i < row; ++i) {
+  for (int64_t i = 0; i < rows; ++i) {
     const float *p = recv.data() + i * width;
     std::memcpy(out_rows + i * dim, p, sizeof(float) * size_t(dim));
-    out_ids[i] = int32_t(p[dim]);
-    out_weights[i] = p[dim + 1];
+    for (int64_t j = 0; j < k; ++j) {
+      out_ids[i * k + j] = int32_t(p[dim + j]);
+      out_weights[i * k + j] = p[dim + k + j];
+    }
   }
 }
 
 extern "C" void hyrt_ref_moe_undispatch(const float *results, const int32_t *sent,
                                         const int32_t *counts, int64_t num_tokens, int64_t dim,
-                                        int64_t top_k, int64_t group_size, int64_t rank,
-                                        float *out) {
-  const int64_t n = group_size, pairs = num_tokens * top_k;
+                                        int64_t group_size, int64_t rank, float *out) {
+  const int64_t n = group_size;
   std::memset(out, 0, sizeof(float) * size_t(num_tokens * dim));
   // Back to the sources, in the order received.
-  std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0), recvCounts(static_cast<size_t>(n), 0);
+  std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0),
+      recvCounts(static_cast<size_t>(n), 0);
   int64_t received = 0, returned = 0;
   for (int64_t s = 0; s < n; ++s) {
     sendCounts[size_t(s)] = int64_t(counts[n + s]) * dim;
     received += counts[n + s];
     returned += counts[s];
   }
-  std::vector<float> back(size_t(pairs * dim));
+  // Each own token comes back from at most every rank once.
+  std::vector<float> back(size_t(num_tokens * n * dim));
   if (n == 1) {
     std::memcpy(back.data(), results, sizeof(float) * size_t(received * dim));
-  } else if (!allToAll(results, sendCounts.data(), back.data(), recvCounts.data(), pairs * dim,
-                       n)) {
+  } else if (!allToAll(results, sendCounts.data(), back.data(), recvCounts.data(),
+                       num_tokens * n * dim, n)) {
     return;
   }
   for (int64_t slot = 0; slot < returned; ++slot) {

@@ -65,25 +65,26 @@ void hyrt_ref_all_gather_cols(const float *in, int64_t rows, int64_t cols, float
 /* Token-distributed expert parallel, rank `rank` of `group_size`, each
  * holding `experts_per_rank` consecutive experts. Dispatch: the rank takes
  * its own tokens [T rank / N, T (rank + 1) / N) of x[T][dim] with their
- * routes ids / weights [T][top_k], counts the pairs per destination rank
- * (the expert's owner), exchanges the counts, then the pairs (row, local
- * expert, weight) in one batched exchange (hyrt_collectives_v0's
- * all_to_all_v). out_rows / out_ids / out_weights [T * top_k] get the
- * pairs this rank received (source-rank order), then ids -1 and weights 0;
- * sent[T * top_k] the token of each pair this rank sent (destination
- * order, then -1); counts[2 * group_size] the pairs sent to and received
- * from each rank. Undispatch sends each received pair's result row
- * (results[T * top_k][dim], in received order) back to its source, which
- * adds them into its tokens' rows, and all-gathers the tokens' rows:
- * out[T][dim] on every rank (a token with no pair is 0). */
+ * routes ids / weights [T][top_k], counts per destination rank the tokens
+ * with an expert there, exchanges the counts, then sends each such token
+ * once per destination (its row, per slot the destination's local expert
+ * or -1, and the weight) in one batched exchange (hyrt_collectives_v0's
+ * all_to_all_v). out_rows [T][dim] / out_ids / out_weights [T][top_k] get
+ * the tokens this rank received (source-rank order), then ids -1 and
+ * weights 0; sent[T * top_k] the token of each row this rank sent
+ * (destination order, then -1); counts[2 * group_size] the rows sent to
+ * and received from each rank. Undispatch sends each received token's
+ * result row (results[T][dim], in received order) back to its source,
+ * which adds them into its tokens' rows, and gathers the tokens' rows:
+ * out[T][dim] on every rank (a token with no expert anywhere is 0). */
 void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const float *weights,
                            int64_t num_tokens, int64_t dim, int64_t top_k,
                            int64_t experts_per_rank, int64_t group_size, int64_t rank,
                            float *out_rows, int32_t *out_ids, float *out_weights,
                            int32_t *sent, int32_t *counts);
 void hyrt_ref_moe_undispatch(const float *results, const int32_t *sent, const int32_t *counts,
-                             int64_t num_tokens, int64_t dim, int64_t top_k,
-                             int64_t group_size, int64_t rank, float *out);
+                             int64_t num_tokens, int64_t dim, int64_t group_size, int64_t rank,
+                             float *out);
 hyrt_collectives_v0 *hyrt_collectives_state(void);
 
 void hyrt_ref_observe_absmax(const float *x, int64_t rows, int64_t cols,

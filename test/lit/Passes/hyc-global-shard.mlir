@@ -174,13 +174,13 @@ func.func @one_kv_head(%x: tensor<?x16xf32>, %pos: tensor<?xi32>, %kv: !hyc.kv_c
 // EP: hyc.collective.all_reduce %[[C]]
 
 // Expert parallel with the all-to-all exchange (the default): the rank
-// dispatches its own tokens' pairs to the experts' ranks (one expert per
-// rank here), permutes the pairs it received (one slot each, its local
-// expert ids from 0), weights each expert row by an unpermute of that
-// slot, and undispatches the rows back to their tokens; no all-reduce.
+// dispatches its own tokens to their experts' ranks (one expert per rank
+// here), permutes the tokens it received by their slots (local expert ids
+// from 0), runs its experts, weights and sums each token's rows, and
+// undispatches the rows back to their tokens; no all-reduce.
 // A2A-LABEL: func.func @experts
 // A2A: %[[W:.*]], %[[IDS:.*]] = hyc.moe.route
-// A2A: %[[R:.*]], %[[RI:.*]], %[[RW:.*]], %[[SENT:.*]], %[[N:.*]] = hyc.moe.dispatch %{{.*}}, %[[IDS]], %[[W]] {experts_per_rank = 1 : i64, group_size = 2 : i64} : tensor<?x16xf32>, tensor<?x1xi32>, tensor<?x1xf32> -> tensor<?x16xf32>, tensor<?x1xi32>, tensor<?x1xf32>, tensor<?xi32>, tensor<4xi32>
+// A2A: %[[R:.*]], %[[RI:.*]], %[[RW:.*]], %[[SENT:.*]], %[[N:.*]] = hyc.moe.dispatch %{{.*}}, %[[IDS]], %[[W]] {experts_per_rank = 1 : i64, group_size = 2 : i64} : tensor<?x16xf32>, tensor<?x1xi32>, tensor<?x1xf32> -> tensor<?x16xf32>, tensor<?x1xi32>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4xi32>
 // A2A: %[[PX:.*]], %[[OFF:.*]], %[[ROWS:.*]] = hyc.moe.permute %[[R]], %[[RI]] {num_experts = 1 : i64}
 // A2A: hyc.moe.grouped_matmul %[[PX]], %{{.*}}, %[[OFF]]
 // A2A: hyc.silu_mul

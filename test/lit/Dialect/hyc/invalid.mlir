@@ -888,3 +888,32 @@ func.func @observe_feeds(%x: tensor<?x16xf32>) {
   hyc.observe %x slot 0 feeds [] : tensor<?x16xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<?x64xf32>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error@+1 {{counts size = 2 does not match 2 * group_size = 4}}
+  %r, %ri, %rw, %s, %n = hyc.moe.dispatch %x, %i, %w {experts_per_rank = 4 : i64, group_size = 2 : i64}
+      : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+      -> tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x64xf32>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
+  // expected-error@+1 {{expected rows shaped like input, row_ids and sent like ids, and weights and row_weights like ids (f32)}}
+  %r, %ri, %rw, %s, %n = hyc.moe.dispatch %x, %i, %w {experts_per_rank = 4 : i64, group_size = 2 : i64}
+      : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+      -> tensor<?x32xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?x2xi32>, %z: tensor<?x64xf32>, %s: tensor<?x2xi32>, %n: tensor<4xi32>) {
+  // expected-error@+1 {{group_size must be positive, got 0}}
+  %y = hyc.moe.undispatch %i, %z, %s, %n {group_size = 0 : i64}
+      : tensor<?x2xi32>, tensor<?x64xf32>, tensor<?x2xi32>, tensor<4xi32> -> tensor<?x64xf32>
+  return
+}

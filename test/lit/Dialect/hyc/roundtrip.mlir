@@ -149,3 +149,18 @@ func.func @observe(%x: tensor<?x64xf32>) {
   hyc.observe %x slot 3 feeds ["a.weight", "b.weight"] : tensor<?x64xf32>
   return
 }
+
+// -----
+
+// Token-distributed expert parallel: dispatch to the experts' ranks and back.
+// CHECK-LABEL: func.func @dispatch
+// CHECK: hyc.moe.dispatch %{{.*}}, %{{.*}}, %{{.*}} {experts_per_rank = 4 : i64, group_size = 2 : i64} : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32> -> tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4xi32>
+// CHECK: hyc.moe.undispatch %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {group_size = 2 : i64} : tensor<?x2xi32>, tensor<?x64xf32>, tensor<?x2xi32>, tensor<4xi32> -> tensor<?x64xf32>
+func.func @dispatch(%x: tensor<?x64xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>) -> tensor<?x64xf32> {
+  %r, %ri, %rw, %sent, %n = hyc.moe.dispatch %x, %ids, %w {experts_per_rank = 4 : i64, group_size = 2 : i64}
+      : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
+      -> tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4xi32>
+  %y = hyc.moe.undispatch %ids, %r, %sent, %n {group_size = 2 : i64}
+      : tensor<?x2xi32>, tensor<?x64xf32>, tensor<?x2xi32>, tensor<4xi32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
