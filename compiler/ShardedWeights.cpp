@@ -83,12 +83,16 @@ public:
     auto it = splits_.find(name);
     if (it == splits_.end())
       return base_->read_f32_rows(name, row0, rows, out);
-    // Rows of a dim-0 split are rows of the whole tensor, offset (padding
-    // rows read through read_f32).
+    // Rows of a dim-0 split are rows of the whole tensor, offset; rows past
+    // the stored ones are padding (zeros).
     const Split &s = it->second;
-    const int64_t first = s.spec.index * (s.spec.whole / s.spec.parts);
-    return s.spec.dim == 0 && first + row0 + rows <= s.shape[0] &&
-           base_->read_f32_rows(name, first + row0, rows, out);
+    if (s.spec.dim != 0 || row0 < 0 || rows < 0)
+      return false;
+    const int64_t first = s.spec.index * (s.spec.whole / s.spec.parts) + row0;
+    const int64_t cols = s.shape.size() > 1 ? s.shape[1] : 1;
+    const int64_t stored = std::max<int64_t>(0, std::min(rows, s.shape[0] - first));
+    std::fill(out + stored * cols, out + rows * cols, 0.0f);
+    return stored == 0 || base_->read_f32_rows(name, first, stored, out);
   }
   bool read_int8_channel(const std::string &name, int8_t *q, float *scale) const override {
     auto it = splits_.find(name);

@@ -61,7 +61,8 @@ enum StepField : int64_t {
   kLogitRows = 96,
 };
 
-constexpr int64_t kAbiVersion = 2;
+// hyrt/abi.h's HYRT_ABI_VERSION, which the artifact's library exports.
+constexpr int64_t kAbiVersion = 3;
 
 /// A generated block kernel the module calls.
 struct KernelUse {

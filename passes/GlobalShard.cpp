@@ -606,6 +606,12 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                          << int64_t(tpRank) << " of " << int64_t(tpSize);
       return signalPassFailure();
     }
+    if (epExchange != "all-to-all" && epExchange != "all-reduce") {
+      module.emitError() << "hyc-global-shard: ep-exchange must be all-to-all or all-reduce, "
+                            "got '"
+                         << epExchange << "'";
+      return signalPassFailure();
+    }
     if (epSize != 1 && epSize != tpSize) {
       module.emitError() << "hyc-global-shard: ep-size " << int64_t(epSize)
                          << " must be 1 or the tp-size " << int64_t(tpSize)

@@ -662,10 +662,13 @@ LogicalResult MoeDispatchOp::verify() {
     return emitOpError() << "group_size and experts_per_rank must be positive, got "
                          << getGroupSize() << " and " << getExpertsPerRank();
   auto x = rtt(getInput()), ids = rtt(getIds());
-  if (failed(expectDim(*this, "ids rows", ids.getDimSize(0), x.getDimSize(0), "input rows")) ||
-      failed(expectDim(*this, "counts size", rtt(getCounts()).getDimSize(0),
-                       2 * getGroupSize(), "2 * group_size")))
+  if (!x.getElementType().isF32())
+    return emitOpError() << "expects f32 rows (the exchange moves fp32), got " << x;
+  if (failed(expectDim(*this, "ids rows", ids.getDimSize(0), x.getDimSize(0), "input rows")))
     return failure();
+  if (rtt(getCounts()).getDimSize(0) != 2 * getGroupSize())
+    return emitOpError() << "expects counts of static size 2 * group_size = "
+                         << 2 * getGroupSize() << ", got " << rtt(getCounts());
   // Received tokens are shaped like the own ones: rows like input, their
   // slots like ids / weights, and `sent` like ids.
   if (getRows().getType() != getInput().getType() || getRowIds().getType() != ids ||
@@ -686,10 +689,13 @@ LogicalResult MoeUndispatchOp::verify() {
   auto ids = rtt(getIds()), res = rtt(getResults());
   if (getSent().getType() != ids)
     return emitOpError() << "expected sent shaped like ids";
-  if (failed(expectDim(*this, "results rows", res.getDimSize(0), ids.getDimSize(0), "tokens")) ||
-      failed(expectDim(*this, "counts size", rtt(getCounts()).getDimSize(0),
-                       2 * getGroupSize(), "2 * group_size")))
+  if (!res.getElementType().isF32())
+    return emitOpError() << "expects f32 results (the exchange moves fp32), got " << res;
+  if (failed(expectDim(*this, "results rows", res.getDimSize(0), ids.getDimSize(0), "tokens")))
     return failure();
+  if (rtt(getCounts()).getDimSize(0) != 2 * getGroupSize())
+    return emitOpError() << "expects counts of static size 2 * group_size = "
+                         << 2 * getGroupSize() << ", got " << rtt(getCounts());
   if (getResult().getType() != getResults().getType())
     return emitOpError() << "expected the result shaped like results";
   return success();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -79,6 +80,7 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
   // Each own token once per destination that holds one of its experts:
   // [row | the destination's local expert per slot, or -1 | weight per slot].
   std::vector<float> send;
+  send.reserve(size_t((last - first) * n * width));
   std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0),
       recvCounts(static_cast<size_t>(n), 0);
   int64_t slot = 0;
@@ -99,11 +101,11 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
     counts[d] = int32_t(sendCounts[size_t(d)] / width);
   }
   // At most one row per token of every source: T rows.
-  std::vector<float> recv(size_t(num_tokens * width));
+  std::unique_ptr<float[]> recv(new float[size_t(std::max<int64_t>(num_tokens, 1) * width)]);
   if (n == 1) {
-    recv.assign(send.begin(), send.end());
+    std::copy(send.begin(), send.end(), recv.get());
     recvCounts[0] = sendCounts[0];
-  } else if (!allToAll(send.data(), sendCounts.data(), recv.data(), recvCounts.data(),
+  } else if (!allToAll(send.data(), sendCounts.data(), recv.get(), recvCounts.data(),
                        num_tokens * width, n)) {
     for (int64_t s = 0; s < n; ++s)
       counts[n + s] = 0;
@@ -114,8 +116,10 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
     counts[n + s] = int32_t(recvCounts[size_t(s)] / width);
     rows += counts[n + s];
   }
+  // Unused rows zero: kernels that convert every row see no arena garbage.
+  std::fill(out_rows + rows * dim, out_rows + num_tokens * dim, 0.0f);
   for (int64_t i = 0; i < rows; ++i) {
-    const float *p = recv.data() + i * width;
+    const float *p = recv.get() + i * width;
     std::memcpy(out_rows + i * dim, p, sizeof(float) * size_t(dim));
     for (int64_t j = 0; j < k; ++j) {
       out_ids[i * k + j] = int32_t(p[dim + j]);
@@ -128,7 +132,8 @@ extern "C" void hyrt_ref_moe_undispatch(const float *results, const int32_t *sen
                                         const int32_t *counts, int64_t num_tokens, int64_t dim,
                                         int64_t group_size, int64_t rank, float *out) {
   const int64_t n = group_size;
-  std::memset(out, 0, sizeof(float) * size_t(num_tokens * dim));
+  // -0: x + (-0) is x for every x, so the gather below is exact.
+  std::fill(out, out + num_tokens * dim, -0.0f);
   // Back to the sources, in the order received.
   std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0),
       recvCounts(static_cast<size_t>(n), 0);
@@ -138,17 +143,17 @@ extern "C" void hyrt_ref_moe_undispatch(const float *results, const int32_t *sen
     received += counts[n + s];
     returned += counts[s];
   }
-  // Each own token comes back from at most every rank once.
-  std::vector<float> back(size_t(num_tokens * n * dim));
+  // What comes back: one row per row this rank sent (counts[0..n)).
+  std::unique_ptr<float[]> back(new float[size_t(std::max<int64_t>(returned, 1) * dim)]);
   if (n == 1) {
-    std::memcpy(back.data(), results, sizeof(float) * size_t(received * dim));
-  } else if (!allToAll(results, sendCounts.data(), back.data(), recvCounts.data(),
-                       num_tokens * n * dim, n)) {
+    std::memcpy(back.get(), results, sizeof(float) * size_t(received * dim));
+  } else if (!allToAll(results, sendCounts.data(), back.get(), recvCounts.data(),
+                       returned * dim, n)) {
     return;
   }
   for (int64_t slot = 0; slot < returned; ++slot) {
     float *o = out + int64_t(sent[slot]) * dim;
-    const float *r = back.data() + slot * dim;
+    const float *r = back.get() + slot * dim;
     for (int64_t d = 0; d < dim; ++d)
       o[d] += r[d];
   }

@@ -40,21 +40,24 @@ public:
       m_.Finalize();
   }
 
+  /// MPI is up (from here a failure must stop the job: MPI_Finalize would
+  /// wait for ranks that are waiting for this one).
+  bool initialized() const { return initialized_; }
+
   Status setUp() {
-    int initialized = 0;
+    int initialized = 0, provided = mpi::kThreadSerialized;
     m_.Initialized(&initialized);
-    if (!initialized) {
-      int provided = 0;
+    if (!initialized)
       if (int rc = m_.Init_thread(nullptr, nullptr, mpi::kThreadSerialized, &provided);
           rc != mpi::kSuccess)
         return Status::Error(mpi::error_text(m_, "MPI_Init_thread", rc));
-      if (provided < mpi::kThreadSerialized)
-        return Status::Error("Open MPI gives thread level " + std::to_string(provided) +
-                             ", expected MPI_THREAD_SERIALIZED (2): the steps of a "
-                             "server run on another thread than the one that joined");
-    }
+    initialized_ = true;
     m_.Comm_rank(m_.comm_world, &rank_);
     m_.Comm_size(m_.comm_world, &size_);
+    if (provided < mpi::kThreadSerialized)
+      return Status::Error("Open MPI gives thread level " + std::to_string(provided) +
+                           ", expected MPI_THREAD_SERIALIZED (2): the steps of a "
+                           "server run on another thread than the one that joined");
     if (Status s = findNodes(); !s.ok())
       return s;
     const bool leader = localRank_ == 0;
@@ -116,13 +119,13 @@ public:
         }
       }
     } else {
-      std::fill(data, data + n, 0.0f); // the leader's value + zeros
+      std::fill(data, data + n, -0.0f); // the leader's value + (-0): x for every x
     }
     return local_ ? local_->all_reduce_sum(data, n) : Status::Ok();
   }
 
   Status all_gather(const float *in, size_t n, float *out) override {
-    std::fill(out, out + n * size_t(size_), 0.0f);
+    std::fill(out, out + n * size_t(size_), -0.0f); // x + (-0) is x, -0 included
     std::copy(in, in + n, out + n * size_t(rank_));
     return all_reduce_sum(out, n * size_t(size_));
   }
@@ -221,6 +224,7 @@ private:
 
   const mpi::Library &m_;
   MpiGroupOptions o_;
+  bool initialized_ = false;
   int rank_ = 0, size_ = 1;
   int node_ = 0, nodes_ = 0, localRank_ = 0, localSize_ = 0;
   mpi::Comm leaders_;
@@ -236,8 +240,12 @@ Status join_mpi_group(const MpiGroupOptions &options, std::unique_ptr<RankGroup>
   if (!m)
     return Status::Error(why);
   auto g = std::make_unique<MpiGroup>(*m, options);
-  if (Status s = g->setUp(); !s.ok())
+  if (Status s = g->setUp(); !s.ok()) {
+    // The others wait in MPI for this rank: stop the job (never returns).
+    if (g->initialized())
+      g->abort(s.message());
     return s;
+  }
   *out = std::move(g);
   return Status::Ok();
 }

@@ -438,7 +438,11 @@ Status follow_steps(Engine *engine, TensorParallel *tp) {
 
 Status finish_ranks(TensorParallel *tp, bool ok, int exit_code, const std::string &why) {
   if (tp->rank > 0) {
-    if (!ok && tp->group)
+    // Once every rank is ready they meet the same errors, which rank 0
+    // reports; under MPI an abort (MPI_Abort) could kill rank 0 before it
+    // prints, so a follower then leaves normally (a failure of its own
+    // reaches rank 0 as a collective's error or deadline).
+    if (!ok && tp->group && !(tp->across_machines && tp->ready))
       tp->group->abort(why.empty() ? "rank " + std::to_string(tp->rank) + " stopped" : why);
     if (tp->across_machines)
       tp->group.reset(); // MPI_Finalize: mpirun counts a rank that skips it as failed

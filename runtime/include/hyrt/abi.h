@@ -23,7 +23,7 @@
  * compares with manifest.json field by field before calling anything, so
  * that a library from another artifact, or an edited manifest, is refused
  * instead of run (docs/artifact.md):
- *   {"abi_version": 2, "variant": "avx2",
+ *   {"abi_version": 3, "variant": "avx2",
  *    "entry_points": {"extend": "hyc_extend_v0", "decode": "hyc_decode_v0"},
  *    "limits": {"max_seq_len": N, "max_batch_tokens": N, "max_seqs": N},
  *    "vocab_size": N, "arena_bytes": N,
@@ -47,8 +47,9 @@ extern "C" {
 #endif
 
 /* 2: hyrt_step_v0 gained logit_rows (extend computes only the rows asked
- * for). */
-#define HYRT_ABI_VERSION 2
+ * for). 3: hyrt_collectives_v0 gained all_to_all_v (the runtime writes it
+ * into the artifact's struct, which must have room). */
+#define HYRT_ABI_VERSION 3
 
 /* One forward step over a batch of sequences. Tokens of one sequence are
  * contiguous and in position order. For decode every sequence has exactly one
@@ -198,7 +199,7 @@ typedef struct hyrt_collectives_v0 {
   void *ctx;
   int64_t group_size; /* the ranks the registered function reduces over */
   int32_t failed;     /* HYRT_COLLECTIVE_*, sticky until the runtime clears it */
-  int64_t calls;      /* all-reduces run (for `hyc bench --profile`) */
+  int64_t calls;      /* collectives run (for `hyc bench --profile`) */
   /* Staged all-to-all of variable sizes (token-distributed expert
    * parallel: hyrt_ref_moe_dispatch / undispatch): send holds the blocks
    * for ranks 0..group_size-1 back to back (send_counts[d] floats each);

@@ -6,9 +6,9 @@
 //     exchange their node sums (MPI_Iallgather) and each adds them in node
 //     order, so every leader holds the same bits; each leader hands the
 //     result to its node (a shared-memory all-reduce to which the other
-//     ranks add zeros, exact).
-//   all_gather: every rank's block beside zeros through the all-reduce
-//     (exact: x + 0 = x).
+//     ranks add -0, exact).
+//   all_gather: every rank's block beside -0s through the all-reduce
+//     (exact: x + (-0) = x for every x).
 //   barrier: the node, the leaders, the node.
 //
 // Nodes are the machines' host names (MPI_Get_processor_name), or, with
@@ -16,10 +16,16 @@
 // then run the between-machines path (tests, and checking a deployment's
 // launch line on one box).
 //
-// Every MPI wait polls a non-blocking request against the deadline, so a
-// lost machine ends in an error, not a hang; a failing rank prints its
-// reason and calls MPI_Abort, which stops every rank of the job (mpirun
-// names it). Open MPI is opened at run time (mpi_library.h).
+// Every collective's MPI wait polls a non-blocking request against the
+// deadline, so a machine lost mid-step ends in an error, not a hang (setup
+// and MPI_Finalize block in Open MPI; with its default error handler an
+// MPI error stops the job with Open MPI's own message). A failing rank
+// prints its reason and calls MPI_Abort, which stops every rank of the job
+// (mpirun names it); so does a rank whose setup fails once MPI is up.
+// Nodes are found by host name: containers that share one on different
+// machines would be taken for one node (their shared-memory join then
+// times out, naming the ranks missing). Open MPI is opened at run time
+// (mpi_library.h).
 #ifndef HYRT_MPI_GROUP_H
 #define HYRT_MPI_GROUP_H
 

@@ -109,9 +109,10 @@ TEST(Artifact, MalformedManifests) {
                      "\"hyc-artifact\", found \"gguf\""),
             std::string::npos)
       << msg;
-  // An artifact of the previous ABI (its steps had no logit_rows).
+  // An artifact of an earlier ABI (its steps had no logit_rows).
   msg = open_error(edited([](json &m) { m["abi_version"] = 1; }));
-  EXPECT_NE(msg.find("field 'abi_version': expected 2 (this runtime), found 1"),
+  EXPECT_NE(msg.find("field 'abi_version': expected " + std::to_string(HYRT_ABI_VERSION) +
+                     " (this runtime), found 1"),
             std::string::npos)
       << msg;
   msg = open_error(edited([](json &m) { m["limits"].erase("max_seq_len"); }));
@@ -127,7 +128,7 @@ TEST(Artifact, MalformedManifests) {
       << msg;
   msg = open_error(edited([](json &m) { m["kv_cache"]["dtype"] = "f16"; }));
   EXPECT_NE(msg.find("field 'kv_cache.dtype': expected \"f32\", \"bf16\" or \"int8\" "
-                     "(ABI v2), found \"f16\""),
+                     "(ABI v" + std::to_string(HYRT_ABI_VERSION) + "), found \"f16\""),
             std::string::npos)
       << msg;
   msg = open_error(edited([](json &m) { m["model"]["bos_token_id"] = 512; }));
@@ -197,8 +198,10 @@ TEST(Artifact, LibraryErrors) {
   StoriesArtifactOptions bad_abi;
   bad_abi.library_source = hyrt_test::bad_abi_model_library();
   msg = open_error(bad_abi);
-  EXPECT_NE(msg.find("/model.so: hyc_abi_version: expected 2 (manifest.json "
-                     "and this runtime), found 100"),
+  // bad_abi_model exports HYRT_ABI_VERSION + 98.
+  EXPECT_NE(msg.find("/model.so: hyc_abi_version: expected " +
+                     std::to_string(HYRT_ABI_VERSION) + " (manifest.json and this runtime), found " +
+                     std::to_string(HYRT_ABI_VERSION + 98)),
             std::string::npos)
       << msg;
   msg = open_error(edited(

@@ -892,7 +892,7 @@ func.func @observe_feeds(%x: tensor<?x16xf32>) {
 // -----
 
 func.func @f(%x: tensor<?x64xf32>, %i: tensor<?x2xi32>, %w: tensor<?x2xf32>) {
-  // expected-error@+1 {{counts size = 2 does not match 2 * group_size = 4}}
+  // expected-error@+1 {{expects counts of static size 2 * group_size = 4, got 'tensor<2xi32>'}}
   %r, %ri, %rw, %s, %n = hyc.moe.dispatch %x, %i, %w {experts_per_rank = 4 : i64, group_size = 2 : i64}
       : tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>
       -> tensor<?x64xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<2xi32>
