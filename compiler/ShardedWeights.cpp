@@ -56,14 +56,14 @@ public:
     const Split &s = it->second;
     const int64_t rows = s.shape[0], cols = s.shape.size() > 1 ? s.shape[1] : 1;
     const int64_t part = s.spec.whole / s.spec.parts, first = s.spec.index * part;
+    // A row part reads by rows where the source can (padding included).
+    if (s.spec.dim == 0 && read_f32_rows(name, 0, part, out))
+      return {};
     // The stored rows / columns of [first, first + part); the rest is padding.
     const int64_t stored = std::max<int64_t>(0, std::min(part, (s.spec.dim == 0 ? rows : cols) -
                                                                    first));
-    if (s.spec.dim == 0) {
+    if (s.spec.dim == 0)
       std::fill(out + stored * cols, out + part * cols, 0.0f);
-      if (stored == 0 || base_->read_f32_rows(name, first, stored, out))
-        return {};
-    }
     std::vector<float> whole(size_t(rows * cols));
     if (models::Status st = base_->read_f32(name, whole.data()); !st.ok())
       return st;

@@ -246,6 +246,11 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
                              "addends, for the all-to-all exchange";
       return false;
     }
+    // The dispatch takes the permute's place and reads the routing weights.
+    if (Operation *w = combine.getWeights().getDefiningOp(); w && !w->isBeforeInBlock(permute)) {
+      combine.emitError() << "hyc-global-shard: the routing weights come after the permute";
+      return false;
+    }
     OpBuilder b(permute);
     Location loc = permute.getLoc();
     Value routes = permute.getIds();
@@ -254,12 +259,6 @@ struct HycGlobalShardPass : public hyc::impl::HycGlobalShardBase<HycGlobalShardP
         routes.getType(), RankedTensorType::get({2 * tpSize}, b.getI32Type()),
         permute.getInput(), routes, combine.getWeights(), b.getI64IntegerAttr(local),
         b.getI64IntegerAttr(tpSize));
-    if (combine.getWeights().getDefiningOp() &&
-        !combine.getWeights().getDefiningOp()->isBeforeInBlock(dispatch)) {
-      combine.emitError() << "hyc-global-shard: the routing weights come after the permute";
-      dispatch.erase();
-      return false;
-    }
     // The received tokens' pairs (their slots on this rank's experts),
     // grouped by expert.
     auto received = MoePermuteOp::create(

@@ -27,6 +27,31 @@ double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+/// The median over `reps` runs of `op` (after two warm-up runs), each
+/// started together by a barrier and followed, untimed, by `after`;
+/// negative when a collective failed.
+template <typename Op, typename After>
+double medianSeconds(hyrt::ShmGroup &g, int reps, Op op, After after) {
+  std::vector<double> t;
+  for (int i = 0; i < reps + 2; ++i) {
+    if (!g.barrier().ok())
+      return -1;
+    const auto t0 = Clock::now();
+    if (hyrt::Status s = op(); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return -1;
+    }
+    if (i >= 2)
+      t.push_back(seconds(t0, Clock::now()));
+    after();
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Repetitions of a `bytes` collective: about 256 MiB moved, 5 .. 2000.
+int repsFor(size_t bytes) { return int(std::clamp<size_t>((256u << 20) / bytes, 5, 2000)); }
+
 int runRank(const std::string &name, int rank, int ranks) {
   hyrt::ShmGroupOptions o;
   o.name = name;
@@ -46,22 +71,11 @@ int runRank(const std::string &name, int rank, int ranks) {
   for (size_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
     const size_t n = bytes / sizeof(float);
     std::vector<float> v(n, 1.0f), copy(n);
-    const int reps = int(std::clamp<size_t>((256u << 20) / bytes, 5, 2000));
-    std::vector<double> t;
-    for (int i = 0; i < reps + 2; ++i) {
-      if (!g->barrier().ok())
-        return 1;
-      const auto t0 = Clock::now();
-      if (hyrt::Status s = g->all_reduce_sum(v.data(), n); !s.ok()) {
-        std::fprintf(stderr, "%s\n", s.message().c_str());
-        return 1;
-      }
-      if (i >= 2)
-        t.push_back(seconds(t0, Clock::now()));
-      std::fill(v.begin(), v.end(), 1.0f);
-    }
-    std::sort(t.begin(), t.end());
-    const double med = t[t.size() / 2];
+    const double med = medianSeconds(
+        *g, repsFor(bytes), [&] { return g->all_reduce_sum(v.data(), n); },
+        [&] { std::fill(v.begin(), v.end(), 1.0f); });
+    if (med < 0)
+      return 1;
     double copyBest = 1e30;
     for (int i = 0; i < 5; ++i) {
       const auto t0 = Clock::now();
@@ -81,23 +95,15 @@ int runRank(const std::string &name, int rank, int ranks) {
     std::vector<int64_t> counts(static_cast<size_t>(ranks)), got(static_cast<size_t>(ranks));
     for (int d = 0; d < ranks; ++d)
       counts[size_t(d)] = int64_t(n * size_t(d + 1) / size_t(ranks) - n * size_t(d) / size_t(ranks));
-    const int reps = int(std::clamp<size_t>((256u << 20) / bytes, 5, 2000));
-    std::vector<double> t;
-    for (int i = 0; i < reps + 2; ++i) {
-      if (!g->barrier().ok())
-        return 1;
-      const auto t0 = Clock::now();
-      if (hyrt::Status s = g->all_to_all_v(send.data(), counts.data(), recv.data(), got.data(),
-                                           recv.size());
-          !s.ok()) {
-        std::fprintf(stderr, "%s\n", s.message().c_str());
-        return 1;
-      }
-      if (i >= 2)
-        t.push_back(seconds(t0, Clock::now()));
-    }
-    std::sort(t.begin(), t.end());
-    const double med = t[t.size() / 2];
+    const double med = medianSeconds(
+        *g, repsFor(bytes),
+        [&] {
+          return g->all_to_all_v(send.data(), counts.data(), recv.data(), got.data(),
+                                 recv.size());
+        },
+        [] {});
+    if (med < 0)
+      return 1;
     if (rank == 0)
       std::printf("%10zu %12.1f %12.2f\n", bytes, med * 1e6, bytes / med / 1e9);
   }

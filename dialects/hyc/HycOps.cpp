@@ -653,6 +653,19 @@ LogicalResult MoePermuteOp::verify() {
   return success();
 }
 
+/// What the expert-parallel exchange moves: fp32 `what` rows, and the
+/// counts per rank [2 * group_size] (static: the kernel writes them all).
+static LogicalResult verifyExchange(Operation *op, RankedTensorType rows, StringRef what,
+                                    Value counts, int64_t groupSize) {
+  if (!rows.getElementType().isF32())
+    return op->emitOpError() << "expects f32 " << what << " (the exchange moves fp32), got "
+                             << rows;
+  if (rtt(counts).getDimSize(0) != 2 * groupSize)
+    return op->emitOpError() << "expects counts of static size 2 * group_size = "
+                             << 2 * groupSize << ", got " << rtt(counts);
+  return success();
+}
+
 LogicalResult MoeDispatchOp::verify() {
   if (failed(expectRank(*this, getInput(), 2, "input")) ||
       failed(expectRank(*this, getIds(), 2, "ids [tokens, top_k]")) ||
@@ -662,13 +675,9 @@ LogicalResult MoeDispatchOp::verify() {
     return emitOpError() << "group_size and experts_per_rank must be positive, got "
                          << getGroupSize() << " and " << getExpertsPerRank();
   auto x = rtt(getInput()), ids = rtt(getIds());
-  if (!x.getElementType().isF32())
-    return emitOpError() << "expects f32 rows (the exchange moves fp32), got " << x;
-  if (failed(expectDim(*this, "ids rows", ids.getDimSize(0), x.getDimSize(0), "input rows")))
+  if (failed(verifyExchange(*this, x, "rows", getCounts(), getGroupSize())) ||
+      failed(expectDim(*this, "ids rows", ids.getDimSize(0), x.getDimSize(0), "input rows")))
     return failure();
-  if (rtt(getCounts()).getDimSize(0) != 2 * getGroupSize())
-    return emitOpError() << "expects counts of static size 2 * group_size = "
-                         << 2 * getGroupSize() << ", got " << rtt(getCounts());
   // Received tokens are shaped like the own ones: rows like input, their
   // slots like ids / weights, and `sent` like ids.
   if (getRows().getType() != getInput().getType() || getRowIds().getType() != ids ||
@@ -689,13 +698,9 @@ LogicalResult MoeUndispatchOp::verify() {
   auto ids = rtt(getIds()), res = rtt(getResults());
   if (getSent().getType() != ids)
     return emitOpError() << "expected sent shaped like ids";
-  if (!res.getElementType().isF32())
-    return emitOpError() << "expects f32 results (the exchange moves fp32), got " << res;
-  if (failed(expectDim(*this, "results rows", res.getDimSize(0), ids.getDimSize(0), "tokens")))
+  if (failed(verifyExchange(*this, res, "results", getCounts(), getGroupSize())) ||
+      failed(expectDim(*this, "results rows", res.getDimSize(0), ids.getDimSize(0), "tokens")))
     return failure();
-  if (rtt(getCounts()).getDimSize(0) != 2 * getGroupSize())
-    return emitOpError() << "expects counts of static size 2 * group_size = "
-                         << 2 * getGroupSize() << ", got " << rtt(getCounts());
   if (getResult().getType() != getResults().getType())
     return emitOpError() << "expected the result shaped like results";
   return success();

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 namespace {
@@ -29,6 +28,15 @@ bool allToAll(const float *send, const int64_t *sendCounts, float *recv, int64_t
     return false;
   }
   return true;
+}
+
+/// A buffer of at least `n` floats that lives with the calling thread: the
+/// exchange runs per MoE layer and step, and would otherwise map and fault
+/// in megabytes each time.
+float *scratch(std::vector<float> &buffer, int64_t n) {
+  if (buffer.size() < size_t(n))
+    buffer.resize(size_t(n));
+  return buffer.data();
 }
 
 /// Rank `rank`'s own tokens: [first, last).
@@ -79,7 +87,8 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
   ownTokens(num_tokens, n, rank, &first, &last);
   // Each own token once per destination that holds one of its experts:
   // [row | the destination's local expert per slot, or -1 | weight per slot].
-  std::vector<float> send;
+  thread_local std::vector<float> send, received;
+  send.clear(); // keeps its capacity from the last call
   send.reserve(size_t((last - first) * n * width));
   std::vector<int64_t> sendCounts(static_cast<size_t>(n), 0),
       recvCounts(static_cast<size_t>(n), 0);
@@ -101,11 +110,11 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
     counts[d] = int32_t(sendCounts[size_t(d)] / width);
   }
   // At most one row per token of every source: T rows.
-  std::unique_ptr<float[]> recv(new float[size_t(std::max<int64_t>(num_tokens, 1) * width)]);
+  float *recv = scratch(received, num_tokens * width);
   if (n == 1) {
-    std::copy(send.begin(), send.end(), recv.get());
+    std::copy(send.begin(), send.end(), recv);
     recvCounts[0] = sendCounts[0];
-  } else if (!allToAll(send.data(), sendCounts.data(), recv.get(), recvCounts.data(),
+  } else if (!allToAll(send.data(), sendCounts.data(), recv, recvCounts.data(),
                        num_tokens * width, n)) {
     for (int64_t s = 0; s < n; ++s)
       counts[n + s] = 0;
@@ -119,7 +128,7 @@ extern "C" void hyrt_ref_moe_dispatch(const float *x, const int32_t *ids, const 
   // Unused rows zero: kernels that convert every row see no arena garbage.
   std::fill(out_rows + rows * dim, out_rows + num_tokens * dim, 0.0f);
   for (int64_t i = 0; i < rows; ++i) {
-    const float *p = recv.get() + i * width;
+    const float *p = recv + i * width;
     std::memcpy(out_rows + i * dim, p, sizeof(float) * size_t(dim));
     for (int64_t j = 0; j < k; ++j) {
       out_ids[i * k + j] = int32_t(p[dim + j]);
@@ -144,16 +153,17 @@ extern "C" void hyrt_ref_moe_undispatch(const float *results, const int32_t *sen
     returned += counts[s];
   }
   // What comes back: one row per row this rank sent (counts[0..n)).
-  std::unique_ptr<float[]> back(new float[size_t(std::max<int64_t>(returned, 1) * dim)]);
+  thread_local std::vector<float> returnedRows;
+  float *back = scratch(returnedRows, returned * dim);
   if (n == 1) {
-    std::memcpy(back.get(), results, sizeof(float) * size_t(received * dim));
-  } else if (!allToAll(results, sendCounts.data(), back.get(), recvCounts.data(),
-                       returned * dim, n)) {
+    std::memcpy(back, results, sizeof(float) * size_t(received * dim));
+  } else if (!allToAll(results, sendCounts.data(), back, recvCounts.data(), returned * dim,
+                       n)) {
     return;
   }
   for (int64_t slot = 0; slot < returned; ++slot) {
     float *o = out + int64_t(sent[slot]) * dim;
-    const float *r = back.get() + slot * dim;
+    const float *r = back + slot * dim;
     for (int64_t d = 0; d < dim; ++d)
       o[d] += r[d];
   }

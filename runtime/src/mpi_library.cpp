@@ -1,9 +1,9 @@
 // Open MPI opened at run time (see mpi_library.h).
 #include "mpi_library.h"
 
+#include <cstring>
 #include <dlfcn.h>
 #include <mutex>
-#include <type_traits>
 
 namespace hyrt::mpi {
 
@@ -13,43 +13,37 @@ Library lib;
 std::string failure;
 
 /// Resolves every symbol of `lib`; the first missing one in `failure`.
+/// Functions, and predefined handles (the addresses of Open MPI's global
+/// objects), are both pointers: each slot gets dlsym's address.
 bool resolve(void *handle) {
   bool ok = true;
-  auto fn = [&](auto **slot, const char *name) {
+  auto sym = [&](auto *slot, const char *name) {
+    static_assert(sizeof(*slot) == sizeof(void *));
     void *p = dlsym(handle, name);
     if (!p && ok) {
       ok = false;
       failure = std::string("libmpi.so.40 has no ") + name + " (not Open MPI 4 or 5?)";
     }
-    *reinterpret_cast<void **>(slot) = p;
+    std::memcpy(static_cast<void *>(slot), &p, sizeof(p));
   };
-  fn(&lib.Initialized, "MPI_Initialized");
-  fn(&lib.Finalized, "MPI_Finalized");
-  fn(&lib.Init_thread, "MPI_Init_thread");
-  fn(&lib.Finalize, "MPI_Finalize");
-  fn(&lib.Abort, "MPI_Abort");
-  fn(&lib.Comm_rank, "MPI_Comm_rank");
-  fn(&lib.Comm_size, "MPI_Comm_size");
-  fn(&lib.Comm_split, "MPI_Comm_split");
-  fn(&lib.Comm_free, "MPI_Comm_free");
-  fn(&lib.Get_processor_name, "MPI_Get_processor_name");
-  fn(&lib.Iallgather, "MPI_Iallgather");
-  fn(&lib.Ibarrier, "MPI_Ibarrier");
-  fn(&lib.Test, "MPI_Test");
-  fn(&lib.Error_string, "MPI_Error_string");
-  // Predefined handles are the addresses of Open MPI's global objects.
-  auto global = [&](auto *slot, const char *name) {
-    void *p = dlsym(handle, name);
-    if (!p && ok) {
-      ok = false;
-      failure = std::string("libmpi.so.40 has no ") + name + " (not Open MPI?)";
-    }
-    *slot = static_cast<std::remove_pointer_t<decltype(slot)>>(p);
-  };
-  global(&lib.comm_world, "ompi_mpi_comm_world");
-  global(&lib.comm_null, "ompi_mpi_comm_null");
-  global(&lib.float_type, "ompi_mpi_float");
-  global(&lib.char_type, "ompi_mpi_char");
+  sym(&lib.Initialized, "MPI_Initialized");
+  sym(&lib.Finalized, "MPI_Finalized");
+  sym(&lib.Init_thread, "MPI_Init_thread");
+  sym(&lib.Finalize, "MPI_Finalize");
+  sym(&lib.Abort, "MPI_Abort");
+  sym(&lib.Comm_rank, "MPI_Comm_rank");
+  sym(&lib.Comm_size, "MPI_Comm_size");
+  sym(&lib.Comm_split, "MPI_Comm_split");
+  sym(&lib.Comm_free, "MPI_Comm_free");
+  sym(&lib.Get_processor_name, "MPI_Get_processor_name");
+  sym(&lib.Iallgather, "MPI_Iallgather");
+  sym(&lib.Ibarrier, "MPI_Ibarrier");
+  sym(&lib.Test, "MPI_Test");
+  sym(&lib.Error_string, "MPI_Error_string");
+  sym(&lib.comm_world, "ompi_mpi_comm_world");
+  sym(&lib.comm_null, "ompi_mpi_comm_null");
+  sym(&lib.float_type, "ompi_mpi_float");
+  sym(&lib.char_type, "ompi_mpi_char");
   return ok;
 }
 

@@ -406,52 +406,31 @@ Status ShmGroup::all_to_all_v(const float *send, const int64_t *send_counts, flo
                         "all_to_all_v", &seq, &buf);
       !s.ok())
     return s;
-  std::vector<int64_t> counts(size_t(n) * size_t(n + 1));
+  std::vector<int64_t> table(size_t(n) * size_t(n + 1));
   for (int r = 0; r < n; ++r)
-    std::memcpy(&counts[size_t(r) * size_t(n + 1)], g.slot(buf, r),
+    std::memcpy(&table[size_t(r) * size_t(n + 1)], g.slot(buf, r),
                 sizeof(int64_t) * size_t(n + 1));
-  auto count = [&](int src, int dst) { return counts[size_t(src) * size_t(n + 1) + size_t(dst)]; };
-  int64_t longest = 0;
-  for (int r = 0; r < n; ++r) {
-    int64_t in = 0, out = 0;
-    for (int o = 0; o < n; ++o)
-      in += count(o, r), out += count(r, o);
-    longest = std::max(longest, out);
-    if (in > counts[size_t(r) * size_t(n + 1) + size_t(n)]) // all ranks fail alike
-      return Status::Error(g.where() + ": all_to_all_v: rank " + std::to_string(r) +
-                           " would receive " + std::to_string(in) +
-                           " floats, its buffer holds " +
-                           std::to_string(counts[size_t(r) * size_t(n + 1) + size_t(n)]));
-  }
-  // Where each source's block for this rank starts in the source's buffer
-  // and in `recv`.
-  std::vector<int64_t> from(static_cast<size_t>(n)), to(static_cast<size_t>(n));
-  int64_t at = 0;
-  for (int src = 0; src < n; ++src) {
-    int64_t off = 0;
-    for (int d = 0; d < me; ++d)
-      off += count(src, d);
-    from[size_t(src)] = off;
-    to[size_t(src)] = at;
-    recv_counts[src] = count(src, me);
-    at += recv_counts[src];
-  }
+  AllToAllPlan plan;
+  if (Status s = plan_all_to_all(n, me, table, &plan); !s.ok())
+    return Status::Error(g.where() + ": " + s.message());
+  for (int src = 0; src < n; ++src)
+    recv_counts[src] = plan.size[size_t(src)];
   int64_t total = 0;
   for (int d = 0; d < n; ++d)
     total += send_counts[d];
   // Stage 2: one batched exchange, a slot per round.
   const int64_t piece = int64_t(g.o.slot_bytes / sizeof(float));
-  for (int64_t lo = 0; lo < longest; lo += piece) {
+  for (int64_t lo = 0; lo < plan.longest; lo += piece) {
     const int64_t hi = lo + piece;
     const int64_t len = std::max<int64_t>(0, std::min(hi, total) - lo);
     if (Status s = g.post(send + std::min(lo, total), size_t(len), "all_to_all_v", &seq, &buf);
         !s.ok())
       return s;
     for (int src = 0; src < n; ++src) {
-      const int64_t b = std::max(lo, from[size_t(src)]);
-      const int64_t e = std::min(hi, from[size_t(src)] + count(src, me));
+      const int64_t from = plan.from[size_t(src)];
+      const int64_t b = std::max(lo, from), e = std::min(hi, from + plan.size[size_t(src)]);
       if (e > b)
-        std::memcpy(recv + to[size_t(src)] + (b - from[size_t(src)]),
+        std::memcpy(recv + plan.to[size_t(src)] + (b - from),
                     reinterpret_cast<const float *>(g.slot(buf, src)) + (b - lo),
                     sizeof(float) * size_t(e - b));
     }

@@ -96,10 +96,12 @@ void pinRank(int rank, int size) {
   sched_setaffinity(0, sizeof(mine), &mine);
 }
 
-int32_t allReduce(void *ctx, float *data, int64_t n) {
+/// Runs one of the artifact's collectives on the rank's group: its time
+/// into collective_seconds, its error into `error`; 0 = ok (abi.h).
+template <typename Collective> int32_t timed(void *ctx, Collective run) {
   auto *tp = static_cast<TensorParallel *>(ctx);
   const auto t0 = std::chrono::steady_clock::now();
-  const Status s = tp->group->all_reduce_sum(data, size_t(n));
+  const Status s = run(*tp->group);
   tp->collective_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.ok()) {
@@ -109,19 +111,15 @@ int32_t allReduce(void *ctx, float *data, int64_t n) {
   return 0;
 }
 
+int32_t allReduce(void *ctx, float *data, int64_t n) {
+  return timed(ctx, [&](RankGroup &g) { return g.all_reduce_sum(data, size_t(n)); });
+}
+
 int32_t allToAllV(void *ctx, const float *send, const int64_t *sendCounts, float *recv,
                   int64_t *recvCounts, int64_t capacity) {
-  auto *tp = static_cast<TensorParallel *>(ctx);
-  const auto t0 = std::chrono::steady_clock::now();
-  const Status s =
-      tp->group->all_to_all_v(send, sendCounts, recv, recvCounts, size_t(capacity));
-  tp->collective_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!s.ok()) {
-    tp->error = s.message();
-    return 1;
-  }
-  return 0;
+  return timed(ctx, [&](RankGroup &g) {
+    return g.all_to_all_v(send, sendCounts, recv, recvCounts, size_t(capacity));
+  });
 }
 
 /// `dir`/manifest.json parsed; false when it cannot be read, with the

@@ -182,42 +182,18 @@ TEST(TensorParallelMpi, KillingARankOnAnotherNodeStopsTheJob) {
   // ~150 tokens/s on the reference kernels: 1000 tokens last seconds.
   const std::string art =
       compileOnce(synth("llama", "small", 3), {"--target", "reference", "--tp", "2"});
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
   const std::string errPath = tempDir() + "/tp-mpi-kill.err";
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(e, 2);
-    ::close(out[0]);
-    ::close(out[1]);
-    const std::string line =
-        "exec " + mpirunLine(2, 1, "run '" + art + "' -n 1000 --ignore-eos --print-ids");
-    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char *>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string got;
-  char buf[256];
-  while (std::count(got.begin(), got.end(), ' ') < 20) {
-    const ssize_t n = ::read(out[0], buf, sizeof(buf));
-    if (n <= 0)
-      break;
-    got.append(buf, size_t(n));
-  }
-  const pid_t rank1 = mpiRank(pid, 1);
+  Generation g = startGeneration(
+      {"/bin/sh", "-c",
+       "exec " + mpirunLine(2, 1, "run '" + art + "' -n 1000 --ignore-eos --print-ids")},
+      errPath);
+  ASSERT_GE(g.pid, 0);
+  awaitIds(g, 20);
+  const pid_t rank1 = mpiRank(g.pid, 1);
   ASSERT_GT(rank1, 0) << "rank 1 is not a child of mpirun";
   ASSERT_EQ(::kill(rank1, SIGKILL), 0);
-  const auto t0 = std::chrono::steady_clock::now();
-  while (::read(out[0], buf, sizeof(buf)) > 0) {
-  }
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ::close(out[0]);
+  const double seconds = secondsToExit(g, &status);
   const std::string err = readFile(errPath);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << err;
   EXPECT_LT(seconds, 5.0) << err;

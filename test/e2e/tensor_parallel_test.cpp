@@ -261,41 +261,16 @@ TEST(TensorParallel, KillingARankMidGenerationStopsTheOthers) {
   // kill lands mid-generation: 1000 tokens take several seconds.
   const std::string ckpt = synth("llama", "small", 3);
   const std::string art = compileOnce(ckpt, {"--target", "reference", "--tp", "2"});
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
   const std::string errPath = tempDir() + "/tp-kill.err";
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(e, 2);
-    ::close(out[0]);
-    ::execl(HYC_BIN, HYC_BIN, "run", art.c_str(), "-n", "1000", "--ignore-eos", "--print-ids",
-            static_cast<char *>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  // Wait for some generated ids: the ranks are in their step loop.
-  std::string got;
-  char buf[256];
-  while (std::count(got.begin(), got.end(), ' ') < 20) {
-    const ssize_t n = ::read(out[0], buf, sizeof(buf));
-    if (n <= 0)
-      break;
-    got.append(buf, size_t(n));
-  }
-  const std::vector<pid_t> ranks = childrenOf(pid);
+  Generation g = startGeneration(
+      {HYC_BIN, "run", art, "-n", "1000", "--ignore-eos", "--print-ids"}, errPath);
+  ASSERT_GE(g.pid, 0);
+  awaitIds(g, 20);
+  const std::vector<pid_t> ranks = childrenOf(g.pid);
   ASSERT_EQ(ranks.size(), 1u) << "expected rank 1 as the only child of rank 0";
   ASSERT_EQ(::kill(ranks[0], SIGKILL), 0);
-  const auto t0 = std::chrono::steady_clock::now();
-  while (::read(out[0], buf, sizeof(buf)) > 0) {
-  }
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ::close(out[0]);
+  const double seconds = secondsToExit(g, &status);
   const std::string err = readFile(errPath);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << err;
   EXPECT_LT(seconds, 5.0) << err;

@@ -10,13 +10,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -88,6 +91,67 @@ inline std::vector<pid_t> childrenOf(pid_t pid) {
   for (pid_t c; in >> c;)
     out.push_back(c);
   return out;
+}
+
+/// A long generation the failure tests kill a rank of: its stdout piped to
+/// the test, its stderr in a file.
+struct Generation {
+  pid_t pid = -1;
+  int out = -1; ///< read end of its stdout
+};
+
+/// Starts argv (argv[0] a path) with stdout piped and stderr into errPath.
+inline Generation startGeneration(const std::vector<std::string> &argv,
+                                  const std::string &errPath) {
+  Generation g;
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return g;
+  g.pid = ::fork();
+  if (g.pid == 0) {
+    ::dup2(fds[1], 1);
+    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(e, 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char *> args;
+    for (const std::string &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  g.out = fds[0];
+  return g;
+}
+
+/// Reads its stdout until `ids` ids have arrived (the ranks are in their
+/// step loop), or it ends.
+inline void awaitIds(const Generation &g, int ids) {
+  std::string got;
+  char buf[256];
+  while (std::count(got.begin(), got.end(), ' ') < ids) {
+    const ssize_t n = ::read(g.out, buf, sizeof(buf));
+    if (n <= 0)
+      break;
+    got.append(buf, size_t(n));
+  }
+}
+
+/// Reads its stdout to the end and reaps it: the seconds that took, and
+/// its wait status in `status`.
+inline double secondsToExit(Generation &g, int *status) {
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[256];
+  while (::read(g.out, buf, sizeof(buf)) > 0) {
+  }
+  ::waitpid(g.pid, status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(g.out);
+  g.out = -1;
+  return seconds;
 }
 
 } // namespace hyc::e2e

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hyrt {
 
@@ -42,6 +43,19 @@ public:
   /// What carries the collectives, for messages and `hyc run --verbose`.
   virtual std::string transport() const = 0;
 };
+
+/// What every rank derives alike from stage 1 of all_to_all_v: `table`
+/// holds a row of n + 1 per rank, its send counts to ranks 0..n-1 and its
+/// receive capacity. For rank `me`: each source's block for it, where it
+/// starts in the source's buffer (`from`) and in `recv` (`to`), and its
+/// size; `longest`, the largest send total (the exchange's length).
+struct AllToAllPlan {
+  int64_t longest = 0;
+  std::vector<int64_t> from, to, size;
+};
+/// The plan, or (on every rank alike, so none waits) an error naming a
+/// rank that would receive more than its capacity.
+Status plan_all_to_all(int n, int me, const std::vector<int64_t> &table, AllToAllPlan *plan);
 
 } // namespace hyrt
 
