@@ -4,8 +4,8 @@
 
 #include "compiler/WeightConversion.h"
 #include "hyrt/abi.h"
-#include "hyrt/artifact.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/text/tokenizer.h"
 #include "models/checkpoint/tokenizer_data.h"
 
 #include <nlohmann/json.hpp>

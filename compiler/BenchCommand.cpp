@@ -15,10 +15,10 @@
 
 #include "codegen/host_peaks.h"
 #include "compiler/Args.h"
-#include "hyrt/artifact.h"
-#include "hyrt/engine.h"
-#include "hyrt/shm_group.h"
-#include "hyrt/tensor_parallel.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/engine/engine.h"
+#include "hyrt/parallel/shm_group.h"
+#include "hyrt/parallel/tensor_parallel.h"
 
 #include <algorithm>
 #include <chrono>

@@ -9,7 +9,7 @@
 #define HYC_COMPILER_BENCHCOST_H
 
 #include "codegen/host_peaks.h"
-#include "hyrt/artifact.h"
+#include "hyrt/artifact/artifact.h"
 
 #include <cstdint>
 #include <string>

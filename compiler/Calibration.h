@@ -1,7 +1,7 @@
 //===- Calibration.h - calibrated activation maxima and SmoothQuant groups -===//
 //
 // `hyc calibrate` writes per-channel max |x| of every quantizable GEMM input
-// (runtime/src/cli_calibrate.cpp); `hyc compile --calibration FILE` reads
+// (runtime/cli/calibrate.cpp); `hyc compile --calibration FILE` reads
 // them here, matches them to the groups hyc-global-smooth-activations chose
 // (module attribute hyc.smooth_groups) and checks that they belong to this
 // checkpoint.

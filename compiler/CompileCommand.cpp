@@ -24,7 +24,7 @@
 #include "compiler/ShardedWeights.h"
 #include "compiler/SmoothedWeights.h"
 #include "dialects/hyc/HycOps.h"
-#include "hyrt/artifact.h"
+#include "hyrt/artifact/artifact.h"
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 #include "models/checkpoint/model_spec.h"

@@ -1,7 +1,7 @@
 //===- Targets.h - `--target`: the ISA variants an artifact carries -*- C++ -*-===//
 //
 // An artifact holds one compiled model per ISA variant; the loader runs the
-// best one the host supports (runtime/src/variant_choice.cpp). `--target`
+// best one the host supports (runtime/artifact/variant_choice.cpp). `--target`
 // names variants, CPU levels or CPU names; this file turns it into the list
 // of variants to compile, lowest ISA first. No MLIR here.
 //

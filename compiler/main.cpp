@@ -17,8 +17,8 @@
 #include "compiler/CompileCommand.h"
 #include "compiler/SynthCommand.h"
 #include "hyrt/abi.h"
-#include "hyrt/cli.h"
-#include "hyrt/serve.h"
+#include "hyrt/cli/cli.h"
+#include "hyrt/cli/serve.h"
 
 #include <cstdio>
 #include <cstring>

@@ -7,7 +7,7 @@
 // all-to-all (expert parallel's token exchange: counts, then the blocks)
 // with each rank sending the same bytes, split evenly over the ranks.
 // Rank 0 prints.
-#include "hyrt/shm_group.h"
+#include "hyrt/parallel/shm_group.h"
 
 #include <algorithm>
 #include <chrono>

@@ -7,7 +7,7 @@
 #define HYC_MODELS_CHECKPOINT_TOKENIZER_DATA_H
 
 #include "hyrt/status.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 #include "models/checkpoint/model_spec.h"
 
 namespace hyc::models {

@@ -5,8 +5,8 @@
 // compiled bounds when handed one directly, bypassing the engine's checks.
 #include "test/e2e/e2e_util.h"
 
-#include "hyrt/artifact.h"
-#include "hyrt/kv_cache.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/engine/kv_cache.h"
 
 #include <nlohmann/json.hpp>
 

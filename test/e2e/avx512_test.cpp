@@ -7,8 +7,8 @@
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
-#include "hyrt/cpu_features.h"
-#include "hyrt/npy.h"
+#include "hyrt/artifact/cpu_features.h"
+#include "hyrt/cli/npy.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // Helpers for end-to-end tests (see e2e_util.h).
 #include "test/e2e/e2e_util.h"
 
-#include "hyrt/cpu_features.h"
+#include "hyrt/artifact/cpu_features.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

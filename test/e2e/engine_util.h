@@ -2,8 +2,8 @@
 #ifndef HYC_TEST_E2E_ENGINE_UTIL_H
 #define HYC_TEST_E2E_ENGINE_UTIL_H
 
-#include "hyrt/artifact.h"
-#include "hyrt/engine.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/engine/engine.h"
 #include "test/common/compare.h"
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
-#include "hyrt/npy.h"
+#include "hyrt/cli/npy.h"
 
 #include <nlohmann/json.hpp>
 

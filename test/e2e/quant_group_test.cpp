@@ -7,7 +7,7 @@
 #include "test/e2e/artifact_bytes.h"
 #include "test/e2e/engine_util.h"
 
-#include "hyrt/cpu_features.h"
+#include "hyrt/artifact/cpu_features.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
-#include "hyrt/cpu_features.h"
+#include "hyrt/artifact/cpu_features.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 // real shared-memory group, and the pair must generate what one rank does.
 #include "test/e2e/tensor_parallel_util.h"
 
-#include "hyrt/npy.h"
+#include "hyrt/cli/npy.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

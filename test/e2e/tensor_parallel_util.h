@@ -5,7 +5,7 @@
 
 #include "test/e2e/e2e_util.h"
 
-#include "hyrt/npy.h"
+#include "hyrt/cli/npy.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // implementation gives them, --decode and --chat.
 #include "test/e2e/e2e_util.h"
 
-#include "runtime/src/tokenizer_util.h"
+#include "runtime/text/tokenizer/util.h"
 
 #include <nlohmann/json.hpp>
 

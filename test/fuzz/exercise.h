@@ -4,7 +4,7 @@
 #ifndef HYC_TEST_FUZZ_EXERCISE_H
 #define HYC_TEST_FUZZ_EXERCISE_H
 
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 #include "models/checkpoint/model_spec.h"
 #include "models/checkpoint/tokenizer_data.h"
 #include "test/fuzz/fuzz_files.h"

@@ -3,7 +3,7 @@
 // library description after a NUL byte (manifest.json \0 the text of
 // hyc_artifact_desc_v0), that description through parse_description and
 // check_description against every variant of the manifest.
-#include "hyrt/artifact.h"
+#include "hyrt/artifact/artifact.h"
 #include "test/fuzz/fuzz_files.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // libFuzzer target: the tokenizer an artifact carries (hyrt's own "HYTK"
 // format, written by Tokenizer::save) through Tokenizer::load, then used.
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 #include "test/fuzz/fuzz_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

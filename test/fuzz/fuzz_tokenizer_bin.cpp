@@ -2,7 +2,7 @@
 // checkpoint side's and the runtime's), then the tokenizer built from it.
 // The first input byte picks the vocabulary size the readers are told
 // (-1: read to the end of the file, as the runtime does without a model).
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 #include "models/io/llama2c.h"
 #include "test/fuzz/fuzz_files.h"
 

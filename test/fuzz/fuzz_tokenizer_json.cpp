@@ -2,7 +2,7 @@
 // after a "\n--config--\n" line) through the runtime's reader, then the
 // tokenizer built from it encoding and decoding a fixed text. (The chat
 // template it reads is only carried here; rendering one is not fuzzed yet.)
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 #include "test/fuzz/fuzz_files.h"
 
 #include <unistd.h>

@@ -432,7 +432,7 @@ def manifest(variants=True):
 
 def description(m, variant=None):
     """What the library compiled for `variant` of manifest `m` says about
-    itself (hyc_artifact_desc_v0, runtime/src/artifact_description.cpp)."""
+    itself (hyc_artifact_desc_v0, runtime/artifact/description.cpp)."""
     v = m["variants"][variant] if variant is not None else {
         "name": m["target"], "arena_bytes": m["arena_bytes"],
         "weights": list(range(len(m["weights"]["tensors"])))}

@@ -5,7 +5,7 @@
 
 #include "models/checkpoint/synth.h"
 
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 
 namespace hyc::models::test {
 namespace {

@@ -3,7 +3,7 @@
 // the fused append + attention kernel against the two calls it replaces.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
-#include "runtime/cpu/attention_group.h"
+#include "runtime/cpu/attention/attention_group.h"
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
 

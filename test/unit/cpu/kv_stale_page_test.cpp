@@ -4,7 +4,7 @@
 // int8 cache) sees only zeros before it writes, and its attention equals
 // bit for bit the same steps run on a cache that was never used.
 #include "hyrt/cpu_kernels.h"
-#include "hyrt/kv_cache.h"
+#include "hyrt/engine/kv_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 #include "artifact_fixture.h"
 
 #include "hyrt/abi.h"
-#include "hyrt/artifact.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <cstdlib>
 #include <cstring>

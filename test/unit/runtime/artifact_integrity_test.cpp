@@ -5,8 +5,8 @@
 // bounds when handed one directly.
 #include "artifact_open.h"
 
-#include "hyrt/artifact.h"
-#include "hyrt/kv_cache.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/engine/kv_cache.h"
 
 #include <gtest/gtest.h>
 

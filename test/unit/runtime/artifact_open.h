@@ -6,7 +6,7 @@
 
 #include "artifact_fixture.h"
 
-#include "hyrt/artifact.h"
+#include "hyrt/artifact/artifact.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // and what was expected and found.
 #include "artifact_open.h"
 
-#include "hyrt/artifact.h"
-#include "hyrt/cpu_features.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/artifact/cpu_features.h"
 
 #include <gtest/gtest.h>
 

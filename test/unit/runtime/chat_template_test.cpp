@@ -1,6 +1,6 @@
 // Chat-template renderer: Jinja semantics the real templates rely on, and
 // errors that name unsupported constructs.
-#include "hyrt/chat_template.h"
+#include "hyrt/text/chat_template.h"
 
 #include <gtest/gtest.h>
 

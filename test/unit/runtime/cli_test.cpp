@@ -4,11 +4,11 @@
 // uniform, and a standalone executable runs with its directory implied.
 #include "artifact_open.h"
 
-#include "hyrt/artifact.h"
-#include "hyrt/cli.h"
-#include "hyrt/npy.h"
-#include "hyrt/sampler.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/cli/cli.h"
+#include "hyrt/cli/npy.h"
+#include "hyrt/engine/sampler.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 

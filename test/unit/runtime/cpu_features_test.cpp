@@ -1,6 +1,6 @@
 // Host CPU feature detection agrees with the kernel's /proc/cpuinfo flags,
 // and the requirement check names what is missing.
-#include "hyrt/cpu_features.h"
+#include "hyrt/artifact/cpu_features.h"
 
 #include <gtest/gtest.h>
 

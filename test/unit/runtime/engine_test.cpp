@@ -3,7 +3,7 @@
 // refused before the artifact runs, and generate() stops where it should.
 #include "stories_engine.h"
 
-#include "hyrt/engine.h"
+#include "hyrt/engine/engine.h"
 #include "test/common/compare.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Tests for the paged KV cache manager and the step batch builder.
-#include "hyrt/kv_cache.h"
+#include "hyrt/engine/kv_cache.h"
 #include "hyrt/reference.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Tests for the float32 .npy reader and writer.
-#include "hyrt/npy.h"
+#include "hyrt/cli/npy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// Rank placement (hyrt/placement.h) on hwloc synthetic topologies: the
+// Rank placement (hyrt/parallel/placement.h) on hwloc synthetic topologies: the
 // ranks, core sets and memory nodes the documented rules give, and the
 // errors for counts that do not fit; then this host.
-#include "hyrt/placement.h"
+#include "hyrt/parallel/placement.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 // corrupting running requests and leaks no page.
 #include "stories_engine.h"
 
-#include "hyrt/engine.h"
-#include "hyrt/prefix_cache.h"
-#include "hyrt/scheduler.h"
+#include "hyrt/engine/engine.h"
+#include "hyrt/engine/prefix_cache.h"
+#include "hyrt/engine/scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // End-to-end check of the reference kernels, KV cache manager, step builder,
 // greedy sampler and llama2.c tokenizer: greedy decoding of the real
 // stories260K model must reproduce the sample llama2.c publishes.
-#include "hyrt/kv_cache.h"
+#include "hyrt/engine/kv_cache.h"
 #include "hyrt/reference.h"
-#include "hyrt/sampler.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/engine/sampler.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Tests for greedy and seeded stochastic sampling.
-#include "hyrt/sampler.h"
+#include "hyrt/engine/sampler.h"
 
 #include <gtest/gtest.h>
 

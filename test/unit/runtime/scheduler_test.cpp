@@ -6,8 +6,8 @@
 // refused at submit.
 #include "stories_engine.h"
 
-#include "hyrt/engine.h"
-#include "hyrt/scheduler.h"
+#include "hyrt/engine/engine.h"
+#include "hyrt/engine/scheduler.h"
 
 #include <gtest/gtest.h>
 

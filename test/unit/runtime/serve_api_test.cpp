@@ -1,11 +1,11 @@
 // hyc serve's request parsing with a checkpoint's chat template: messages
 // rendered by the template (with the request's chat_template_kwargs) and
 // tokenized without a second BOS; without a template, the plain format.
-#include "hyrt/chat_template.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/chat_template.h"
+#include "hyrt/text/tokenizer.h"
 
-#include "runtime/src/serve_api.h"
-#include "runtime/src/tokenizer_util.h"
+#include "runtime/serving/openai_api.h"
+#include "runtime/text/tokenizer/util.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

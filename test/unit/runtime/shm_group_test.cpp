@@ -3,7 +3,7 @@
 // reduce-scatter path, pieces longer than a slot, and failure: a rank that
 // dies, one that never joins, one whose setup fails. Each rank reports
 // through its exit code and a message file the test reads.
-#include "hyrt/shm_group.h"
+#include "hyrt/parallel/shm_group.h"
 
 #include <gtest/gtest.h>
 

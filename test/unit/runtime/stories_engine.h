@@ -4,8 +4,8 @@
 
 #include "artifact_open.h"
 
-#include "hyrt/artifact.h"
-#include "hyrt/engine.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/engine/engine.h"
 
 #include <gtest/gtest.h>
 

@@ -2,10 +2,10 @@
 // streams agree with split_paragraphs, special files and oversized inputs
 // are refused, and a long text tokenized by prefixes gives the ids of the
 // whole text.
-#include "runtime/src/cli_common.h"
-#include "runtime/src/text_input.h"
+#include "runtime/cli/common.h"
+#include "runtime/text/text_input.h"
 
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Tests for the GPT-2 byte-level BPE tokenizer: byte mapping, pre-tokenizer
 // boundaries, merge ranks and byte-exact round trips.
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // tokenizer.json on a tiny synthetic vocabulary: the pipeline pieces in
 // isolation, and errors for malformed files and unsupported components.
-#include "hyrt/cli.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/cli/cli.h"
+#include "hyrt/text/tokenizer.h"
 
-#include "runtime/src/tokenizer_util.h"
+#include "runtime/text/tokenizer/util.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 // encode every text to the ids hyc's llama2.c tokenizer (checked against
 // published stories output elsewhere) gives for the same vocabulary, and
 // decode back to the text.
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // Hugging Face tokenizer.json support: every reference case of
 // ../shared/tokenizers (ids from HF's Rust tokenizers, renderings from
 // Python jinja2) must match, plus errors for malformed or unsupported files.
-#include "hyrt/chat_template.h"
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/chat_template.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

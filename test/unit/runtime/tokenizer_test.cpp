@@ -1,6 +1,6 @@
 // Tests for the llama2.c and SentencePiece tokenizers (synthetic vocabularies
 // and the real stories260K tok512 vocabulary), decoding and save/load.
-#include "hyrt/tokenizer.h"
+#include "hyrt/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // injected as feature lists (an AMX Xeon, a Zen 4, an AVX2 desktop): which
 // variant runs, what HYC_ISA may force, and the errors naming what is
 // missing. Execution on those CPUs is not faked: only the choice is tested.
-#include "hyrt/artifact.h"
+#include "hyrt/artifact/artifact.h"
 
 #include <gtest/gtest.h>
 

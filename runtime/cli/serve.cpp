@@ -1,0 +1,183 @@
+// `hyc serve`: flags, tensor-parallel ranks, signals and the listener around
+// the OpenAI-compatible routes of serving/http_server.h.
+#include "hyrt/cli/serve.h"
+
+#include "args.h"
+#include "common.h"
+#include "../serving/http_server.h"
+#include "hyrt/parallel/tensor_parallel.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <random>
+#include <thread>
+
+namespace hyrt {
+
+namespace {
+
+const char kServeUsage[] =
+    "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K]\n"
+    "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
+    "                 [--http-threads 64] [--no-mixed-steps]\n"
+    "                 [--no-prefix-cache] [--no-verify] [--tp N]\n"
+    "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
+    "  --port N          port (default 8000; 0 picks a free one)\n"
+    "  --api-key K       require 'Authorization: Bearer K' on /v1/*\n"
+    "  --model-name NAME the model id clients name (default: ART's base "
+    "name)\n"
+    "  --page-size N     KV cache positions per page (default 16)\n"
+    "  --kv-pages N      KV cache pages (default: max_seqs x max_seq_len)\n"
+    "  --http-threads N  connections served at once (default 64)\n"
+    "  --no-mixed-steps  prefill and decode in separate engine steps\n"
+    "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
+    "                    requests with a common prefix)\n"
+    "  --no-verify       skip the weights.bin checksums (faster start)\n"
+    "  --tp N            tensor-parallel ranks (the artifact's, hyc compile\n"
+    "                    --tp; default its count): one process per rank; rank\n"
+    "                    0 serves and schedules, and sends each step to the\n"
+    "                    others, which run it on their heads in lockstep\n"
+    "Prints 'hyc serve: listening on http://HOST:PORT' once it accepts "
+    "connections.\n";
+
+} // namespace
+
+int cli_serve(const std::vector<std::string> &args, std::ostream &out,
+              std::ostream &err) {
+  const std::string command = "hyc serve";
+  std::string host = "127.0.0.1", api_key, model_name;
+  int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
+  bool no_mixed = false, no_prefix_cache = false, no_verify = false;
+  int64_t tp_flag = 0;
+  cli::ArgParser parser;
+  parser.add_int("--tp", &tp_flag, 1);
+  parser.add_string("--host", &host);
+  parser.add_int("--port", &port, 0, 65535);
+  parser.add_string("--api-key", &api_key);
+  parser.add_string("--model-name", &model_name);
+  parser.add_int("--page-size", &page_size, 1, 1 << 20);
+  parser.add_int("--kv-pages", &kv_pages, 1);
+  parser.add_int("--http-threads", &http_threads, 1, 4096);
+  parser.add_switch("--no-mixed-steps", &no_mixed);
+  parser.add_switch("--no-prefix-cache", &no_prefix_cache);
+  parser.add_switch("--no-verify", &no_verify);
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h") {
+      out << kServeUsage;
+      return cli::kExitOk;
+    }
+  std::vector<std::string> positional;
+  if (Status s = parser.parse(args, &positional); !s.ok())
+    return cli::usage_error(err, command, s.message(), kServeUsage);
+  if (positional.size() != 1)
+    return cli::usage_error(err, command,
+                            positional.empty()
+                                ? "missing the artifact directory ART"
+                                : "unexpected argument '" + positional[1] + "'",
+                            kServeUsage);
+  if (model_name.empty()) {
+    std::string dir = positional[0];
+    while (dir.size() > 1 && dir.back() == '/')
+      dir.pop_back();
+    model_name = dir.substr(dir.find_last_of('/') + 1);
+  }
+
+  // Tensor parallel: ranks 1..N-1 start here, before any thread exists,
+  // and follow rank 0's steps until it stops them.
+  TensorParallel tp;
+  tp.follower_waits = true;
+  if (Status s = start_ranks(positional[0], tp_flag, &tp); !s.ok())
+    return cli::runtime_error(err, command, s.message());
+  // A rank's error, printed first (a rank > 0 exits in finish_ranks) and
+  // sent to the others so that they stop at once.
+  const std::string who = tp.rank > 0 ? "rank " + std::to_string(tp.rank) + ": " : "";
+  auto fail = [&](const std::string &message) {
+    const int rc = cli::runtime_error(err, who + command, message);
+    (void)finish_ranks(&tp, false, rc, (tp.rank > 0 ? who : "rank 0: ") + message);
+    return rc;
+  };
+  if (Status s = join_ranks(nullptr, &tp); !s.ok())
+    return fail(s.message());
+
+  // SIGINT / SIGTERM are blocked in every rank (every thread started later
+  // inherits the mask). Rank 0 takes them with one sigwait thread and ends
+  // the server cleanly; the other ranks leave when rank 0 stops them (or
+  // dies), not before it has finished its last step, though Ctrl-C reaches
+  // the whole process group.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  EngineOptions eo;
+  eo.page_size = page_size;
+  eo.num_pages = kv_pages;
+  cli::Session session;
+  ArtifactOptions ao;
+  ao.verify_weights = !no_verify;
+  if (Status s = cli::open_session(tp.dir, ao, eo, 0, &session); !s.ok())
+    return fail(s.message());
+  if (Status s = join_ranks(session.artifact.get(), &tp); !s.ok())
+    return fail(s.message());
+  if (tp.rank > 0) { // runs rank 0's steps until it stops them
+    if (Status s = follow_steps(session.engine.get(), &tp); !s.ok())
+      return fail(s.message());
+    (void)finish_ranks(&tp, true, cli::kExitOk);
+    return cli::kExitOk; // not reached: finish_ranks exits a rank > 0
+  }
+  lead_steps(session.engine.get(), &tp);
+  SchedulerOptions so;
+  so.mixed_steps = !no_mixed;
+  so.prefix_cache = !no_prefix_cache;
+  serve::HttpServer server(session.engine.get(), session.artifact.get(),
+                           model_name, api_key, so);
+  httplib::Server http;
+  const size_t threads = size_t(http_threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.install(http);
+  const int bound = port == 0 ? http.bind_to_any_port(host)
+                              : (http.bind_to_port(host, int(port)) ? int(port)
+                                                                    : -1);
+  if (bound < 0)
+    return fail("cannot listen on " + host + ":" + std::to_string(port));
+  server.start();
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    http.stop();
+  });
+  const Manifest &m = session.artifact->manifest();
+  out << command << ": listening on http://" << host << ":" << bound
+      << " (model '" << model_name << "', max_seq_len " << m.limits.max_seq_len
+      << ", max_seqs " << m.limits.max_seqs << ", max_batch_tokens "
+      << m.limits.max_batch_tokens << ", "
+      << session.engine->kv_cache().config().num_pages << " KV pages of "
+      << page_size << ")" << std::endl;
+  const bool listened = http.listen_after_bind();
+  // listen_after_bind returns after stop(); wake the watcher if it is
+  // still waiting (the listener failed on its own).
+  if (watcher.joinable()) {
+    pthread_kill(watcher.native_handle(), SIGTERM);
+    watcher.join();
+  }
+  server.stop();
+  // The other ranks run no step after this one; then they exit.
+  Status stopped = stop_followers(&tp);
+  Status ranks = finish_ranks(&tp, stopped.ok(), cli::kExitOk, "rank 0 stopped");
+  if (!listened)
+    return cli::runtime_error(err, command, "the listener failed");
+  if (!stopped.ok())
+    return cli::runtime_error(err, command, stopped.message());
+  return ranks.ok() ? cli::kExitOk : cli::runtime_error(err, command, ranks.message());
+}
+
+} // namespace hyrt
+
+extern "C" int hyrt_cli_serve(int argc, char **argv) {
+  return hyrt::cli_serve(hyrt::cli::args_after_command(argc, argv), std::cout,
+                         std::cerr);
+}

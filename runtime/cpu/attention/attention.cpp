@@ -1,0 +1,315 @@
+// Decode/extend attention over the paged KV cache for optimized artifacts:
+// the semantics of hyrt_ref_paged_attention (reference.h) in fp32, with
+// (token, kv head) pairs split across the runtime's threads (each item the whole
+// GQA group of query heads, so every cached row is loaded once per group)
+// and the dot products / value sums vectorized for the host's widest ISA
+// (GCC target clones).
+#include "hyrt/cpu_kernels.h"
+
+#include "attention_group.h"
+#include "../host_isa.h"
+#include "../portable_vec.h"
+#include "../thread_pool.h"
+
+#include "../../reference/bf16.h"
+#include "../../reference/kv_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using hyrt::cpu::LayerView;
+using hyrt::cpu::cacheRow;
+using hyrt::cpu::forEachRow;
+using hyrt::cpu::kMinSplitRows;
+using hyrt::cpu::layerView;
+
+using hyrt::cpu::axpy;
+using hyrt::cpu::dot;
+
+/// The query heads of kv head `kvh` (a GQA group) of token t over cached
+/// positions [0, p]: each cached key and value row is loaded once for the
+/// whole group. Per head, fp32 softmax with the maximum subtracted, then the
+/// weighted sum of values (the reference's order of operations per head).
+/// `scores` holds group rows of n + 1 floats (the scores, then their sum),
+/// `acc` group x dv. int8 rows are dequantized as they are read: the row's
+/// scale multiplies its dot products and its weight in the value sum.
+template <typename T>
+inline __attribute__((always_inline)) void
+attendGroupBody(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *acc, float *out) {
+  const int64_t n = int64_t(step->positions[t]) + 1, G = l.group, dk = l.dk,
+                dv = l.dv;
+  const int64_t ns = n + 1; // stride of one head's scores
+  const float *qg = q + (t * numHeads + kvh * G) * dk;
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+    const T *kr = l.kRow<T>(row, kvh);
+    const float rowScale = l.kScaleOf<T>(row, kvh) * scale;
+    for (int64_t g = 0; g < G; ++g)
+      scores[g * ns + j] = dot(qg + g * dk, kr, dk) * rowScale;
+  });
+  for (int64_t g = 0; g < G; ++g) {
+    float *sg = scores + g * ns;
+    float maxScore = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) // std::fmax's NaN rule, without its call
+      maxScore = sg[j] > maxScore ? sg[j] : maxScore;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      sg[j] = std::exp(sg[j] - maxScore);
+      sum += sg[j];
+    }
+    sg[n] = sum;
+  }
+  std::fill(acc, acc + G * dv, 0.0f);
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+    const T *vr = l.vRow<T>(row, kvh);
+    const float rowScale = l.vScaleOf<T>(row, kvh);
+    for (int64_t g = 0; g < G; ++g)
+      axpy(scores[g * ns + j] * rowScale, vr, acc + g * dv, dv);
+  });
+  for (int64_t g = 0; g < G; ++g) {
+    float *o = out + (t * numHeads + kvh * G + g) * dv;
+    const float inv = 1.0f / scores[g * ns + n];
+    for (int64_t i = 0; i < dv; ++i)
+      o[i] = acc[g * dv + i] * inv;
+  }
+}
+
+/// A thread's buffers for attendGroup, grown to the longest sequence seen
+/// (thread_local: the pool's workers persist, so they are reused).
+struct GroupScratch {
+  std::vector<float> scores, acc;
+};
+thread_local GroupScratch tScratch;
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroupF32(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+               int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+               float *acc, float *out) {
+  attendGroupBody<float>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroupBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *acc, float *out) {
+  attendGroupBody<uint16_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+attendGroupInt8(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                int64_t numHeads, float scale, int64_t t, int64_t kvh, float *scores,
+                float *acc, float *out) {
+  attendGroupBody<int8_t>(step, l, q, numHeads, scale, t, kvh, scores, acc, out);
+}
+
+using GroupFn = void (*)(const hyrt_step_v0 *, const LayerView &, const float *, int64_t,
+                         float, int64_t, int64_t, float *, float *, float *);
+GroupFn portableGroupFn(const LayerView &l) {
+  return l.int8 ? attendGroupInt8 : l.bf16 ? attendGroupBf16 : attendGroupF32;
+}
+
+/// Tokens t .. t + tq - 1 (one sequence, consecutive positions) of KV head
+/// kvh: the row-blocked kernel takes them together where it applies; the
+/// other kernels take one token at a time.
+void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                   int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                   GroupScratch &s, float *out) {
+  const size_t nMax = size_t(step->positions[t] + tq);
+  const bool avx512 = hyrt::cpu::hostHasAvx512();
+  if (hyrt::cpu::hostHasAvx512BwVl()) {
+    s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
+    if (hyrt::cpu::withRowType(l, [&](auto *type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          return hyrt::cpu::attendRowsAvx512<T>(step, l, q, numHeads, scale, t, tq, kvh,
+                                                s.scores.data(), out);
+        }))
+      return;
+  }
+  for (int64_t u = t; u < t + tq; ++u) {
+    const size_t n = size_t(step->positions[u]) + 1;
+    s.scores.resize(size_t(l.group) * (n + 1));
+    if (avx512 && l.dk % 16 == 0 && l.dv % 16 == 0) {
+      hyrt::cpu::withRowType(l, [&](auto *type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        hyrt::cpu::attendGroupAvx512<T>(step, l, q, numHeads, scale, u, kvh, s.scores.data(),
+                                        out);
+      });
+      continue;
+    }
+    s.acc.resize(size_t(l.group * l.dv)); // the AVX-512 kernel keeps it in registers
+    portableGroupFn(l)(step, l, q, numHeads, scale, u, kvh, s.scores.data(), s.acc.data(), out);
+  }
+}
+
+/// Writes kv head `kvh` of token t's key and value at the token's position.
+void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
+                const float *v, int64_t t, int64_t kvh) {
+  const int64_t row = cacheRow(step, l, t, step->positions[t]);
+  const float *kt = k + (t * l.kvHeads + kvh) * l.dk, *vt = v + (t * l.kvHeads + kvh) * l.dv;
+  if (l.int8) { // quantized as hyrt_ref_kv_cache_append does: same codes, same scales
+    l.kScale[row + kvh * l.page] = hyrt::quantizeKvRow(kt, l.dk, l.kRow<int8_t>(row, kvh));
+    l.vScale[row + kvh * l.page] = hyrt::quantizeKvRow(vt, l.dv, l.vRow<int8_t>(row, kvh));
+    return;
+  }
+  if (l.bf16) {
+    uint16_t *kr = l.kRow<uint16_t>(row, kvh), *vr = l.vRow<uint16_t>(row, kvh);
+    for (int64_t i = 0; i < l.dk; ++i)
+      kr[i] = hyrt::toBf16(kt[i]);
+    for (int64_t i = 0; i < l.dv; ++i)
+      vr[i] = hyrt::toBf16(vt[i]);
+    return;
+  }
+  std::memcpy(l.kRow<float>(row, kvh), kt, sizeof(float) * size_t(l.dk));
+  std::memcpy(l.vRow<float>(row, kvh), vt, sizeof(float) * size_t(l.dv));
+}
+
+/// Threads for the step's attention (threadsForAttention of its work).
+int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
+  int64_t work = 0;
+  for (int64_t t = 0; t < step->num_tokens; ++t)
+    work += (int64_t(step->positions[t]) + 1) * numHeads * (l.dk + l.dv);
+  return hyrt::cpu::threadsForAttention(work);
+}
+
+/// Tokens per work item in an extend step: each cached row is read once per
+/// block from memory; a block's scores (8 x positions x group floats) stay
+/// in L2 up to a few thousand positions.
+constexpr int64_t kTokenBlock = 8;
+
+/// A work item: tokens [t0, t0 + count) of one sequence and a KV head;
+/// for a split decode token, positions [begin, end) into partial slot
+/// `slot` (-1: unsplit).
+struct Item {
+  int64_t t0, count, kvh, begin, end, slot;
+};
+
+/// Merges the partial results of one decode token's KV splits into its
+/// output rows (the flash-decoding combine): weights e^(m_s - M) per split.
+void mergeSplits(const LayerView &l, const float *partials, int64_t splits, int64_t t,
+                 int64_t kvh, int64_t numHeads, float *out) {
+  const int64_t stride = hyrt::cpu::kvSplitFloats(l), dvPad = stride / l.group - 2;
+  for (int64_t h = 0; h < l.group; ++h) {
+    float m = -INFINITY;
+    for (int64_t s = 0; s < splits; ++s)
+      m = std::max(m, partials[s * stride + l.group * dvPad + h]);
+    float *o = out + (t * numHeads + kvh * l.group + h) * l.dv;
+    std::fill(o, o + l.dv, 0.0f);
+    float sum = 0;
+    for (int64_t s = 0; s < splits; ++s) {
+      const float *p = partials + s * stride;
+      const float w = std::exp(p[l.group * dvPad + h] - m);
+      sum += w * p[l.group * dvPad + l.group + h];
+      for (int64_t d = 0; d < l.dv; ++d)
+        o[d] += w * p[h * dvPad + d];
+    }
+    for (int64_t d = 0; d < l.dv; ++d)
+      o[d] /= sum;
+  }
+}
+
+/// Every (token block, kv head) of the step, first come first served: a
+/// block is up to kTokenBlock consecutive tokens of one sequence at
+/// consecutive positions (an extend chunk); decode tokens are blocks of one,
+/// split into up to `kvSplits` position ranges (the schedule's decision;
+/// at least kMinSplitRows each) and merged after.
+void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+               int64_t numHeads, float scale, float *out, int64_t kvSplits) {
+  const int64_t T = step->num_tokens;
+  // The caller's buffers, captured by reference below (a lambda running on
+  // a worker would otherwise see that worker's own thread_local instance).
+  thread_local std::vector<std::pair<int64_t, int64_t>> callerBlocks;
+  thread_local std::vector<Item> callerItems;
+  thread_local std::vector<float> callerPartials;
+  std::vector<std::pair<int64_t, int64_t>> &blocks = callerBlocks; // (first token, count)
+  std::vector<Item> &items = callerItems;
+  std::vector<float> &partials = callerPartials;
+  blocks.clear();
+  for (int64_t t = 0; t < T; ++t) {
+    if (!blocks.empty()) {
+      auto &[t0, count] = blocks.back();
+      const int64_t last = t0 + count - 1;
+      if (count < kTokenBlock && step->token_seq[t] == step->token_seq[last] &&
+          step->positions[t] == step->positions[last] + 1) {
+        ++count;
+        continue;
+      }
+    }
+    blocks.push_back({t, 1});
+  }
+  items.clear();
+  int64_t slots = 0;
+  const bool splitting = kvSplits > 1 && hyrt::cpu::hostHasAvx512BwVl();
+  for (const auto &[t0, count] : blocks)
+    for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh) {
+      const int64_t n = int64_t(step->positions[t0]) + 1;
+      const int64_t splits =
+          splitting && count == 1 ? std::min(kvSplits, n / kMinSplitRows) : 1;
+      if (splits <= 1) {
+        items.push_back({t0, count, kvh, 0, 0, -1});
+        continue;
+      }
+      for (int64_t s = 0; s < splits; ++s)
+        items.push_back({t0, 1, kvh, n * s / splits, n * (s + 1) / splits, slots++});
+    }
+  const int64_t splitFloats = hyrt::cpu::kvSplitFloats(l);
+  partials.resize(size_t(slots * splitFloats));
+  hyrt::cpu::parallelForDynamic(
+      int64_t(items.size()), threadsFor(step, l, numHeads), [&](int, int64_t i) {
+        const Item &it = items[size_t(i)];
+        if (it.slot < 0) {
+          attendBlockOf(step, l, q, numHeads, scale, it.t0, it.count, it.kvh, tScratch, out);
+          return;
+        }
+        const hyrt::cpu::KvSplit split{it.begin, it.end, partials.data() + it.slot * splitFloats};
+        tScratch.scores.resize(size_t((it.end - it.begin) * l.group + 16 +
+                                      (step->positions[it.t0] + 1) * l.group));
+        hyrt::cpu::withRowType(l, [&](auto *type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          hyrt::cpu::attendRowsAvx512<T>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
+                                         tScratch.scores.data(), out, &split);
+        });
+      });
+  if (slots == 0)
+    return;
+  // Items of one token and KV head are consecutive with consecutive slots.
+  for (size_t i = 0; i < items.size();) {
+    size_t e = i;
+    while (e < items.size() && items[e].slot >= 0 && items[e].t0 == items[i].t0 &&
+           items[e].kvh == items[i].kvh)
+      ++e;
+    if (e == i) {
+      ++i;
+      continue;
+    }
+    mergeSplits(l, partials.data() + items[i].slot * splitFloats, int64_t(e - i), items[i].t0,
+                items[i].kvh, numHeads, out);
+    i = e;
+  }
+}
+
+} // namespace
+
+extern "C" void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
+                                         const hyrt_step_v0 *step,
+                                         int64_t layer, const float *q,
+                                         int64_t num_heads, float scale,
+                                         float *out, int64_t kv_splits) {
+  attendAll(step, layerView(kv, layer, num_heads), q, num_heads, scale, out, kv_splits);
+}
+
+extern "C" void hyrt_cpu_paged_attention_append(
+    const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step, int64_t layer,
+    const float *k, const float *v, const float *q, int64_t num_heads,
+    float scale, float *out, int64_t kv_splits) {
+  const LayerView l = layerView(kv, layer, num_heads);
+  // The step's rows first (a token may read rows of its predecessors in a
+  // multi-token step): a few KB per token, not worth waking the workers.
+  for (int64_t tg = 0; tg < step->num_tokens * l.kvHeads; ++tg)
+    appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
+  attendAll(step, l, q, num_heads, scale, out, kv_splits);
+}

@@ -1,0 +1,172 @@
+// Internal to runtime/cpu: the view of one layer of the paged KV cache and
+// the GQA-group attention kernels (attention.cpp: portable target clones;
+// attention_avx512.cpp: AVX-512 intrinsics for head dims that are multiples
+// of 16).
+#ifndef HYRT_CPU_ATTENTION_GROUP_H
+#define HYRT_CPU_ATTENTION_GROUP_H
+
+#include "hyrt/abi.h"
+#include "../thread_pool.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace hyrt::cpu {
+
+/// Shapes and bases of one layer of the cache; rows hold T = float,
+/// uint16_t (bf16) or int8_t as the cache's dtype says. A row id is
+/// page * page_size * kvHeads + slot: with the head-major pages of abi.h,
+/// KV head h's row then starts at element (row + h * page_size) * dim, and
+/// row + 1 is the next slot of the same page and head. An int8 row's scale
+/// sits at the same index without the dim: kScale[row + h * page_size].
+struct LayerView {
+  int64_t kvHeads, dk, dv, page, group;
+  void *k, *v;
+  bool bf16;
+  bool int8 = false;
+  float *kScale = nullptr, *vScale = nullptr; // int8 only
+  template <typename T> T *kRow(int64_t row, int64_t kvh) const {
+    return static_cast<T *>(k) + (row + kvh * page) * dk;
+  }
+  template <typename T> T *vRow(int64_t row, int64_t kvh) const {
+    return static_cast<T *>(v) + (row + kvh * page) * dv;
+  }
+  /// The factor a row's loaded elements are multiplied by: its scale for
+  /// int8 rows, 1 (folded away at compile time) for fp32 and bf16 ones.
+  template <typename T> float kScaleOf(int64_t row, int64_t kvh) const {
+    if constexpr (std::is_same_v<T, int8_t>)
+      return kScale[row + kvh * page];
+    else
+      return 1.0f;
+  }
+  template <typename T> float vScaleOf(int64_t row, int64_t kvh) const {
+    if constexpr (std::is_same_v<T, int8_t>)
+      return vScale[row + kvh * page];
+    else
+      return 1.0f;
+  }
+};
+
+/// Calls f with a null pointer of the cache's element type (float,
+/// uint16_t for bf16, int8_t), so that one call site instantiates a
+/// kernel template for each dtype.
+template <typename F> inline decltype(auto) withRowType(const LayerView &l, F f) {
+  if (l.int8)
+    return f(static_cast<int8_t *>(nullptr));
+  if (l.bf16)
+    return f(static_cast<uint16_t *>(nullptr));
+  return f(static_cast<float *>(nullptr));
+}
+
+inline LayerView layerView(const hyrt_kv_cache_v0 *kv, int64_t layer,
+                    int64_t numHeads) {
+  return {kv->num_kv_heads,
+          kv->k_head_dim,
+          kv->v_head_dim,
+          kv->page_size,
+          numHeads / kv->num_kv_heads,
+          kv->k_layers[layer],
+          kv->v_layers ? kv->v_layers[layer] : nullptr, // none for MLA latents
+          kv->dtype == HYRT_KV_BF16,
+          kv->dtype == HYRT_KV_INT8,
+          kv->dtype == HYRT_KV_INT8 ? kv->k_scale_layers[layer] : nullptr,
+          kv->dtype == HYRT_KV_INT8 && kv->v_scale_layers ? kv->v_scale_layers[layer]
+                                                          : nullptr};
+}
+
+/// Threads for an attention step of `macs` multiply-adds: all of them from
+/// 2^18, else the caller alone (waking the workers would cost more).
+inline int threadsForAttention(int64_t macs) {
+  return macs >= (int64_t(1) << 18) ? kAllThreads : 1;
+}
+
+/// A KV split covers at least this many positions: below it the merge and
+/// the extra work item cost more than the split saves.
+inline constexpr int64_t kMinSplitRows = 256;
+
+/// Cache row of (the sequence of token t, position pos).
+inline int64_t cacheRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t,
+                 int64_t pos) {
+  const int32_t *blocks = step->block_tables +
+                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
+  return int64_t(blocks[pos / l.page]) * l.page * l.kvHeads + pos % l.page;
+}
+
+/// Calls f(j, row) for the cached positions j in [0, n) of token t's
+/// sequence, page by page (one block-table read per page, not per row).
+template <typename F>
+inline __attribute__((always_inline)) void
+forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F f) {
+  const int32_t *blocks = step->block_tables +
+                          int64_t(step->token_seq[t]) * step->max_pages_per_seq;
+  for (int64_t p0 = 0, b = 0; p0 < n; p0 += l.page, ++b) {
+    const int64_t base = int64_t(blocks[b]) * l.page * l.kvHeads,
+                  rows = std::min(l.page, n - p0);
+    for (int64_t r = 0; r < rows; ++r)
+      f(p0 + r, base + r);
+  }
+}
+
+/// The query heads of kv head `kvh` of token t over its cached positions;
+/// `scores` holds group rows of n + 1 floats (see
+/// attention.cpp for the semantics). attendGroupAvx512 needs dk and dv
+/// multiples of 16 and a host with AVX-512F.
+template <typename T>
+void attendGroupAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                       int64_t numHeads, float scale, int64_t t, int64_t kvh,
+                       float *scores, float *out);
+extern template void attendGroupAvx512<float>(const hyrt_step_v0 *, const LayerView &,
+                                              const float *, int64_t, float, int64_t,
+                                              int64_t, float *, float *);
+extern template void attendGroupAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                                 const float *, int64_t, float, int64_t,
+                                                 int64_t, float *, float *);
+extern template void attendGroupAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                               const float *, int64_t, float, int64_t,
+                                               int64_t, float *, float *);
+
+/// One KV split of a decode token (flash decoding): positions [begin, end)
+/// and where the partial result goes: [group][16 * ceil(dv / 16) rounded up
+/// to the kernel's slice count] unnormalized outputs, then `group` maxima,
+/// then `group` sums of exponentials (kvSplitFloats).
+struct KvSplit {
+  int64_t begin, end;
+  float *partial;
+};
+
+/// Floats of one split's partial result.
+inline int64_t kvSplitFloats(const LayerView &l) {
+  const int64_t slices = (l.dv + 15) / 16;
+  const int64_t sv = slices <= 1 ? 1 : slices <= 2 ? 2 : slices <= 4 ? 4 : 8;
+  return l.group * (16 * sv + 2);
+}
+
+/// The row-blocked AVX-512F+BW+VL kernel (attention_rows_avx512.cpp) for groups
+/// of 1, 2, 4, 8 or 16 heads, dk up to 1024 and dv up to 128, over
+/// tokens t .. t + tq - 1 of one sequence at consecutive positions; false
+/// (nothing done) for other shapes. `scores` holds
+/// tq * ((positions[t] + tq) * group + 16) floats.
+template <typename T>
+bool attendRowsAvx512(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                      int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                      float *scores, float *out, const KvSplit *split = nullptr);
+extern template bool attendRowsAvx512<float>(const hyrt_step_v0 *, const LayerView &,
+                                             const float *, int64_t, float, int64_t, int64_t,
+                                             int64_t, float *, float *, const KvSplit *);
+extern template bool attendRowsAvx512<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                                const float *, int64_t, float, int64_t,
+                                                int64_t, int64_t, float *, float *,
+                                                const KvSplit *);
+extern template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                              const float *, int64_t, float, int64_t,
+                                              int64_t, int64_t, float *, float *,
+                                              const KvSplit *);
+
+/// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
+/// softmax's exponential, exposed so that tests can hold it to std::exp.
+void expAvx512(const float *x, float *y, int64_t n);
+
+} // namespace hyrt::cpu
+
+#endif // HYRT_CPU_ATTENTION_GROUP_H

@@ -1,0 +1,107 @@
+// DeepSeek MLA in the plain form for long extend chunks (the absorbed
+// kernel's alternative; hyc-cpu-select-lowering-strategy sets the chunk
+// length from which hyrt_cpu_mla_attention takes it): every cached latent
+// the chunk sees is expanded once into per-head keys [k_nope | k_pe] and
+// values (W_UK and W_UV times the latent, 4x4 dot tiles), then the heads
+// attend as multi-head attention on the row-blocked kernel over a one-page
+// view of the expanded rows.
+#include "mla_attention.h"
+
+#include "../thread_pool.h"
+
+#include "../../reference/bf16.h"
+#include "../../reference/kv_int8.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace hyrt::cpu {
+
+/// The plain form for an extend chunk of one sequence at consecutive
+/// positions: every cached latent the chunk sees is expanded once into
+/// per-head keys [k_nope | k_pe] and values (W_UK, W_UV times the latent),
+/// then the heads attend as multi-head attention on the row-blocked kernel
+/// (a one-page view of the expanded rows). Cheaper than the absorbed form
+/// for long chunks (see hyc-global-absorb-mla); false when it does not
+/// apply (the caller runs the absorbed form).
+bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                       const float *qNope, const float *qPe, const void *wKvB, bool bf16W,
+                       float *out, int threads) {
+  const int64_t T = step->num_tokens, H = m.heads, R = m.rank, dk = m.nope + m.rope;
+  const int64_t D = R + m.rope;
+  if (step->num_seqs != 1 || R % 16 != 0 || m.v > 128 || dk > 1024 || T < 1)
+    return false;
+  for (int64_t t = 1; t < T; ++t)
+    if (step->positions[t] != step->positions[t - 1] + 1 || step->token_seq[t] != step->token_seq[0])
+      return false;
+  const int64_t n = int64_t(step->positions[T - 1]) + 1;
+  thread_local std::vector<float> callerLat, callerK, callerV, callerQ;
+  std::vector<float> &lat = callerLat, &kc = callerK, &vc = callerV, &qc = callerQ;
+  lat.resize(size_t(n * D));
+  kc.resize(size_t(H * n * dk));
+  vc.resize(size_t(H * n * m.v));
+  qc.resize(size_t(T * H * dk));
+  const int32_t *blocks =
+      step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
+  // Latent rows widened to fp32, [c | k_pe] per position (int8 rows
+  // dequantized: code x the row's scale).
+  parallelRows(n, D, [&](int64_t j) {
+    const int64_t row = int64_t(blocks[j / l.page]) * l.page + j % l.page;
+    float *dst = lat.data() + j * D;
+    if (l.int8) {
+      const int8_t *src = l.kRow<int8_t>(row, 0);
+      const float rowScale = l.kScaleOf<int8_t>(row, 0);
+      for (int64_t i = 0; i < D; ++i)
+        dst[i] = hyrt::dequantKv(src[i], rowScale);
+    } else if (l.bf16) {
+      const uint16_t *src = l.kRow<uint16_t>(row, 0);
+      for (int64_t i = 0; i < D; ++i)
+        dst[i] = hyrt::fromBf16(src[i]);
+    } else {
+      std::memcpy(dst, l.kRow<float>(row, 0), sizeof(float) * size_t(D));
+    }
+  });
+  // Expansion by (head, block of 64 positions), head-major.
+  constexpr int64_t kRows = 64;
+  const int64_t rowBlocks = (n + kRows - 1) / kRows;
+  parallelFor(H * rowBlocks, threads, [&](int64_t i) {
+    const int64_t h = i / rowBlocks, j0 = (i % rowBlocks) * kRows, nb = std::min(kRows, n - j0);
+    float *kh = kc.data() + (h * n + j0) * dk;
+    expandLatentsAvx512(m, lat.data() + j0 * D, D, nb, wKvB, bf16W, h, kh, dk,
+                                   vc.data() + (h * n + j0) * m.v, m.v);
+    for (int64_t j = 0; j < nb; ++j)
+      std::memcpy(kh + j * dk + m.nope, lat.data() + (j0 + j) * D + R,
+                  sizeof(float) * size_t(m.rope));
+  });
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      float *dst = qc.data() + (t * H + h) * dk;
+      std::memcpy(dst, qNope + (t * H + h) * m.nope, sizeof(float) * size_t(m.nope));
+      std::memcpy(dst + m.nope, qPe + (t * H + h) * m.rope, sizeof(float) * size_t(m.rope));
+    }
+  // Multi-head attention over a one-page view: position j of head h is row
+  // j + h * n of the expanded keys and values.
+  const LayerView view{H, dk, m.v, n, 1, kc.data(), vc.data(), false};
+  const int32_t page0 = 0;
+  std::vector<int32_t> seq0(size_t(T), 0);
+  const int32_t start = 0, len = int32_t(T), prefix = int32_t(n - T);
+  const hyrt_step_v0 one{T,      1,       step->tokens, step->positions, seq0.data(), &start,
+                         &len,   &prefix, &page0,       1,               nullptr,     0,
+                         nullptr};
+  // 64 tokens per item: each head's expanded rows are read once per 64
+  // tokens (they outgrow the caches at long contexts; 8 per item ran 30%
+  // slower at 4096 positions).
+  constexpr int64_t kTokenBlock = 64;
+  const int64_t tokenBlocks = (T + kTokenBlock - 1) / kTokenBlock;
+  parallelForDynamic(tokenBlocks * H, threads, [&](int, int64_t i) {
+    const int64_t h = i % H, t0 = (i / H) * kTokenBlock, tq = std::min(kTokenBlock, T - t0);
+    thread_local std::vector<float> scores;
+    scores.resize(size_t(tq * (int64_t(step->positions[t0]) + tq + 16)));
+    attendRowsAvx512<float>(&one, view, qc.data(), H, m.scale, t0, tq, h,
+                                       scores.data(), out);
+  });
+  return true;
+}
+
+} // namespace hyrt::cpu

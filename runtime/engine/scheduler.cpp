@@ -1,0 +1,504 @@
+// Scheduler: continuous batching with chunked prefill and page reservation
+// over one Engine (see hyrt/engine/scheduler.h).
+#include "hyrt/engine/scheduler.h"
+
+#include <algorithm>
+
+namespace hyrt {
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+/// Length of `text` without a trailing incomplete UTF-8 sequence (a token
+/// may end in the middle of a character; the next one completes it).
+size_t complete_utf8_prefix(const std::string &text) {
+  const size_t n = text.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    const unsigned char c = static_cast<unsigned char>(text[n - back]);
+    if ((c & 0xC0) == 0x80)
+      continue; // continuation byte: keep looking for the lead byte
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? n - back : n;
+  }
+  return n;
+}
+
+/// Longest suffix of `text` that is a proper prefix of some stop string:
+/// that much text may still become a stop string, so it is held back.
+size_t held_back_for_stops(const std::string &text,
+                           const std::vector<std::string> &stops) {
+  size_t held = 0;
+  for (const std::string &s : stops)
+    for (size_t k = std::min(s.size() - 1, text.size()); k > held; --k)
+      if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+        held = k;
+        break;
+      }
+  return held;
+}
+
+} // namespace
+
+struct Scheduler::Active {
+  int64_t id = 0;
+  Request req;
+  EventCallback on_event;
+  Sampler sampler;
+  int64_t seq = -1;
+  int64_t reserved = 0;      ///< worst-case pages (shared ones included)
+  int64_t shared = 0;        ///< leading pages taken from the prefix cache
+  int64_t cached_blocks = 0; ///< blocks recorded in the prefix cache
+  std::vector<int32_t> output; ///< generated ids (stop token excluded)
+  bool failed = false;         ///< ended by a step error: its KV is suspect
+  size_t prefilled = 0;      ///< prompt tokens already in the cache
+  int32_t pending = -1;      ///< sampled token still to be fed (decode)
+  int64_t generated = 0;     ///< tokens reported, stop token excluded
+  int32_t prev_token = -1;   ///< for the tokenizer's piece of the next one
+  std::string text;          ///< generated text (with a tokenizer)
+  size_t emitted = 0;        ///< bytes of `text` already sent
+  bool done = false;
+  Active(const SamplerConfig &c) : sampler(c) {}
+};
+
+Scheduler::Scheduler(Engine *engine, const Tokenizer *tokenizer,
+                     SchedulerOptions options)
+    : engine_(engine), tokenizer_(tokenizer), options_(options),
+      page_size_(engine->kv_cache().config().page_size) {
+  stats_.kv_pages_total = engine->kv_cache().config().num_pages;
+  if (options_.prefix_cache)
+    prefix_ = std::make_unique<PrefixCache>(&engine->mutable_kv_cache());
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+int64_t Scheduler::pages_for(const Active &a) const {
+  // The last sampled token is never fed, so the cache holds at most
+  // prompt + max_tokens - 1 positions, and never more than max_seq_len.
+  const int64_t positions =
+      std::min<int64_t>(int64_t(a.req.prompt.size()) + a.req.max_tokens - 1,
+                        engine_->limits().max_seq_len);
+  return (positions + page_size_ - 1) / page_size_;
+}
+
+Status Scheduler::submit(Request request, EventCallback on_event,
+                         int64_t *id) {
+  const ArtifactLimits &lim = engine_->limits();
+  const int64_t n = int64_t(request.prompt.size());
+  if (n == 0)
+    return Status::Error("empty prompt (expected at least one token)");
+  if (n > lim.max_seq_len)
+    return Status::Error("prompt of " + str(n) +
+                         " tokens exceeds max_seq_len " + str(lim.max_seq_len) +
+                         " of this artifact");
+  for (int32_t t : request.prompt)
+    if (t < 0 || t >= engine_->vocab_size())
+      return Status::Error("prompt token id " + str(t) +
+                           " outside the vocabulary [0, " +
+                           str(engine_->vocab_size()) + ")");
+  if (request.max_tokens < 1)
+    return Status::Error("max_tokens: expected >= 1, found " +
+                         str(request.max_tokens));
+  for (const std::string &s : request.stop_strings)
+    if (s.empty())
+      return Status::Error("stop: expected non-empty strings, found \"\"");
+  if (!request.stop_strings.empty() && !tokenizer_)
+    return Status::Error(
+        "stop strings need a tokenizer and this artifact has none");
+  auto a = std::make_unique<Active>(request.sampler);
+  if (Status s = a->sampler.validate(); !s.ok())
+    return s;
+  a->req = std::move(request);
+  a->on_event = std::move(on_event);
+  a->prev_token = a->req.prompt.back();
+  a->reserved = pages_for(*a);
+  const int64_t pool = engine_->kv_cache().config().num_pages;
+  if (a->reserved > pool)
+    return Status::Error("request needs " + str(a->reserved) +
+                         " KV pages but the pool has only " + str(pool));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    a->id = next_id_++;
+    *id = a->id;
+    inbox_.push_back(std::move(a));
+    ++stats_.queued;
+  }
+  wake_.notify_all();
+  return Status::Ok();
+}
+
+void Scheduler::cancel(int64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(id);
+  }
+  wake_.notify_all();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Scheduler::clear_prefix_cache() {
+  if (prefix_)
+    prefix_->clear();
+  publish_stats();
+}
+
+int64_t Scheduler::unreserved_pages() const {
+  const KvCacheManager &kv = engine_->kv_cache();
+  int64_t available = kv.free_pages() + (prefix_ ? prefix_->evictable_pages() : 0);
+  for (const auto &a : running_) {
+    const int64_t own = int64_t(kv.block_table(a->seq).size()) - a->shared;
+    available -= a->reserved - a->shared - own;
+  }
+  return available;
+}
+
+void Scheduler::make_room(const std::vector<SeqChunk> &chunks) {
+  if (!prefix_)
+    return;
+  const KvCacheManager &kv = engine_->kv_cache();
+  int64_t need = 0;
+  for (const SeqChunk &c : chunks)
+    need += std::max<int64_t>(
+        0, (kv.seq_length(c.seq_id) + int64_t(c.tokens.size()) + page_size_ - 1) /
+                   page_size_ -
+               int64_t(kv.block_table(c.seq_id).size()));
+  if (need > kv.free_pages())
+    prefix_->evict(need - kv.free_pages());
+}
+
+void Scheduler::cache_prompt_blocks(Active &a) {
+  const int64_t blocks = int64_t(a.prefilled) / page_size_;
+  if (!prefix_ || blocks <= a.cached_blocks)
+    return;
+  // Cannot fail: the blocks lie in pages this sequence holds.
+  (void)prefix_->insert(a.req.prompt, engine_->kv_cache().block_table(a.seq),
+                        blocks);
+  a.cached_blocks = blocks;
+}
+
+void Scheduler::cache_sequence_blocks(Active &a) {
+  if (!prefix_ || a.failed)
+    return;
+  // What the cache holds: the prompt and every generated token fed back
+  // (the last sampled one never was). A follow-up turn whose prompt repeats
+  // this conversation then reuses the answer's pages too.
+  std::vector<int32_t> tokens = a.req.prompt;
+  tokens.insert(tokens.end(), a.output.begin(), a.output.end());
+  tokens.resize(std::min<size_t>(tokens.size(), size_t(engine_->seq_length(a.seq))));
+  const int64_t blocks = int64_t(tokens.size()) / page_size_;
+  if (blocks <= a.cached_blocks)
+    return;
+  (void)prefix_->insert(tokens, engine_->kv_cache().block_table(a.seq), blocks);
+  a.cached_blocks = blocks;
+}
+
+void Scheduler::publish_stats() {
+  const int64_t evictable = prefix_ ? prefix_->evictable_pages() : 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.queued = int64_t(inbox_.size() + waiting_.size());
+  stats_.running = int64_t(running_.size());
+  stats_.kv_pages_used = stats_.kv_pages_total -
+                         engine_->kv_cache().free_pages() - evictable;
+  stats_.prefix_cached_pages = prefix_ ? prefix_->cached_pages() : 0;
+  stats_.prefix_hit_tokens = prefix_hits_;
+  stats_.prefix_evicted_pages = prefix_ ? prefix_->evicted_pages() : 0;
+  stats_.steps = steps_;
+  stats_.prompt_tokens = prompt_total_;
+  stats_.generated_tokens = generated_total_;
+}
+
+void Scheduler::emit(Active &a, const std::vector<int32_t> &tokens,
+                     bool finished, const std::string &reason) {
+  RequestEvent e;
+  e.request_id = a.id;
+  e.tokens = tokens;
+  // Unfinished, hold back what could still become a stop string or
+  // complete a character; finished, everything left goes out.
+  size_t end = a.text.size();
+  if (!finished) {
+    end -= held_back_for_stops(a.text, a.req.stop_strings);
+    end = std::min(end, complete_utf8_prefix(a.text));
+  }
+  if (end > a.emitted) {
+    e.text = a.text.substr(a.emitted, end - a.emitted);
+    a.emitted = end;
+  }
+  e.finished = finished;
+  e.finish_reason = reason;
+  e.prompt_tokens = int64_t(a.req.prompt.size());
+  e.completion_tokens = a.generated;
+  if (finished)
+    a.done = true;
+  if (a.on_event && (finished || !e.tokens.empty() || !e.text.empty()))
+    a.on_event(e);
+}
+
+void Scheduler::finish(Active &a, const std::string &reason,
+                       const std::string &error) {
+  if (a.done)
+    return;
+  if (!error.empty()) {
+    a.failed = true;
+    RequestEvent e;
+    e.request_id = a.id;
+    e.finished = true;
+    e.finish_reason = reason;
+    e.error = error;
+    e.prompt_tokens = int64_t(a.req.prompt.size());
+    e.completion_tokens = a.generated;
+    a.done = true;
+    if (a.on_event)
+      a.on_event(e);
+    return;
+  }
+  emit(a, {}, true, reason);
+}
+
+bool Scheduler::accept_token(Active &a, int32_t token) {
+  const auto &stops = a.req.stop_tokens;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    emit(a, {}, true, "stop");
+    return false;
+  }
+  ++a.generated;
+  ++generated_total_;
+  a.output.push_back(token);
+  if (tokenizer_) {
+    a.text += tokenizer_->decode(a.prev_token, token);
+    a.prev_token = token;
+    // Only the text that the new piece can have completed needs a look.
+    size_t longest = 0;
+    for (const std::string &s : a.req.stop_strings)
+      longest = std::max(longest, s.size());
+    const size_t from =
+        a.emitted > longest ? a.emitted - longest : size_t(0);
+    size_t cut = std::string::npos;
+    for (const std::string &s : a.req.stop_strings)
+      cut = std::min(cut, a.text.find(s, from));
+    if (cut != std::string::npos) {
+      a.text.resize(cut);
+      emit(a, {token}, true, "stop");
+      return false;
+    }
+  }
+  const bool length = a.generated >= a.req.max_tokens ||
+                      engine_->seq_length(a.seq) >= engine_->limits().max_seq_len;
+  emit(a, {token}, length, length ? "length" : "");
+  if (length)
+    return false;
+  a.pending = token;
+  return true;
+}
+
+void Scheduler::admit_inbox() {
+  std::vector<int64_t> cancels;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &a : inbox_)
+      waiting_.push_back(std::move(a));
+    inbox_.clear();
+    cancels.swap(cancels_);
+  }
+  for (int64_t id : cancels) {
+    for (auto &a : waiting_)
+      if (a->id == id)
+        finish(*a, "cancelled", "");
+    for (auto &a : running_)
+      if (a->id == id)
+        finish(*a, "cancelled", "");
+  }
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                [](const auto &a) { return a->done; }),
+                 waiting_.end());
+  const ArtifactLimits &lim = engine_->limits();
+  const KvCacheManager &kv = engine_->kv_cache();
+  // First come, first served: the head waits for pages rather than being
+  // overtaken by smaller requests, so it cannot starve.
+  while (!waiting_.empty() && int64_t(running_.size()) < lim.max_seqs) {
+    Active &head = *waiting_.front();
+    // At least the last prompt token is computed (its logits give the
+    // first token), so the block holding it is never taken from the cache.
+    const std::vector<int32_t> shared =
+        prefix_ ? prefix_->lookup(head.req.prompt,
+                                  (int64_t(head.req.prompt.size()) - 1) / page_size_)
+                : std::vector<int32_t>{};
+    // Shared pages that only the cache held stop being evictable.
+    int64_t revived = 0;
+    for (int32_t p : shared)
+      revived += kv.page_refs(p) == 1 ? 1 : 0;
+    if (head.reserved - int64_t(shared.size()) + revived > unreserved_pages())
+      break;
+    std::unique_ptr<Active> a = std::move(waiting_.front());
+    waiting_.pop_front();
+    a->seq = engine_->add_sequence();
+    if (!shared.empty()) {
+      // Cannot fail: a fresh sequence, pages the cache holds.
+      (void)engine_->share_prefix(a->seq, shared);
+      a->shared = int64_t(shared.size());
+      a->prefilled = size_t(a->shared * page_size_);
+      prefix_hits_ += a->shared * page_size_;
+      cache_prompt_blocks(*a); // marks the shared blocks used
+    }
+    running_.push_back(std::move(a));
+  }
+}
+
+Status Scheduler::step(bool *did_work) {
+  if (did_work)
+    *did_work = false;
+  admit_inbox();
+  const ArtifactLimits &lim = engine_->limits();
+
+  // Decodes first (one token each, the latency users see), then prefill
+  // chunks in admission order in what is left of max_batch_tokens.
+  std::vector<Active *> decodes, prefills;
+  for (auto &a : running_)
+    if (!a->done && a->pending >= 0)
+      decodes.push_back(a.get());
+  int64_t budget = lim.max_batch_tokens;
+  const bool prefill_now = options_.mixed_steps || decodes.empty();
+  if (options_.mixed_steps &&
+      int64_t(decodes.size()) > budget) // extend steps hold budget tokens
+    decodes.resize(size_t(budget));
+  std::vector<SeqChunk> chunks;
+  for (Active *a : decodes) {
+    chunks.push_back({a->seq, {a->pending}});
+    --budget;
+  }
+  if (prefill_now)
+    for (auto &a : running_) {
+      if (a->done || a->prefilled >= a->req.prompt.size() || budget <= 0)
+        continue;
+      const size_t n = std::min<size_t>(size_t(budget),
+                                        a->req.prompt.size() - a->prefilled);
+      chunks.push_back({a->seq,
+                        {a->req.prompt.begin() + int64_t(a->prefilled),
+                         a->req.prompt.begin() + int64_t(a->prefilled + n)}});
+      prefills.push_back(a.get());
+      budget -= int64_t(n);
+    }
+
+  Status status;
+  if (!chunks.empty()) {
+    if (did_work)
+      *did_work = true;
+    std::vector<float> logits;
+    make_room(chunks);
+    status = prefills.empty()
+                 ? engine_->decode(
+                       [&] {
+                         std::vector<int64_t> s;
+                         for (const SeqChunk &c : chunks)
+                           s.push_back(c.seq_id);
+                         return s;
+                       }(),
+                       [&] {
+                         std::vector<int32_t> t;
+                         for (const SeqChunk &c : chunks)
+                           t.push_back(c.tokens[0]);
+                         return t;
+                       }(),
+                       &logits)
+                 : engine_->extend_batch(chunks, &logits, /*all_rows=*/false);
+    ++steps_;
+    const int64_t V = engine_->vocab_size();
+    if (!status.ok()) {
+      for (Active *a : decodes)
+        finish(*a, "error", status.message());
+      for (Active *a : prefills)
+        finish(*a, "error", status.message());
+    } else {
+      size_t row = 0;
+      for (Active *a : decodes) {
+        a->pending = -1;
+        accept_token(*a, a->sampler.sample(&logits[row++ * V], V));
+      }
+      for (size_t i = 0; i < prefills.size(); ++i, ++row) {
+        Active *a = prefills[i];
+        const size_t n = chunks[decodes.size() + i].tokens.size();
+        a->prefilled += n;
+        prompt_total_ += int64_t(n);
+        cache_prompt_blocks(*a);
+        if (a->prefilled == a->req.prompt.size())
+          accept_token(*a, a->sampler.sample(&logits[row * V], V));
+      }
+    }
+  }
+
+  // Finished (or cancelled) requests give their pages back now.
+  for (auto &a : running_)
+    if (a->done) {
+      cache_sequence_blocks(*a);
+      (void)engine_->release(a->seq);
+      if (did_work)
+        *did_work = true;
+    }
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [](const auto &a) { return a->done; }),
+                 running_.end());
+  publish_stats();
+  return status;
+}
+
+Status Scheduler::run_until_idle() {
+  while (true) {
+    bool worked = false;
+    if (Status s = step(&worked); !s.ok())
+      return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!worked && inbox_.empty() && cancels_.empty() && waiting_.empty() &&
+        running_.empty())
+      return Status::Ok();
+  }
+}
+
+void Scheduler::start() {
+  if (thread_.joinable())
+    return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    while (!stopping_) {
+      bool worked = false;
+      (void)step(&worked); // errors already reached the requests involved
+      if (worked)
+        continue;
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] {
+        return stopping_ || !inbox_.empty() || !cancels_.empty();
+      });
+    }
+  });
+}
+
+void Scheduler::stop() {
+  if (!thread_.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  // Nothing steps any more: end what is left and free its pages.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &a : inbox_)
+      waiting_.push_back(std::move(a));
+    inbox_.clear();
+  }
+  for (auto &a : waiting_)
+    finish(*a, "cancelled", "");
+  for (auto &a : running_) {
+    finish(*a, "cancelled", "");
+    (void)engine_->release(a->seq);
+  }
+  waiting_.clear();
+  running_.clear();
+  publish_stats();
+}
+
+} // namespace hyrt

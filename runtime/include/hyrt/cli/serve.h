@@ -1,0 +1,22 @@
+// hyrt/cli/serve.h - `hyc serve`, the OpenAI-compatible HTTP server, as a
+// library function (libhyrt_serve; links cpp-httplib).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+/// `hyc serve ART [flags]`; argv as hyrt_cli_run. Returns the exit code.
+extern "C" int hyrt_cli_serve(int argc, char **argv);
+
+namespace hyrt {
+
+/// `serve` with explicit streams; `args` follow the command name:
+///   ART [--host H] [--port N] [--api-key K] [--model-name NAME]
+///       [--page-size N] [--kv-pages N] [--http-threads N] [--no-mixed-steps]
+/// Serves /v1/completions, /v1/chat/completions, /v1/models, /health and
+/// /metrics until SIGINT or SIGTERM.
+int cli_serve(const std::vector<std::string> &args, std::ostream &out,
+              std::ostream &err);
+
+} // namespace hyrt

@@ -1,0 +1,187 @@
+// hyrt/engine/scheduler.h - continuous batching over one Engine: requests queue,
+// are admitted when their KV pages can be reserved, and share steps (decodes
+// of running sequences plus prefill chunks of new ones) up to the artifact's
+// max_batch_tokens / max_seqs; stop tokens and strings, max tokens,
+// per-request sampling and cancellation.
+#pragma once
+
+#include "hyrt/engine/engine.h"
+#include "hyrt/engine/prefix_cache.h"
+#include "hyrt/engine/sampler.h"
+#include "hyrt/status.h"
+#include "hyrt/text/tokenizer.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hyrt {
+
+/// One generation request.
+struct Request {
+  std::vector<int32_t> prompt; ///< token ids, BOS included when wanted
+  int64_t max_tokens = 16;     ///< generated tokens at most (>= 1)
+  SamplerConfig sampler;       ///< temperature 0 = greedy; own seed
+  /// Sampling one of these ends the request ("stop"); it is not reported.
+  std::vector<int32_t> stop_tokens;
+  /// Text that ends the request ("stop") when it appears in the generated
+  /// text; the text is cut before it. Needs the scheduler's tokenizer.
+  std::vector<std::string> stop_strings;
+};
+
+/// What a request produced since the last event. Events of one request
+/// arrive in order; the last one has `finished` set.
+struct RequestEvent {
+  int64_t request_id = 0;
+  std::vector<int32_t> tokens; ///< newly generated ids
+  /// New text that is final: text that might still turn into a stop string,
+  /// or an incomplete UTF-8 sequence, is held back until it cannot.
+  std::string text;
+  bool finished = false;
+  /// "stop" (stop token or string), "length" (max_tokens or max_seq_len),
+  /// "cancelled" or "error" (then `error` says why).
+  std::string finish_reason;
+  std::string error;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0; ///< generated so far, stop token excluded
+};
+
+/// Receives events on the scheduler's thread; must not block for long and
+/// must not call Scheduler::step. It may call submit / cancel.
+using EventCallback = std::function<void(const RequestEvent &)>;
+
+/// Scheduler settings.
+struct SchedulerOptions {
+  /// Put prefill chunks and decodes of other sequences in one extend step.
+  /// false: a decode-only step, then prefill-only steps (decode then runs
+  /// on the artifact's decode entry point, as Engine::generate does).
+  bool mixed_steps = true;
+  /// Share the KV pages of full prompt (and, once a request ends, answer)
+  /// blocks between requests with a
+  /// common prefix (PrefixCache); cached pages nobody uses are evicted,
+  /// least recently used first, when admission or a step needs pages.
+  bool prefix_cache = true;
+};
+
+/// Counters for monitoring, readable from any thread.
+struct SchedulerStats {
+  int64_t queued = 0;  ///< submitted, not yet admitted
+  int64_t running = 0; ///< admitted (prefilling or decoding)
+  /// Pages held by requests (cached pages only the prefix cache holds are
+  /// free to take, so they do not count).
+  int64_t kv_pages_used = 0;
+  int64_t kv_pages_total = 0;
+  int64_t prefix_cached_pages = 0; ///< pages the prefix cache references
+  int64_t prefix_hit_tokens = 0;   ///< prompt tokens taken from the cache
+  int64_t prefix_evicted_pages = 0; ///< cached pages evicted for others
+  int64_t steps = 0;
+  int64_t prompt_tokens = 0;    ///< prefilled, total
+  int64_t generated_tokens = 0; ///< total
+};
+
+/// Continuous batching over one Engine (which it drives alone).
+///
+/// Admission reserves, in first-come order, the pages a request can ever
+/// need (prompt + max_tokens, capped at max_seq_len, less the cached prefix
+/// pages it shares): a running request never waits for or fails on pages,
+/// and the head of the queue is never overtaken, so it cannot starve. Pages
+/// only the prefix cache holds count as available; they are evicted when a
+/// step needs them. At most limits.max_seqs requests run.
+///
+/// With the prefix cache, a request whose prompt starts with cached blocks
+/// shares their pages and prefills the rest; when the whole prompt is
+/// cached, its last block is recomputed (it must produce the logits of the
+/// last token, and a shared page is never written).
+///
+/// Thread safety: submit, cancel and stats may be called from any thread;
+/// step (or the thread started by start) drives the engine.
+class Scheduler {
+public:
+  /// `engine` (and `tokenizer`, which may be null) must outlive this.
+  Scheduler(Engine *engine, const Tokenizer *tokenizer,
+            SchedulerOptions options = {});
+  ~Scheduler();
+  Scheduler(const Scheduler &) = delete;
+  Scheduler &operator=(const Scheduler &) = delete;
+
+  /// Checks `request` against the artifact (prompt length, token ids, pool
+  /// size, sampling values) and queues it; `*id` names it. Nothing is
+  /// queued on error.
+  Status submit(Request request, EventCallback on_event, int64_t *id);
+  /// Ends request `id` at the next step ("cancelled"), freeing its pages.
+  /// Unknown or finished ids are ignored.
+  void cancel(int64_t id);
+
+  /// Runs one engine step over queued and running requests. `*did_work` is
+  /// false when there was nothing to do. An engine error finishes every
+  /// request of the step with "error" and is returned.
+  Status step(bool *did_work = nullptr);
+  /// Steps until no request is queued or running.
+  Status run_until_idle();
+
+  /// Starts a thread that steps whenever there is work; stop() ends it
+  /// (running requests are cancelled).
+  void start();
+  void stop();
+
+  SchedulerStats stats() const;
+
+  /// Drops the prefix cache's pages (those still used by requests stay with
+  /// them). Only while nothing steps: before start() or after stop(), or
+  /// between step() calls on the caller's thread.
+  void clear_prefix_cache();
+
+private:
+  struct Active;
+  void admit_inbox();
+  void finish(Active &a, const std::string &reason, const std::string &error);
+  void emit(Active &a, const std::vector<int32_t> &tokens, bool finished,
+            const std::string &reason);
+  /// Feeds one sampled token; false when the request ended.
+  bool accept_token(Active &a, int32_t token);
+  int64_t pages_for(const Active &a) const;
+  /// Pages that can be handed out without touching running requests'
+  /// reservations: free and evictable pages less what running requests may
+  /// still allocate.
+  int64_t unreserved_pages() const;
+  /// Evicts cached pages until the step of `chunks` finds its pages free.
+  void make_room(const std::vector<SeqChunk> &chunks);
+  /// Records the full prompt blocks of `a` now in the cache.
+  void cache_prompt_blocks(Active &a);
+  /// At the end of a request: records every full block of its prompt and
+  /// fed-back output (not after a step error).
+  void cache_sequence_blocks(Active &a);
+  void publish_stats();
+
+  Engine *engine_;
+  const Tokenizer *tokenizer_;
+  SchedulerOptions options_;
+  int64_t page_size_ = 16;
+
+  mutable std::mutex mu_; ///< guards inbox_, cancels_, next_id_, stats_
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> inbox_;
+  std::vector<int64_t> cancels_;
+  int64_t next_id_ = 1;
+  SchedulerStats stats_;
+
+  // Owned by the stepping thread.
+  std::deque<std::unique_ptr<Active>> waiting_;
+  std::vector<std::unique_ptr<Active>> running_;
+  std::unique_ptr<PrefixCache> prefix_; ///< null when options_.prefix_cache off
+  int64_t steps_ = 0, prompt_total_ = 0, generated_total_ = 0,
+          prefix_hits_ = 0;
+
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+};
+
+} // namespace hyrt

@@ -1,0 +1,124 @@
+// The HTTP side of `hyc serve`: the OpenAI-compatible routes (cpp-httplib)
+// over one Engine, with a Scheduler doing continuous batching behind them.
+// The command (flags, ranks, signals, listening) is runtime/cli/serve.cpp.
+#pragma once
+
+#include "metrics.h"
+#include "openai_api.h"
+#include "hyrt/artifact/artifact.h"
+#include "hyrt/engine/engine.h"
+#include "hyrt/engine/scheduler.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+} // namespace httplib
+
+namespace hyrt::serve {
+
+using Clock = std::chrono::steady_clock;
+
+/// Events of one request, handed from the scheduler thread to the HTTP
+/// thread that answers it.
+struct Pending {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<RequestEvent> events;
+  bool finished = false;
+  int64_t id = 0;
+  Clock::time_point arrival = Clock::now(), first_token, last_token;
+  int64_t tokens = 0;
+
+  void push(const RequestEvent &e) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!e.tokens.empty()) {
+      if (tokens == 0)
+        first_token = Clock::now();
+      last_token = Clock::now();
+      tokens += int64_t(e.tokens.size());
+    }
+    events.push_back(e);
+    finished = finished || e.finished;
+    cv.notify_all();
+  }
+  /// Next event, waiting at most `timeout`; false when none came.
+  bool pop(RequestEvent *e, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, timeout, [&] { return !events.empty(); }))
+      return false;
+    *e = std::move(events.front());
+    events.pop_front();
+    return true;
+  }
+};
+
+/// The routes of one server: /v1/completions, /v1/chat/completions,
+/// /v1/models, /health and /metrics.
+class HttpServer {
+public:
+  HttpServer(Engine *engine, const Artifact *artifact, std::string model_name,
+             std::string api_key, SchedulerOptions so)
+      : scheduler_(engine, artifact->tokenizer(), so),
+        api_key_(std::move(api_key)) {
+    const Manifest &m = artifact->manifest();
+    const Tokenizer *tok = artifact->tokenizer();
+    limits_.model_name = std::move(model_name);
+    limits_.max_seq_len = m.limits.max_seq_len;
+    limits_.tokenizer = tok;
+    limits_.bos_id = tok ? tok->bos_id() : m.model.bos_token_id;
+    limits_.eos_id = tok ? tok->eos_id() : m.model.eos_token_id;
+    // The checkpoint's chat template, compiled once (a template the
+    // renderer cannot run falls back to the plain format, with a warning).
+    if (tok && !tok->data().chat_template.empty()) {
+      auto t = std::make_shared<ChatTemplate>();
+      if (Status st = t->compile(tok->data().chat_template); st.ok())
+        limits_.chat_template = std::move(t);
+      else
+        std::fprintf(stderr, "hyc serve: warning: chat template not used (%s); chat "
+                     "messages are rendered as \"role: content\" lines\n",
+                     st.message().c_str());
+    }
+  }
+
+  void install(httplib::Server &http);
+  void start() { scheduler_.start(); }
+  void stop() { scheduler_.stop(); }
+
+private:
+  void reply_error(httplib::Response &res, const std::string &endpoint,
+                   const serve::ApiError &e) {
+    res.status = e.status;
+    res.set_content(e.body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+    metrics_.count_response(endpoint, e.status);
+  }
+  bool authorized(const httplib::Request &req, httplib::Response &res,
+                  const std::string &endpoint);
+  void generate(const httplib::Request &req, httplib::Response &res,
+                bool chat);
+  void record_finish(const Pending &p, const RequestEvent &last);
+  nlohmann::json chunk(const serve::ParsedRequest &pr, const std::string &id,
+             const std::string &delta, const nlohmann::json &finish, bool first) const;
+
+  Scheduler scheduler_;
+  std::string api_key_;
+  serve::ServeLimits limits_;
+  serve::Metrics metrics_;
+  std::atomic<uint64_t> next_seed_{std::random_device{}()};
+  std::atomic<int64_t> next_response_{1};
+  const int64_t created_ = int64_t(std::time(nullptr));
+};
+
+} // namespace hyrt::serve
