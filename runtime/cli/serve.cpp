@@ -2,9 +2,9 @@
 // the OpenAI-compatible routes of serving/http_server.h.
 #include "hyrt/cli/serve.h"
 
+#include "../serving/http_server.h"
 #include "args.h"
 #include "common.h"
-#include "../serving/http_server.h"
 #include "hyrt/parallel/tensor_parallel.h"
 
 #include <httplib.h>
@@ -93,10 +93,12 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
     return cli::runtime_error(err, command, s.message());
   // A rank's error, printed first (a rank > 0 exits in finish_ranks) and
   // sent to the others so that they stop at once.
-  const std::string who = tp.rank > 0 ? "rank " + std::to_string(tp.rank) + ": " : "";
+  const std::string who =
+      tp.rank > 0 ? "rank " + std::to_string(tp.rank) + ": " : "";
   auto fail = [&](const std::string &message) {
     const int rc = cli::runtime_error(err, who + command, message);
-    (void)finish_ranks(&tp, false, rc, (tp.rank > 0 ? who : "rank 0: ") + message);
+    (void)finish_ranks(&tp, false, rc,
+                       (tp.rank > 0 ? who : "rank 0: ") + message);
     return rc;
   };
   if (Status s = join_ranks(nullptr, &tp); !s.ok())
@@ -139,9 +141,9 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   const size_t threads = size_t(http_threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.install(http);
-  const int bound = port == 0 ? http.bind_to_any_port(host)
-                              : (http.bind_to_port(host, int(port)) ? int(port)
-                                                                    : -1);
+  const int bound = port == 0
+                        ? http.bind_to_any_port(host)
+                        : (http.bind_to_port(host, int(port)) ? int(port) : -1);
   if (bound < 0)
     return fail("cannot listen on " + host + ":" + std::to_string(port));
   server.start();
@@ -167,12 +169,14 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   server.stop();
   // The other ranks run no step after this one; then they exit.
   Status stopped = stop_followers(&tp);
-  Status ranks = finish_ranks(&tp, stopped.ok(), cli::kExitOk, "rank 0 stopped");
+  Status ranks =
+      finish_ranks(&tp, stopped.ok(), cli::kExitOk, "rank 0 stopped");
   if (!listened)
     return cli::runtime_error(err, command, "the listener failed");
   if (!stopped.ok())
     return cli::runtime_error(err, command, stopped.message());
-  return ranks.ok() ? cli::kExitOk : cli::runtime_error(err, command, ranks.message());
+  return ranks.ok() ? cli::kExitOk
+                    : cli::runtime_error(err, command, ranks.message());
 }
 
 } // namespace hyrt

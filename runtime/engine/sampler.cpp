@@ -1,4 +1,4 @@
-// Greedy and seeded stochastic sampling (see hyrt/sampler.h).
+// Greedy and seeded stochastic sampling (see hyrt/engine/sampler.h).
 #include "hyrt/engine/sampler.h"
 
 #include <algorithm>

@@ -9,8 +9,17 @@ namespace hyrt::serve {
 
 using nlohmann::json;
 
+void HttpServer::reply_error(httplib::Response &res,
+                             const std::string &endpoint,
+                             const serve::ApiError &e) {
+  res.status = e.status;
+  res.set_content(e.body().dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
+  metrics_.count_response(endpoint, e.status);
+}
+
 bool HttpServer::authorized(const httplib::Request &req, httplib::Response &res,
-                        const std::string &endpoint) {
+                            const std::string &endpoint) {
   if (api_key_.empty() ||
       req.get_header_value("Authorization") == "Bearer " + api_key_)
     return true;
@@ -38,8 +47,8 @@ void HttpServer::record_finish(const Pending &p, const RequestEvent &last) {
 }
 
 json HttpServer::chunk(const serve::ParsedRequest &pr, const std::string &id,
-                   const std::string &delta, const json &finish,
-                   bool first) const {
+                       const std::string &delta, const json &finish,
+                       bool first) const {
   json choice = {{"index", 0}, {"finish_reason", finish}};
   if (pr.chat) {
     json d = json::object();
@@ -60,7 +69,7 @@ json HttpServer::chunk(const serve::ParsedRequest &pr, const std::string &id,
 }
 
 void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
-                      bool chat) {
+                          bool chat) {
   const std::string endpoint = chat ? "chat" : "completions";
   if (!authorized(req, res, endpoint))
     return;
@@ -85,8 +94,8 @@ void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
     return reply_error(res, endpoint, e);
   }
   pending->id = id;
-  const std::string rid = (chat ? "chatcmpl-" : "cmpl-") +
-                          std::to_string(next_response_++);
+  const std::string rid =
+      (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_response_++);
   auto usage = [](const RequestEvent &e) {
     return json{{"prompt_tokens", e.prompt_tokens},
                 {"completion_tokens", e.completion_tokens},
@@ -110,7 +119,9 @@ void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
       err.status = 500;
       err.type = "server_error";
       err.message = e.error;
-      res.set_content(err.body().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+      res.set_content(
+          err.body().dump(-1, ' ', false, json::error_handler_t::replace),
+          "application/json");
       return;
     }
     json choice = {{"index", 0}, {"finish_reason", e.finish_reason}};
@@ -126,7 +137,8 @@ void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
                  {"model", limits_.model_name},
                  {"choices", json::array({choice})},
                  {"usage", usage(e)}};
-    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace),
+                    "application/json");
     return;
   }
 
@@ -139,7 +151,9 @@ void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
       "text/event-stream",
       [this, pending, pr, rid, state, usage](size_t, httplib::DataSink &sink) {
         auto send = [&](const json &j) {
-          const std::string line = "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+          const std::string line =
+              "data: " +
+              j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
           return sink.write(line.data(), line.size());
         };
         RequestEvent e;
@@ -190,25 +204,26 @@ void HttpServer::install(httplib::Server &http) {
     res.set_content("{\"status\":\"ok\"}", "application/json");
     metrics_.count_response("health", 200);
   });
-  http.Get("/metrics", [this](const httplib::Request &,
-                              httplib::Response &res) {
-    res.set_content(metrics_.render(scheduler_.stats()),
-                    "text/plain; version=0.0.4");
-  });
-  http.Get("/v1/models", [this](const httplib::Request &req,
-                                httplib::Response &res) {
-    if (!authorized(req, res, "models"))
-      return;
-    json model = {{"id", limits_.model_name},
-                  {"object", "model"},
-                  {"created", created_},
-                  {"owned_by", "hyc"},
-                  {"max_model_len", limits_.max_seq_len}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({model})}}
-                        .dump(-1, ' ', false, json::error_handler_t::replace),
-                    "application/json");
-    metrics_.count_response("models", 200);
-  });
+  http.Get("/metrics",
+           [this](const httplib::Request &, httplib::Response &res) {
+             res.set_content(metrics_.render(scheduler_.stats()),
+                             "text/plain; version=0.0.4");
+           });
+  http.Get("/v1/models",
+           [this](const httplib::Request &req, httplib::Response &res) {
+             if (!authorized(req, res, "models"))
+               return;
+             json model = {{"id", limits_.model_name},
+                           {"object", "model"},
+                           {"created", created_},
+                           {"owned_by", "hyc"},
+                           {"max_model_len", limits_.max_seq_len}};
+             res.set_content(
+                 json{{"object", "list"}, {"data", json::array({model})}}.dump(
+                     -1, ' ', false, json::error_handler_t::replace),
+                 "application/json");
+             metrics_.count_response("models", 200);
+           });
   http.Post("/v1/completions",
             [this](const httplib::Request &req, httplib::Response &res) {
               generate(req, res, /*chat=*/false);
@@ -217,8 +232,7 @@ void HttpServer::install(httplib::Server &http) {
             [this](const httplib::Request &req, httplib::Response &res) {
               generate(req, res, /*chat=*/true);
             });
-  auto not_found = [this](const httplib::Request &req,
-                          httplib::Response &res) {
+  auto not_found = [this](const httplib::Request &req, httplib::Response &res) {
     serve::ApiError e;
     e.status = 404;
     e.message = "no route " + req.method + " " + req.path;
@@ -242,5 +256,6 @@ void HttpServer::install(httplib::Server &http) {
     }
     reply_error(res, "other", e);
   });
+}
 
 } // namespace hyrt::serve

@@ -3,11 +3,11 @@
 // The command (flags, ranks, signals, listening) is runtime/cli/serve.cpp.
 #pragma once
 
-#include "metrics.h"
-#include "openai_api.h"
 #include "hyrt/artifact/artifact.h"
 #include "hyrt/engine/engine.h"
 #include "hyrt/engine/scheduler.h"
+#include "metrics.h"
+#include "openai_api.h"
 
 #include <nlohmann/json.hpp>
 
@@ -87,7 +87,8 @@ public:
       if (Status st = t->compile(tok->data().chat_template); st.ok())
         limits_.chat_template = std::move(t);
       else
-        std::fprintf(stderr, "hyc serve: warning: chat template not used (%s); chat "
+        std::fprintf(stderr,
+                     "hyc serve: warning: chat template not used (%s); chat "
                      "messages are rendered as \"role: content\" lines\n",
                      st.message().c_str());
     }
@@ -99,18 +100,14 @@ public:
 
 private:
   void reply_error(httplib::Response &res, const std::string &endpoint,
-                   const serve::ApiError &e) {
-    res.status = e.status;
-    res.set_content(e.body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
-    metrics_.count_response(endpoint, e.status);
-  }
+                   const serve::ApiError &e);
   bool authorized(const httplib::Request &req, httplib::Response &res,
                   const std::string &endpoint);
-  void generate(const httplib::Request &req, httplib::Response &res,
-                bool chat);
+  void generate(const httplib::Request &req, httplib::Response &res, bool chat);
   void record_finish(const Pending &p, const RequestEvent &last);
   nlohmann::json chunk(const serve::ParsedRequest &pr, const std::string &id,
-             const std::string &delta, const nlohmann::json &finish, bool first) const;
+                       const std::string &delta, const nlohmann::json &finish,
+                       bool first) const;
 
   Scheduler scheduler_;
   std::string api_key_;
