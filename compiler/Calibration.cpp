@@ -1,6 +1,7 @@
 //===- Calibration.cpp - reading and matching calibration files ----------===//
 
 #include "compiler/Calibration.h"
+#include "hyrt/support/json.h"
 
 #include "models/io/mapped_file.h"
 
@@ -40,10 +41,14 @@ bool readCalibration(const std::string &path, Calibration &out, std::string &err
             file.error();
     return false;
   }
-  const char *text = reinterpret_cast<const char *>(file->data());
-  nlohmann::json doc = nlohmann::json::parse(text, text + file->size(), nullptr,
-                                             /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  const std::string_view text(reinterpret_cast<const char *>(file->data()),
+                              file->size());
+  nlohmann::json doc;
+  if (std::string e = hyrt::parse_json(text, &doc); !e.empty()) {
+    error = "--calibration " + path + ": " + e;
+    return false;
+  }
+  if (!doc.is_object()) {
     error = "--calibration " + path + ": not a JSON object";
     return false;
   }

@@ -1,6 +1,7 @@
 // synthesize(): preset specs per family, a seeded per-tensor PRNG for the
 // weights, and the llama2.c tokenizer.bin written beside the checkpoint.
 #include "models/checkpoint/synth.h"
+#include "hyrt/support/json.h"
 
 #include "models/checkpoint/family.h"
 #include "models/checkpoint/fp8.h"
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -634,8 +636,11 @@ Status write_dequantized_copy(const std::string &fp8_dir,
     std::ifstream f(in / "config.json", std::ios::binary);
     if (!f)
       return Error((in / "config.json").string() + ": cannot open");
-    config = nlohmann::ordered_json::parse(f, nullptr, false);
-    if (config.is_discarded() || !config.is_object())
+    const std::string text((std::istreambuf_iterator<char>(f)),
+                           std::istreambuf_iterator<char>());
+    if (std::string e = hyrt::parse_json(text, &config); !e.empty())
+      return Error((in / "config.json").string() + ": " + e);
+    if (!config.is_object())
       return Error((in / "config.json").string() + ": not a JSON object");
   }
   Expected<Checkpoint> ckpt = load_checkpoint(fp8_dir);

@@ -1,5 +1,6 @@
 // HfConfig: config.json parsing and typed field access.
 #include "models/io/hf_config.h"
+#include "hyrt/support/json.h"
 
 #include "models/io/mapped_file.h"
 
@@ -19,12 +20,10 @@ Expected<HfConfig> HfConfig::load(const std::string &path) {
   if (!mapped)
     return mapped.take_error();
   Json parsed;
-  try {
-    const char *text = reinterpret_cast<const char *>(mapped->data());
-    parsed = Json::parse(text, text + mapped->size());
-  } catch (const Json::exception &e) {
-    return Error(file + ": invalid JSON: " + e.what());
-  }
+  const std::string_view text(reinterpret_cast<const char *>(mapped->data()),
+                              mapped->size());
+  if (std::string e = hyrt::parse_json(text, &parsed); !e.empty())
+    return Error(file + ": " + e);
   if (!parsed.is_object())
     return Error(file + ": top level is " + std::string(parsed.type_name()) +
                  ", expected an object");

@@ -1,6 +1,7 @@
 // safetensors reader: validates the JSON header against the file, opens
 // sharded checkpoints through model.safetensors.index.json.
 #include "models/io/safetensors.h"
+#include "hyrt/support/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -74,11 +75,9 @@ public:
     f.data_offset_ = 8 + headerLen;
     const char *text = reinterpret_cast<const char *>(f.file_.data() + 8);
     json header;
-    try {
-      header = json::parse(text, text + headerLen);
-    } catch (const json::exception &e) {
-      throw HeaderError(std::string("invalid JSON header: ") + e.what());
-    }
+    if (std::string e = hyrt::parse_json(std::string_view(text, headerLen), &header);
+        !e.empty())
+      throw HeaderError("JSON header: " + e);
     if (!header.is_object())
       throw HeaderError("JSON header is " + std::string(header.type_name()) +
                         ", expected an object");
@@ -239,12 +238,10 @@ SafetensorsModel::open_index(const std::string &indexPath) {
   if (!mapped)
     return mapped.take_error();
   json index;
-  try {
-    const char *text = reinterpret_cast<const char *>(mapped->data());
-    index = json::parse(text, text + mapped->size());
-  } catch (const json::exception &e) {
-    return Error(indexPath + ": invalid JSON: " + e.what());
-  }
+  const std::string_view text(reinterpret_cast<const char *>(mapped->data()),
+                              mapped->size());
+  if (std::string e = hyrt::parse_json(text, &index); !e.empty())
+    return Error(indexPath + ": " + e);
   auto map = index.is_object() ? index.find("weight_map") : index.end();
   if (!index.is_object() || map == index.end() || !map->is_object())
     return Error(indexPath + ": missing object 'weight_map'");

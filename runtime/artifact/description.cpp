@@ -3,6 +3,7 @@
 // and compared with manifest.json field by field, so that a library from
 // another artifact or an edited manifest is refused before anything runs.
 #include "hyrt/artifact/artifact.h"
+#include "hyrt/support/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -121,6 +122,8 @@ Status parse_description(const std::string &text, const std::string &origin,
   // not a user error, so a short message with nlohmann's detail suffices.
   ArtifactDescription d;
   try {
+    if (std::string e = json_depth_error(text); !e.empty())
+      return Status::Error(origin + ": " + e);
     const json j = json::parse(text);
     d.abi_version = integer(j.at("abi_version"), "abi_version");
     d.variant = j.at("variant").get<std::string>();

@@ -1,6 +1,7 @@
 // manifest.json parsing and validation for hyc artifacts (docs/artifact.md).
 // nlohmann::json exceptions stay inside this file; callers get a Status.
 #include "hyrt/artifact/artifact.h"
+#include "hyrt/support/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -313,6 +314,8 @@ Status parse_manifest(const std::string &text, const std::string &origin,
   Fields fields(origin);
   Manifest m;
   try {
+    if (std::string e = json_depth_error(text); !e.empty())
+      return Status::Error(origin + ": " + e);
     const json root = json::parse(text);
     if (Status s = parse(root, fields, &m); !s.ok())
       return s;

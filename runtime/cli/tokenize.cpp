@@ -3,6 +3,7 @@
 // Input is taken byte for byte so that users and tests see exactly what the
 // engine would encode.
 #include "hyrt/cli/cli.h"
+#include "hyrt/support/json.h"
 
 #include "args.h"
 #include "../text/text_input.h"
@@ -86,9 +87,9 @@ Status render_chat(const std::string &dir, const Tokenizer &tok,
   std::string text;
   if (Status s = cli::read_regular_file(file, kMaxChatBytes, &text); !s.ok())
     return s;
-  ojson chat = ojson::parse(text, nullptr, false);
-  if (chat.is_discarded())
-    return Status::Error(file + ": malformed JSON");
+  ojson chat;
+  if (std::string e = parse_json(text, &chat); !e.empty())
+    return Status::Error(file + ": malformed JSON: " + e);
   ojson request = chat.is_array() ? ojson{{"messages", chat}} : chat;
   if (!request.is_object() || !request.contains("messages") ||
       !request["messages"].is_array())

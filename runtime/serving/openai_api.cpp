@@ -1,5 +1,6 @@
 // OpenAI request parsing for `hyc serve` (see serve_api.h).
 #include "openai_api.h"
+#include "hyrt/support/json.h"
 
 #include <cmath>
 
@@ -115,7 +116,10 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
                                       const ServeLimits &limits,
                                       uint64_t default_seed,
                                       ParsedRequest *out) {
-  json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  json body;
+  if (std::string depth = json_depth_error(body_text); !depth.empty())
+    return bad("", "the request body " + depth.substr(5));
+  body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded())
     return bad("", "the request body is not valid JSON");
   if (!body.is_object())

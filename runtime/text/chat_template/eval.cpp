@@ -4,6 +4,7 @@
 // (messages, tools, kwargs) and keep its key order, as Python dicts do, so
 // `tojson` prints them in the caller's order.
 #include "hyrt/text/chat_template.h"
+#include "hyrt/support/json.h"
 
 #include "ast.h"
 
@@ -830,8 +831,10 @@ Status ChatTemplate::render(const std::string &variables_json,
                             std::string *out) const {
   if (!root_)
     return Status::Error("chat template: render before compile");
-  detail::ojson vars = detail::ojson::parse(variables_json, nullptr, false);
-  if (vars.is_discarded() || !vars.is_object())
+  detail::ojson vars;
+  if (std::string e = parse_json(variables_json, &vars); !e.empty())
+    return Status::Error("chat template variables: " + e);
+  if (!vars.is_object())
     return Status::Error("chat template: variables must be a JSON object");
   detail::Scope scope;
   scope.frames.emplace_back();

@@ -2,6 +2,7 @@
 // hyrt/text/chat_template.h): special-token strings from tokenizer_config.json
 // plus the caller's request.
 #include "hyrt/text/chat_template.h"
+#include "hyrt/support/json.h"
 
 #include "../text_input.h"
 
@@ -16,8 +17,10 @@ Status chat_template_variables(const std::string &tokenizer_dir,
                                const std::string &request_json,
                                std::string *variables_json) {
   using ojson = nlohmann::ordered_json;
-  ojson request = ojson::parse(request_json, nullptr, false);
-  if (request.is_discarded() || !request.is_object())
+  ojson request;
+  if (std::string e = parse_json(request_json, &request); !e.empty())
+    return Status::Error("chat request: " + e);
+  if (!request.is_object())
     return Status::Error("chat request: expected a JSON object");
   ojson vars = ojson::object();
   const std::string path =
@@ -28,9 +31,11 @@ Status chat_template_variables(const std::string &tokenizer_dir,
   if (std::filesystem::exists(path, ec)) {
     if (Status s = cli::read_regular_file(path, uint64_t(1) << 30, &text); !s.ok())
       return s;
-    ojson config = ojson::parse(text, nullptr, false);
-    if (config.is_discarded() || !config.is_object())
-      return Status::Error(path + ": malformed JSON");
+    ojson config;
+    if (std::string e = parse_json(text, &config); !e.empty())
+      return Status::Error(path + ": " + e);
+    if (!config.is_object())
+      return Status::Error(path + ": expected a JSON object at the top level");
     for (const char *key : {"bos_token", "eos_token", "pad_token",
                             "unk_token"}) {
       if (!config.contains(key))

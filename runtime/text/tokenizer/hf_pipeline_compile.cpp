@@ -3,6 +3,7 @@
 // them) compiled into an HfPipeline, every option read by type with an error
 // naming it. Running the pipeline is tokenizer_hf_pipeline.cpp.
 #include "hf_pipeline.h"
+#include "hyrt/support/json.h"
 
 #include "util.h"
 
@@ -303,8 +304,10 @@ Status add_decoder(const json &j, HfPipeline *p) {
 namespace {
 Status compile_pipeline(const std::string &pipeline_json,
                         std::shared_ptr<HfPipeline> *out) {
-  json j = json::parse(pipeline_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  json j;
+  if (std::string e = parse_json(pipeline_json, &j); !e.empty())
+    return Status::Error("tokenizer: pipeline description: " + e);
+  if (!j.is_object())
     return Status::Error("tokenizer: pipeline description is not a JSON "
                          "object");
   auto p = std::make_shared<HfPipeline>();

@@ -2,6 +2,7 @@
 // tokenizer_config.json) into TokenizerData; see read_hf_tokenizer in
 // hyrt/text/tokenizer.h.
 #include "hyrt/text/tokenizer.h"
+#include "hyrt/support/json.h"
 
 #include "../text_input.h"
 #include "util.h"
@@ -29,11 +30,8 @@ Status read_json(const fs::path &path, json *out) {
                                         &text);
       !s.ok())
     return s;
-  try {
-    *out = json::parse(text);
-  } catch (const json::exception &e) {
-    return Status::Error(path.string() + ": malformed JSON: " + e.what());
-  }
+  if (std::string e = parse_json(text, out); !e.empty())
+    return Status::Error(path.string() + ": malformed JSON: " + e);
   if (!out->is_object())
     return Status::Error(path.string() + ": expected a JSON object at the "
                                          "top level");
