@@ -4,6 +4,7 @@
 #include "hyrt/text/chat_template.h"
 #include "hyrt/text/tokenizer.h"
 
+#include "hyrt/support/json.h"
 #include "runtime/serving/openai_api.h"
 #include "runtime/text/tokenizer/util.h"
 
@@ -96,3 +97,35 @@ TEST(ServeChat, WithoutTemplateThePlainFormatWithBos) {
 }
 
 } // namespace
+
+// A request nested a few hundred thousand levels deep used to overflow the
+// stack when its value was copied or dumped into an error message (a
+// SIGSEGV of the whole server); now it is a 400 naming the limit, before
+// the parser builds anything.
+TEST(ServeRequest, DeepNestingIsA400NotACrash) {
+  const hyrt::Tokenizer tok = tinyTokenizer();
+  const auto limits = limitsFor(tok, "");
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  const std::string body = R"({"model": "m", "prompt": "hi", "user": )" + deep + "}";
+  hyrt::serve::ParsedRequest pr;
+  auto err = hyrt::serve::parse_request(body, false, limits, 1, &pr);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->status, 400);
+  EXPECT_NE(err->message.find("deeper than 64 levels"), std::string::npos) << err->message;
+}
+
+TEST(BoundedJson, DepthCountsArraysAndObjectsNotStrings) {
+  // 64 levels pass, 65 do not; brackets inside strings (escaped quotes too)
+  // are text, and the offset named is the bracket that passed the limit.
+  const std::string at64 = std::string(63, '[') + "{\"a\": 1}" + std::string(63, ']');
+  EXPECT_EQ(hyrt::json_depth_error(at64), "");
+  const std::string at65 = "[" + at64 + "]";
+  EXPECT_EQ(hyrt::json_depth_error(at65), "JSON nests deeper than 64 levels (at byte 64)");
+  const std::string in_string = "[\"" + std::string(100, '[') + "\\\"" + std::string(100, '{') + "\"]";
+  EXPECT_EQ(hyrt::json_depth_error(in_string), "");
+  json parsed;
+  EXPECT_EQ(hyrt::parse_json(in_string, &parsed), "");
+  EXPECT_EQ(parsed[0].get<std::string>().size(), 201u);
+  EXPECT_NE(hyrt::parse_json(std::string("{\"a\": [1, 2"), &parsed).find("invalid JSON"),
+            std::string::npos);
+}
