@@ -3,12 +3,14 @@
 #include "hyrt/cli/serve.h"
 
 #include "../serving/http_server.h"
+#include "../text/text_input.h"
 #include "args.h"
 #include "common.h"
 #include "hyrt/parallel/tensor_parallel.h"
 
 #include <httplib.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -20,13 +22,20 @@ namespace hyrt {
 namespace {
 
 const char kServeUsage[] =
-    "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K]\n"
+    "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K |\n"
+    "                 --api-key-file F] [--max-body-bytes N]\n"
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
     "                 [--http-threads 64] [--no-mixed-steps]\n"
     "                 [--no-prefix-cache] [--no-verify] [--tp N]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
-    "  --api-key K       require 'Authorization: Bearer K' on /v1/*\n"
+    "  --api-key K       require 'Authorization: Bearer K' on /v1/* (checked\n"
+    "                    before the body is read; an empty key is refused)\n"
+    "  --api-key-file F  the key from the first line of file F (keeps it out\n"
+    "                    of the process list)\n"
+    "  --max-body-bytes N  largest request body (default 1 MiB + 64 bytes\n"
+    "                    per position of max_seq_len); a larger one is a 413\n"
+    "                    before it is read\n"
     "  --model-name NAME the model id clients name (default: ART's base "
     "name)\n"
     "  --page-size N     KV cache positions per page (default 16)\n"
@@ -43,12 +52,44 @@ const char kServeUsage[] =
     "Prints 'hyc serve: listening on http://HOST:PORT' once it accepts "
     "connections.\n";
 
+/// The key from --api-key or --api-key-file. An empty --api-key (an unset
+/// shell variable) is refused: it used to turn authentication off silently.
+Status resolve_api_key(bool key_given, const std::string &key_file,
+                       std::string *key) {
+  if (key_given && !key_file.empty())
+    return Status::Error("--api-key and --api-key-file: give one, not both");
+  if (key_given && key->empty())
+    return Status::Error("--api-key: expected a non-empty key, found '' (an "
+                         "unset variable?); leave the flag out to serve "
+                         "without a key");
+  if (key_file.empty())
+    return Status::Ok();
+  std::string text;
+  if (Status s = cli::read_regular_file(key_file, 1 << 16, &text); !s.ok())
+    return Status::Error("--api-key-file: " + s.message());
+  *key = text.substr(0, text.find('\n'));
+  while (!key->empty() && std::isspace(static_cast<unsigned char>(key->back())))
+    key->pop_back();
+  if (key->empty())
+    return Status::Error("--api-key-file " + key_file +
+                         ": expected the key on the first line, found an "
+                         "empty line");
+  return Status::Ok();
+}
+
+/// True for addresses only this machine can reach.
+bool is_loopback(const std::string &host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 } // namespace
 
 int cli_serve(const std::vector<std::string> &args, std::ostream &out,
               std::ostream &err) {
   const std::string command = "hyc serve";
-  std::string host = "127.0.0.1", api_key, model_name;
+  std::string host = "127.0.0.1", api_key, api_key_file, model_name;
+  bool api_key_given = false;
+  int64_t max_body_bytes = 0;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
   bool no_mixed = false, no_prefix_cache = false, no_verify = false;
   int64_t tp_flag = 0;
@@ -56,7 +97,9 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   parser.add_int("--tp", &tp_flag, 1);
   parser.add_string("--host", &host);
   parser.add_int("--port", &port, 0, 65535);
-  parser.add_string("--api-key", &api_key);
+  parser.add_string("--api-key", &api_key, &api_key_given);
+  parser.add_string("--api-key-file", &api_key_file);
+  parser.add_int("--max-body-bytes", &max_body_bytes, 1024, int64_t(1) << 34);
   parser.add_string("--model-name", &model_name);
   parser.add_int("--page-size", &page_size, 1, 1 << 20);
   parser.add_int("--kv-pages", &kv_pages, 1);
@@ -78,6 +121,12 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
                                 ? "missing the artifact directory ART"
                                 : "unexpected argument '" + positional[1] + "'",
                             kServeUsage);
+  if (Status s = resolve_api_key(api_key_given, api_key_file, &api_key); !s.ok())
+    return cli::usage_error(err, command, s.message(), kServeUsage);
+  if (api_key.empty() && !is_loopback(host))
+    err << command << ": warning: listening on " << host
+        << " without an API key: anyone who can reach it can use it "
+           "(--api-key or --api-key-file)\n";
   if (model_name.empty()) {
     std::string dir = positional[0];
     while (dir.size() > 1 && dir.back() == '/')
@@ -140,7 +189,15 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   httplib::Server http;
   const size_t threads = size_t(http_threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server.install(http);
+  serve::HttpLimits http_limits;
+  // Default: room for a prompt of max_seq_len positions written out as JSON
+  // text (64 bytes a position covers escapes and chat framing) plus 1 MiB.
+  http_limits.max_body_bytes =
+      max_body_bytes > 0
+          ? size_t(max_body_bytes)
+          : (size_t(1) << 20) +
+                64 * size_t(session.artifact->manifest().limits.max_seq_len);
+  server.install(http, http_limits);
   const int bound = port == 0
                         ? http.bind_to_any_port(host)
                         : (http.bind_to_port(host, int(port)) ? int(port) : -1);

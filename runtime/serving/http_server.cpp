@@ -3,7 +3,10 @@
 
 #include <httplib.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 namespace hyrt::serve {
 
@@ -18,10 +21,65 @@ void HttpServer::reply_error(httplib::Response &res,
   metrics_.count_response(endpoint, e.status);
 }
 
+namespace {
+
+/// a == b in a time that depends on the lengths only, not on where the
+/// first difference is (a key compared with == leaks its prefix by timing).
+bool constant_time_equal(const std::string &a, const std::string &b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() != b.size();
+  for (size_t i = 0; i < n; ++i)
+    diff |= unsigned((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+/// The metrics label of a /v1 path.
+std::string endpoint_of(const std::string &path) {
+  if (path == "/v1/chat/completions")
+    return "chat";
+  if (path == "/v1/completions")
+    return "completions";
+  if (path == "/v1/models")
+    return "models";
+  return "other";
+}
+
+/// A 413 for a declared body over `max_body` bytes, a 411 for a chunked
+/// one (its size is unknown until it has been read); none otherwise.
+std::optional<serve::ApiError> body_refusal(const httplib::Request &req,
+                                            size_t max_body) {
+  serve::ApiError e;
+  if (req.has_header("Transfer-Encoding")) {
+    e.status = 411;
+    e.code = "length_required";
+    e.message = "request bodies must carry a Content-Length (found "
+                "Transfer-Encoding: " +
+                req.get_header_value("Transfer-Encoding") + ")";
+    return e;
+  }
+  const std::string length = req.get_header_value("Content-Length");
+  if (length.empty())
+    return std::nullopt;
+  errno = 0;
+  char *end = nullptr;
+  const unsigned long long n = std::strtoull(length.c_str(), &end, 10);
+  if (errno == 0 && end && *end == 0 && n <= max_body)
+    return std::nullopt;
+  e.status = 413;
+  e.code = "request_too_large";
+  e.message = "request body of " + length.substr(0, 32) +
+              " bytes, expected at most " + std::to_string(max_body) +
+              " (hyc serve --max-body-bytes)";
+  return e;
+}
+
+} // namespace
+
 bool HttpServer::authorized(const httplib::Request &req, httplib::Response &res,
                             const std::string &endpoint) {
   if (api_key_.empty() ||
-      req.get_header_value("Authorization") == "Bearer " + api_key_)
+      constant_time_equal(req.get_header_value("Authorization"),
+                          "Bearer " + api_key_))
     return true;
   serve::ApiError e;
   e.status = 401;
@@ -71,8 +129,6 @@ json HttpServer::chunk(const serve::ParsedRequest &pr, const std::string &id,
 void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
                           bool chat) {
   const std::string endpoint = chat ? "chat" : "completions";
-  if (!authorized(req, res, endpoint))
-    return;
   serve::ParsedRequest pr;
   if (auto e = serve::parse_request(req.body, chat, limits_, next_seed_++, &pr))
     return reply_error(res, endpoint, *e);
@@ -199,7 +255,38 @@ void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
       });
 }
 
-void HttpServer::install(httplib::Server &http) {
+void HttpServer::install(httplib::Server &http, const HttpLimits &limits) {
+  // The key is checked from the headers alone, before cpp-httplib reads a
+  // body (the pre-routing handler runs first): an unauthenticated client
+  // cannot make the server read, buffer or parse anything.
+  // The body's size is judged from the headers too: cpp-httplib's own
+  // limit reads (and discards) a too-large body before it answers, and
+  // buffers a chunked one without bound. A refused request closes its
+  // connection, so an unread body is never taken for the next request.
+  const size_t max_body = limits.max_body_bytes;
+  http.set_pre_routing_handler([this, max_body](const httplib::Request &req,
+                                                httplib::Response &res) {
+    using Handler = httplib::Server::HandlerResponse;
+    if (req.path.rfind("/v1/", 0) != 0)
+      return Handler::Unhandled;
+    const std::string endpoint = endpoint_of(req.path);
+    if (!authorized(req, res, endpoint)) {
+      res.set_header("Connection", "close");
+      return Handler::Handled;
+    }
+    if (std::optional<serve::ApiError> e = body_refusal(req, max_body)) {
+      res.set_header("Connection", "close");
+      reply_error(res, endpoint, *e);
+      return Handler::Handled;
+    }
+    return Handler::Unhandled;
+  });
+  // Reads and writes that stall are dropped after their timeout.
+  http.set_payload_max_length(limits.max_body_bytes);
+  http.set_read_timeout(limits.read_timeout_seconds, 0);
+  http.set_write_timeout(limits.write_timeout_seconds, 0);
+  http.set_keep_alive_timeout(limits.keep_alive_seconds);
+  http.set_keep_alive_max_count(limits.keep_alive_max_requests);
   http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
     res.set_content("{\"status\":\"ok\"}", "application/json");
     metrics_.count_response("health", 200);
@@ -211,8 +298,6 @@ void HttpServer::install(httplib::Server &http) {
            });
   http.Get("/v1/models",
            [this](const httplib::Request &req, httplib::Response &res) {
-             if (!authorized(req, res, "models"))
-               return;
              json model = {{"id", limits_.model_name},
                            {"object", "model"},
                            {"created", created_},

@@ -65,6 +65,20 @@ struct Pending {
   }
 };
 
+/// What a client may cost the server before it is refused or dropped.
+struct HttpLimits {
+  /// Largest request body; a larger Content-Length is a 413, unread.
+  size_t max_body_bytes = size_t(1) << 20;
+  /// A read or write that makes no progress for this long ends the
+  /// connection.
+  int read_timeout_seconds = 10;
+  int write_timeout_seconds = 10;
+  /// An idle keep-alive connection is closed after this long, and after
+  /// this many requests.
+  int keep_alive_seconds = 5;
+  int keep_alive_max_requests = 100;
+};
+
 /// The routes of one server: /v1/completions, /v1/chat/completions,
 /// /v1/models, /health and /metrics.
 class HttpServer {
@@ -94,7 +108,7 @@ public:
     }
   }
 
-  void install(httplib::Server &http);
+  void install(httplib::Server &http, const HttpLimits &limits);
   void start() { scheduler_.start(); }
   void stop() { scheduler_.stop(); }
 

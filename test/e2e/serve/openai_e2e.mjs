@@ -6,7 +6,11 @@
 // requests than the KV pool holds, for a bounded time: zero errors, zero
 // pages in use at the end, identical greedy outputs.
 // Args: HYC ART NODE_MODULES MODE
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import net from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
 
@@ -152,6 +156,53 @@ async function postRaw(base, path, body, key = KEY) {
   return { status: r.status, body: await r.json() };
 }
 
+/// Sends raw request `head` (no body) on a fresh connection; resolves with
+/// the status line's code and the time it took, rejects after `ms`.
+function rawStatus(base, head, ms = 5000) {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const sock = net.connect(Number(port), hostname, () => sock.write(head));
+    let got = '';
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error(`no answer in ${ms} ms to ${head.split('\r\n')[0]}`)); }, ms);
+    sock.on('data', (d) => {
+      got += d;
+      const m = got.match(/^HTTP\/1\.[01] (\d{3})/);
+      if (m) { clearTimeout(timer); sock.destroy(); resolve({ status: Number(m[1]), ms: Date.now() - started }); }
+    });
+    sock.on('error', (e) => { clearTimeout(timer); reject(e); });
+  });
+}
+
+/// Hostile clients: the key is checked before a body is read, a claimed
+/// 1 TiB body is refused unread, a deeply nested body is a 400; the server
+/// keeps serving.
+async function hostile(base) {
+  const tib = 'Content-Length: 1099511627776\r\nContent-Type: application/json\r\n';
+  const noKey = await rawStatus(base, `POST /v1/completions HTTP/1.1\r\nHost: x\r\n${tib}\r\n`);
+  assert.equal(noKey.status, 401, 'a claimed 1 TiB body without a key');
+  const withKey = await rawStatus(base, `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n${tib}\r\n`);
+  assert.equal(withKey.status, 413, 'a claimed 1 TiB body with the key');
+  const deep = '{"model": "stories", "prompt": "x", "user": ' + '['.repeat(200000) + ']'.repeat(200000) + '}';
+  const r = await postRaw(base, '/v1/completions', deep);
+  assert.equal(r.status, 400);
+  assert.match(r.body.error.message, /deeper than 64 levels/);
+  assert.equal((await fetch(base + '/health')).status, 200);
+  // Key flags: an empty key (an unset variable) and an empty key file are
+  // refused at start, naming the flag, instead of serving without a key.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hyc-key-'));
+  fs.writeFileSync(path.join(dir, 'empty'), '\n');
+  for (const [flags, message] of [[['--api-key', ''], /--api-key: expected a non-empty key/],
+                                  [['--api-key-file', path.join(dir, 'empty')], /expected the key on the first line/],
+                                  [['--api-key', 'k', '--api-key-file', path.join(dir, 'empty')], /give one, not both/]]) {
+    const p = spawnSync(hyc, ['serve', art, '--port', '0', ...flags], { encoding: 'utf8', timeout: 30000 });
+    assert.equal(p.status, 2, `hyc serve ${flags.join(' ')}: exit ${p.status} ${p.stderr}`);
+    assert.match(p.stderr, message);
+  }
+  fs.rmSync(dir, { recursive: true });
+  console.log(`ok: hostile clients (key before body: 401 in ${noKey.ms} ms, 1 TiB claimed: 413 in ${withKey.ms} ms, 200,000-deep JSON: 400; empty keys refused)`);
+}
+
 async function e2e() {
   const base = await startServer();
   const client = new OpenAI({ apiKey: KEY, baseURL: base + '/v1', maxRetries: 0 });
@@ -214,6 +265,8 @@ async function e2e() {
   assert.equal((await fetch(base + '/health')).status, 200);
   assert.equal(await ask(client, single[0]), expected(single[0]));
   console.log('ok: malformed and oversized requests get 4xx, the server keeps serving');
+
+  await hostile(base);
 
   // A client that disconnects mid-stream: its request is cancelled and its
   // pages come back. A fast artifact can finish all 500 tokens before the
