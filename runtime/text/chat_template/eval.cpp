@@ -279,6 +279,15 @@ struct LoopSignal {
   bool brk = false, cont = false;
 };
 
+// A render's budgets. A template is untrusted input (it comes with a
+// downloaded checkpoint) and this engine is Turing-incomplete only in
+// theory: nested loops over range() run for ages and doubling a string in a
+// loop exhausts memory. Real chat templates take thousands of steps and
+// produce the prompt (at most a few MB), far below these.
+constexpr int64_t kMaxRenderSteps = 2'000'000;
+constexpr size_t kMaxRenderBytes = size_t(16) << 20; ///< output, any string
+constexpr size_t kMaxListItems = 100'000;            ///< range(), list + list
+
 class Renderer {
 public:
   explicit Renderer(Scope scope) : scope_(std::move(scope)) {}
@@ -286,6 +295,10 @@ public:
 
   void render(const TemplateNode &n, LoopSignal &sig) {
     using NK = TemplateNode::Kind;
+    step(n.line);
+    if (out.size() > kMaxRenderBytes)
+      fail(n.line, "the output passed the budget of " +
+                       std::to_string(kMaxRenderBytes) + " bytes");
     switch (n.kind) {
     case NK::kBlock:
       for (const auto &c : n.children) {
@@ -390,6 +403,7 @@ private:
 
   Value eval(const Expr &e) {
     using EK = Expr::Kind;
+    step(e.line);
     switch (e.kind) {
     case EK::kLiteral: return from_json(ojson::parse(e.text));
     case EK::kName: return scope_.get(e.text);
@@ -403,8 +417,11 @@ private:
       Value v = eval(*e.a);
       if (e.text == "not")
         return Value::boolean(!truthy(v));
-      if (v.is(K::kInt))
+      if (v.is(K::kInt)) {
+        if (v.i == INT64_MIN)
+          fail(e.line, "integer overflow in -(" + std::to_string(v.i) + ")");
         return Value::integer(-v.i);
+      }
       if (v.numeric())
         return Value::real(-v.num());
       fail(e.line, "unary '-' on a non-number");
@@ -533,7 +550,7 @@ private:
     if (op == "!=")
       return Value::boolean(!equal(l, r));
     if (op == "~")
-      return Value::str(to_text(l, e.line) + to_text(r, e.line));
+      return Value::str(bounded(to_text(l, e.line) + to_text(r, e.line), e.line));
     if (op == "in" || op == "not in") {
       bool found = false;
       if (r.is(K::kString) && l.is(K::kString))
@@ -549,9 +566,16 @@ private:
         fail(e.line, "'in' needs a string, list or dict on the right");
       return Value::boolean(found != (op == "not in"));
     }
-    if (op == "+" && l.is(K::kString) && r.is(K::kString))
+    if (op == "+" && l.is(K::kString) && r.is(K::kString)) {
+      if (l.s.size() + r.s.size() > kMaxRenderBytes)
+        fail(e.line, "a string past the budget of " +
+                         std::to_string(kMaxRenderBytes) + " bytes");
       return Value::str(l.s + r.s);
+    }
     if (op == "+" && l.is(K::kList) && r.is(K::kList)) {
+      if (l.list->size() + r.list->size() > kMaxListItems)
+        fail(e.line, "a list past the budget of " +
+                         std::to_string(kMaxListItems) + " items");
       List x = *l.list;
       x.insert(x.end(), r.list->begin(), r.list->end());
       return Value::of_list(std::move(x));
@@ -572,14 +596,9 @@ private:
       fail(e.line, "division by zero");
     if (op == "/")
       return Value::real(a / b);
-    if (ints) {
-      const int64_t x = int64_t(a), y = int64_t(b);
-      if (op == "+") return Value::integer(x + y);
-      if (op == "-") return Value::integer(x - y);
-      if (op == "*") return Value::integer(x * y);
-      // Python floors integer division and modulo.
-      if (op == "//") return Value::integer(int64_t(std::floor(double(x) / double(y))));
-      if (op == "%") return Value::integer(((x % y) + y) % y);
+    if (ints) { // bools count as 0 / 1, as in Python
+      const auto as_int = [](const Value &v) { return v.is(K::kBool) ? int64_t(v.b) : v.i; };
+      return integer_arithmetic(op, as_int(l), as_int(r), e.line);
     }
     if (op == "+") return Value::real(a + b);
     if (op == "-") return Value::real(a - b);
@@ -713,6 +732,10 @@ private:
         int64_t lo = 0, hi = 0;
         if (a.size() == 1) hi = a[0].i;
         if (a.size() == 2) { lo = a[0].i; hi = a[1].i; }
+        if (hi > lo && uint64_t(hi) - uint64_t(lo) > kMaxListItems)
+          fail(e.line, "range(" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + ") past the budget of " +
+                           std::to_string(kMaxListItems) + " items");
         List l;
         for (int64_t k = lo; k < hi; ++k)
           l.push_back(Value::integer(k));
@@ -808,6 +831,55 @@ private:
   }
 
   Scope scope_;
+  int64_t steps_ = 0;
+
+  void step(int line) {
+    if (++steps_ > kMaxRenderSteps)
+      fail(line, "the render passed the budget of " +
+                     std::to_string(kMaxRenderSteps) +
+                     " steps (a loop that does not end?)");
+  }
+
+  std::string bounded(std::string s, int line) const {
+    if (s.size() > kMaxRenderBytes)
+      fail(line, "a string past the budget of " +
+                     std::to_string(kMaxRenderBytes) + " bytes");
+    return s;
+  }
+
+  /// Python's integer + - * // % on int64, refusing what overflows (Python
+  /// would go to big integers; a template has no use for them).
+  static Value integer_arithmetic(const std::string &op, int64_t x, int64_t y,
+                                  int line) {
+    int64_t r = 0;
+    bool overflow = false;
+    if (op == "+")
+      overflow = __builtin_add_overflow(x, y, &r);
+    else if (op == "-")
+      overflow = __builtin_sub_overflow(x, y, &r);
+    else if (op == "*")
+      overflow = __builtin_mul_overflow(x, y, &r);
+    else if (op == "//" || op == "%") {
+      // y != 0 was checked; INT64_MIN / -1 is the one quotient that does
+      // not fit. Python floors: the remainder takes the divisor's sign.
+      if (x == INT64_MIN && y == -1) {
+        overflow = op == "//";
+      } else {
+        int64_t q = x / y, m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) {
+          --q;
+          m += y;
+        }
+        r = op == "//" ? q : m;
+      }
+    } else {
+      fail(line, "unsupported operator '" + op + "'");
+    }
+    if (overflow)
+      fail(line, "integer overflow in " + std::to_string(x) + " " + op + " " +
+                     std::to_string(y));
+    return Value::integer(r);
+  }
 };
 
 } // namespace

@@ -27,6 +27,32 @@ struct ParseError {
   throw ParseError{"chat template line " + std::to_string(line) + ": " + msg};
 }
 
+// A template comes with a downloaded checkpoint: untrusted input. The
+// parser and the renderer recurse over nesting, so nesting is bounded here,
+// far above what real templates use (under 10 levels, under 200 tokens a
+// tag): tokens per tag bound the depth of left-leaning chains (a + a + ...,
+// a.b.c..., x | f | g ...), which are built by loops, not recursion.
+constexpr size_t kMaxTokensPerTag = 2048;
+constexpr int kMaxExprNesting = 64;  ///< parentheses, brackets, not, unary -
+constexpr int kMaxBlockNesting = 64; ///< if / for inside if / for
+
+/// Counts one level of nesting for as long as it lives.
+class NestingGuard {
+public:
+  NestingGuard(int *depth, int limit, int line, const char *what)
+      : depth_(depth) {
+    if (++*depth_ > limit)
+      fail(line, std::string(what) + " nest deeper than " +
+                     std::to_string(limit) + " levels");
+  }
+  ~NestingGuard() { --*depth_; }
+  NestingGuard(const NestingGuard &) = delete;
+  NestingGuard &operator=(const NestingGuard &) = delete;
+
+private:
+  int *depth_;
+};
+
 std::vector<Token> lex(const std::string &s, int line) {
   std::vector<Token> out;
   size_t i = 0;
@@ -82,6 +108,10 @@ std::vector<Token> lex(const std::string &s, int line) {
       i += op.size();
     }
   }
+  if (out.size() > kMaxTokensPerTag)
+    fail(line, "a tag of " + std::to_string(out.size()) +
+                   " tokens, expected at most " +
+                   std::to_string(kMaxTokensPerTag));
   out.push_back({Token::Type::kEnd, ""});
   return out;
 }
@@ -127,6 +157,7 @@ public:
   }
 
   std::unique_ptr<Expr> expression() {
+    NestingGuard nest(&depth_, kMaxExprNesting, line_, "expressions");
     auto e = or_expr();
     if (is_name("if")) {
       ++p_;
@@ -169,6 +200,7 @@ private:
   std::unique_ptr<Expr> not_expr() {
     if (is_name("not")) {
       ++p_;
+      NestingGuard nest(&depth_, kMaxExprNesting, line_, "expressions");
       auto e = make(Expr::Kind::kUnary, "not");
       e->a = not_expr();
       return e;
@@ -228,6 +260,7 @@ private:
   std::unique_ptr<Expr> unary() {
     if (is_op("-")) {
       ++p_;
+      NestingGuard nest(&depth_, kMaxExprNesting, line_, "expressions");
       auto e = make(Expr::Kind::kUnary, "-");
       e->a = unary();
       return e;
@@ -369,6 +402,7 @@ private:
   std::vector<Token> t_;
   size_t p_ = 0;
   int line_;
+  int depth_ = 0; ///< expression nesting (NestingGuard)
 };
 
 struct Segment {
@@ -469,7 +503,11 @@ std::unique_ptr<TemplateNode> node(TemplateNode::Kind k, int line) {
 /// `i` left on that statement.
 std::string parse_block(const std::vector<Segment> &segs, size_t &i,
                         TemplateNode *block,
-                        const std::vector<std::string> &stops) {
+                        const std::vector<std::string> &stops, int depth) {
+  if (depth > kMaxBlockNesting)
+    fail(i < segs.size() ? segs[i].line : 0,
+         "statements nest deeper than " + std::to_string(kMaxBlockNesting) +
+             " levels");
   for (; i < segs.size(); ++i) {
     const Segment &s = segs[i];
     if (s.kind == Segment::Kind::kText) {
@@ -498,7 +536,8 @@ std::string parse_block(const std::vector<Segment> &segs, size_t &i,
         auto body = node(TemplateNode::Kind::kBlock, s.line);
         ++i;
         const std::string end =
-            parse_block(segs, i, body.get(), {"elif", "else", "endif"});
+            parse_block(segs, i, body.get(), {"elif", "else", "endif"},
+                        depth + 1);
         n->children.push_back(std::move(body));
         if (end.empty())
           fail(s.line, "'if' without 'endif'");
@@ -538,12 +577,12 @@ std::string parse_block(const std::vector<Segment> &segs, size_t &i,
       ep.expect_end();
       auto body = node(TemplateNode::Kind::kBlock, s.line);
       ++i;
-      std::string end = parse_block(segs, i, body.get(), {"else", "endfor"});
+      std::string end = parse_block(segs, i, body.get(), {"else", "endfor"}, depth + 1);
       n->children.push_back(std::move(body));
       if (end == "else") {
         auto other = node(TemplateNode::Kind::kBlock, s.line);
         ++i;
-        end = parse_block(segs, i, other.get(), {"endfor"});
+        end = parse_block(segs, i, other.get(), {"endfor"}, depth + 1);
         n->children.push_back(std::move(other));
       }
       if (end != "endfor")
@@ -583,7 +622,7 @@ std::string parse_template(const std::string &source,
     std::vector<Segment> segs = split_segments(source);
     auto root = node(TemplateNode::Kind::kBlock, 1);
     size_t i = 0;
-    parse_block(segs, i, root.get(), {});
+    parse_block(segs, i, root.get(), {}, 0);
     *out = std::move(root);
     return "";
   } catch (const ParseError &e) {

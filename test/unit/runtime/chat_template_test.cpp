@@ -68,3 +68,67 @@ TEST(ChatTemplate, ErrorsNameTheConstruct) {
 }
 
 } // namespace
+
+namespace {
+
+std::string repeat(const std::string &s, int n) {
+  std::string r;
+  for (int k = 0; k < n; ++k)
+    r += s;
+  return r;
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+// A template comes with a downloaded checkpoint. Before these bounds, deep
+// nesting overflowed the parser's or renderer's stack (SIGSEGV), range() of
+// a huge number aborted on memory, nested loops ran for hours and integer
+// arithmetic wrapped or trapped. Each is now an error naming its budget.
+TEST(ChatTemplateSandbox, DeepNestingIsAnErrorNotACrash) {
+  const std::string parens = render("{{ " + repeat("(", 100000) + "1" + repeat(")", 100000) + " }}");
+  EXPECT_TRUE(contains(parens, "tokens, expected at most 2048")) << parens;
+  const std::string nested = render("{{ " + repeat("(", 65) + "1" + repeat(")", 65) + " }}");
+  EXPECT_TRUE(contains(nested, "expressions nest deeper than 64 levels")) << nested;
+  EXPECT_EQ(render("{{ " + repeat("(", 60) + "1" + repeat(")", 60) + " }}"), "1");
+  const std::string nots = render("{{ " + repeat("not ", 1000) + "true }}");
+  EXPECT_TRUE(contains(nots, "nest deeper than 64")) << nots;
+  const std::string ifs = render(repeat("{% if true %}", 100) + "x" + repeat("{% endif %}", 100));
+  EXPECT_TRUE(contains(ifs, "statements nest deeper than 64 levels")) << ifs;
+  EXPECT_EQ(render(repeat("{% if true %}", 30) + "x" + repeat("{% endif %}", 30)), "x");
+  // A left-leaning chain is built by a loop: the token bound bounds it.
+  const std::string chain = render("{{ 1" + repeat(" + 1", 5000) + " }}");
+  EXPECT_TRUE(contains(chain, "tokens, expected at most 2048")) << chain;
+  EXPECT_EQ(render("{{ 1" + repeat(" + 1", 900) + " }}"), "901");
+}
+
+TEST(ChatTemplateSandbox, BudgetsOfStepsMemoryAndOutput) {
+  const std::string range = render("{% for i in range(10000000000) %}{% endfor %}");
+  EXPECT_TRUE(contains(range, "past the budget of 100000 items")) << range;
+  const std::string loops = render(
+      "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
+  EXPECT_TRUE(contains(loops, "budget of 2000000 steps")) << loops;
+  const std::string doubling = render(
+      "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+      "{% endfor %}{{ ns.s | length }}");
+  EXPECT_TRUE(contains(doubling, "a string past the budget of 16777216 bytes")) << doubling;
+  const std::string output = render(
+      "{% for i in range(100000) %}{% for j in range(99) %}" + repeat("0123456789ABCDEF", 64) +
+      "{% endfor %}{% endfor %}");
+  EXPECT_TRUE(contains(output, "budget of 16777216 bytes")) << output;
+}
+
+TEST(ChatTemplateSandbox, IntegerArithmeticIsChecked) {
+  EXPECT_TRUE(contains(render("{{ 9223372036854775807 + 1 }}"), "integer overflow"));
+  EXPECT_TRUE(contains(render("{{ 4611686018427387904 * 4 }}"), "integer overflow"));
+  EXPECT_TRUE(contains(render("{{ (-9223372036854775807 - 1) // -1 }}"), "integer overflow"));
+  EXPECT_TRUE(contains(render("{{ -(-9223372036854775807 - 1) }}"), "integer overflow"));
+  // INT64_MIN % -1 is 0 in Python (and trapped in C++).
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }}"), "0");
+  // Python floors: -7 // 2 == -4, -7 % 2 == 1, 7 % -2 == -1.
+  EXPECT_EQ(render("{{ -7 // 2 }} {{ -7 % 2 }} {{ 7 % -2 }} {{ 7 // -2 }}"), "-4 1 -1 -4");
+  EXPECT_EQ(render("{{ true + 1 }}"), "2");
+}
