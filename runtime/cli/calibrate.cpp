@@ -150,8 +150,11 @@ int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,
   std::vector<std::vector<int32_t>> seqs;
   int64_t tokens = 0;
   for (const std::string &p : paragraphs) {
+    Status encoded;
     seqs.push_back(cli::encode_prefix(*tok, p, /*add_bos=*/tok->bos_id() >= 0,
-                                      max_len));
+                                      max_len, nullptr, &encoded));
+    if (!encoded.ok())
+      return cli::runtime_error(err, command, encoded.message());
     tokens += int64_t(seqs.back().size());
   }
   if (Status s = runSamples(*session.engine, seqs); !s.ok())

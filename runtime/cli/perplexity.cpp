@@ -159,8 +159,11 @@ int cli_perplexity(const std::vector<std::string> &args, std::ostream &out,
   int64_t truncated = 0;
   for (const std::string &p : paragraphs) {
     bool cut = false;
+    Status encoded;
     seqs.push_back(cli::encode_prefix(*tok, p, /*add_bos=*/tok->bos_id() >= 0,
-                                      max_len, &cut));
+                                      max_len, &cut, &encoded));
+    if (!encoded.ok())
+      return cli::runtime_error(err, command, encoded.message());
     truncated += cut;
   }
   if (truncated)

@@ -186,9 +186,11 @@ int run_rank(const std::string &command, const std::string *implied_dir,
   std::vector<int32_t> prompt = f.prompt_ids;
   const int32_t bos = tok ? tok->bos_id() : m.model.bos_token_id;
   if (!f.ids_given) {
-    if (tok)
-      prompt = tok->encode(f.prompt, /*add_bos=*/bos >= 0);
-    else if (!f.prompt.empty())
+    if (tok) {
+      if (Status s = tok->encode(f.prompt, /*add_bos=*/bos >= 0, &prompt);
+          !s.ok())
+        return cli::runtime_error(err, command, s.message());
+    } else if (!f.prompt.empty())
       return cli::runtime_error(
           err, command,
           "the artifact has no tokenizer; give the prompt with --prompt-ids");

@@ -114,6 +114,18 @@ void print_ids(const std::vector<int32_t> &ids, std::ostream &out) {
   out << "\n";
 }
 
+/// Prints the ids of `text`, or the tokenizer's error (exit 1).
+int print_encoded(const Tokenizer &tok, const std::string &text, bool special,
+                  std::ostream &out, std::ostream &err) {
+  std::vector<int32_t> ids;
+  if (Status s = tok.encode(text, special, &ids); !s.ok()) {
+    err << "hyc tokenize: " << s.message() << "\n";
+    return 1;
+  }
+  print_ids(ids, out);
+  return 0;
+}
+
 } // namespace
 
 int cli_tokenize(const std::vector<std::string> &args, std::istream &in,
@@ -155,10 +167,9 @@ int cli_tokenize(const std::vector<std::string> &args, std::istream &in,
       err << "hyc tokenize: " << s.message() << "\n";
       return 1;
     }
-    if (text_only)
-      out << rendered;
-    else
-      print_ids(tok.encode(rendered, false), out);
+    if (!text_only)
+      return print_encoded(tok, rendered, false, out, err);
+    out << rendered;
     return 0;
   }
   std::string input;
@@ -180,8 +191,7 @@ int cli_tokenize(const std::vector<std::string> &args, std::istream &in,
     err << "hyc tokenize: standard input is not valid UTF-8\n";
     return 1;
   }
-  print_ids(tok.encode(input, add_special), out);
-  return 0;
+  return print_encoded(tok, input, add_special, out, err);
 }
 
 } // namespace hyrt

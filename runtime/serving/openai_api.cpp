@@ -221,7 +221,10 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
       return bad(chat ? "messages" : "prompt",
                  "this artifact has no tokenizer; give the prompt as token "
                  "ids");
-    r.prompt = limits.tokenizer->encode(text, /*add_bos=*/!templated && limits.bos_id >= 0);
+    if (Status s = limits.tokenizer->encode(
+            text, /*add_bos=*/!templated && limits.bos_id >= 0, &r.prompt);
+        !s.ok())
+      return bad(chat ? "messages" : "prompt", s.message());
     if (r.prompt.empty() && limits.bos_id >= 0)
       r.prompt.push_back(limits.bos_id);
     if (r.prompt.empty())

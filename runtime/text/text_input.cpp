@@ -205,15 +205,18 @@ Status read_bounded(std::istream &in, uint64_t max_bytes,
 
 std::vector<int32_t> encode_prefix(const Tokenizer &tok, const std::string &text,
                                    bool add_bos, int64_t max_tokens,
-                                   bool *truncated) {
+                                   bool *truncated, Status *error) {
   // Ids kept must lie well before the cut, so that no merge across it could
   // have changed them; every id covers at least one byte.
   constexpr int64_t kMargin = 16;
   const size_t want = size_t(std::max<int64_t>(max_tokens, 0) + kMargin);
   std::vector<int32_t> ids;
   for (size_t bytes = std::max<size_t>(4096, want * 4);; bytes *= 2) {
+    Status s;
     if (bytes >= text.size()) {
-      ids = tok.encode(text, add_bos);
+      s = tok.encode(text, add_bos, &ids);
+      if (!s.ok() && error)
+        *error = s;
       break;
     }
     // Cut before whitespace (words stay whole), inside a long word only
@@ -223,8 +226,10 @@ std::vector<int32_t> encode_prefix(const Tokenizer &tok, const std::string &text
       cut = bytes;
     while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
       --cut;
-    ids = tok.encode(text.substr(0, cut), add_bos);
-    if (ids.size() > want)
+    s = tok.encode(text.substr(0, cut), add_bos, &ids);
+    if (!s.ok() && error)
+      *error = s;
+    if (!s.ok() || ids.size() > want)
       break;
   }
   if (truncated)

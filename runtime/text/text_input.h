@@ -47,9 +47,12 @@ Status read_bounded(std::istream &in, uint64_t max_bytes,
 /// not tokenized whole (encoding costs grow faster than the text): growing
 /// prefixes cut at whitespace are encoded until one yields more ids than
 /// needed, with a margin so that the cut cannot change the ids kept.
-/// `truncated` (optional) tells whether the text had more ids.
+/// `truncated` (optional) tells whether the text had more ids; `error`
+/// (optional) gets the tokenizer's error (a regex past its budget), in
+/// which case the ids are incomplete.
 std::vector<int32_t> encode_prefix(const Tokenizer &tok, const std::string &text,
                                    bool add_bos, int64_t max_tokens,
-                                   bool *truncated = nullptr);
+                                   bool *truncated = nullptr,
+                                   Status *error = nullptr);
 
 } // namespace hyrt::cli

@@ -6,6 +6,7 @@
 // Decoding maps byte-level characters back to bytes, or runs the decoder
 // chain.
 #include "hyrt/text/tokenizer.h"
+#include "merge_pairs.h"
 
 #include "hf_pipeline.h"
 #include "util.h"
@@ -174,36 +175,32 @@ void Tokenizer::viterbi(const std::string &piece,
 
 void Tokenizer::bpe_by_rank(std::vector<int32_t> &ids) const {
   // Lowest rank first, leftmost on ties: the order HF's BPE applies merges.
-  while (ids.size() > 1) {
-    int32_t best_rank = INT32_MAX, best_id = -1;
-    size_t best_pos = 0;
-    for (size_t i = 0; i + 1 < ids.size(); ++i) {
-      auto it = id_merges_.find(pair_key(ids[i], ids[i + 1]));
-      if (it != id_merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_id = it->second.second;
-        best_pos = i;
-      }
-    }
-    if (best_id < 0)
-      return;
-    ids[best_pos] = best_id;
-    ids.erase(ids.begin() + best_pos + 1);
-  }
+  detail::merge_pairs(ids, [&](int32_t a, int32_t b, double *rank,
+                               int32_t *merged) {
+    auto it = id_merges_.find(pair_key(a, b));
+    if (it == id_merges_.end())
+      return false;
+    *rank = it->second.first;
+    *merged = it->second.second;
+    return true;
+  });
 }
 
-std::vector<int32_t> Tokenizer::encode_hf(const std::string &text,
-                                          bool add_special) const {
+Status Tokenizer::encode_hf(const std::string &text, bool add_special,
+                            std::vector<int32_t> *out) const {
   const detail::HfPipeline &p = *hf_;
-  std::vector<int32_t> ids;
+  std::vector<int32_t> &ids = *out;
   if (add_special && p.add_bos && data_.bos_id >= 0)
     ids.push_back(data_.bos_id);
   std::vector<int32_t> word;
+  detail::RegexBudget budget(text.size());
+  std::string error;
   auto encode_segment = [&](size_t begin, size_t end) {
-    if (end <= begin)
+    if (end <= begin || !error.empty())
       return;
     const std::string normalized = p.normalize(text.substr(begin, end - begin));
-    for (const std::string &piece : p.pre_tokenize(normalized, begin == 0)) {
+    for (const std::string &piece :
+         p.pre_tokenize(normalized, begin == 0, &budget, &error)) {
       if (p.ignore_merges) {
         std::string mapped;
         if (!p.byte_level)
@@ -251,9 +248,11 @@ std::vector<int32_t> Tokenizer::encode_hf(const std::string &text,
     segment = pos;
   }
   encode_segment(segment, text.size());
+  if (!error.empty())
+    return Status::Error(error);
   if (add_special && p.add_eos && data_.eos_id >= 0)
     ids.push_back(data_.eos_id);
-  return ids;
+  return Status::Ok();
 }
 
 std::string Tokenizer::decode_hf(const std::vector<int32_t> &ids,

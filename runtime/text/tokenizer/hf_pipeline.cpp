@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 #include <unicode/normalizer2.h>
 #include <unicode/regex.h>
@@ -51,35 +52,62 @@ void metaspace_piece(const HfSplitStep &step, std::string piece, bool at_start,
     out->push_back(piece.substr(begin));
 }
 
-/// Byte spans [begin, end) of every non-empty match of `re` in `text`.
-std::vector<std::pair<size_t, size_t>> matches(const icu::RegexPattern &re,
-                                               const std::string &text) {
-  std::vector<std::pair<size_t, size_t>> spans;
+/// Byte spans [begin, end) of every non-empty match of `re` in `text`;
+/// "" or the reason the matching stopped (ICU's time limit, the budget's
+/// deadline, an ICU error).
+std::string matches(const icu::RegexPattern &re, const std::string &text,
+                    RegexBudget *budget,
+                    std::vector<std::pair<size_t, size_t>> *spans) {
   UErrorCode st = U_ZERO_ERROR;
   UText *ut = utext_openUTF8(nullptr, text.data(), int64_t(text.size()), &st);
   std::unique_ptr<icu::RegexMatcher> m(re.matcher(st));
   if (U_FAILURE(st) || !m) {
     utext_close(ut);
-    return spans;
+    return std::string("tokenizer: regex matcher: ") + u_errorName(st);
   }
   m->reset(ut);
+  m->setTimeLimit(RegexBudget::kFindLimit, st);
+  std::string error;
   while (m->find(st) && U_SUCCESS(st)) {
     // UTF-8 UText native indices are byte offsets.
     const int64_t b = m->start64(st), e = m->end64(st);
-    if (e > b)
-      spans.emplace_back(size_t(b), size_t(e));
+    if (e > b) {
+      spans->emplace_back(size_t(b), size_t(e));
+      // ICU's clock runs from the last reset, not per match: restart it at
+      // the match's end so that the limit bounds one match, whatever the
+      // length of the text. (Not after an empty match: ICU's own step past
+      // it would be lost.)
+      m->reset(e, st);
+    }
+    if (std::chrono::steady_clock::now() > budget->deadline) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.2f", budget->seconds);
+      error = std::string("tokenizer: the pre-tokenizer regex ran past its "
+                          "budget of ") +
+              seconds + " s for this text";
+      break;
+    }
   }
+  if (error.empty() && st == U_REGEX_TIME_OUT)
+    error = "tokenizer: the pre-tokenizer regex passed ICU's time limit of " +
+            std::to_string(RegexBudget::kFindLimit) +
+            " steps on one match (catastrophic backtracking?)";
+  else if (error.empty() && U_FAILURE(st))
+    error = std::string("tokenizer: regex: ") + u_errorName(st);
   utext_close(ut);
-  return spans;
+  return error;
 }
 
-void split_piece(const HfSplitStep &step, const std::string &piece,
-                 std::vector<std::string> *out) {
+std::string split_piece(const HfSplitStep &step, const std::string &piece,
+                        RegexBudget *budget, std::vector<std::string> *out) {
   using B = HfSplitStep::Behavior;
   // Alternating (is_match, span) list covering the piece.
   std::vector<std::pair<bool, std::pair<size_t, size_t>>> parts;
   size_t pos = 0;
-  for (auto span : matches(*step.pattern, piece)) {
+  std::vector<std::pair<size_t, size_t>> found;
+  if (std::string e = matches(*step.pattern, piece, budget, &found); !e.empty())
+    return e;
+  for (auto span : found) {
     if (span.first > pos)
       parts.push_back({false, {pos, span.first}});
     parts.push_back({true, span});
@@ -114,6 +142,7 @@ void split_piece(const HfSplitStep &step, const std::string &piece,
   }
   for (auto [b, e] : spans)
     out->push_back(piece.substr(b, e - b));
+  return "";
 }
 
 } // namespace
@@ -143,16 +172,20 @@ std::string HfPipeline::normalize(const std::string &text) const {
 }
 
 std::vector<std::string> HfPipeline::pre_tokenize(const std::string &text,
-                                                  bool at_start) const {
+                                                  bool at_start,
+                                                  RegexBudget *budget,
+                                                  std::string *error) const {
   std::vector<std::string> pieces{text};
   if (byte_level_prefix_space && !text.empty() && text[0] != ' ')
     pieces[0] = " " + text;
   for (const HfSplitStep &step : splits) {
     std::vector<std::string> next;
     for (size_t i = 0; i < pieces.size(); ++i) {
-      if (step.pattern)
-        split_piece(step, pieces[i], &next);
-      else
+      if (step.pattern) {
+        *error = split_piece(step, pieces[i], budget, &next);
+        if (!error->empty())
+          return {};
+      } else
         metaspace_piece(step, pieces[i], at_start && i == 0, &next);
     }
     pieces.swap(next);

@@ -8,6 +8,7 @@
 #include "hyrt/status.h"
 
 #include <cstdint>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,27 @@ class Normalizer2;
 U_NAMESPACE_END
 
 namespace hyrt::detail {
+
+/// How long the split regexes of one encode may run: each match is held to
+/// ICU's time limit, and all of them to a wall-clock deadline that grows
+/// with the text (the real patterns split several MB a second here).
+struct RegexBudget {
+  /// ICU's limit for one match (its units are match-engine ticks of the
+  /// order of a millisecond).
+  static constexpr int32_t kFindLimit = 1000;
+  /// Wall-clock seconds for all the regex work of one encode: a base plus
+  /// a rate per MiB of text.
+  static constexpr double kBaseSeconds = 0.5;
+  static constexpr double kSecondsPerMiB = 1.0;
+  explicit RegexBudget(size_t text_bytes)
+      : seconds(kBaseSeconds + kSecondsPerMiB * double(text_bytes) / (1 << 20)),
+        deadline(std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(seconds))) {}
+  double seconds;
+  std::chrono::steady_clock::time_point deadline;
+};
+
 
 /// One normalizer step: an ICU normalization form, or (icu null) the
 /// string edit Prepend (`from` empty) / Replace (`from` -> `to`).
@@ -84,9 +106,12 @@ struct HfPipeline {
   /// other text is left as is, since HF cannot hold it either).
   std::string normalize(const std::string &text) const;
   /// Splits `text` into the pieces BPE encodes one by one. `at_start`:
-  /// the text begins the input (Metaspace prepend_scheme "first").
-  std::vector<std::string> pre_tokenize(const std::string &text,
-                                        bool at_start) const;
+  /// the text begins the input (Metaspace prepend_scheme "first"). A split
+  /// regex that passes `budget` (a pattern from a downloaded tokenizer.json
+  /// can backtrack for hours) stops the split and sets `*error`.
+  std::vector<std::string> pre_tokenize(const std::string &text, bool at_start,
+                                        RegexBudget *budget,
+                                        std::string *error) const;
   /// Runs the decoder chain over the token strings and joins the result.
   std::string decode(std::vector<std::string> tokens) const;
 };

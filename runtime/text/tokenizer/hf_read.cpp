@@ -76,9 +76,27 @@ Status template_specials(const json &pp, std::string *before,
   return Status::Ok();
 }
 
+/// Ids are int32 in the runtime, and a vocabulary this large is no real
+/// tokenizer's: an id past it is refused before anything is sized by it.
+constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;
+
+Status read_checked(const std::string &dir, TokenizerData *out);
+
 } // namespace
 
 Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
+  // Every field is type-checked where it is read; this catch keeps a field
+  // of a type no check foresaw an error, not an abort of the process.
+  try {
+    return read_checked(dir, out);
+  } catch (const json::exception &e) {
+    return Status::Error(dir + ": malformed tokenizer files: " + e.what());
+  }
+}
+
+namespace {
+
+Status read_checked(const std::string &dir, TokenizerData *out) {
   const fs::path tj = fs::path(dir) / "tokenizer.json";
   json tok;
   if (Status s = read_json(tj, &tok); !s.ok())
@@ -120,9 +138,11 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
   }
   for (auto it = model["vocab"].begin(); !unigram && it != model["vocab"].end();
        ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0)
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+        it.value().get<int64_t>() > kMaxTokenId)
       return Status::Error(tj.string() + ": vocab entry '" + it.key() +
-                           "' expects a non-negative integer id, found " +
+                           "' expects an integer id in [0, " +
+                           std::to_string(kMaxTokenId) + "], found " +
                            it.value().dump());
     entries.emplace_back(it.key(), it.value().get<int64_t>());
     n = std::max(n, entries.back().second + 1);
@@ -134,12 +154,13 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
                                        "list");
   for (const json &a : added) {
     if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
-        a["id"].get<int64_t>() < 0 || !a.contains("content") ||
-        !a["content"].is_string())
-      return Status::Error(tj.string() + ": added token expects a non-negative "
-                                         "integer 'id' and string 'content', "
-                                         "found " +
-                           a.dump());
+        a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > kMaxTokenId ||
+        !a.contains("content") || !a["content"].is_string())
+      return Status::Error(tj.string() + ": added token expects an integer "
+                                         "'id' in [0, " +
+                           std::to_string(kMaxTokenId) +
+                           "] and a string 'content', found " +
+                           a.dump().substr(0, 200));
     for (const char *flag : {"lstrip", "rstrip", "single_word", "special"})
       if (a.contains(flag) && !a[flag].is_boolean())
         return Status::Error(tj.string() + ": added token '" +
@@ -280,5 +301,7 @@ Status read_hf_tokenizer(const std::string &dir, TokenizerData *out) {
   *out = std::move(d);
   return Status::Ok();
 }
+
+} // namespace
 
 } // namespace hyrt

@@ -2,6 +2,7 @@
 // tokenizers: split into UTF-8 characters (bytes as fallback), then merge the
 // adjacent pair whose joined piece has the highest score until none exists.
 #include "hyrt/text/tokenizer.h"
+#include "merge_pairs.h"
 
 #include "util.h"
 
@@ -54,31 +55,16 @@ std::vector<int32_t> Tokenizer::encode_score_bpe(const std::string &text) const 
 }
 
 void Tokenizer::bpe_by_score(std::vector<int32_t> &ids) const {
-  // merged[i]: id of tokens[ids[i]] + tokens[ids[i+1]], or -1.
-  auto pair_id = [&](size_t i) {
-    return lookup(data_.tokens[ids[i]] + data_.tokens[ids[i + 1]]);
-  };
-  if (ids.size() < 2)
-    return;
-  std::vector<int32_t> merged(ids.size() - 1);
-  for (size_t i = 0; i + 1 < ids.size(); ++i)
-    merged[i] = pair_id(i);
-  while (!merged.empty()) {
-    int64_t best = -1;
-    for (size_t i = 0; i < merged.size(); ++i)
-      if (merged[i] >= 0 &&
-          (best < 0 || data_.scores[merged[i]] > data_.scores[merged[best]]))
-        best = int64_t(i);
-    if (best < 0)
-      break;
-    ids[best] = merged[best];
-    ids.erase(ids.begin() + best + 1);
-    merged.erase(merged.begin() + best);
-    if (size_t(best) < merged.size())
-      merged[best] = pair_id(best);
-    if (best > 0)
-      merged[best - 1] = pair_id(best - 1);
-  }
+  // The pair whose concatenation is the highest-scoring piece first,
+  // leftmost on ties (llama2.c's and SentencePiece's order).
+  detail::merge_pairs(ids, [&](int32_t a, int32_t b, double *priority,
+                               int32_t *merged) {
+    *merged = lookup(data_.tokens[a] + data_.tokens[b]);
+    if (*merged < 0)
+      return false;
+    *priority = -double(data_.scores[*merged]);
+    return true;
+  });
 }
 
 } // namespace hyrt

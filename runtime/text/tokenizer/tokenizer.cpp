@@ -92,8 +92,22 @@ int32_t Tokenizer::lookup(const std::string &piece) const {
 
 std::vector<int32_t> Tokenizer::encode(const std::string &text,
                                        bool add_bos) const {
+  std::vector<int32_t> ids;
+  (void)encode(text, add_bos, &ids);
+  return ids;
+}
+
+Status Tokenizer::encode(const std::string &text, bool add_bos,
+                         std::vector<int32_t> *out) const {
+  out->clear();
   if (data_.kind == TokenizerKind::kHfByteLevel)
-    return encode_hf(text, add_bos);
+    return encode_hf(text, add_bos, out);
+  *out = encode_plain(text, add_bos);
+  return Status::Ok();
+}
+
+std::vector<int32_t> Tokenizer::encode_plain(const std::string &text,
+                                             bool add_bos) const {
   std::vector<int32_t> ids;
   if (add_bos && data_.bos_id >= 0)
     ids.push_back(data_.bos_id);

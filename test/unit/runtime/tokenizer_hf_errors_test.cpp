@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -96,7 +97,7 @@ TEST(HfTokenizer, MalformedFilesAreRejected) {
   // token table before it (UB), a non-boolean flag made nlohmann throw.
   json negative = tinyTokenizer();
   negative["added_tokens"][0]["id"] = -3;
-  EXPECT_NE(loadError("negid", negative).find("non-negative integer 'id'"),
+  EXPECT_NE(loadError("negid", negative).find("integer 'id' in [0, 16777215]"),
             std::string::npos);
   json flag = tinyTokenizer();
   flag["added_tokens"][0]["special"] = "yes";
@@ -172,6 +173,85 @@ TEST(HfTokenizer, SaveLoadKeepsPipelineAndTemplate) {
   EXPECT_EQ(back.kind(), hyrt::TokenizerKind::kHfByteLevel);
   EXPECT_EQ(back.data().chat_template, "{{ messages }}");
   EXPECT_EQ(back.encode("ab<|x|>", false), tok.encode("ab<|x|>", false));
+}
+
+} // namespace
+
+namespace {
+
+// tokenizer.json is untrusted: ids near INT64_MAX used to overflow the
+// vocabulary size (then a huge allocation aborted the process), a field of
+// an unforeseen type threw out of the reader (abort), and a backtracking
+// pre-tokenizer regex pinned a thread for hours.
+TEST(HfTokenizerHostile, IdsOutsideInt32AreRefusedByName) {
+  json t = tinyTokenizer();
+  t["model"]["vocab"]["zz"] = 9223372036854775807LL;
+  EXPECT_NE(loadError("vocab_id_max", t).find("expects an integer id in [0, 16777215], found 9223372036854775807"),
+            std::string::npos) << loadError("vocab_id_max", t);
+  t = tinyTokenizer();
+  t["added_tokens"].push_back({{"id", 9223372036854775806LL}, {"content", "<|y|>"}});
+  EXPECT_NE(loadError("added_id_max", t).find("'id' in [0, 16777215]"), std::string::npos)
+      << loadError("added_id_max", t);
+}
+
+TEST(HfTokenizerHostile, AFieldOfAnUnforeseenTypeIsAnError) {
+  json t = tinyTokenizer();
+  t["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", {{{"SpecialToken", 7}}, {{"Sequence", {{"id", "A"}}}}}}};
+  const std::string e = loadError("special_token_type", t);
+  EXPECT_NE(e.find("malformed tokenizer files"), std::string::npos) << e;
+}
+
+TEST(HfTokenizerHostile, BacktrackingRegexIsAnErrorWithinItsBudget) {
+  json t = tinyTokenizer();
+  // Llama-3's shape: a Split regex, then ByteLevel without its own regex.
+  t["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", "(a+)+b"}}},
+         {"behavior", "Isolated"}, {"invert", false}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  hyrt::Tokenizer tok;
+  const hyrt::Status loaded = load(writeDir("backtracking", t.dump()), &tok);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  std::vector<int32_t> ids;
+  EXPECT_TRUE(tok.encode("aaaa b", false, &ids).ok()); // honest text passes
+  const auto start = std::chrono::steady_clock::now();
+  const hyrt::Status s = tok.encode(std::string(64, 'a') + "!", false, &ids);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("pre-tokenizer regex"), std::string::npos) << s.message();
+  // (a+)+b on 64 a's and no b takes ~2^64 steps unbounded; the budget
+  // is 1 s of wall clock plus ICU's limit on the match in flight.
+  EXPECT_LT(seconds, 3.0);
+}
+
+} // namespace
+
+namespace {
+
+// The regex budget must not refuse honest text: the largest prompt a
+// server accepts by default (1 MiB + 64 bytes a position) in the two real
+// pre-tokenizer patterns, as prose and as one 1 MiB word (pasted base64).
+TEST(HfTokenizerHostile, HonestMegabytesFitTheRegexBudget) {
+  for (const char *name : {"qwen3", "deepseek_v3"}) {
+    const std::string dir = std::string(HYC_SHARED_DIR) + "/tokenizers/" + name;
+    if (!fs::exists(dir + "/tokenizer.json"))
+      GTEST_SKIP() << "no " << dir;
+    hyrt::Tokenizer tok;
+    ASSERT_TRUE(load(dir, &tok).ok());
+    std::string prose;  // 3 MiB: the default body limit's text and then some
+    while (prose.size() < (size_t(3) << 20))
+      prose += "Once upon a time, in 1999, Lily's dog ran 42 km!\n  ";
+    const std::string word(size_t(1) << 20, 'Q');
+    for (const std::string *text : std::vector<const std::string *>{&prose, &word}) {
+      std::vector<int32_t> ids;
+      const hyrt::Status s = tok.encode(*text, false, &ids);
+      EXPECT_TRUE(s.ok()) << name << ": " << s.message();
+      EXPECT_GT(ids.size(), text->size() / 1000) << name;
+    }
+  }
 }
 
 } // namespace

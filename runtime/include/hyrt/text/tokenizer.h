@@ -83,6 +83,12 @@ public:
   /// policy says (BOS and/or EOS, or nothing), and added-token strings in
   /// the text are always matched as tokens (HF's split_special_tokens=false).
   std::vector<int32_t> encode(const std::string &text, bool add_bos) const;
+  /// encode() for text from a user or a socket: a pre-tokenizer regex (from
+  /// a downloaded tokenizer.json) that passes its time budget is an error
+  /// naming it, not a thread pinned for hours. The form above gives the
+  /// ids encoded before such an error; only tests and tools use it.
+  Status encode(const std::string &text, bool add_bos,
+                std::vector<int32_t> *ids) const;
 
   /// The text of `ids` as Hugging Face's decode gives it: pieces joined,
   /// special (control) tokens dropped when skip_special, byte-level pieces
@@ -112,14 +118,16 @@ public:
   static Status load(const std::string &path, Tokenizer *out);
 
 private:
+  std::vector<int32_t> encode_plain(const std::string &text,
+                                    bool add_bos) const;
   std::vector<int32_t> encode_score_bpe(const std::string &text) const;
   std::vector<int32_t> encode_gpt2(const std::string &text) const;
   void bpe_by_score(std::vector<int32_t> &ids) const;
   void push_byte_fallback(unsigned char byte, std::vector<int32_t> &ids) const;
   int32_t lookup(const std::string &piece) const;
   Status init_hf();
-  std::vector<int32_t> encode_hf(const std::string &text,
-                                 bool add_special) const;
+  Status encode_hf(const std::string &text, bool add_special,
+                   std::vector<int32_t> *ids) const;
   void bpe_by_rank(std::vector<int32_t> &ids) const;
   void split_characters(const std::string &piece,
                         std::vector<int32_t> &word) const;
