@@ -125,28 +125,31 @@ static LogicalResult checkKvDequant(ModuleOp module) {
   auto dtypeAttr = module->getAttrOfType<StringAttr>(cpu::kKvCacheDtypeName);
   const StringRef dtype = dtypeAttr ? dtypeAttr.getValue() : StringRef("f32");
   const bool int8 = dtype == "int8";
-  WalkResult r = module.walk([&](Operation *op) {
-    if (!attendsOverCache(op))
-      return WalkResult::advance();
-    auto mark = op->getAttrOfType<StringAttr>(kKvDequantName);
-    if (int8 && (!mark || mark.getValue() != "int8")) {
-      op->emitOpError() << "reads an int8 KV cache (module " << cpu::kKvCacheDtypeName
-                        << " = \"int8\") but has "
-                        << (mark ? "hyc.kv_dequant = \"" + mark.getValue().str() + "\""
-                                 : std::string("no hyc.kv_dequant"))
-                        << ", expected hyc.kv_dequant = \"int8\" "
-                           "(hyc-global-fuse-dequant-into-attention with kv-cache=int8)";
-      return WalkResult::interrupt();
-    }
-    if (!int8 && mark) {
-      op->emitOpError() << "has hyc.kv_dequant = \"" << mark.getValue()
-                        << "\" but the module's KV cache is " << dtype
-                        << ", expected an int8 cache (hyc-cpu-select-lowering-strategy "
-                           "kv-cache=int8)";
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
+  WalkResult r =
+      module.walk([&](Operation *op) {
+        if (!attendsOverCache(op))
+          return WalkResult::advance();
+        auto mark = op->getAttrOfType<StringAttr>(kKvDequantName);
+        if (int8 && (!mark || mark.getValue() != "int8")) {
+          op->emitOpError()
+              << "reads an int8 KV cache (module " << cpu::kKvCacheDtypeName
+              << " = \"int8\") but has "
+              << (mark ? "hyc.kv_dequant = \"" + mark.getValue().str() + "\""
+                       : std::string("no hyc.kv_dequant"))
+              << ", expected hyc.kv_dequant = \"int8\" "
+                 "(hyc-global-fuse-dequant-into-attention with kv-cache=int8)";
+          return WalkResult::interrupt();
+        }
+        if (!int8 && mark) {
+          op->emitOpError()
+              << "has hyc.kv_dequant = \"" << mark.getValue()
+              << "\" but the module's KV cache is " << dtype
+              << ", expected an int8 cache (hyc-cpu-select-lowering-strategy "
+                 "kv-cache=int8)";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
   return failure(r.wasInterrupted());
 }
 

@@ -74,9 +74,9 @@ static LogicalResult lowerPagedAttentionAppend(PagedAttentionAppendOp a,
   }
   e.callKv("hyrt_ref_kv_cache_append",
            {layer, e.ptrOf(a.getKey()), e.ptrOf(a.getValue())});
-  e.callKv("hyrt_ref_paged_attention", {layer, e.ptrOf(a.getQuery()),
-                                        q[1].value, scale,
-                                        e.ptrOf(a.getResult())});
+  e.callKv("hyrt_ref_paged_attention",
+           {layer, e.ptrOf(a.getQuery()), q[1].value, scale,
+            e.ptrOf(a.getResult())});
   return success();
 }
 

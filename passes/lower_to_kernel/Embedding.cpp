@@ -1,4 +1,4 @@
-//===- Embedding.cpp - embedding/gather lowering of hyc-cpu-lower-to-kernel ===//
+//===- Embedding.cpp - embedding/row gather lowering ----------------------===//
 //
 // Lowers the row gathers: hyc.embedding (token ids -> table rows) and
 // hyc.logit_rows (the rows the step asks logits for, listed in the step's

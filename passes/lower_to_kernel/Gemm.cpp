@@ -26,15 +26,20 @@ namespace {
 /// A GEMM scheduled on a generated kernel: what its lowering reads from the
 /// op, and the values it builds before the driver call.
 struct KernelGemm {
+  explicit KernelGemm(Operation *op)
+      : op(op), scheme(*brgemmScheme(op)), config(configOf(op)),
+        dense(dyn_cast<QuantMatmulOp>(op)),
+        grouped(dyn_cast<MoeGroupedMatmulOp>(op)) {}
+
   Operation *op;
   const KernelScheme &scheme;
   cpu::LoweringConfigAttr config;
-  QuantMatmulOp dense;          // null for a grouped GEMM
-  MoeGroupedMatmulOp grouped;   // null for a dense GEMM
+  QuantMatmulOp dense;        // null for a grouped GEMM
+  MoeGroupedMatmulOp grouped; // null for a dense GEMM
   RankedTensorType weightType;
   int64_t n = 0, k = 0;
-  int64_t mMax = 0;             // rows of the tile the strategy chose
-  SmallVector<Dim> x;           // the input's dims
+  int64_t mMax = 0;   // rows of the tile the strategy chose
+  SmallVector<Dim> x; // the input's dims
   Value minMacs, scratch;
   // The block kernel and what the driver needs to know of it; selects
   // between variants where the step's rows pick one.
@@ -81,7 +86,8 @@ static Value dispatchKernel(KernelEmitter &e, const KernelScheme &scheme,
   const int64_t lda =
       scheme.groupK ? (k + kernelK - 1) / kernelK * kernelK : kernelK;
   return kernel::BrgemmDispatchOp::create(
-      b, e.getLoc(), b.getI64Type(), b.getDenseI64ArrayAttr({rows, 32, kernelK}),
+      b, e.getLoc(), b.getI64Type(),
+      b.getDenseI64ArrayAttr({rows, 32, kernelK}),
       b.getDenseI64ArrayAttr({lda, 32, 32}),
       TypeAttr::get(elementTypeOf(scheme.aType, b)),
       TypeAttr::get(elementTypeOf(scheme.bType, b)),
@@ -104,9 +110,9 @@ static LogicalResult checkKernelGemm(const KernelGemm &g) {
            << stringifyEpilogue(mm.getEpilogue()) << " epilogue"
            << (mm.getBias() ? " with a bias" : "");
   if (g.mMax <= 0 || g.mMax > 64)
-    return g.op->emitError() << "no " << g.scheme.isaName
-                             << " brgemm tile with 1..64 rows (got " << g.mMax
-                             << ")";
+    return g.op->emitError()
+           << "no " << g.scheme.isaName << " brgemm tile with 1..64 rows (got "
+           << g.mMax << ")";
   return success();
 }
 
@@ -128,15 +134,16 @@ static LogicalResult selectAmxKernel(KernelEmitter &e, KernelGemm &g) {
     return success();
   const KernelScheme *amx = amxSchemeFor(g.scheme, g.k);
   if (!amx)
-    return g.op->emitError() << cpu::kAmxMinRowsName << " on a "
-                             << g.scheme.isaName << " " << g.scheme.typesName
-                             << " GEMM with K = " << g.k
-                             << ", which has no AMX kernel";
+    return g.op->emitError()
+           << cpu::kAmxMinRowsName << " on a " << g.scheme.isaName << " "
+           << g.scheme.typesName << " GEMM with K = " << g.k
+           << ", which has no AMX kernel";
   Value rows = g.x[0].value;
   if (auto permute = fusedPermuteOf(g))
-    rows = e.mul(e.dims(permute.getInput())[0].value,
-                 e.i64(cast<RankedTensorType>(permute.getIds().getType())
-                           .getDimSize(1)));
+    rows = e.mul(
+        e.dims(permute.getInput())[0].value,
+        e.i64(
+            cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1)));
   Value threshold =
       e.i64(minRows.getInt() * (g.grouped ? g.weightType.getDimSize(0) : 1));
   OpBuilder &b = e.builder();
@@ -174,8 +181,8 @@ static LogicalResult selectFp8FusedKernel(KernelEmitter &e, KernelGemm &g) {
       b, loc, useFused, dispatchKernel(e, *f8, kernelRows(*f8), g.k), g.kernel);
   g.rowsPerBlock = arith::SelectOp::create(
       b, loc, useFused, e.i64(kernelRows(*f8)), g.rowsPerBlock);
-  g.schemeId = arith::SelectOp::create(b, loc, useFused,
-                                       e.i32(f8->scratchId), g.schemeId);
+  g.schemeId = arith::SelectOp::create(b, loc, useFused, e.i32(f8->scratchId),
+                                       g.schemeId);
   return success();
 }
 
@@ -226,7 +233,8 @@ static void callGemmDriver(KernelEmitter &e, const KernelGemm &g) {
     SmallVector<Value> args = {g.schemeId, e.ptrOf(input), g.x[0].value,
                                e.i64(g.k)};
     if (gm)
-      args.append({e.ptrOf(gm.getOffsets()), e.i64(g.weightType.getDimSize(0))});
+      args.append(
+          {e.ptrOf(gm.getOffsets()), e.i64(g.weightType.getDimSize(0))});
     args.append({e.ptrOf(gemmWeight(g.op)), scale ? e.ptrOf(scale) : e.null(),
                  e.i64(g.n / 2), e.ptrOf(g.op->getResult(0))});
     args.append(std::begin(tail), std::end(tail));
@@ -235,12 +243,17 @@ static void callGemmDriver(KernelEmitter &e, const KernelGemm &g) {
     return;
   }
   if (gm) {
-    SmallVector<Value> args = {
-        g.schemeId, e.ptrOf(input), g.x[0].value, e.i64(g.k),
-        e.ptrOf(gm.getOffsets()), e.i64(g.weightType.getDimSize(0)),
-        e.ptrOf(gm.getWeight()),
-        gm.getScale() ? e.ptrOf(gm.getScale()) : e.null(), e.i64(g.n),
-        e.ptrOf(gm.getResult())};
+    SmallVector<Value> args = {g.schemeId,
+                               e.ptrOf(input),
+                               g.x[0].value,
+                               e.i64(g.k),
+                               e.ptrOf(gm.getOffsets()),
+                               e.i64(g.weightType.getDimSize(0)),
+                               e.ptrOf(gm.getWeight()),
+                               gm.getScale() ? e.ptrOf(gm.getScale())
+                                             : e.null(),
+                               e.i64(g.n),
+                               e.ptrOf(gm.getResult())};
     args.append(std::begin(tail), std::end(tail));
     e.call("hyrt_cpu_grouped_gemm", args);
     return;
@@ -257,7 +270,8 @@ static void callGemmDriver(KernelEmitter &e, const KernelGemm &g) {
   SmallVector<Value> args;
   if (hyrt_gemm_is_fp8(g.scheme.scratchId)) // one driver for both activations
     args.push_back(g.schemeId);
-  args.append({e.ptrOf(input), g.x[0].value, e.i64(g.k), e.ptrOf(mm.getWeight())});
+  args.append(
+      {e.ptrOf(input), g.x[0].value, e.i64(g.k), e.ptrOf(mm.getWeight())});
   if (takesWeightScales(g.scheme))
     args.push_back(e.ptrOf(mm.getScale()));
   args.append({e.i64(g.n), mm.getBias() ? e.ptrOf(mm.getBias()) : e.null(),
@@ -270,10 +284,8 @@ static void callGemmDriver(KernelEmitter &e, const KernelGemm &g) {
 /// kernel is declared here and recorded in `hyc.kernels` for the driver to
 /// generate and embed; a hyrt_cpu_gemm_* driver does the blocking.
 static LogicalResult lowerKernelGemm(Operation *m, KernelEmitter &e) {
-  cpu::LoweringConfigAttr config = configOf(m);
-  KernelGemm g{m, *brgemmScheme(m), config};
-  g.dense = dyn_cast<QuantMatmulOp>(m);
-  g.grouped = dyn_cast<MoeGroupedMatmulOp>(m);
+  KernelGemm g(m);
+  cpu::LoweringConfigAttr config = g.config;
   g.mMax = config.getTile() ? config.getTile()[0] : 0;
   if (failed(checkKernelGemm(g)))
     return failure();
@@ -301,13 +313,17 @@ namespace {
 
 /// A (grouped) GEMM on the reference kernels, and its weight scheme.
 struct ReferenceGemm {
+  explicit ReferenceGemm(Operation *op)
+      : dense(dyn_cast<QuantMatmulOp>(op)),
+        grouped(dyn_cast<MoeGroupedMatmulOp>(op)) {}
+
   QuantMatmulOp dense;        // null for a grouped GEMM
   MoeGroupedMatmulOp grouped; // null for a dense GEMM
   Value input, weight, scale;
-  QuantScheme scheme;
-  bool w8a8 = false;  // per-channel W8A8
-  int64_t group = 0;  // W8A8 with one scale per `group` K-elements
-  bool fp8 = false;   // e4m3 with 128 x 128 blocks
+  QuantScheme scheme = QuantScheme::f32;
+  bool w8a8 = false; // per-channel W8A8
+  int64_t group = 0; // W8A8 with one scale per `group` K-elements
+  bool fp8 = false;  // e4m3 with 128 x 128 blocks
 };
 
 } // namespace
@@ -325,8 +341,8 @@ static void callReferenceGemm(KernelEmitter &e, const ReferenceGemm &g,
   auto ptr = [&](Value v) { return e.ptrOf(v); };
   Value input = g.input, weight = g.weight, scale = g.scale;
   if (g.fp8 && mm)
-    e.call("hyrt_ref_matmul_fp8", {ptr(input), ptr(weight), ptr(scale), bias,
-                                   rows, n, k, parts, out});
+    e.call("hyrt_ref_matmul_fp8",
+           {ptr(input), ptr(weight), ptr(scale), bias, rows, n, k, parts, out});
   else if (g.fp8)
     e.call("hyrt_ref_moe_grouped_matmul_fp8",
            {ptr(input), ptr(weight), ptr(scale), ptr(gm.getOffsets()), rows,
@@ -366,7 +382,7 @@ static void callReferenceGemm(KernelEmitter &e, const ReferenceGemm &g,
 /// silu_mul epilogue computes [gate | up] into the scratch region and
 /// combines the halves; residual_add adds afterwards.
 static LogicalResult lowerReferenceGemm(Operation *op, KernelEmitter &e) {
-  ReferenceGemm g{dyn_cast<QuantMatmulOp>(op), dyn_cast<MoeGroupedMatmulOp>(op)};
+  ReferenceGemm g(op);
   QuantMatmulOp mm = g.dense;
   QuantAttr quant = mm ? mm.getQuant() : g.grouped.getQuant();
   Epilogue epilogue = mm ? mm.getEpilogue() : g.grouped.getEpilogue();
@@ -388,8 +404,8 @@ static LogicalResult lowerReferenceGemm(Operation *op, KernelEmitter &e) {
     return op->emitError("the reference target has no residual_add epilogue "
                          "for expert GEMMs");
   auto w = e.dims(g.weight);
-  Value out = epilogue == Epilogue::silu_mul ? e.scratch()
-                                             : e.ptrOf(op->getResult(0));
+  Value out =
+      epilogue == Epilogue::silu_mul ? e.scratch() : e.ptrOf(op->getResult(0));
   Value bias = mm && mm.getBias() ? e.ptrOf(mm.getBias()) : e.null();
   // A [gate; up] weight is two matrices, each with its own FP8 row blocks.
   Value parts = e.i64(epilogue == Epilogue::silu_mul ? 2 : 1);

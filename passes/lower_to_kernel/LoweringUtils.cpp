@@ -28,8 +28,9 @@ KernelEmitter::KernelEmitter(MLIRContext *ctx, bool bf16Activations)
 LogicalResult KernelEmitter::readPlan(func::FuncOp fn) {
   auto scratch = fn->getAttrOfType<IntegerAttr>(plan::kScratchOffset);
   if (!scratch)
-    return fn.emitError() << "entry has no memory plan (run "
-                             "hyc-cpu-plan-memory before hyc-cpu-lower-to-kernel)";
+    return fn.emitError()
+           << "entry has no memory plan (run "
+              "hyc-cpu-plan-memory before hyc-cpu-lower-to-kernel)";
   scratchOffset = scratch.getInt();
   Block &body = fn.getBody().front();
   storage[body.getArgument(0)] = {Storage::StepTokens};
@@ -84,8 +85,8 @@ Value KernelEmitter::mul(Value x, Value y) {
 }
 Value KernelEmitter::scratch() {
   return kernel::BufferOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()),
-      "scratch", scratchOffset, ValueRange{i64(0)});
+      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), "scratch",
+      scratchOffset, ValueRange{i64(0)});
 }
 
 Value KernelEmitter::product(ArrayRef<Dim> ds, size_t begin, size_t end) {

@@ -1,4 +1,4 @@
-//===- LoweringUtils.h - shared state of hyc-cpu-lower-to-kernel -*- C++ -*-===//
+//===- LoweringUtils.h - shared parts of the kernel lowering ----*- C++ -*-===//
 //
 // What every per-family lowering of hyc-cpu-lower-to-kernel shares: the
 // KernelEmitter (where each tensor lives, its run-time dims, constants and
@@ -131,11 +131,11 @@ private:
   };
 
   template <typename OpTy, typename Fn> void addOne(Fn lower) {
-    entries[OpTy::getOperationName()] = Entry{
-        [](Operation *op) { return mlir::isa<OpTy>(op); },
-        [lower](Operation *op, KernelEmitter &e) -> LogicalResult {
-          return lower(mlir::cast<OpTy>(op), e);
-        }};
+    entries[OpTy::getOperationName()] =
+        Entry{[](Operation *op) { return mlir::isa<OpTy>(op); },
+              [lower](Operation *op, KernelEmitter &e) -> LogicalResult {
+                return lower(mlir::cast<OpTy>(op), e);
+              }};
   }
 
   llvm::StringMap<Entry> entries;

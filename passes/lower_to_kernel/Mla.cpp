@@ -19,8 +19,8 @@ using namespace hyc::lowering;
 /// bf16 rows for the absorbed kernel (hyc-cpu-plan-memory's layout "bf16").
 static bool storesKvBAsBf16(MLAAttentionOp a) {
   auto kvParam = a.getKvB().getDefiningOp<ParamOp>();
-  auto derivation =
-      kvParam ? kvParam->getAttrOfType<StringAttr>("hyc.quantize") : StringAttr();
+  auto derivation = kvParam ? kvParam->getAttrOfType<StringAttr>("hyc.quantize")
+                            : StringAttr();
   return derivation && derivation.getValue() == "bf16";
 }
 

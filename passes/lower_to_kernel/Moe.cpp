@@ -50,8 +50,8 @@ static LogicalResult lowerMoePermute(MoePermuteOp p, KernelEmitter &e) {
   e.call(runsOn(p, "moe") ? "hyrt_cpu_moe_permute" : "hyrt_ref_moe_permute",
          {e.ptrOf(p.getInput()), e.ptrOf(p.getIds()), x[0].value, x[1].value,
           ids[1].value, e.i64(p.getNumExperts()), e.i64(p.getFirstExpert()),
-          gathered ? e.null() : e.ptrOf(p.getResult()),
-          e.ptrOf(p.getOffsets()), e.ptrOf(p.getRows())});
+          gathered ? e.null() : e.ptrOf(p.getResult()), e.ptrOf(p.getOffsets()),
+          e.ptrOf(p.getRows())});
   return success();
 }
 
@@ -61,8 +61,8 @@ static LogicalResult lowerMoeUnpermute(MoeUnpermuteOp u, KernelEmitter &e) {
   auto addends = u.getAddends();
   if (runsOn(u, "moe")) {
     e.call("hyrt_cpu_moe_unpermute_add",
-           {e.ptrOf(u.getInput()), e.ptrOf(u.getRows()), e.ptrOf(u.getWeights()),
-            w[0].value, w[1].value, y[1].value,
+           {e.ptrOf(u.getInput()), e.ptrOf(u.getRows()),
+            e.ptrOf(u.getWeights()), w[0].value, w[1].value, y[1].value,
             addends.size() > 0 ? e.ptrOf(addends[0]) : e.null(),
             addends.size() > 1 ? e.ptrOf(addends[1]) : e.null(),
             e.ptrOf(u.getResult())});
@@ -70,8 +70,9 @@ static LogicalResult lowerMoeUnpermute(MoeUnpermuteOp u, KernelEmitter &e) {
   }
   if (addends.empty()) {
     e.call("hyrt_ref_moe_unpermute",
-           {e.ptrOf(u.getInput()), e.ptrOf(u.getRows()), e.ptrOf(u.getWeights()),
-            w[0].value, w[1].value, y[1].value, e.ptrOf(u.getResult())});
+           {e.ptrOf(u.getInput()), e.ptrOf(u.getRows()),
+            e.ptrOf(u.getWeights()), w[0].value, w[1].value, y[1].value,
+            e.ptrOf(u.getResult())});
     return success();
   }
   e.call("hyrt_ref_moe_unpermute_add",

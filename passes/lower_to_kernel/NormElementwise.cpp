@@ -54,10 +54,9 @@ static LogicalResult lowerSiluMul(SiluMulOp s, KernelEmitter &e) {
     return success(); // computed by the quantization's kernel
   auto d = e.dims(s.getResult());
   if (runsOn(s, "silu_mul"))
-    e.call("hyrt_cpu_silu_mul",
-           {e.ptrOf(s.getGate()), e.ptrOf(s.getUp()),
-            e.product(d, 0, d.size() - 1), d.back().value,
-            e.ptrOf(s.getResult())});
+    e.call("hyrt_cpu_silu_mul", {e.ptrOf(s.getGate()), e.ptrOf(s.getUp()),
+                                 e.product(d, 0, d.size() - 1), d.back().value,
+                                 e.ptrOf(s.getResult())});
   else
     e.call("hyrt_ref_silu_mul",
            {e.ptrOf(s.getGate()), e.ptrOf(s.getUp()), e.product(d, 0, d.size()),

@@ -41,8 +41,9 @@ static Value ropeTable(RopeOp op, KernelEmitter &e, float &mscale) {
   mscale = table.mscale;
   OpBuilder &b = e.builder();
   int64_t n = table.inv_freq.size();
-  auto values = DenseElementsAttr::get(
-      RankedTensorType::get({n}, b.getF32Type()), ArrayRef<float>(table.inv_freq));
+  auto values =
+      DenseElementsAttr::get(RankedTensorType::get({n}, b.getF32Type()),
+                             ArrayRef<float>(table.inv_freq));
   return kernel::ConstantTableOp::create(
       b, e.getLoc(), MemRefType::get({n}, b.getF32Type()), values);
 }
