@@ -82,8 +82,7 @@ int reportRefusedOptions(const OptionError &refused) {
   return refused.exitCode;
 }
 
-bool writeFile(const std::string &path, const std::string &data,
-               std::string &error) {
+bool writeFile(const std::string &path, const std::string &data, std::string &error) {
   if (path == "-") {
     std::fwrite(data.data(), 1, data.size(), stdout);
     return true;
@@ -124,8 +123,7 @@ bool regularOrMissing(const std::string &path, std::string &error) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode))
     return true;
-  error = path + ": is " + io::non_regular_kind(st.st_mode) +
-          ", expected a regular file";
+  error = path + ": is " + io::non_regular_kind(st.st_mode) + ", expected a regular file";
   return false;
 }
 
@@ -140,7 +138,8 @@ bool resolveVariants(const CompileOptions &options, std::vector<IsaVariant> &var
   if (!parseTargets(options.target, options.quant, variants, error))
     return false;
   if (variants.size() > 1 && !options.emitsArtifact()) {
-    std::fprintf(stderr, "hyc compile: note: --emit=%s shows one variant: %s, the best "
+    std::fprintf(stderr,
+                 "hyc compile: note: --emit=%s shows one variant: %s, the best "
                  "of --target %s (name one variant to see another)\n",
                  options.emit.c_str(), variants.back().name.c_str(),
                  options.target.c_str());
@@ -149,7 +148,8 @@ bool resolveVariants(const CompileOptions &options, std::vector<IsaVariant> &var
   const bool kernels = variants.front().name != "reference";
   if (options.bf16Activations && (kernels || options.quant != "bf16")) {
     error = "--bf16-activations applies to --target=reference --quant=bf16 only (got "
-            "--target=" + options.target + " --quant=" + options.quant + ")";
+            "--target=" +
+            options.target + " --quant=" + options.quant + ")";
     return false;
   }
   return true;
@@ -203,7 +203,8 @@ int compileEveryRank(int argc, char **argv, const CompileOptions &options) {
     if (int rc = runCompileCommand(int(rankArgs.size()), rankArgv.data()); rc != 0)
       return rc;
   }
-  std::fprintf(stderr, "hyc compile: wrote %s: %lld tensor-parallel ranks (rank 0 here, "
+  std::fprintf(stderr,
+               "hyc compile: wrote %s: %lld tensor-parallel ranks (rank 0 here, "
                "ranks 1..%lld in %s/ranks/)\n",
                output.c_str(), static_cast<long long>(options.tp),
                static_cast<long long>(options.tp - 1), output.c_str());
@@ -317,7 +318,7 @@ struct ArtifactPlan {
   std::vector<PlannedWeight> weights;
   std::map<std::string, int64_t> weightIndex; ///< "name|layout|dims" -> weights
   ArtifactInfo info;
-  std::vector<PendingLink> links; ///< per variant, in variant order
+  std::vector<PendingLink> links;        ///< per variant, in variant order
   std::vector<SmoothGroup> smoothGroups; ///< with --calibration
 };
 
@@ -496,7 +497,8 @@ void planVariantWeights(ArtifactPlan &plan, mlir::ModuleOp module, VariantInfo &
   auto types = module->getAttrOfType<mlir::ArrayAttr>("hyc.weight_types");
   auto layouts = module->getAttrOfType<mlir::ArrayAttr>("hyc.weight_layouts");
   for (auto [n, t, l] : llvm::zip(names, types, layouts)) {
-    auto type = llvm::cast<mlir::RankedTensorType>(llvm::cast<mlir::TypeAttr>(t).getValue());
+    auto type =
+        llvm::cast<mlir::RankedTensorType>(llvm::cast<mlir::TypeAttr>(t).getValue());
     PlannedWeight w{llvm::cast<mlir::StringAttr>(n).str(),
                     std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                     llvm::cast<mlir::StringAttr>(l).str()};
@@ -512,8 +514,8 @@ void planVariantWeights(ArtifactPlan &plan, mlir::ModuleOp module, VariantInfo &
 
 /// Adds a lowered variant to the artifact: its objects, its weight table,
 /// and its KV cache type, which every variant shares with the first.
-bool addVariantToArtifact(Compilation &c, const IsaVariant &variant, mlir::ModuleOp module,
-                          std::string &error) {
+bool addVariantToArtifact(Compilation &c, const IsaVariant &variant,
+                          mlir::ModuleOp module, std::string &error) {
   VariantInfo out;
   out.name = variant.name;
   if (!writeVariantObjects(c, variant, module, out, error))
@@ -554,7 +556,8 @@ bool linkVariants(const std::string &output, const std::vector<PendingLink> &lin
   std::stringstream text;
   text << in.rdbuf();
   hyrt::Manifest manifest;
-  if (hyrt::Status st = hyrt::parse_manifest(text.str(), manifestPath, &manifest); !st.ok()) {
+  if (hyrt::Status st = hyrt::parse_manifest(text.str(), manifestPath, &manifest);
+      !st.ok()) {
     error = "internal error: " + st.message();
     return false;
   }
@@ -633,7 +636,8 @@ int runCompileCommand(int argc, char **argv) {
   if (options.printIrAfterAll)
     ctx.disableMultithreading();
 
-  Compilation c{options, ctx, model, calibration, variants, pipelineOptionsFor(options),
+  Compilation c{options,       ctx,      model,
+                calibration,   variants, pipelineOptionsFor(options),
                 ArtifactPlan()};
   for (const IsaVariant &variant : variants) {
     mlir::OwningOpRef<mlir::ModuleOp> module =

@@ -34,9 +34,8 @@ OptionSpec flag(const char *name, bool CompileOptions::*field, const char *help)
   return s;
 }
 
-OptionSpec text(const char *name, const char *metavar,
-                std::string CompileOptions::*field, const char *defaultValue,
-                const char *help) {
+OptionSpec text(const char *name, const char *metavar, std::string CompileOptions::*field,
+                const char *defaultValue, const char *help) {
   OptionSpec s{name, OptionKind::Text, field, metavar, help};
   s.defaultValue = defaultValue;
   return s;
@@ -57,9 +56,8 @@ OptionSpec choice(const char *name, const char *metavar,
   return s;
 }
 
-OptionSpec integer(const char *name, const char *metavar,
-                   int64_t CompileOptions::*field, int64_t min, int64_t max,
-                   const char *defaultValue, const char *help) {
+OptionSpec integer(const char *name, const char *metavar, int64_t CompileOptions::*field,
+                   int64_t min, int64_t max, const char *defaultValue, const char *help) {
   OptionSpec s{name, OptionKind::Integer, field, metavar, help};
   s.defaultValue = defaultValue;
   s.min = min;
@@ -82,14 +80,14 @@ void addOutputAndTargetOptions(std::vector<OptionSpec> &t) {
   t.push_back(text("output", "PATH", &O::output, nullptr,
                    "artifact directory (or file for mlir/llvm/obj)"));
   t.back().shortName = "o";
-  t.push_back(text(
-      "target", "NAMES", &O::target, "portable",
-      "ISA variants to embed, comma-separated (the loader runs the best one the "
-      "host supports, HYC_ISA=NAME forces one): portable (avx2, avx512, and "
-      "avx512-bf16 / amx where the --quant has kernels for them) | avx2 | avx512 | "
-      "avx512-bf16 | amx | native (this host's best) | a CPU level or name: "
-      "x86-64-v3, x86-64-v4, znver4, sapphirerapids, ... (docs/targets.md) | "
-      "reference (fp32 reference kernels, one variant)"));
+  t.push_back(
+      text("target", "NAMES", &O::target, "portable",
+           "ISA variants to embed, comma-separated (the loader runs the best one the "
+           "host supports, HYC_ISA=NAME forces one): portable (avx2, avx512, and "
+           "avx512-bf16 / amx where the --quant has kernels for them) | avx2 | avx512 | "
+           "avx512-bf16 | amx | native (this host's best) | a CPU level or name: "
+           "x86-64-v3, x86-64-v4, znver4, sapphirerapids, ... (docs/targets.md) | "
+           "reference (fp32 reference kernels, one variant)"));
 }
 
 void addNumericsOptions(std::vector<OptionSpec> &t) {
@@ -137,13 +135,13 @@ void addPipelineOptions(std::vector<OptionSpec> &t) {
                       {"mlir"},
                       {"llvm"},
                       {"obj"}}));
-  t.push_back(choice(
-      "compile-to", "PHASE", &O::compileTo, "import", "with --emit=mlir:",
-      {{"import", "hyc IR"},
-       {"global", "after the graph passes: quantize policy, fusions"},
-       {"strategy", "every op carries its #hyc_cpu.lowering_config and buffer"},
-       {"kernel", "hyc_kernel microkernel calls"},
-       {"llvm", "LLVM dialect; `lower` is an alias", "lower"}}));
+  t.push_back(
+      choice("compile-to", "PHASE", &O::compileTo, "import", "with --emit=mlir:",
+             {{"import", "hyc IR"},
+              {"global", "after the graph passes: quantize policy, fusions"},
+              {"strategy", "every op carries its #hyc_cpu.lowering_config and buffer"},
+              {"kernel", "hyc_kernel microkernel calls"},
+              {"llvm", "LLVM dialect; `lower` is an alias", "lower"}}));
   t.push_back(list("disable-pass", &O::disabledPasses,
                    "leave out these graph passes (comma-separated: "
                    "hyc-global-absorb-mla, hyc-global-fuse-gate-up-silu, "
@@ -302,8 +300,8 @@ std::string joinChoices(const OptionSpec &spec) {
 
 /// `value` checked against `spec` and stored in `options`; false with
 /// `error` naming the option, what it expects and what it got.
-bool parseValue(const OptionSpec &spec, const std::string &value,
-                CompileOptions &options, ValueError &error) {
+bool parseValue(const OptionSpec &spec, const std::string &value, CompileOptions &options,
+                ValueError &error) {
   const std::string flag = std::string("--") + spec.name;
   switch (spec.kind) {
   case OptionKind::Flag:
@@ -371,18 +369,19 @@ cli::Args argsForTable() {
 }
 
 /// Each table entry's value, given or default, into `options`.
-bool readTableValues(const cli::Args &args, CompileOptions &options,
-                     OptionError &error) {
+bool readTableValues(const cli::Args &args, CompileOptions &options, OptionError &error) {
   for (const OptionSpec &spec : compileOptionTable()) {
-    const bool given = args.has(spec.name) || (spec.shortName && args.has(spec.shortName));
+    const bool given =
+        args.has(spec.name) || (spec.shortName && args.has(spec.shortName));
     if (given)
       options.given.insert(spec.name);
     else if (!spec.defaultValue)
       continue;
     // The short name wins: the per-rank compiles append `-o RANK_DIR`.
     const std::string value =
-        !given ? spec.defaultValue
-               : args.get(spec.shortName ? spec.shortName : spec.name, args.get(spec.name));
+        !given
+            ? spec.defaultValue
+            : args.get(spec.shortName ? spec.shortName : spec.name, args.get(spec.name));
     if (ValueError refused; !parseValue(spec, value, options, refused)) {
       error = {refused.message, refused.exitCode, false};
       return false;
@@ -454,10 +453,12 @@ bool checkOptionCombinations(const CompileOptions &o, std::string &error) {
   const std::string tp = std::to_string(o.tp);
   if (o.quantLmHead == "int8" && o.quant != "w8a8" && o.quant != "w8a8-g128")
     error = "--quant-lm-head int8 needs --quant w8a8 (the head's activations are "
-            "quantized per token like the other W8A8 layers), got --quant " + o.quant;
+            "quantized per token like the other W8A8 layers), got --quant " +
+            o.quant;
   else if (o.calibrationBuild && o.quant != "f32")
     error = "--calibration-build records fp32 activations: it needs --quant f32, got "
-            "--quant " + o.quant;
+            "--quant " +
+            o.quant;
   else if (o.calibrationBuild && o.isGiven("calibration"))
     error = "--calibration-build observes the model as it is: drop --calibration";
   else if (o.isGiven("smooth-alpha") && !o.isGiven("calibration"))
@@ -475,7 +476,8 @@ bool checkOptionCombinations(const CompileOptions &o, std::string &error) {
             "supported yet; compile without one of them";
   else if (o.tp > 1 && o.emit == "exe")
     error = "--emit=exe with --tp: a standalone executable runs one rank; use "
-            "--emit=lib and `hyc run --tp " + tp + "`";
+            "--emit=lib and `hyc run --tp " +
+            tp + "`";
   else if (o.isMlirInput() && o.isGiven("calibration"))
     error = "--calibration smooths a checkpoint's weights; a .mlir input has none";
   else if (o.isMlirInput() && o.emitsArtifact())

@@ -65,18 +65,17 @@ struct OptionChoice {
 };
 
 /// Where an option's value goes in CompileOptions.
-using OptionField =
-    std::variant<bool CompileOptions::*, std::string CompileOptions::*,
-                 int64_t CompileOptions::*, double CompileOptions::*,
-                 std::vector<std::string> CompileOptions::*>;
+using OptionField = std::variant<bool CompileOptions::*, std::string CompileOptions::*,
+                                 int64_t CompileOptions::*, double CompileOptions::*,
+                                 std::vector<std::string> CompileOptions::*>;
 
 /// One `hyc compile` option.
 struct OptionSpec {
-  const char *name;          ///< without the leading "--"
+  const char *name; ///< without the leading "--"
   OptionKind kind;
   OptionField field;
-  const char *metavar = "";  ///< the value's name in --help ("N", "PATH")
-  const char *help = "";     ///< Choice: the text before the list of choices
+  const char *metavar = "";   ///< the value's name in --help ("N", "PATH")
+  const char *help = "";      ///< Choice: the text before the list of choices
   const char *helpAfter = ""; ///< Choice: the text after it
   /// The value when the option is left out; nullptr: none (the field's
   /// zero, which the command reads as "not given").

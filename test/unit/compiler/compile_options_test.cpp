@@ -96,7 +96,8 @@ TEST(CompileOptions, UnknownChoicesAreRefusedListingTheChoices) {
   e = refusal({"--emit", "wat"});
   EXPECT_EQ(e.message, "--emit expects lib|exe|mlir|llvm|obj, got 'wat'");
   e = refusal({"--compile-to", "tiles"});
-  EXPECT_EQ(e.message, "--compile-to expects import|global|strategy|kernel|llvm, got 'tiles'");
+  EXPECT_EQ(e.message,
+            "--compile-to expects import|global|strategy|kernel|llvm, got 'tiles'");
 }
 
 TEST(CompileOptions, MalformedCommandLinesAreUsageErrors) {
@@ -115,10 +116,26 @@ TEST(CompileOptions, MalformedCommandLinesAreUsageErrors) {
 TEST(CompileOptions, FlagsParseIntoTheOptions) {
   CompileOptions o;
   OptionError error;
-  ASSERT_TRUE(parse({"m.gguf", "-o", "out.hyc", "--target", "avx512,amx", "--quant=w8a8",
-                     "--quant-lm-head", "int8", "--keep-bf16", "q_proj, k_proj",
-                     "--emit=mlir", "--compile-to", "lower", "--threads", "8",
-                     "--max-seq-len", "128", "--kv-cache", "int8", "--print-schedule",
+  ASSERT_TRUE(parse({"m.gguf",
+                     "-o",
+                     "out.hyc",
+                     "--target",
+                     "avx512,amx",
+                     "--quant=w8a8",
+                     "--quant-lm-head",
+                     "int8",
+                     "--keep-bf16",
+                     "q_proj, k_proj",
+                     "--emit=mlir",
+                     "--compile-to",
+                     "lower",
+                     "--threads",
+                     "8",
+                     "--max-seq-len",
+                     "128",
+                     "--kv-cache",
+                     "int8",
+                     "--print-schedule",
                      "--disable-pass=hyc-global-fuse-residual-norm"},
                     o, error))
       << error.message;
@@ -160,8 +177,8 @@ TEST(CompileOptions, CombinationsTheTableCannotCheck) {
             "tensor-parallel ranks)");
   EXPECT_EQ(refusal({"--smooth-alpha", "0.3"}).message,
             "--smooth-alpha needs --calibration FILE");
-  EXPECT_NE(refusal({"--quant-lm-head", "int8"}).message.find(
-                "--quant-lm-head int8 needs --quant w8a8"),
+  EXPECT_NE(refusal({"--quant-lm-head", "int8"})
+                .message.find("--quant-lm-head int8 needs --quant w8a8"),
             std::string::npos);
   CompileOptions o;
   OptionError e;
