@@ -1,7 +1,10 @@
 //===- Args.cpp - small command-line parser -------------------------------===//
 #include "compiler/Args.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 namespace hyc::cli {
 
@@ -67,14 +70,44 @@ bool Args::getInt(const std::string &flag, int64_t fallback, int64_t &out,
     out = fallback;
     return true;
   }
-  char *end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end != '\0') {
+  if (!parseInteger(it->second, out)) {
     error = "flag --" + flag + " expects an integer, got '" + it->second + "'";
     return false;
   }
+  return true;
+}
+
+bool parseInteger(const std::string &text, int64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    return false;
   out = v;
   return true;
+}
+
+bool parseReal(const std::string &text, double &out) {
+  char *end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    return false;
+  out = v;
+  return true;
+}
+
+std::vector<std::string> splitCommaList(const std::string &text) {
+  const char *space = " \t\n\v\f\r";
+  std::vector<std::string> names;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    const size_t first = item.find_first_not_of(space);
+    if (first != std::string::npos)
+      names.push_back(item.substr(first, item.find_last_not_of(space) - first + 1));
+  }
+  return names;
 }
 
 } // namespace hyc::cli

@@ -40,6 +40,14 @@ private:
   std::vector<std::string> positional;
 };
 
+/// A whole string as a base-10 integer; false when it is not one (or does
+/// not fit in int64_t).
+bool parseInteger(const std::string &text, int64_t &out);
+/// A whole string as a finite number; false when it is not one.
+bool parseReal(const std::string &text, double &out);
+/// The trimmed, non-empty names of a comma-separated list ("a, b,,c").
+std::vector<std::string> splitCommaList(const std::string &text);
+
 } // namespace hyc::cli
 
 #endif // HYC_COMPILER_ARGS_H
