@@ -1,5 +1,5 @@
-// Greedy and seeded stochastic sampling (see hyrt/sampler.h).
-#include "hyrt/sampler.h"
+// Greedy and seeded stochastic sampling (see hyrt/engine/sampler.h).
+#include "hyrt/engine/sampler.h"
 
 #include <algorithm>
 #include <cmath>
