@@ -7,6 +7,14 @@
 
 namespace hyrt::serve {
 
+void HttpServer::reply_error(httplib::Response &res, const std::string &endpoint,
+                             const serve::ApiError &e) {
+  res.status = e.status;
+  res.set_content(e.body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+  metrics_.count_response(endpoint, e.status);
+}
+
 using nlohmann::json;
 
 bool HttpServer::authorized(const httplib::Request &req, httplib::Response &res,
@@ -242,5 +250,6 @@ void HttpServer::install(httplib::Server &http) {
     }
     reply_error(res, "other", e);
   });
+}
 
 } // namespace hyrt::serve

@@ -99,11 +99,7 @@ public:
 
 private:
   void reply_error(httplib::Response &res, const std::string &endpoint,
-                   const serve::ApiError &e) {
-    res.status = e.status;
-    res.set_content(e.body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
-    metrics_.count_response(endpoint, e.status);
-  }
+                   const serve::ApiError &e);
   bool authorized(const httplib::Request &req, httplib::Response &res,
                   const std::string &endpoint);
   void generate(const httplib::Request &req, httplib::Response &res,
