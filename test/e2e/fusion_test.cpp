@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 #include <sstream>
 #include <sys/stat.h>
 #include <utility>
@@ -24,6 +25,11 @@ namespace {
 struct FusionCase {
   std::string model, pass, target, quant = "f32";
 };
+
+/// gtest prints a failing case by name instead of its bytes.
+void PrintTo(const FusionCase &c, std::ostream *os) {
+  *os << c.model << " " << c.pass << " " << c.target << " " << c.quant;
+}
 
 /// Compile flags of a case: target, quantization, bounds.
 std::vector<std::string> caseFlags(const FusionCase &c) {
