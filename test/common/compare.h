@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -39,6 +40,69 @@ inline float maxAbsDiff(const std::vector<float> &a,
     return std::numeric_limits<float>::infinity();
   }
   return maxAbsDiff(a.data(), b.data(), a.size());
+}
+
+/// Largest |a[i]|. A non-finite value fails as in maxAbsDiff and returns
+/// +infinity.
+inline float maxAbs(const float *a, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i])) {
+      ADD_FAILURE() << "non-finite value at index " << i << ": " << a[i];
+      return std::numeric_limits<float>::infinity();
+    }
+    m = std::max(m, std::fabs(a[i]));
+  }
+  return m;
+}
+
+/// Two runs of one computation that may differ only in fp32 reduction order
+/// (ranks of a tensor-parallel group, say): their largest difference and the
+/// size of the values it is relative to, for `EXPECT_LE(worst, r * scale)`.
+struct GapWithScale {
+  float worst = std::numeric_limits<float>::infinity(); ///< max |a[i] - b[i]|
+  float scale = 0;                                      ///< max |a[i]|
+};
+
+/// The gap of b from a. Empty or mismatched inputs, or a NaN or Inf in
+/// either, record a failure and leave worst = +infinity and scale = 0, so
+/// that both `EXPECT_GT(scale, ..)` and `EXPECT_LE(worst, r * scale)` fail.
+inline GapWithScale gapWithScale(const std::vector<float> &a,
+                                 const std::vector<float> &b) {
+  GapWithScale g;
+  if (a.empty()) {
+    ADD_FAILURE() << "gapWithScale: no values to compare";
+    return g;
+  }
+  const float worst = maxAbsDiff(a, b);
+  if (!std::isfinite(worst))
+    return g;
+  g.worst = worst;
+  g.scale = maxAbs(a.data(), a.size());
+  return g;
+}
+
+/// Largest excess of |got[i] - want[i]| over atol + rtol |want[i]|: <= 0
+/// when every element is within the tolerance. Non-finite values or a size
+/// mismatch record a failure and return +infinity.
+inline double maxExcess(const std::vector<float> &want,
+                        const std::vector<float> &got, double atol,
+                        double rtol) {
+  if (want.size() != got.size()) {
+    ADD_FAILURE() << "size mismatch: " << want.size() << " vs " << got.size();
+    return std::numeric_limits<double>::infinity();
+  }
+  double worst = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(want[i]) || !std::isfinite(got[i])) {
+      ADD_FAILURE() << "non-finite value at index " << i << ": " << want[i]
+                    << " vs " << got[i];
+      return std::numeric_limits<double>::infinity();
+    }
+    worst = std::max(worst, std::fabs(double(want[i]) - got[i]) -
+                                (atol + rtol * std::fabs(double(want[i]))));
+  }
+  return worst;
 }
 
 /// How many of the rows (of `width` values) of a and b agree to `tol`.

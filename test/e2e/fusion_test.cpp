@@ -1,7 +1,9 @@
 // Every graph fusion against the same model compiled with that fusion left
-// out (--disable-pass): where the fused kernel does the same arithmetic the
-// logits must be bit-identical, on the reference and on the kernel targets,
-// whole-sequence and incremental.
+// out (--disable-pass): the fusion must fire (the fused model makes fewer
+// calls of the kernels it merges, counted in the strategy-phase IR), and
+// where the fused kernel does the same arithmetic the logits must be
+// bit-identical, on the reference and on the kernel targets, whole-sequence
+// and incremental.
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
@@ -11,7 +13,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <ostream>
+#include <sstream>
 #include <sys/stat.h>
+#include <utility>
 
 namespace hyc::e2e {
 namespace {
@@ -19,6 +25,11 @@ namespace {
 struct FusionCase {
   std::string model, pass, target, quant = "f32";
 };
+
+/// gtest prints a failing case by name instead of its bytes.
+void PrintTo(const FusionCase &c, std::ostream *os) {
+  *os << c.model << " " << c.pass << " " << c.target << " " << c.quant;
+}
 
 /// Compile flags of a case: target, quantization, bounds.
 std::vector<std::string> caseFlags(const FusionCase &c) {
@@ -48,31 +59,107 @@ std::string fusionCaseName(const ::testing::TestParamInfo<FusionCase> &info) {
   return n;
 }
 
-/// The fused and the unfused artifact of the case's model (the fusion left
-/// out with --disable-pass), and the model's 33-token input.
+/// The compute ops of the case's model after the strategy phase (`hyc
+/// compile --emit mlir --compile-to strategy`), one line each: every one of
+/// them becomes one kernel call per step of its entry.
+std::string strategyIr(const std::string &dir, const std::vector<std::string> &flags) {
+  static int n = 0;
+  const std::string out = tempDir() + "/strategy" + std::to_string(n++) + ".mlir";
+  std::vector<std::string> args = {"compile", dir, "-o", out, "--emit", "mlir",
+                                   "--compile-to", "strategy"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  CommandResult r = runHyc(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return readFile(out);
+}
+
+/// Ops `name` (e.g. "hyc.add") in `ir`, over every entry: lines that define
+/// results with it, containing `with` and not `without` when those are given.
+int64_t callsOf(const std::string &ir, const std::string &name, const std::string &with = "",
+                const std::string &without = "") {
+  int64_t n = 0;
+  std::istringstream lines(ir);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("= " + name + " ");
+    if (at == std::string::npos || (!with.empty() && line.find(with) == std::string::npos) ||
+        (!without.empty() && line.find(without) != std::string::npos))
+      continue;
+    ++n;
+  }
+  return n;
+}
+
+/// The calls a fusion removes, by kind: what would still be there, as many
+/// as without the fusion, if its pass did nothing.
+std::vector<std::pair<std::string, int64_t>> fusedKindCalls(const std::string &pass,
+                                                           const std::string &ir) {
+  if (pass == "hyc-global-fuse-residual-norm" || pass == "hyc-global-fuse-moe-combine")
+    // The residual (or shared experts') add folded into the norm (or the
+    // unpermute combine).
+    return {{"hyc.add", callsOf(ir, "hyc.add")}};
+  if (pass == "hyc-global-fuse-gate-up-silu")
+    // gate and up GEMMs become one, the SiLU-multiply its epilogue.
+    return {{"hyc.silu_mul", callsOf(ir, "hyc.silu_mul")},
+            {"GEMMs", callsOf(ir, "hyc.quant.matmul") + callsOf(ir, "hyc.moe.grouped_matmul")}};
+  if (pass == "hyc-global-fuse-activation-quant")
+    // Per-token quantizations: each quantize op, plus each W8A8 GEMM that
+    // quantizes its own fp32 input (no input_scale).
+    return {{"activation quantizations",
+             callsOf(ir, "hyc.quant.quantize") +
+                 callsOf(ir, "hyc.quant.matmul", "w8a8", "input_scale(")}};
+  if (pass == "hyc-global-fuse-kv-append-into-attention")
+    return {{"hyc.kv_cache.append", callsOf(ir, "hyc.kv_cache.append")}};
+  ADD_FAILURE() << "no kernel kinds known for fusion " << pass;
+  return {};
+}
+
+/// The fused and the unfused model of a case (the fusion left out with
+/// --disable-pass), and the model's 33-token input.
 class Fusion : public ::testing::TestWithParam<FusionCase> {
 protected:
   void SetUp() override {
-    const FusionCase &c = GetParam();
-    std::string dir = sharedDir() + "/golden/" + c.model;
+    dir = sharedDir() + "/golden/" + GetParam().model;
     struct stat st;
     if (stat(dir.c_str(), &st) != 0)
       GTEST_SKIP() << dir << " is absent";
-    if (std::string why; !hostRuns(c, why))
-      GTEST_SKIP() << why;
-    std::vector<std::string> flags = caseFlags(c), unfusedFlags = flags;
-    unfusedFlags.insert(unfusedFlags.end(), {"--disable-pass", c.pass});
+    flags = caseFlags(GetParam());
+    unfusedFlags = flags;
+    unfusedFlags.insert(unfusedFlags.end(), {"--disable-pass", GetParam().pass});
+  }
+
+  /// Compiles and loads both artifacts (the caller has checked hostRuns).
+  void loadBoth() {
     fused = loadModel(compileOnce(dir, flags));
     unfused = loadModel(compileOnce(dir, unfusedFlags));
-    ASSERT_TRUE(fused.engine && unfused.engine);
     tokens = goldenTokens(dir, "33");
   }
 
+  std::string dir;
+  std::vector<std::string> flags, unfusedFlags;
   LoadedModel fused, unfused;
   std::vector<int32_t> tokens;
 };
 
+// Compiles only (to the strategy phase), so it runs on every host.
+TEST_P(Fusion, FusedModelMakesFewerCallsOfTheFusedKinds) {
+  const auto withFusion = fusedKindCalls(GetParam().pass, strategyIr(dir, flags));
+  const auto without = fusedKindCalls(GetParam().pass, strategyIr(dir, unfusedFlags));
+  ASSERT_EQ(withFusion.size(), without.size());
+  ASSERT_FALSE(withFusion.empty());
+  for (size_t i = 0; i < withFusion.size(); ++i) {
+    std::printf("%s %s: %s, fused %lld, unfused %lld\n", GetParam().model.c_str(),
+                GetParam().pass.c_str(), withFusion[i].first.c_str(),
+                (long long)withFusion[i].second, (long long)without[i].second);
+    EXPECT_LT(withFusion[i].second, without[i].second)
+        << withFusion[i].first << ": " << GetParam().pass << " fused nothing";
+  }
+}
+
 TEST_P(Fusion, FusedEqualsUnfusedBitForBit) {
+  if (std::string why; !hostRuns(GetParam(), why))
+    GTEST_SKIP() << why;
+  loadBoth();
+  ASSERT_TRUE(fused.engine && unfused.engine);
   EXPECT_EQ(maxAbsDiff(wholeSequenceLogits(*fused.engine, tokens),
                        wholeSequenceLogits(*unfused.engine, tokens)),
             0.0f);
@@ -105,6 +192,10 @@ std::vector<float> batchedDecode(hyrt::Engine &engine, const std::vector<int32_t
 }
 
 TEST_P(Fusion, BatchedDecodeFusedEqualsUnfused) {
+  if (std::string why; !hostRuns(GetParam(), why))
+    GTEST_SKIP() << why;
+  loadBoth();
+  ASSERT_TRUE(fused.engine && unfused.engine);
   std::vector<float> x = batchedDecode(*fused.engine, tokens),
                      y = batchedDecode(*unfused.engine, tokens);
   ASSERT_FALSE(x.empty());

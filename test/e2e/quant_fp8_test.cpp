@@ -136,14 +136,6 @@ TEST(Fp8Checkpoint, KernelArtifactStoresOneBytePerWeight) {
   EXPECT_LE(size + fp8Weights - (fp8Bytes - fp8Weights), bf16Size);
 }
 
-double maxRelExcess(const std::vector<float> &want, const std::vector<float> &got) {
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, std::fabs(double(want[i]) - got[i]) -
-                                (1e-2 + 1e-2 * std::fabs(double(want[i]))));
-  return worst;
-}
-
 // The reference target's fp8 GEMM is the fp32 GEMM of the dequantized
 // weights (identical logits); every kernel variant this host runs stays
 // within the DESIGN.md bf16 tolerance (atol = rtol = 1e-2) of it, prefill
@@ -171,7 +163,7 @@ TEST(Fp8Checkpoint, EveryVariantMatchesTheFp32Dequantization) {
     ASSERT_EQ(got.size(), want.size());
     std::printf("fp8 %s vs fp32 dequantization: max abs diff %.3g\n", isa.c_str(),
                 maxAbsDiff(got, want));
-    EXPECT_LE(maxRelExcess(want, got), 0.0) << isa;
+    EXPECT_LE(hyc::test::maxExcess(want, got, 1e-2, 1e-2), 0.0) << isa;
   }
   EXPECT_FALSE(split.run.empty());
 
@@ -182,7 +174,7 @@ TEST(Fp8Checkpoint, EveryVariantMatchesTheFp32Dequantization) {
             0);
   const std::vector<float> far =
       teacherForced(compileOnce(other, refFlags), "reference", t);
-  EXPECT_GT(maxRelExcess(want, far), 0.0) << "the tolerance cannot tell two models apart";
+  EXPECT_GT(hyc::test::maxExcess(want, far, 1e-2, 1e-2), 0.0) << "the tolerance cannot tell two models apart";
 }
 
 } // namespace

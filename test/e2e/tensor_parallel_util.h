@@ -3,6 +3,7 @@
 #ifndef HYC_TEST_E2E_TENSOR_PARALLEL_UTIL_H
 #define HYC_TEST_E2E_TENSOR_PARALLEL_UTIL_H
 
+#include "test/common/compare.h"
 #include "test/e2e/e2e_util.h"
 
 #include "hyrt/cli/npy.h"
@@ -55,19 +56,10 @@ inline std::string synth(const std::string &arch, const std::string &preset, int
 
 /// The largest |a - b| over two runs' logits, and the largest |a|: ranks
 /// must agree to fp32 reduction order (tensor_parallel_test explains the
-/// bound, 1e-4 of the scale).
-struct LogitGap {
-  float worst = 0, scale = 0;
-};
+/// bound, 1e-4 of the scale). A NaN or Inf in either run fails.
+using LogitGap = hyc::test::GapWithScale;
 inline LogitGap logitGap(const Generated &a, const Generated &b) {
-  LogitGap g;
-  EXPECT_EQ(a.logits.data.size(), b.logits.data.size());
-  EXPECT_FALSE(a.logits.data.empty());
-  for (size_t i = 0; i < a.logits.data.size() && i < b.logits.data.size(); ++i) {
-    g.scale = std::max(g.scale, std::fabs(a.logits.data[i]));
-    g.worst = std::max(g.worst, std::fabs(a.logits.data[i] - b.logits.data[i]));
-  }
-  return g;
+  return hyc::test::gapWithScale(a.logits.data, b.logits.data);
 }
 
 /// stdout of a shell command and its exit status.

@@ -118,9 +118,15 @@ TEST(Gemm, Avx2F32ActivationsBf16Weights) {
   run_float(Isa::avx2, DataType::f32, 1, 1024, DataType::bf16);
 }
 
-// W8A8 through the driver: exact against the quantized reference (in the
-// kernel's dequantization order) and close to the float product.
+// W8A8 through the driver, every output against two derived bounds: the
+// quantized reference in the kernel's dequantization order (the same int8
+// values, an exact int32 sum, then convert, * w_scale, * a_scale, + bias;
+// only contraction or reassociation by the compiler can differ: within
+// 6 u (|P| + |bias|), P = acc * ws * as, u = 2^-24), and the float product
+// it approximates (each operand within half a step, widened by 2^-14 for
+// the fp32 rounding of x / scale).
 void run_int8(Isa isa) {
+  constexpr double u = 0x1p-24, halfStep = 0.5 + 0x1p-14;
   const int64_t m = 33;
   Inputs in(m);
   std::vector<int8_t> wq(kN * kK);
@@ -148,22 +154,25 @@ void run_int8(Isa isa) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < kN; ++j) {
       int64_t acc = 0;
-      double exact = in.bias[j], bound = 1e-4;
+      double exact = in.bias[j], quantError = 0, products = 0;
+      const double ea = as[i] * halfStep, ew = ws[j] * halfStep;
       for (int64_t k = 0; k < kK; ++k) {
         acc += (int64_t(aq[i * kK + k]) - 128) * wq[j * kK + k];
         const double x = in.a[i * kK + k], y = in.w[j * kK + k];
         exact += x * y;
-        // Rounding moves x by at most as/2 and y by at most ws/2.
-        bound += std::fabs(x) * ws[j] / 2 + std::fabs(y) * as[i] / 2 +
-                 as[i] * ws[j] / 4;
+        products += std::fabs(x * y);
+        quantError += std::fabs(x) * ew + std::fabs(y) * ea + ea * ew;
       }
+      const double rescale =
+          6 * u * (std::fabs(double(acc) * ws[j] * as[i]) + std::fabs(in.bias[j])) + 1e-37;
       float want = float(acc);
       want *= ws[j];
       want *= as[i];
       want += in.bias[j];
-      ASSERT_NEAR(c[i * ldc + j], want, 1e-6 * (std::fabs(want) + 1));
+      ASSERT_NEAR(c[i * ldc + j], want, rescale) << i << "," << j;
       // And W8A8 stays close to the float product it approximates.
-      ASSERT_NEAR(c[i * ldc + j], exact, bound) << i << "," << j;
+      ASSERT_NEAR(c[i * ldc + j], exact, quantError + rescale + 0x1p-40 * products)
+          << i << "," << j;
     }
 }
 

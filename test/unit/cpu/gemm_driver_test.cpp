@@ -3,6 +3,7 @@
 // compiler embeds), checked against a double-precision GEMM.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/gemm_layout.h"
+#include "hyrt/reference.h"
 
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
@@ -96,21 +97,32 @@ TEST_P(CpuGemmDriver, F32MatchesReference) {
   }
 }
 
+// Every output against two bounds derived from the data, not observed:
+//  - the reference of the same quantization (hyrt_ref_quantize_rows rounds
+//    x * (1 / scale) to nearest even and clamps to +-127 with scale =
+//    max|x| / 127, as the drivers' quantizer does, so both multiply the
+//    same int8 values and their int32 sums are exact). The kernel rescales
+//    in fp32 (convert, * w_scale, * a_scale, + bias: at most 4.1 u of |P|
+//    plus u of |bias|, P = acc * sa * sw, u = 2^-24), the reference in double
+//    rounded once (u of |P + bias|): |kernel - reference| <= 6 u (|P| + |b|).
+//  - the float product it approximates: x - xq and w - wq are at most half
+//    a step (sa / 2, sw / 2, widened by 2^-14 for the fp32 rounding of
+//    x * (1 / scale) before it is rounded to an integer), so each product
+//    moves by <= |x| ew + |w| ea + ea ew, plus the rescaling error above.
 TEST_P(CpuGemmDriver, W8A8MatchesQuantizedReference) {
+  constexpr double u = 0x1p-24, halfStep = 0.5 + 0x1p-14;
   for (const Case &c : kCases) {
     auto x = randomVec(c.M * c.K, 4), w = randomVec(c.N * c.K, 5), bias = randomVec(c.N, 6);
     // Per-channel symmetric weights, as the artifact writer makes them.
     std::vector<int8_t> q(c.N * c.K);
-    std::vector<float> ws(c.N), wq(c.N * c.K);
+    std::vector<float> ws(c.N);
     for (int64_t n = 0; n < c.N; ++n) {
       float amax = 0;
       for (int64_t k = 0; k < c.K; ++k)
         amax = std::max(amax, std::fabs(w[n * c.K + k]));
       ws[n] = amax / 127.0f;
-      for (int64_t k = 0; k < c.K; ++k) {
+      for (int64_t k = 0; k < c.K; ++k)
         q[n * c.K + k] = int8_t(std::nearbyint(w[n * c.K + k] / ws[n]));
-        wq[n * c.K + k] = q[n * c.K + k] * ws[n];
-      }
     }
     auto kernel = kernelFor(int8(), DataType::u8, DataType::s8, int(c.K));
     PackedB p = pack_b_s8(q.data(), c.N, c.K, c.K);
@@ -120,14 +132,32 @@ TEST_P(CpuGemmDriver, W8A8MatchesQuantizedReference) {
                        out.data(), scratch.data(),
                        reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
                        kernel->desc().m_max, kMinMacs);
-    // Against the dequantized weights: the remaining error is the per-token
-    // activation rounding, at most half a step of max|x| / 127 per element.
-    auto want = refGemm(x, wq, bias, c);
+    std::vector<float> ref(c.M * c.N), as(c.M);
+    hyrt_ref_matmul_w8a8(x.data(), q.data(), ws.data(), bias.data(), c.M, c.N, c.K, ref.data());
+    std::vector<int8_t> qa(c.M * c.K);
+    hyrt_ref_quantize_rows(x.data(), c.M, c.K, qa.data(), as.data());
+    auto exact = refGemm(x, w, bias, c);
     for (int64_t m = 0; m < c.M; ++m)
       for (int64_t n = 0; n < c.N; ++n) {
-        double bound = 0.5 / 127.0 * c.K * ws[n] * 127.0 * 1.01;
-        ASSERT_NEAR(out[m * c.N + n], want[m * c.N + n], bound)
-            << c.M << "x" << c.N << "x" << c.K << " at " << m << "," << n;
+        int64_t acc = 0;
+        double quantError = 0, products = 0;
+        const double ea = as[m] * halfStep, ew = ws[n] * halfStep;
+        for (int64_t k = 0; k < c.K; ++k) {
+          const double a = x[m * c.K + k], b = w[n * c.K + k];
+          acc += int64_t(qa[m * c.K + k]) * q[n * c.K + k];
+          quantError += std::fabs(a) * ew + std::fabs(b) * ea + ea * ew;
+          products += std::fabs(a * b);
+        }
+        const double rescale =
+            6 * u * (std::fabs(double(acc) * as[m] * ws[n]) + std::fabs(bias[n])) + 1e-37;
+        const size_t at = size_t(m * c.N + n);
+        ASSERT_LE(std::fabs(double(out[at]) - ref[at]), rescale)
+            << GetParam().name << " " << c.M << "x" << c.N << "x" << c.K << " at " << m << ","
+            << n << ": kernel " << out[at] << ", reference " << ref[at];
+        ASSERT_LE(std::fabs(double(out[at]) - exact[at]),
+                  quantError + rescale + 0x1p-40 * products)
+            << GetParam().name << " " << c.M << "x" << c.N << "x" << c.K << " at " << m << ","
+            << n << ": kernel " << out[at] << ", float product " << exact[at];
       }
   }
 }

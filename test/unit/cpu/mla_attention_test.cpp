@@ -16,6 +16,7 @@
 #include "hyrt/reference.h"
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
+#include "test/common/compare.h"
 
 #include <gtest/gtest.h>
 
@@ -30,16 +31,6 @@ namespace {
 struct Dims {
   int64_t heads, nope, rope, v, rank;
 };
-
-double cosine(const float *a, const float *b, int64_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb);
-}
 
 /// A block table of n entries, entry i = (i * mul + add) mod pages: pages
 /// out of order, so page boundaries are crossed by jumps.
@@ -114,7 +105,7 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
     for (int64_t h = 0; h < m.heads; ++h) {
       const float *g = got.data() + (t * m.heads + h) * m.v,
                   *w = want.data() + (t * m.heads + h) * m.v;
-      ASSERT_GE(cosine(g, w, m.v), 0.999)
+      ASSERT_GE(hyc::test::cosine(g, w, size_t(m.v)), 0.999)
           << what << ": token " << t << " (position " << positions[size_t(t)] << "), head " << h;
       for (int64_t i = 0; i < m.v; ++i)
         ASSERT_NEAR(g[i], w[i], 1e-2) << what << ": token " << t << ", head " << h << ", " << i;
