@@ -10,13 +10,6 @@
 
 namespace hyrt::serve {
 
-void HttpServer::reply_error(httplib::Response &res, const std::string &endpoint,
-                             const serve::ApiError &e) {
-  res.status = e.status;
-  res.set_content(e.body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
-  metrics_.count_response(endpoint, e.status);
-}
-
 using nlohmann::json;
 
 void HttpServer::reply_error(httplib::Response &res,
