@@ -45,7 +45,7 @@ bool readCalibration(const std::string &path, Calibration &out, std::string &err
                               file->size());
   nlohmann::json doc;
   if (std::string e = hyrt::parse_json(text, &doc); !e.empty()) {
-    error = "--calibration " + path + ": " + e;
+    error = "--calibration " + path + ": not a JSON object (" + e + ")";
     return false;
   }
   if (!doc.is_object()) {

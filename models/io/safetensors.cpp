@@ -77,7 +77,7 @@ public:
     json header;
     if (std::string e = hyrt::parse_json(std::string_view(text, headerLen), &header);
         !e.empty())
-      throw HeaderError("JSON header: " + e);
+      throw HeaderError("invalid JSON header: " + e);
     if (!header.is_object())
       throw HeaderError("JSON header is " + std::string(header.type_name()) +
                         ", expected an object");
