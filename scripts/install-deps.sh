@@ -10,7 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev nlohmann-json3-dev libbenchmark-dev
   libicu-dev libxxhash-dev libhwloc-dev
   openmpi-bin
-  libcpp-httplib-dev pkgconf
+  pkgconf
   clang-22 libclang-rt-22-dev
 )
 

@@ -8,8 +8,8 @@
 #include "common.h"
 #include "hyrt/parallel/tensor_parallel.h"
 
-#include <httplib.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <csignal>
@@ -25,7 +25,9 @@ const char kServeUsage[] =
     "usage: hyc serve ART [--host 127.0.0.1] [--port 8000] [--api-key K |\n"
     "                 --api-key-file F] [--max-body-bytes N]\n"
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
-    "                 [--http-threads 64] [--no-mixed-steps]\n"
+    "                 [--http-threads 64] [--max-connections 1024]\n"
+    "                 [--request-timeout 10]\n"
+    "                 [--no-mixed-steps]\n"
     "                 [--no-prefix-cache] [--no-verify] [--tp N]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
@@ -40,7 +42,12 @@ const char kServeUsage[] =
     "name)\n"
     "  --page-size N     KV cache positions per page (default 16)\n"
     "  --kv-pages N      KV cache pages (default: max_seqs x max_seq_len)\n"
-    "  --http-threads N  connections served at once (default 64)\n"
+    "  --http-threads N  requests answered at once (default 64); requests\n"
+    "                    are received for every connection at once\n"
+    "  --max-connections N  connections open at once (default 1024); one\n"
+    "                    more gets a 503\n"
+    "  --request-timeout S  seconds from a request's first byte to its last\n"
+    "                    (default 10); a slower one gets a 408\n"
     "  --no-mixed-steps  prefill and decode in separate engine steps\n"
     "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
     "                    requests with a common prefix)\n"
@@ -89,7 +96,8 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   const std::string command = "hyc serve";
   std::string host = "127.0.0.1", api_key, api_key_file, model_name;
   bool api_key_given = false;
-  int64_t max_body_bytes = 0;
+  int64_t max_body_bytes = 0, max_connections = 1024;
+  double request_timeout = 10;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
   bool no_mixed = false, no_prefix_cache = false, no_verify = false;
   int64_t tp_flag = 0;
@@ -104,6 +112,8 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   parser.add_int("--page-size", &page_size, 1, 1 << 20);
   parser.add_int("--kv-pages", &kv_pages, 1);
   parser.add_int("--http-threads", &http_threads, 1, 4096);
+  parser.add_int("--max-connections", &max_connections, 1, 1 << 20);
+  parser.add_real("--request-timeout", &request_timeout, 0.1, 3600);
   parser.add_switch("--no-mixed-steps", &no_mixed);
   parser.add_switch("--no-prefix-cache", &no_prefix_cache);
   parser.add_switch("--no-verify", &no_verify);
@@ -186,28 +196,38 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   so.prefix_cache = !no_prefix_cache;
   serve::HttpServer server(session.engine.get(), session.artifact.get(),
                            model_name, api_key, so);
-  httplib::Server http;
-  const size_t threads = size_t(http_threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  serve::HttpLimits http_limits;
+  http::ListenerOptions lo;
+  lo.host = host;
+  lo.port = int(port);
+  lo.workers = size_t(http_threads);
+  lo.max_connections = size_t(max_connections);
+  lo.request_seconds = request_timeout;
   // Default: room for a prompt of max_seq_len positions written out as JSON
   // text (64 bytes a position covers escapes and chat framing) plus 1 MiB.
-  http_limits.max_body_bytes =
+  lo.max_body_bytes =
       max_body_bytes > 0
-          ? size_t(max_body_bytes)
-          : (size_t(1) << 20) +
-                64 * size_t(session.artifact->manifest().limits.max_seq_len);
-  server.install(http, http_limits);
-  const int bound = port == 0
-                        ? http.bind_to_any_port(host)
-                        : (http.bind_to_port(host, int(port)) ? int(port) : -1);
-  if (bound < 0)
-    return fail("cannot listen on " + host + ":" + std::to_string(port));
+          ? uint64_t(max_body_bytes)
+          : (uint64_t(1) << 20) +
+                64 * uint64_t(session.artifact->manifest().limits.max_seq_len);
+  http::Listener http(
+      lo, [&](const http::Request &head) { return server.screen(head); },
+      [&](const http::Request &r, http::Responder &res) { server.handle(r, res); },
+      [&](int status, const std::string &message) {
+        return server.error_reply(status, message);
+      });
+  int bound = 0;
+  if (Status s = http.bind(&bound); !s.ok())
+    return fail(s.message());
   server.start();
+  // On SIGINT / SIGTERM: no new request is taken, and the scheduler ends
+  // the ones in flight (cancelled), so their handlers return at once.
+  std::atomic<bool> signalled{false};
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    signalled = true;
     http.stop();
+    server.stop();
   });
   const Manifest &m = session.artifact->manifest();
   out << command << ": listening on http://" << host << ":" << bound
@@ -216,20 +236,15 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
       << m.limits.max_batch_tokens << ", "
       << session.engine->kv_cache().config().num_pages << " KV pages of "
       << page_size << ")" << std::endl;
-  const bool listened = http.listen_after_bind();
-  // listen_after_bind returns after stop(); wake the watcher if it is
-  // still waiting (the listener failed on its own).
-  if (watcher.joinable()) {
-    pthread_kill(watcher.native_handle(), SIGTERM);
-    watcher.join();
-  }
+  http.run(); // returns after stop(), or when polling itself fails
+  if (!signalled)
+    pthread_kill(watcher.native_handle(), SIGTERM); // still in sigwait
+  watcher.join();
   server.stop();
   // The other ranks run no step after this one; then they exit.
   Status stopped = stop_followers(&tp);
   Status ranks =
       finish_ranks(&tp, stopped.ok(), cli::kExitOk, "rank 0 stopped");
-  if (!listened)
-    return cli::runtime_error(err, command, "the listener failed");
   if (!stopped.ok())
     return cli::runtime_error(err, command, stopped.message());
   return ranks.ok() ? cli::kExitOk

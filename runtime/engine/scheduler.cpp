@@ -118,6 +118,9 @@ Status Scheduler::submit(Request request, EventCallback on_event,
                          " KV pages but the pool has only " + str(pool));
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) // nothing would ever step it
+      return Status::Error("the scheduler has stopped (the server is "
+                           "shutting down)");
     a->id = next_id_++;
     *id = a->id;
     inbox_.push_back(std::move(a));

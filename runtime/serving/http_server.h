@@ -1,11 +1,13 @@
-// The HTTP side of `hyc serve`: the OpenAI-compatible routes (cpp-httplib)
-// over one Engine, with a Scheduler doing continuous batching behind them.
-// The command (flags, ranks, signals, listening) is runtime/cli/serve.cpp.
+// The HTTP side of `hyc serve`: the OpenAI-compatible routes over one
+// Engine, with a Scheduler doing continuous batching behind them. The
+// sockets and their bounds are http_listener.h; the command (flags, ranks,
+// signals) is runtime/cli/serve.cpp.
 #pragma once
 
 #include "hyrt/artifact/artifact.h"
 #include "hyrt/engine/engine.h"
 #include "hyrt/engine/scheduler.h"
+#include "http_listener.h"
 #include "metrics.h"
 #include "openai_api.h"
 
@@ -18,14 +20,9 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-} // namespace httplib
 
 namespace hyrt::serve {
 
@@ -65,20 +62,6 @@ struct Pending {
   }
 };
 
-/// What a client may cost the server before it is refused or dropped.
-struct HttpLimits {
-  /// Largest request body; a larger Content-Length is a 413, unread.
-  size_t max_body_bytes = size_t(1) << 20;
-  /// A read or write that makes no progress for this long ends the
-  /// connection.
-  int read_timeout_seconds = 10;
-  int write_timeout_seconds = 10;
-  /// An idle keep-alive connection is closed after this long, and after
-  /// this many requests.
-  int keep_alive_seconds = 5;
-  int keep_alive_max_requests = 100;
-};
-
 /// The routes of one server: /v1/completions, /v1/chat/completions,
 /// /v1/models, /health and /metrics.
 class HttpServer {
@@ -108,16 +91,21 @@ public:
     }
   }
 
-  void install(httplib::Server &http, const HttpLimits &limits);
+  /// The listener's three callbacks: the screen of a request head (the API
+  /// key, before any body is read), the routes, and the error replies of
+  /// the listener itself, all in OpenAI's error format.
+  std::optional<http::Reply> screen(const http::Request &head);
+  void handle(const http::Request &req, http::Responder &res);
+  http::Reply error_reply(int status, const std::string &message);
   void start() { scheduler_.start(); }
   void stop() { scheduler_.stop(); }
 
 private:
-  void reply_error(httplib::Response &res, const std::string &endpoint,
-                   const serve::ApiError &e);
-  bool authorized(const httplib::Request &req, httplib::Response &res,
-                  const std::string &endpoint);
-  void generate(const httplib::Request &req, httplib::Response &res, bool chat);
+  http::Reply error(const std::string &endpoint, const serve::ApiError &e);
+  void generate(const http::Request &req, http::Responder &res, bool chat);
+  void stream(const serve::ParsedRequest &pr, const std::string &rid,
+              const std::shared_ptr<Pending> &pending, http::Responder &res);
+  http::Reply models();
   void record_finish(const Pending &p, const RequestEvent &last);
   nlohmann::json chunk(const serve::ParsedRequest &pr, const std::string &id,
                        const std::string &delta, const nlohmann::json &finish,

@@ -203,6 +203,109 @@ async function hostile(base) {
   console.log(`ok: hostile clients (key before body: 401 in ${noKey.ms} ms, 1 TiB claimed: 413 in ${withKey.ms} ms, 200,000-deep JSON: 400; empty keys refused)`);
 }
 
+/// Reads from `sock` until `done(text)` holds; rejects after `ms`.
+function readUntil(sock, done, ms = 10000) {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const timer = setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(got.slice(0, 300))}`)), ms);
+    const onData = (d) => {
+      got += d;
+      if (done(got)) { clearTimeout(timer); sock.off('data', onData); resolve(got); }
+    };
+    sock.on('data', onData);
+    sock.on('close', () => { clearTimeout(timer); resolve(got); });
+  });
+}
+
+function connectTo(base) {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(port), hostname, () => resolve(s));
+    s.on('error', reject);
+  });
+}
+
+/// 200 clients that each send a request head one line a second hold no
+/// thread: honest requests are answered meanwhile, within twice their
+/// usual latency plus 0.5 s (the slack covers this 2-core host's noise; a
+/// server that gave its threads to the slow clients never answers). On the
+/// old server (64 threads, each held by one slow client) this timed out.
+async function slowClients(base, client) {
+  const honest = { kind: 'completion', prompt: 'Once upon a time', n: 48, stream: false };
+  const timeOne = async () => {
+    const t = Date.now();
+    assert.equal(await ask(client, honest), expected(honest));
+    return Date.now() - t;
+  };
+  await timeOne();
+  const before = Math.min(await timeOne(), await timeOne(), await timeOne());
+  const slow = await Promise.all(Array.from({ length: 200 }, () => connectTo(base)));
+  slow.forEach((s) => { s.on('error', () => {}); s.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n`); });
+  const drip = setInterval(() => slow.forEach((s) => s.write('X-Slow: 1\r\n')), 1000);
+  try {
+    const during = Math.max(await timeOne(), await timeOne(), await timeOne());
+    console.log(`ok: 200 slow clients: honest request ${before} ms alone, at most ${during} ms beside them`);
+    assert.ok(during <= 2 * before + 500, `honest latency ${during} ms vs ${before} ms alone`);
+  } finally {
+    clearInterval(drip);
+    slow.forEach((s) => s.destroy());
+  }
+}
+
+/// Requests sent back to back on one connection before any answer are all
+/// answered, in order (the old server answered the first only).
+async function pipelined(base) {
+  const s = await connectTo(base);
+  const body = JSON.stringify({ model: MODEL, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
+  s.write(`GET /health HTTP/1.1\r\nHost: x\r\n\r\n` +
+          `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+          `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n\r\n`);
+  const got = await readUntil(s, (t) => (t.match(/HTTP\/1\.1 /g) ?? []).length >= 3 && t.includes('"object":"list"'));
+  s.destroy();
+  const statuses = [...got.matchAll(/HTTP\/1\.1 (\d+)/g)].map((m) => Number(m[1]));
+  assert.deepEqual(statuses, [200, 200, 200]);
+  const order = ['"status":"ok"', '"text_completion"', '"object":"list"'].map((k) => got.indexOf(k));
+  assert.ok(order[0] < order[1] && order[1] < order[2], `answers out of order: ${order}`);
+  assert.ok(got.includes(JSON.stringify(expected({ kind: 'completion', prompt: 'Once upon a time', n: 8 })).slice(1, -1)));
+  console.log('ok: three pipelined requests answered in order on one connection');
+}
+
+/// A second server with small limits: past --max-connections a 503 at
+/// once; a request that does not arrive whole within --request-timeout a
+/// 408; idle keep-alive connections closed.
+async function limitsOfASecondServer() {
+  const proc = spawn(hyc, ['serve', art, '--port', '0', '--model-name', MODEL,
+                           '--max-connections', '4', '--request-timeout', '1'],
+                     { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const base = await new Promise((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error('second server did not start')), 60000);
+      proc.stdout.on('data', (d) => {
+        out += d;
+        const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
+        if (m) { clearTimeout(timer); resolve(m[1]); }
+      });
+    });
+    const held = await Promise.all(Array.from({ length: 4 }, () => connectTo(base)));
+    held[0].write('GET /health HTTP/1.1\r\nHost: x\r\n'); // never finished
+    const partial = readUntil(held[0], (t) => /HTTP\/1\.1 \d+/.test(t), 5000);
+    const extra = await connectTo(base);
+    const t0 = Date.now();
+    const refused = await readUntil(extra, (t) => /HTTP\/1\.1 \d+/.test(t), 3000);
+    assert.match(refused, /^HTTP\/1\.1 503 /);
+    assert.match(refused, /connections open/);
+    const timedOut = await partial;
+    assert.match(timedOut, /^HTTP\/1\.1 408 /);
+    console.log(`ok: the 5th of 4 connections gets a 503 in ${Date.now() - t0} ms; an unfinished request a 408`);
+    held.forEach((s) => s.destroy());
+    extra.destroy();
+  } finally {
+    proc.kill('SIGTERM');
+  }
+}
+
 async function e2e() {
   const base = await startServer();
   const client = new OpenAI({ apiKey: KEY, baseURL: base + '/v1', maxRetries: 0 });
@@ -267,6 +370,9 @@ async function e2e() {
   console.log('ok: malformed and oversized requests get 4xx, the server keeps serving');
 
   await hostile(base);
+  await slowClients(base, client);
+  await pipelined(base);
+  await limitsOfASecondServer();
 
   // A client that disconnects mid-stream: its request is cancelled and its
   // pages come back. A fast artifact can finish all 500 tokens before the

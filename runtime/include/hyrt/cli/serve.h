@@ -1,5 +1,5 @@
 // hyrt/cli/serve.h - `hyc serve`, the OpenAI-compatible HTTP server, as a
-// library function (libhyrt_serve; links cpp-httplib).
+// library function (libhyrt_serve).
 #pragma once
 
 #include <iosfwd>
