@@ -21,7 +21,8 @@ SECONDS_PER_TARGET=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
 shift
 BUILD=${FUZZ_BUILD:-build-fuzz}
 ALL=(fuzz_gguf fuzz_safetensors fuzz_hf_config fuzz_llama2c
-     fuzz_tokenizer_bin fuzz_tokenizer_json fuzz_tokenizer_artifact fuzz_manifest)
+     fuzz_tokenizer_bin fuzz_tokenizer_json fuzz_tokenizer_artifact fuzz_manifest
+     fuzz_chat_template fuzz_http_request)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 

@@ -69,6 +69,7 @@ ArtifactDescription describe_variant(const Manifest &m, size_t variant) {
   d.kv_cache = m.kv_cache;
   for (int64_t i : v.weights)
     d.weights.push_back(m.tensors[size_t(i)]);
+  d.cpu_features = v.cpu_features;
   return d;
 }
 
@@ -92,7 +93,8 @@ std::string description_json(const ArtifactDescription &d) {
         {"k_head_dim", d.kv_cache.k_head_dim},
         {"v_head_dim", d.kv_cache.v_head_dim},
         {"dtype", d.kv_cache.dtype}}},
-      {"weights", weights}};
+      {"weights", weights},
+      {"cpu_features", d.cpu_features}};
   return j.dump();
 }
 
@@ -112,6 +114,13 @@ int64_t integer(const json &v, const char *field) {
   if (!v.is_number_integer())
     throw Malformed(std::string(field) + " is " + v.dump() + ", expected an integer");
   return v.get<int64_t>();
+}
+
+std::string join_features(const std::vector<std::string> &features) {
+  std::string s;
+  for (const std::string &f : features)
+    s += (s.empty() ? "" : ",") + f;
+  return "[" + s + "]";
 }
 
 } // namespace
@@ -152,6 +161,9 @@ Status parse_description(const std::string &text, const std::string &origin,
       e.xxh3 = t.at("xxh3").get<std::string>();
       d.weights.push_back(std::move(e));
     }
+    if (j.contains("cpu_features"))
+      for (const json &f : j.at("cpu_features"))
+        d.cpu_features.push_back(f.get<std::string>());
   } catch (const json::exception &e) {
     return Status::Error(origin + ": hyc_artifact_desc_v0 is malformed (" + e.what() +
                          "); recompile the artifact with this hyc");
@@ -187,7 +199,13 @@ Status check_description(const ArtifactDescription &lib, const Manifest &m,
       c.same("kv_cache.v_head_dim", man.kv_cache.v_head_dim, lib.kv_cache.v_head_dim) &&
       c.same("kv_cache.dtype", man.kv_cache.dtype, lib.kv_cache.dtype) &&
       c.same(vpath.empty() ? "weights.tensors count" : vpath + "weights count",
-             int64_t(man.weights.size()), int64_t(lib.weights.size()));
+             int64_t(man.weights.size()), int64_t(lib.weights.size())) &&
+      // A manifest that lists fewer features than the code needs would
+      // load it on a CPU that cannot run it (SIGILL): the library's own
+      // list decides. (Libraries from before it was recorded carry none.)
+      (lib.cpu_features.empty() ||
+       c.same(vpath + "cpu_features", join_features(man.cpu_features),
+              join_features(lib.cpu_features)));
   if (!ok)
     return c.status();
   const Variant &v = m.variants[variant];

@@ -487,10 +487,59 @@ def corpus():
                             [1] * len(tj["model"]["vocab"]) + [3, 3], tj["model"]["merges"],
                             json.dumps(pipeline),
                             tokenizer_config()["chat_template"])},
+        "fuzz_chat_template": chat_template_seeds(),
+        "fuzz_http_request": http_request_seeds(),
         "fuzz_manifest": {"variants.json": j(manifest()), "single.json": j(manifest(False)),
                           "variants-desc.json": j(manifest()) + b"\0" + j(description(manifest(), 0)),
                           "single-desc.json": j(manifest(False)) + b"\0" + j(description(manifest(False)))},
     }
+
+
+# ------------------------------------------------------ serving surfaces ---
+def chat_template_seeds():
+    """Templates (written here, in the constructs real chat templates use)
+    with the variables after a "--vars--" line."""
+    chat = {"messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Hi <b>"},
+                         {"role": "assistant", "content": "Hello", "tool_calls": [
+                             {"function": {"name": "f", "arguments": {"x": 1}}}]}],
+            "add_generation_prompt": True, "tools": [{"name": "f", "parameters": {"type": "object"}}],
+            "bos_token": "<s>", "eos_token": "</s>"}
+    plain = tokenizer_config()["chat_template"]
+    rich = ("{%- set ns = namespace(sys='', n=0) -%}"
+            "{%- if messages[0].role == 'system' %}{% set ns.sys = messages[0].content %}{% endif -%}"
+            "{{ bos_token }}{% if tools %}{{ tools | tojson }}{% endif %}"
+            "{%- for m in messages[1:] if m.role != 'system' %}"
+            "{%- set ns.n = ns.n + 1 %}[{{ loop.index0 }}/{{ ns.n }}:{{ m.role | upper }}]"
+            "{%- if m.content is string %}{{ m.content | trim }}{% elif m.content %}{{ m.content | length }}{% endif %}"
+            "{%- for c in m.tool_calls | default([]) %}<call>{{ c.function.name }}"
+            "{{ c.function.arguments | tojson }}</call>{% endfor %}"
+            "{%- if not loop.last %}{{ eos_token }}{% endif %}{% endfor %}"
+            "{%- if add_generation_prompt %}{{ '[ASSISTANT]' ~ (ns.sys | replace('.', '!'))[:3] }}{% endif %}")
+    loops = "{% for i in range(3) %}{% for j in range(i, 5) %}{{ i * j // 2 % 3 }}{% endfor %}{% endfor %}"
+    sep = b"\n--vars--\n"
+    return {"plain.jinja": plain.encode() + sep + json.dumps(chat).encode(),
+            "rich.jinja": rich.encode() + sep + json.dumps(chat).encode(),
+            "loops.jinja": loops.encode() + sep + b"{}"}
+
+
+def http_request_seeds():
+    """Raw requests as `hyc serve` receives them (pipelined ones too)."""
+    def post(path, body, extra=""):
+        b = json.dumps(body).encode()
+        return (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n{extra}"
+                f"Content-Type: application/json\r\nContent-Length: {len(b)}\r\n\r\n").encode() + b
+    completion = post("/v1/completions", {"model": "m", "prompt": "Once upon ab", "max_tokens": 8,
+                                          "temperature": 0.5, "top_p": 0.9, "stop": ["\n"], "seed": 3})
+    ids = post("/v1/completions", {"model": "m", "prompt": [300, 97, 98], "stream": True,
+                                   "stream_options": {"include_usage": True}})
+    chat = post("/v1/chat/completions", {"model": "m", "messages": [
+        {"role": "system", "content": "s"}, {"role": "user", "content": "hi"}],
+        "chat_template_kwargs": {"x": 1}, "max_tokens": 4}, "Expect: 100-continue\r\n")
+    get = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+    return {"completion.http": completion, "ids-stream.http": ids, "chat.http": chat,
+            "pipelined.http": get + completion + chat,
+            "http10.http": b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"}
 
 
 # ---------------------------------------------------------- regressions ---

@@ -124,6 +124,10 @@ TEST(ArtifactIntegrity, EditedManifestFieldsAreRefused) {
       {[](json &m) { m["entry_points"]["extend"] = "hyc_decode_v0"; },
        "manifest.json entry_points.extend is \"hyc_decode_v0\" but model.so was "
        "compiled for \"hyc_extend_v0\""},
+      // Fewer features than the code needs: it would be loaded on a CPU
+      // that cannot run it (SIGILL).
+      {[](json &m) { m["cpu_features"] = json::array(); },
+       "manifest.json cpu_features is \"[]\" but model.so was compiled for \"[sse2]\""},
       {[](json &m) { m["arena_bytes"] = 64; },
        "manifest.json arena_bytes is 64 but model.so was compiled for 4096"},
       // Two tensors swapped in the table (offsets and all).

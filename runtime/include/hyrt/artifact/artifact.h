@@ -121,6 +121,10 @@ struct ArtifactDescription {
   int64_t arena_bytes = 0;
   KvCacheInfo kv_cache;
   std::vector<TensorEntry> weights;
+  /// The CPU features the variant's code needs (as the manifest lists
+  /// them); empty in libraries compiled before it was recorded, which are
+  /// then not checked for it.
+  std::vector<std::string> cpu_features;
 };
 
 /// The description a library compiled for `manifest` variant `variant`
