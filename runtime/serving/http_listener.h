@@ -36,7 +36,11 @@ struct ListenerOptions {
   size_t workers = 64; ///< requests handled at once
   size_t max_connections = 1024; ///< open at once; past it a 503
   double request_seconds = 10;   ///< first byte of a request to its last
-  double idle_seconds = 5;       ///< a keep-alive connection with no request
+  /// A keep-alive connection with no request is closed after this long. An
+  /// idle connection costs a poll slot, no thread, so this can be long; it
+  /// must exceed clients' own pool timeouts, or a client reusing a
+  /// connection the server is closing at that moment sees a reset.
+  double idle_seconds = 60;
   double write_seconds = 10;     ///< a write that makes no progress this long
   int max_requests_per_connection = 1000;
   uint64_t max_body_bytes = 1 << 20;

@@ -892,7 +892,12 @@ ChatTemplate &ChatTemplate::operator=(ChatTemplate &&) noexcept = default;
 
 Status ChatTemplate::compile(const std::string &source) {
   std::unique_ptr<detail::TemplateNode> root;
-  const std::string err = detail::parse_template(source, &root);
+  std::string err;
+  try {
+    err = detail::parse_template(source, &root);
+  } catch (const std::exception &e) {
+    err = std::string("chat template: ") + e.what();
+  }
   if (!err.empty())
     return Status::Error(err);
   root_ = std::move(root);
@@ -918,6 +923,8 @@ Status ChatTemplate::render(const std::string &variables_json,
     r.render(*root_, sig);
   } catch (const detail::RenderError &e) {
     return Status::Error(e.message);
+  } catch (const std::exception &e) { // a case no check foresaw: an error,
+    return Status::Error(std::string("chat template: ") + e.what()); // not an abort
   }
   *out = std::move(r.out);
   return Status::Ok();

@@ -350,7 +350,12 @@ private:
       std::string v = tok.text;
       while (peek().type == T::kString) // adjacent literals concatenate
         v += next().text;
-      return make(Expr::Kind::kLiteral, nlohmann::json(v).dump());
+      // A template's bytes need not be UTF-8 (found by fuzz_chat_template:
+      // dump() threw and aborted); Jinja works on text, so invalid
+      // sequences become U+FFFD, as Python's decoding with 'replace' does.
+      return make(Expr::Kind::kLiteral,
+                  nlohmann::json(v).dump(-1, ' ', false,
+                                         nlohmann::json::error_handler_t::replace));
     }
     if (tok.type == T::kNumber)
       return make(Expr::Kind::kLiteral, tok.text);

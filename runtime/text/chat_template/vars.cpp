@@ -50,7 +50,7 @@ Status chat_template_variables(const std::string &tokenizer_dir,
   vars["add_generation_prompt"] = false;
   for (auto it = request.begin(); it != request.end(); ++it)
     vars[it.key()] = it.value();
-  *variables_json = vars.dump();
+  *variables_json = vars.dump(-1, ' ', false, ojson::error_handler_t::replace);
   return Status::Ok();
 }
 

@@ -132,3 +132,9 @@ TEST(ChatTemplateSandbox, IntegerArithmeticIsChecked) {
   EXPECT_EQ(render("{{ -7 // 2 }} {{ -7 % 2 }} {{ 7 % -2 }} {{ 7 // -2 }}"), "-4 1 -1 -4");
   EXPECT_EQ(render("{{ true + 1 }}"), "2");
 }
+
+// Found by fuzz_chat_template: a string literal that is not UTF-8 made the
+// parser's JSON encoding throw, which aborted the process.
+TEST(ChatTemplateSandbox, InvalidUtf8InALiteralIsText) {
+  EXPECT_EQ(render("{{ 'a\xe1' }}b"), "a\xef\xbf\xbd" "b");
+}
