@@ -236,11 +236,46 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
       << m.limits.max_batch_tokens << ", "
       << session.engine->kv_cache().config().num_pages << " KV pages of "
       << page_size << ")" << std::endl;
+  // A rank that dies or freezes while the server is idle would be found
+  // only at the next step (a frozen one at the collective deadline,
+  // minutes): rank 0 looks at its ranks five times a second, and on a
+  // failure turns /health to 503 for 2 s, then stops, naming the rank.
+  std::atomic<bool> serving{true};
+  std::string rank_failure; // written by rank_watch, read after its join
+  std::thread rank_watch;
+  if (!tp.children.empty())
+    rank_watch = std::thread([&] {
+      while (serving) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::string why = check_ranks(tp);
+        if (why.empty())
+          continue;
+        rank_failure = why;
+        err << command << ": " << why << "; /health answers 503, stopping"
+            << std::endl;
+        server.fail(why);
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        http.stop();
+        server.stop();
+        return;
+      }
+    });
   http.run(); // returns after stop(), or when polling itself fails
+  serving = false;
+  if (rank_watch.joinable())
+    rank_watch.join();
   if (!signalled)
     pthread_kill(watcher.native_handle(), SIGTERM); // still in sigwait
   watcher.join();
   server.stop();
+  if (!rank_failure.empty()) {
+    // The group is broken: a stopped rank would hold any collective until
+    // its deadline, so no rank is asked to stop; they are ended.
+    for (pid_t child : tp.children)
+      ::kill(child, SIGKILL);
+    (void)finish_ranks(&tp, false, cli::kExitOk, rank_failure);
+    return cli::runtime_error(err, command, rank_failure);
+  }
   // The other ranks run no step after this one; then they exit.
   Status stopped = stop_followers(&tp);
   Status ranks =

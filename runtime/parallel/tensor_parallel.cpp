@@ -434,6 +434,31 @@ Status follow_steps(Engine *engine, TensorParallel *tp) {
   }
 }
 
+std::string check_ranks(const TensorParallel &tp) {
+  for (size_t i = 0; i < tp.children.size(); ++i) {
+    siginfo_t info{};
+    if (::waitid(P_PID, id_t(tp.children[i]), &info,
+                 WEXITED | WSTOPPED | WNOHANG | WNOWAIT) != 0 ||
+        info.si_pid == 0)
+      continue; // running (or not ours to see)
+    const std::string who = "rank " + std::to_string(i + 1) + " (pid " +
+                            std::to_string(tp.children[i]) + ")";
+    switch (info.si_code) {
+    case CLD_EXITED:
+      return who + " exited with status " + std::to_string(info.si_status);
+    case CLD_KILLED:
+    case CLD_DUMPED:
+      return who + " was killed by signal " + std::to_string(info.si_status);
+    case CLD_STOPPED:
+      return who + " is stopped (signal " + std::to_string(info.si_status) +
+             "): it cannot take part in a step";
+    default:
+      break;
+    }
+  }
+  return "";
+}
+
 Status finish_ranks(TensorParallel *tp, bool ok, int exit_code, const std::string &why) {
   if (tp->rank > 0) {
     // Once every rank is ready they meet the same errors, which rank 0

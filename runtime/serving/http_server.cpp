@@ -92,6 +92,15 @@ http::Reply HttpServer::models() {
 
 void HttpServer::handle(const http::Request &req, http::Responder &res) {
   const bool get = req.method == "GET", post = req.method == "POST";
+  std::string failed;
+  {
+    std::lock_guard<std::mutex> lock(failed_mu_);
+    failed = failed_;
+  }
+  if (!failed.empty() && req.path != "/metrics") {
+    // Load balancers read /health; clients get the same reason.
+    return res.send(error_reply(503, "the server cannot answer: " + failed));
+  }
   if (get && req.path == "/health") {
     metrics_.count_response("health", 200);
     return res.send({200, "application/json", "{\"status\":\"ok\"}", {}});

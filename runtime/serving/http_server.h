@@ -97,6 +97,12 @@ public:
   std::optional<http::Reply> screen(const http::Request &head);
   void handle(const http::Request &req, http::Responder &res);
   http::Reply error_reply(int status, const std::string &message);
+  /// The server can no longer answer (a tensor-parallel rank died or
+  /// froze): /health turns 503 with `reason`, and so does every request.
+  void fail(const std::string &reason) {
+    std::lock_guard<std::mutex> lock(failed_mu_);
+    failed_ = reason;
+  }
   void start() { scheduler_.start(); }
   void stop() { scheduler_.stop(); }
 
@@ -117,6 +123,8 @@ private:
   serve::Metrics metrics_;
   std::atomic<uint64_t> next_seed_{std::random_device{}()};
   std::atomic<int64_t> next_response_{1};
+  std::mutex failed_mu_;
+  std::string failed_; ///< why the server cannot answer ("" while it can)
   const int64_t created_ = int64_t(std::time(nullptr));
 };
 

@@ -233,6 +233,79 @@ TEST(TensorParallel, AnIdleServerKeepsItsRanks) {
   EXPECT_EQ(readFile(errPath).find("rank 1"), std::string::npos) << readFile(errPath);
 }
 
+/// `hyc serve` of a TP=2 artifact whose rank 1 gets `sig` while the server
+/// is idle: /health turns 503, and the server exits non-zero within 5 s
+/// naming the rank (a frozen rank used to be found only at the next step's
+/// collective deadline, and a dead one only by the next request).
+class ServedRankFailure : public ::testing::TestWithParam<int> {};
+
+TEST_P(ServedRankFailure, HealthTurns503AndTheServerExitsNamingTheRank) {
+  const std::string ckpt = synth("llama", "tiny", 5);
+  const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
+  const std::string tag = std::to_string(GetParam());
+  const std::string outPath = tempDir() + "/tp-fail" + tag + ".out",
+                    errPath = tempDir() + "/tp-fail" + tag + ".err";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::execl(HYC_BIN, HYC_BIN, "serve", two.c_str(), "--port", "0",
+            static_cast<char *>(nullptr));
+    ::_exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 600 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string out = readFile(outPath);
+    const size_t at = out.find("listening on http://127.0.0.1:");
+    if (at != std::string::npos)
+      port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
+  }
+  ASSERT_FALSE(port.empty()) << readFile(errPath);
+  const auto [children, prc] = shell("pgrep -P " + std::to_string(pid));
+  ASSERT_EQ(prc, 0) << "no rank 1 under the server";
+  const pid_t rank1 = pid_t(std::stol(children));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(rank1, GetParam()), 0);
+  bool saw503 = false;
+  int status = 0;
+  pid_t done = 0;
+  while (done == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    if (!saw503) {
+      const auto [reply, rc] = shell("timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port +
+                                     " && printf \"GET /health HTTP/1.1\\r\\nHost: x\\r\\n"
+                                     "Connection: close\\r\\n\\r\\n\" >&3 && cat <&3' 2>/dev/null");
+      saw503 = reply.find("HTTP/1.1 503") != std::string::npos &&
+               reply.find("rank 1") != std::string::npos;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    done = ::waitpid(pid, &status, WNOHANG);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::kill(rank1, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ASSERT_NE(done, 0) << "the server did not stop within 10 s: " << readFile(errPath);
+  EXPECT_TRUE(saw503) << "/health never answered 503 naming rank 1";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << readFile(errPath);
+  EXPECT_NE(readFile(errPath).find("rank 1 (pid " + std::to_string(rank1) + ")"),
+            std::string::npos)
+      << readFile(errPath);
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_NE(::kill(rank1, 0), 0) << "rank 1 outlived its server";
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ServedRankFailure, ::testing::Values(SIGKILL, SIGSTOP),
+                         [](const auto &info) {
+                           return std::string(info.param == SIGKILL ? "Killed" : "Stopped");
+                         });
+
 // A rank that cannot set up (its artifact is unreadable) stops both
 // processes at once, naming it: no rank waits for it until a deadline.
 TEST(TensorParallel, ARankThatCannotStartStopsEveryRank) {

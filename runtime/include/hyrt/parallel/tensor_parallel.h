@@ -87,6 +87,14 @@ void lead_steps(Engine *engine, TensorParallel *tp);
 Status follow_steps(Engine *engine, TensorParallel *tp);
 Status stop_followers(TensorParallel *tp);
 
+/// Rank 0 of a forked group (not under mpirun): "" while every other rank
+/// runs, else what happened to the first that does not ("rank 1 (pid 42)
+/// was killed by signal 9", "... is stopped (signal 19)", "... exited with
+/// status 3"). Looks without reaping, so finish_ranks() still collects it;
+/// a server calls it between steps to notice a rank that died or froze
+/// while it was idle.
+std::string check_ranks(const TensorParallel &tp);
+
 /// Ends this rank's part. When !ok, tells the others to stop, with `why`
 /// (this rank's error). Rank 0 then
 /// waits for every child and returns an error naming a rank that exited
