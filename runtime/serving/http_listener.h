@@ -118,7 +118,6 @@ public:
 
 private:
   struct Connection;
-  struct Poll;
   void accept_all();
   void receive(Connection *c);
   void advance(std::unique_ptr<Connection> &c);

@@ -187,30 +187,41 @@ TEST(TensorParallel, MismatchesAreRefusedByName) {
 // wait deadline (HYC_TP_TIMEOUT, shortened here): the followers wait for
 // rank 0's next step as long as it lives. Then one request over loopback
 // gets `hyc run`'s greedy answer, and SIGINT stops every rank cleanly.
-TEST(TensorParallel, AnIdleServerKeepsItsRanks) {
-  const std::string ckpt = synth("llama", "tiny", 5);
-  const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
-  const std::string outPath = tempDir() + "/tp-serve.out", errPath = tempDir() + "/tp-serve.err";
+/// `hyc serve ART --port 0 --model-name m` in a child (stdout and stderr in
+/// tempDir()/NAME.out and .err, `env` set in it): its pid and the port it
+/// listens on, "" when it did not start within 30 s.
+std::pair<pid_t, std::string> startServe(const std::string &art, const std::string &name,
+                                         std::pair<const char *, const char *> env = {}) {
+  const std::string outPath = tempDir() + "/" + name + ".out",
+                    errPath = tempDir() + "/" + name + ".err";
   const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
-    ::setenv("HYC_TP_TIMEOUT", "1", 1);
+    if (env.first)
+      ::setenv(env.first, env.second, 1);
     const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(o, 1);
     ::dup2(e, 2);
-    ::execl(HYC_BIN, HYC_BIN, "serve", two.c_str(), "--port", "0", "--model-name", "m",
+    ::execl(HYC_BIN, HYC_BIN, "serve", art.c_str(), "--port", "0", "--model-name", "m",
             static_cast<char *>(nullptr));
     ::_exit(127);
   }
   std::string port;
-  for (int i = 0; i < 600 && port.empty(); ++i) {
+  for (int i = 0; pid > 0 && i < 600 && port.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string out = readFile(outPath);
     const size_t at = out.find("listening on http://127.0.0.1:");
     if (at != std::string::npos)
       port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
   }
+  return {pid, port};
+}
+
+TEST(TensorParallel, AnIdleServerKeepsItsRanks) {
+  const std::string ckpt = synth("llama", "tiny", 5);
+  const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
+  const std::string errPath = tempDir() + "/tp-serve.err";
+  const auto [pid, port] = startServe(two, "tp-serve", {"HYC_TP_TIMEOUT", "1"});
   ASSERT_FALSE(port.empty()) << readFile(errPath);
   std::this_thread::sleep_for(std::chrono::seconds(3)); // idle: 3x the deadline
   const std::string body = R"({"model":"m","prompt":[1,17,42,7,99],"max_tokens":8,"temperature":0})";
@@ -243,27 +254,8 @@ TEST_P(ServedRankFailure, HealthTurns503AndTheServerExitsNamingTheRank) {
   const std::string ckpt = synth("llama", "tiny", 5);
   const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});
   const std::string tag = std::to_string(GetParam());
-  const std::string outPath = tempDir() + "/tp-fail" + tag + ".out",
-                    errPath = tempDir() + "/tp-fail" + tag + ".err";
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    ::execl(HYC_BIN, HYC_BIN, "serve", two.c_str(), "--port", "0",
-            static_cast<char *>(nullptr));
-    ::_exit(127);
-  }
-  std::string port;
-  for (int i = 0; i < 600 && port.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::string out = readFile(outPath);
-    const size_t at = out.find("listening on http://127.0.0.1:");
-    if (at != std::string::npos)
-      port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
-  }
+  const std::string errPath = tempDir() + "/tp-fail" + tag + ".err";
+  const auto [pid, port] = startServe(two, "tp-fail" + tag);
   ASSERT_FALSE(port.empty()) << readFile(errPath);
   const auto [children, prc] = shell("pgrep -P " + std::to_string(pid));
   ASSERT_EQ(prc, 0) << "no rank 1 under the server";

@@ -22,30 +22,39 @@ const MODEL = 'stories';
 const KEY = 'test-key-123';
 
 let server = null;
-// Whatever happens, the server this script started does not outlive it.
+const spawned = [];
+// Whatever happens, no server this script started outlives it.
 process.on('exit', () => {
-  if (server && server.exitCode === null) server.kill('SIGKILL');
+  for (const p of spawned) if (p.exitCode === null) p.kill('SIGKILL');
 });
 
-function startServer(extra = []) {
+/// Starts `hyc serve ART ...args`; resolves with the process and its base
+/// URL once it listens.
+function launch(args) {
+  const proc = spawn(hyc, ['serve', art, '--port', '0', '--model-name', MODEL, ...args],
+                     { stdio: ['ignore', 'pipe', 'inherit'] });
+  spawned.push(proc);
   return new Promise((resolve, reject) => {
-    const args = ['serve', art, '--port', '0', '--api-key', KEY,
-                  '--model-name', MODEL, ...extra];
-    server = spawn(hyc, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     const timer = setTimeout(
         () => reject(new Error('hyc serve did not start in 60 s: ' + out)),
         60000);
-    server.on('exit', (code) => reject(new Error(`hyc serve exited (${code}): ${out}`)));
-    server.stdout.on('data', (d) => {
+    proc.on('exit', (code) => reject(new Error(`hyc serve exited (${code}): ${out}`)));
+    proc.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
       if (m) {
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve({ proc, base: m[1] });
       }
     });
   });
+}
+
+async function startServer(extra = []) {
+  const { proc, base } = await launch(['--api-key', KEY, ...extra]);
+  server = proc;
+  return base;
 }
 
 async function stopServer() {
@@ -158,20 +167,14 @@ async function postRaw(base, path, body, key = KEY) {
 
 /// Sends raw request `head` (no body) on a fresh connection; resolves with
 /// the status line's code and the time it took, rejects after `ms`.
-function rawStatus(base, head, ms = 5000) {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const sock = net.connect(Number(port), hostname, () => sock.write(head));
-    let got = '';
-    const timer = setTimeout(() => { sock.destroy(); reject(new Error(`no answer in ${ms} ms to ${head.split('\r\n')[0]}`)); }, ms);
-    sock.on('data', (d) => {
-      got += d;
-      const m = got.match(/^HTTP\/1\.[01] (\d{3})/);
-      if (m) { clearTimeout(timer); sock.destroy(); resolve({ status: Number(m[1]), ms: Date.now() - started }); }
-    });
-    sock.on('error', (e) => { clearTimeout(timer); reject(e); });
-  });
+async function rawStatus(base, head, ms = 5000) {
+  const started = Date.now();
+  const sock = await connectTo(base);
+  sock.write(head);
+  const got = await readUntil(sock, (t) => /^HTTP\/1\.[01] \d{3}/.test(t), ms);
+  sock.destroy();
+  const m = got.match(/^HTTP\/1\.[01] (\d{3})/);
+  return { status: m ? Number(m[1]) : 0, ms: Date.now() - started };
 }
 
 /// Hostile clients: the key is checked before a body is read, a claimed
@@ -275,19 +278,8 @@ async function pipelined(base) {
 /// once; a request that does not arrive whole within --request-timeout a
 /// 408; idle keep-alive connections closed.
 async function limitsOfASecondServer() {
-  const proc = spawn(hyc, ['serve', art, '--port', '0', '--model-name', MODEL,
-                           '--max-connections', '4', '--request-timeout', '1'],
-                     { stdio: ['ignore', 'pipe', 'inherit'] });
+  const { proc, base } = await launch(['--max-connections', '4', '--request-timeout', '1']);
   try {
-    const base = await new Promise((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error('second server did not start')), 60000);
-      proc.stdout.on('data', (d) => {
-        out += d;
-        const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
-        if (m) { clearTimeout(timer); resolve(m[1]); }
-      });
-    });
     const held = await Promise.all(Array.from({ length: 4 }, () => connectTo(base)));
     held[0].write('GET /health HTTP/1.1\r\nHost: x\r\n'); // never finished
     const partial = readUntil(held[0], (t) => /HTTP\/1\.1 \d+/.test(t), 5000);

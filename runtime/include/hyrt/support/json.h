@@ -59,18 +59,11 @@ std::string parse_json(std::string_view text, Json *out,
                        int max_depth = kJsonMaxDepth) {
   if (std::string e = json_depth_error(text, max_depth); !e.empty())
     return e;
-  Json parsed = Json::parse(text.begin(), text.end(), nullptr,
-                            /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    // Parse again for the parser's own message (position and token).
-    try {
-      (void)Json::parse(text.begin(), text.end());
-    } catch (const typename Json::exception &e) {
-      return std::string("invalid JSON: ") + e.what();
-    }
-    return "invalid JSON";
+  try { // the parser's own message names the position and the token
+    *out = Json::parse(text.begin(), text.end());
+  } catch (const typename Json::exception &e) {
+    return std::string("invalid JSON: ") + e.what();
   }
-  *out = std::move(parsed);
   return {};
 }
 
