@@ -33,7 +33,7 @@ PackedB pack_for(const BrgemmCase &c, const std::vector<float> &wf,
 
 } // namespace
 
-void check_brgemm(const BrgemmCase &c) {
+void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
   const BrgemmDesc desc =
       make_brgemm_desc(c.isa, c.a_type, c.b_type, c.c_type, c.k, c.n_block,
                        c.accumulate, c.epilogue);
@@ -110,7 +110,15 @@ void check_brgemm(const BrgemmCase &c) {
     const std::vector<int32_t> ci_old = ci;
     void *c_ptr = c.c_type == DataType::s32 ? static_cast<void *>(ci.data())
                                             : static_cast<void *>(cf.data());
-    kernel(a_buf.data(), lda, packed.panel(0), c_ptr, ldc, m, &post);
+    const auto call = [&](BrgemmFn fn) {
+      fn(a_buf.data(), lda, packed.panel(0), c_ptr, ldc, m, &post);
+    };
+    if (run) {
+      const std::string error = run(kernel, call);
+      ASSERT_TRUE(error.empty()) << error;
+    } else {
+      call(kernel.fn());
+    }
 
     for (int i = 0; i <= M; ++i)
       for (int j = 0; j < ldc; ++j) {
@@ -170,7 +178,8 @@ void check_brgemm(const BrgemmCase &c) {
 
 void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
                        std::initializer_list<int> ks,
-                       std::initializer_list<int> n_blocks) {
+                       std::initializer_list<int> n_blocks,
+                       const BrgemmRunner &run) {
   struct Flags {
     bool accumulate;
     Epilogue epilogue;
@@ -184,7 +193,8 @@ void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
       for (const Flags &f : kFlags) {
         if (f.epilogue == Epilogue::bias && c != DataType::f32)
           continue;
-        check_brgemm({isa, a, b, c, nb, k, f.accumulate, f.epilogue, nb - 5});
+        check_brgemm({isa, a, b, c, nb, k, f.accumulate, f.epilogue, nb - 5},
+                     run);
         if (::testing::Test::HasFatalFailure())
           return;
       }
