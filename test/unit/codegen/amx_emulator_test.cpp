@@ -55,20 +55,6 @@ struct alignas(64) TileCfg {
   }
 };
 
-#define HYC_REQUIRE_AMX_RUNNER(runner)                                         \
-  do {                                                                         \
-    if ((runner).way() == AmxWay::unavailable)                                 \
-      GTEST_SKIP() << (runner).why();                                          \
-    RecordProperty("amx_way", (runner).why());                                 \
-  } while (0)
-
-#define HYC_REQUIRE_EMULATED(runner)                                           \
-  do {                                                                         \
-    HYC_REQUIRE_AMX_RUNNER(runner);                                            \
-    if ((runner).way() != AmxWay::emulated)                                    \
-      GTEST_SKIP() << "checks the emulator itself; here " << (runner).why();   \
-  } while (0)
-
 TEST(AmxEmulator, TileLoadAndStoreFollowStrideAndDisplacement) {
   AmxRunner runner;
   HYC_REQUIRE_AMX_RUNNER(runner);
@@ -121,13 +107,13 @@ TEST(AmxEmulator, ExtendedRegistersScaleAndDisplacementForms) {
     g.push(r13);
     g.ldtilecfg(g.ptr[rdi]);
     g.mov(r13, rsi);
-    g.mov(r12, 40);                                // stride 80 = r12 * 2
-    g.tileloadd(tmm2, g.ptr[r13 + r12 * 2 - 8]);   // disp8 < 0
+    g.mov(r12, 40);                              // stride 80 = r12 * 2
+    g.tileloadd(tmm2, g.ptr[r13 + r12 * 2 - 8]); // disp8 < 0
     g.mov(r9, rdx);
-    g.mov(r11, 16);                                // stride 128 = r11 * 8
+    g.mov(r11, 16);                                   // stride 128 = r11 * 8
     g.tilestored(g.ptr[r9 + r11 * 8 + 0x1000], tmm2); // disp32
     g.mov(r8, 80);
-    g.tileloadd(tmm7, g.ptr[r13 + r8 + 0]);        // r13, no displacement
+    g.tileloadd(tmm7, g.ptr[r13 + r8 + 0]); // r13, no displacement
     g.tilestored(g.ptr[rcx + r8 * 1], tmm7);
     g.pop(r13);
     g.pop(r12);
@@ -227,8 +213,7 @@ std::string run_tdpbf16ps(AmxRunner &runner, Bf16Case &t) {
     g.tilestored(g.ptr[rcx + rax], tmm0);
     g.ret();
   });
-  return runner.run(
-      [&] { s.fn<Fn4>()(cfg.bytes, t.a, t.b, t.c); });
+  return runner.run([&] { s.fn<Fn4>()(cfg.bytes, t.a, t.b, t.c); });
 }
 
 TEST(AmxEmulator, Tdpbf16psMatchesScalarDotProducts) {
@@ -279,7 +264,7 @@ TEST(AmxEmulator, Tdpbf16psDenormalsAreZero) {
 
 TEST(AmxEmulator, Tdpbf16psRoundsInTheSdmOrder) {
   AmxRunner runner;
-  HYC_REQUIRE_EMULATED(runner);
+  HYC_REQUIRE_EMULATED_AMX(runner);
   // The SDM keeps even and odd products in separate fp32 accumulators over
   // k and adds their sum to C at the end: 2^24 + (1 + 1) = 2^24 + 2 exactly.
   // Adding each product to C in turn would give 2^24 (+1 ties to even
@@ -312,7 +297,7 @@ TEST(AmxEmulator, ByteDotProductsWrapAndSignedness) {
   cfg.set(1, 2, 12).set(3, 2, 16).set(2, 4, 12);
   uint8_t a[2][16], b[4][12];
   for (int k = 0; k < 16; ++k) {
-    a[0][k] = 255;               // u8 255 / s8 -1
+    a[0][k] = 255; // u8 255 / s8 -1
     a[1][k] = uint8_t(k * 37 + 5);
   }
   for (int k = 0; k < 4; ++k)
@@ -372,8 +357,8 @@ TEST(AmxEmulator, WrongTileStrideIsCaught) {
     g.tilestored(g.ptr[r8 + rax], tmm0);
     g.ret();
   });
-  using Fn = void (*)(const void *, const void *, const void *, int64_t,
-                      void *);
+  using Fn =
+      void (*)(const void *, const void *, const void *, int64_t, void *);
   uint8_t a[16];
   int8_t b[4 * 128];
   for (int i = 0; i < 16; ++i)
@@ -396,7 +381,7 @@ TEST(AmxEmulator, WrongTileStrideIsCaught) {
 
 TEST(AmxEmulator, RefusesWhatACpuRefuses) {
   AmxRunner runner;
-  HYC_REQUIRE_EMULATED(runner);
+  HYC_REQUIRE_EMULATED_AMX(runner);
   TileCfg good;
   good.set(0, 2, 16).set(1, 2, 16).set(4, 2, 16).set(6, 4, 16);
   TileCfg rows17 = good, colsb65 = good, reserved = good, half = good,
@@ -426,7 +411,8 @@ TEST(AmxEmulator, RefusesWhatACpuRefuses) {
     std::function<void(CodeGenerator &)> body;
     std::vector<const char *> words;
   } cases[] = {
-      {"load before any configuration", &good,
+      {"load before any configuration",
+       &good,
        [](CodeGenerator &g) {
          g.tilerelease();
          g.mov(rax, 16);
@@ -440,31 +426,38 @@ TEST(AmxEmulator, RefusesWhatACpuRefuses) {
       {"rows 0, colsb 8", &half, config_only, {"#GP", "tmm3 has rows=0"}},
       {"palette 2", &palette2, config_only, {"#GP", "palette 2"}},
       {"a ninth tile", &tile8, config_only, {"#GP", "byte 32"}},
-      {"unconfigured tile", &good,
+      {"unconfigured tile",
+       &good,
        with([](CodeGenerator &g) { g.tileloadd(tmm5, g.ptr[rsi + rax]); }),
        {"#UD", "tmm5 is not configured"}},
-      {"K mismatch", &good,
+      {"K mismatch",
+       &good,
        with([](CodeGenerator &g) { g.tdpbf16ps(tmm0, tmm4, tmm1); }),
        {"#UD", "tdpbf16ps tmm0, tmm4, tmm1", "K mismatch"}},
-      {"M mismatch", &good,
+      {"M mismatch",
+       &good,
        with([](CodeGenerator &g) { g.tdpbusd(tmm6, tmm4, tmm1); }),
        {"#UD", "M mismatch"}},
-      {"same tile twice", &good,
+      {"same tile twice",
+       &good,
        with([](CodeGenerator &g) { g.tdpbusd(tmm0, tmm4, tmm4); }),
        {"#UD", "must differ"}},
-      {"no SIB byte", &good,
+      {"no SIB byte",
+       &good,
        with([](CodeGenerator &g) { // tileloadd tmm0, [rsi]: no SIB
          for (uint8_t b : {0xC4, 0xE2, 0x7B, 0x4B, 0x06})
            g.db(b);
        }),
        {"#UD", "SIB"}},
-      {"read past readable memory", &good,
+      {"read past readable memory",
+       &good,
        with([](CodeGenerator &g) {
          g.mov(rax, 4096);
          g.tileloadd(tmm0, g.ptr[rsi + rax]); // row 1 is on the guard page
        }),
        {"SIGSEGV", "memory fault", "during tileloadd tmm0"}},
-      {"an instruction that is not AMX", &good,
+      {"an instruction that is not AMX",
+       &good,
        with([](CodeGenerator &g) { g.ud2(); }),
        {"not an AMX instruction"}},
   };
@@ -472,9 +465,8 @@ TEST(AmxEmulator, RefusesWhatACpuRefuses) {
   for (const auto &c : cases) {
     SCOPED_TRACE(c.what);
     Snippet s(c.body);
-    const std::string error = runner.run([&] {
-      s.fn<Fn4>()(c.cfg->bytes, mem.data(), nullptr, nullptr);
-    });
+    const std::string error = runner.run(
+        [&] { s.fn<Fn4>()(c.cfg->bytes, mem.data(), nullptr, nullptr); });
     for (const char *w : c.words)
       EXPECT_NE(error.find(w), std::string::npos)
           << "'" << w << "' not in: " << error;

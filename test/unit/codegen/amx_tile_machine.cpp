@@ -42,9 +42,9 @@ int32_t byte_value(uint8_t b, bool is_signed) {
 
 const char *amx_op_name(AmxOp op) {
   static const char *const kNames[kAmxOpCount] = {
-      "ldtilecfg",  "sttilecfg",  "tilerelease", "tilezero",
-      "tileloadd",  "tileloaddt1", "tilestored", "tdpbf16ps",
-      "tdpbssd",    "tdpbsud",    "tdpbusd",     "tdpbuud"};
+      "ldtilecfg", "sttilecfg",   "tilerelease", "tilezero",
+      "tileloadd", "tileloaddt1", "tilestored",  "tdpbf16ps",
+      "tdpbssd",   "tdpbsud",     "tdpbusd",     "tdpbuud"};
   return kNames[int(op)];
 }
 
@@ -125,8 +125,9 @@ int TileMachine::step(const uint8_t *p, const AmxCpuView &cpu) {
     known = false;
   }
   if (!known)
-    return fail("", "VEX.0F38 opcode 0x%02x (pp=%d, ModRM 0x%02x) is no AMX "
-                    "instruction the emulator knows",
+    return fail("",
+                "VEX.0F38 opcode 0x%02x (pp=%d, ModRM 0x%02x) is no AMX "
+                "instruction the emulator knows",
                 opcode, pp, modrm);
   d.reg = reg;
   d.rm = rm;
@@ -166,12 +167,12 @@ int TileMachine::step(const uint8_t *p, const AmxCpuView &cpu) {
       disp = v;
       len += 4;
     }
-    d.base_disp = uint64_t(disp) +
-                  (rip_relative ? cpu.rip + len
-                                : base_reg >= 0 ? cpu.gpr[base_reg] : 0);
+    d.base_disp = uint64_t(disp) + (rip_relative    ? cpu.rip + len
+                                    : base_reg >= 0 ? cpu.gpr[base_reg]
+                                                    : 0);
     d.stride = index_reg >= 0 ? cpu.gpr[index_reg] << scale : 0;
     int at = std::snprintf(operand, sizeof(operand), "[%s",
-                           rip_relative ? "rip"
+                           rip_relative    ? "rip"
                            : base_reg >= 0 ? kGprNames[base_reg]
                                            : "");
     if (index_reg >= 0)
@@ -228,8 +229,8 @@ int TileMachine::step(const uint8_t *p, const AmxCpuView &cpu) {
     return fail("#UD", "VEX.R names a tile above tmm7");
   if (tdp && (vex_b || vvvv > 7))
     return fail("#UD", "VEX.B or VEX.vvvv names a tile above tmm7");
-  const bool sibmem = d.op == AmxOp::tileloadd ||
-                      d.op == AmxOp::tileloaddt1 || d.op == AmxOp::tilestored;
+  const bool sibmem = d.op == AmxOp::tileloadd || d.op == AmxOp::tileloaddt1 ||
+                      d.op == AmxOp::tilestored;
   if (sibmem && !has_sib)
     return fail("#UD", "the memory operand needs a SIB byte (the index "
                        "register is the row stride)");
@@ -294,8 +295,7 @@ int TileMachine::step(const uint8_t *p, const AmxCpuView &cpu) {
 void TileMachine::load_config(const uint8_t *mem) {
   const int palette = mem[0];
   if (palette > 1) {
-    fail("#GP", "palette %d (this machine has palette 1; 0 releases)",
-         palette);
+    fail("#GP", "palette %d (this machine has palette 1; 0 releases)", palette);
     return;
   }
   if (palette == 0) { // the init state, as TILERELEASE leaves it
@@ -304,8 +304,7 @@ void TileMachine::load_config(const uint8_t *mem) {
   }
   for (int i = 2; i < 16; ++i)
     if (mem[i]) {
-      fail("#GP", "reserved byte %d of the configuration is 0x%02x", i,
-           mem[i]);
+      fail("#GP", "reserved byte %d of the configuration is 0x%02x", i, mem[i]);
       return;
     }
   std::array<uint16_t, kAmxTiles> colsb;
@@ -323,8 +322,8 @@ void TileMachine::load_config(const uint8_t *mem) {
       return;
     }
     if ((rows[t] == 0) != (colsb[t] == 0)) {
-      fail("#GP", "tmm%d has rows=%d but colsb=%d (both or neither are 0)",
-           t, rows[t], colsb[t]);
+      fail("#GP", "tmm%d has rows=%d but colsb=%d (both or neither are 0)", t,
+           rows[t], colsb[t]);
       return;
     }
   }
@@ -388,8 +387,9 @@ int TileMachine::dot_product(const Decoded &d) {
     return fail("#UD", "M mismatch: tmm%d has %d rows, A tmm%d has %d", c,
                 rows_[c], a, rows_[a]);
   if (colsb_[a] / 4 != rows_[b])
-    return fail("#UD", "K mismatch: A tmm%d has %d dwords per row, B tmm%d "
-                       "has %d rows",
+    return fail("#UD",
+                "K mismatch: A tmm%d has %d dwords per row, B tmm%d "
+                "has %d rows",
                 a, colsb_[a] / 4, b, rows_[b]);
   if (colsb_[c] != colsb_[b])
     return fail("#UD", "N mismatch: tmm%d colsb=%d, B tmm%d colsb=%d", c,
@@ -423,10 +423,8 @@ int TileMachine::dot_product(const Decoded &d) {
         std::memcpy(crow + 4 * n, &dst, 4);
       }
     } else {
-      const bool a_signed =
-          d.op == AmxOp::tdpbssd || d.op == AmxOp::tdpbsud;
-      const bool b_signed =
-          d.op == AmxOp::tdpbssd || d.op == AmxOp::tdpbusd;
+      const bool a_signed = d.op == AmxOp::tdpbssd || d.op == AmxOp::tdpbsud;
+      const bool b_signed = d.op == AmxOp::tdpbssd || d.op == AmxOp::tdpbusd;
       for (int n = 0; n < n_count; ++n) {
         uint32_t acc; // dword arithmetic wraps modulo 2^32
         std::memcpy(&acc, crow + 4 * n, 4);

@@ -30,10 +30,9 @@ struct ActiveRun {
 ActiveRun *g_run = nullptr;
 
 // ucontext's registers in x86 encoding order.
-constexpr int kGregOf[16] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX,
-                             REG_RSP, REG_RBP, REG_RSI, REG_RDI,
-                             REG_R8,  REG_R9,  REG_R10, REG_R11,
-                             REG_R12, REG_R13, REG_R14, REG_R15};
+constexpr int kGregOf[16] = {
+    REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI,
+    REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15};
 
 void on_sigill(int, siginfo_t *, void *context) {
   auto *uc = static_cast<ucontext_t *>(context);

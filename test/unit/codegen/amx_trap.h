@@ -51,3 +51,21 @@ private:
 };
 
 } // namespace hyc::codegen::test
+
+/// Skips the current test with the reason when AMX code cannot run here, and
+/// records which way it runs.
+#define HYC_REQUIRE_AMX_RUNNER(runner)                                         \
+  do {                                                                         \
+    if ((runner).way() == ::hyc::codegen::test::AmxWay::unavailable)           \
+      GTEST_SKIP() << (runner).why();                                          \
+    RecordProperty("amx_way", (runner).why());                                 \
+  } while (0)
+
+/// As HYC_REQUIRE_AMX_RUNNER, for checks of the emulator itself (skipped
+/// where AMX runs natively).
+#define HYC_REQUIRE_EMULATED_AMX(runner)                                       \
+  do {                                                                         \
+    HYC_REQUIRE_AMX_RUNNER(runner);                                            \
+    if ((runner).way() != ::hyc::codegen::test::AmxWay::emulated)              \
+      GTEST_SKIP() << "checks the emulator itself; here " << (runner).why();   \
+  } while (0)
