@@ -1,6 +1,7 @@
-// AMX kernels cannot run on hosts without AMX, so their code is checked by
-// disassembly (llvm-mc): the tile loop, the K-tail reconfiguration, the
-// per-m tile configurations embedded after the code, and the epilogues.
+// The AMX kernels' code checked by disassembly (llvm-mc): the tile loop, the
+// K-tail reconfiguration, the per-m tile configurations embedded after the
+// code, and the epilogues. (brgemm_amx_test.cpp executes them, on an
+// emulated tile machine where the host lacks AMX.)
 // The AVX-512 BF16 kernel gets the same check, for hosts that cannot run it,
 // and the AVX2 kernels are checked for AVX-512 encodings.
 #include "codegen/brgemm.h"
