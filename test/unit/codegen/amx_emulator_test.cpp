@@ -99,7 +99,8 @@ TEST(AmxEmulator, ExtendedRegistersScaleAndDisplacementForms) {
   AmxRunner runner;
   HYC_REQUIRE_AMX_RUNNER(runner);
   // Base and index in r8-r15, scale 2 and 8, disp8 < 0 and disp32; r13 as
-  // a base (always encoded with a displacement) and r12 as an index.
+  // a base (always encoded with a displacement) and r12 as an index; the
+  // tileloaddt1 form (a load with a cache hint).
   TileCfg cfg;
   cfg.set(2, 3, 64).set(7, 3, 64);
   Snippet s([](CodeGenerator &g) {
@@ -113,7 +114,7 @@ TEST(AmxEmulator, ExtendedRegistersScaleAndDisplacementForms) {
     g.mov(r11, 16);                                   // stride 128 = r11 * 8
     g.tilestored(g.ptr[r9 + r11 * 8 + 0x1000], tmm2); // disp32
     g.mov(r8, 80);
-    g.tileloadd(tmm7, g.ptr[r13 + r8 + 0]); // r13, no displacement
+    g.tileloaddt1(tmm7, g.ptr[r13 + r8 + 0]); // r13, no displacement
     g.tilestored(g.ptr[rcx + r8 * 1], tmm7);
     g.pop(r13);
     g.pop(r12);

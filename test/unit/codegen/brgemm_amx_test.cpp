@@ -42,6 +42,23 @@ void report(const AmxRunner &amx) {
               amx.why().c_str(), (unsigned long long)amx.trapped());
 }
 
+TEST(BrgemmAmx, TheGridsCoverEveryFamily) {
+  // The grids below cover N block 32, the only one the tile table has for
+  // AMX; a new AMX entry must join them.
+  int families = 0;
+  for (DataType a : {DataType::f32, DataType::bf16, DataType::u8})
+    for (DataType b :
+         {DataType::f32, DataType::bf16, DataType::s8, DataType::f8})
+      for (int nb : {16, 32, 48, 64, 128})
+        if (find_brgemm_tile(Isa::amx, a, b, nb)) {
+          ++families;
+          EXPECT_EQ(nb, 32) << "an AMX kernel with N block " << nb
+                            << " exists: add it to the BrgemmAmx grids";
+        }
+  EXPECT_EQ(families, 2) << "bf16 x bf16 and u8 x s8 are the AMX families "
+                            "the grids cover";
+}
+
 TEST(BrgemmAmx, Bf16AllRowsKTailsEpilogues) {
   AmxRunner amx;
   HYC_REQUIRE_AMX_RUNNER(amx);
