@@ -209,6 +209,14 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
           return bad("prompt", "prompt: expected a string or an array of "
                                "token ids, found an array holding " +
                                    type_name(t));
+        // Checked before narrowing: 2^32 + 5 must not become token 5.
+        const bool fits = t.is_number_unsigned()
+                              ? t.get<uint64_t>() <= uint64_t(INT32_MAX)
+                              : t.get<int64_t>() >= 0 &&
+                                    t.get<int64_t>() <= INT32_MAX;
+        if (!fits)
+          return bad("prompt", "prompt: token id " + t.dump() +
+                                   " outside the vocabulary");
         r.prompt.push_back(int32_t(t.get<int64_t>()));
       }
     } else {

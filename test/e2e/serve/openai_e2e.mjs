@@ -338,6 +338,9 @@ async function e2e() {
     ['/v1/completions', JSON.stringify({ model: MODEL, prompt: Array(1100).fill(5) }), 400, 'prompt'],
     ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', max_tokens: 5000 }), 400, 'max_tokens'],
     ['/v1/completions', JSON.stringify({ model: MODEL, prompt: [1, 99999] }), 400, null],
+    // Ids past int32 were narrowed: 2^32 + 5 was served as token 5.
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: [1, 4294967301] }), 400, 'prompt'],
+    ['/v1/completions', JSON.stringify({ model: MODEL, prompt: [-1] }), 400, 'prompt'],
     ['/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', stop: 7 }), 400, 'stop'],
     ['/v1/completions', JSON.stringify({ model: 'gpt-4', prompt: 'x' }), 404, 'model'],
     ['/v1/chat/completions', JSON.stringify({ model: MODEL, messages: [] }), 400, 'messages'],

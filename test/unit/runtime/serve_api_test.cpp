@@ -129,3 +129,23 @@ TEST(BoundedJson, DepthCountsArraysAndObjectsNotStrings) {
   EXPECT_NE(hyrt::parse_json(std::string("{\"a\": [1, 2"), &parsed).find("invalid JSON"),
             std::string::npos);
 }
+
+// Token ids were narrowed to int32 before the vocabulary check: 2^32 + 5
+// was served as token 5 (found by bench/serve/soak.py). Now an id outside
+// [0, 2^31) is a 400 naming the prompt.
+TEST(ServeRequest, TokenIdsPastInt32AreRefusedNotNarrowed) {
+  const hyrt::Tokenizer tok = tinyTokenizer();
+  const auto limits = limitsFor(tok, "");
+  hyrt::serve::ParsedRequest pr;
+  for (const char *ids : {"[1, 4294967301]", "[-1]", "[2147483648]",
+                          "[18446744073709551615]", "[-9223372036854775808]"}) {
+    const std::string body = std::string(R"({"model": "m", "prompt": )") + ids + "}";
+    auto err = hyrt::serve::parse_request(body, false, limits, 1, &pr);
+    ASSERT_TRUE(err) << ids;
+    EXPECT_EQ(err->status, 400) << ids;
+    EXPECT_EQ(err->param, "prompt") << ids;
+  }
+  ASSERT_FALSE(hyrt::serve::parse_request(R"({"model": "m", "prompt": [1, 2147483647]})",
+                                          false, limits, 1, &pr));
+  EXPECT_EQ(pr.request.prompt, (std::vector<int32_t>{1, 2147483647}));
+}
