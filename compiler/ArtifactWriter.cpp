@@ -231,7 +231,8 @@ bool writeArtifactFiles(const std::string &dir, const models::Checkpoint &ckpt,
                         {"weights", v.weights}});
   manifest["variants"] = variants;
   if (info.tpSize > 1)
-    manifest["tensor_parallel"] = {{"rank", info.tpRank}, {"size", info.tpSize}};
+    manifest["tensor_parallel"] = {
+        {"rank", info.tpRank}, {"size", info.tpSize}, {"compile_id", info.compileId}};
   if (!info.executableVariant.empty())
     manifest["executable_variant"] = info.executableVariant;
   if (ckpt.tokenizer) {

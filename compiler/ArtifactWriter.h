@@ -42,6 +42,9 @@ struct ArtifactInfo {
   /// shard pass's decision: num_kv_heads / tpSize, or one shared kv head
   /// when there are fewer than ranks; 0: the model's).
   int64_t tpRank = 0, tpSize = 1, kvCacheHeads = 0;
+  /// With tpSize > 1: compileIdentity() of the command line, the same in
+  /// every rank's manifest (tensor_parallel.compile_id).
+  std::string compileId;
 };
 
 /// Writes `dir`/weights.bin (fp32, each tensor 64-byte aligned, in table

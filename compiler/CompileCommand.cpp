@@ -19,6 +19,7 @@
 
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Calibration.h"
+#include "compiler/CompileIdentity.h"
 #include "compiler/CompileOptions.h"
 #include "compiler/KernelEmitter.h"
 #include "compiler/Linker.h"
@@ -587,6 +588,8 @@ bool writeArtifact(Compilation &c, std::string &error) {
   info.maxBatchTokens = c.options.maxBatchTokens;
   info.maxSeqs = c.options.maxSeqs;
   info.source = c.options.input;
+  if (info.tpSize > 1)
+    info.compileId = compileIdentity(c.options);
   models::Checkpoint &checkpoint = *c.model.checkpoint;
   if (!c.plan.smoothGroups.empty()) {
     checkpoint.weights =

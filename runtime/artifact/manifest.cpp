@@ -291,6 +291,16 @@ Status parse(const json &root, const Fields &f, Manifest *m) {
       return f.error("tensor_parallel.rank", "expected a rank below tensor_parallel.size " +
                                                  std::to_string(m->tp_size) + ", found " +
                                                  std::to_string(m->tp_rank));
+    if (m->tp_size > 1) {
+      HYRT_TRY(f.string(*tp, "compile_id", "tensor_parallel.compile_id", &m->tp_compile_id,
+                        true));
+      if (m->tp_compile_id.size() != 16 ||
+          m->tp_compile_id.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return f.error("tensor_parallel.compile_id",
+                       "expected 16 hex digits (the compile's identity; an artifact from "
+                       "before identities: recompile it), found '" +
+                           m->tp_compile_id.substr(0, 64) + "'");
+    }
   }
   return parse_variants(root, f, m);
 }

@@ -134,6 +134,35 @@ bool readManifest(const std::string &dir, Manifest *m, Status *why) {
   return why->ok();
 }
 
+/// Rank r's manifest (in `rankDir`) against rank 0's `m`: the right rank of
+/// the same compile (tensor_parallel.compile_id) with rank 0's vocab and
+/// limits; an error naming what differs otherwise.
+Status checkRankManifest(const Manifest &m, const std::string &rankDir, int64_t r) {
+  Manifest rm;
+  Status rankParsed;
+  if (!readManifest(rankDir, &rm, &rankParsed))
+    return rankParsed.ok() ? Status::Error("rank 0 of " + std::to_string(m.tp_size) +
+                                           " has no " + rankDir + "/manifest.json")
+                           : rankParsed;
+  if (rm.tp_rank != r || rm.tp_size != m.tp_size || rm.model.vocab_size != m.model.vocab_size ||
+      rm.limits.max_seq_len != m.limits.max_seq_len ||
+      rm.limits.max_batch_tokens != m.limits.max_batch_tokens ||
+      rm.limits.max_seqs != m.limits.max_seqs)
+    return Status::Error(rankDir + " is rank " + std::to_string(rm.tp_rank) + " of " +
+                         std::to_string(rm.tp_size) + " (vocab " +
+                         std::to_string(rm.model.vocab_size) + ") but should be rank " +
+                         std::to_string(r) + " of " + std::to_string(m.tp_size) +
+                         " with rank 0's vocab and limits: "
+                         "a directory of another compile (recompile with --tp)");
+  if (rm.tp_compile_id != m.tp_compile_id)
+    return Status::Error(rankDir + " comes from another compile (compile_id " +
+                         rm.tp_compile_id + ", rank 0's is " + m.tp_compile_id +
+                         "): every rank must come from one `hyc compile --tp " +
+                         std::to_string(m.tp_size) + "` (recompile, or copy the whole " +
+                         "artifact directory)");
+  return Status::Ok();
+}
+
 } // namespace
 
 Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp) {
@@ -185,8 +214,16 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
       }
       tp->size = size;
       tp->rank = std::atoi(worldRank);
-      if (tp->rank > 0)
+      if (tp->rank < 0 || tp->rank >= size)
+        return Status::Error(std::string("mpirun: OMPI_COMM_WORLD_RANK='") + worldRank +
+                             "', expected 0.." + std::to_string(size - 1));
+      if (tp->rank > 0) {
         tp->dir = dir + "/ranks/" + std::to_string(tp->rank);
+        // Each rank checks its own directory against rank 0's manifest (on
+        // several machines, each holds a copy of the whole artifact).
+        if (Status s = checkRankManifest(m, tp->dir, tp->rank); !s.ok())
+          return s;
+      }
       tp->group_name = std::string("/hyc-tp-mpi-") + job;
       for (char &c : tp->group_name)
         if (c != '/' && !std::isalnum(static_cast<unsigned char>(c)) && c != '-')
@@ -196,26 +233,9 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
   }
   if (m.tp_size == 1)
     return Status::Ok();
-  for (int64_t r = 1; r < m.tp_size; ++r) {
-    const std::string rankDir = dir + "/ranks/" + std::to_string(r);
-    Manifest rm;
-    Status rankParsed;
-    if (!readManifest(rankDir, &rm, &rankParsed))
-      return rankParsed.ok() ? Status::Error(dir + " is rank 0 of " +
-                                             std::to_string(m.tp_size) + " but has no " +
-                                             rankDir + "/manifest.json")
-                             : rankParsed;
-    if (rm.tp_rank != r || rm.tp_size != m.tp_size || rm.model.vocab_size != m.model.vocab_size ||
-        rm.limits.max_seq_len != m.limits.max_seq_len ||
-        rm.limits.max_batch_tokens != m.limits.max_batch_tokens ||
-        rm.limits.max_seqs != m.limits.max_seqs)
-      return Status::Error(rankDir + " is rank " + std::to_string(rm.tp_rank) + " of " +
-                           std::to_string(rm.tp_size) + " (vocab " +
-                           std::to_string(rm.model.vocab_size) +
-                           ") but should be rank " + std::to_string(r) + " of " +
-                           std::to_string(m.tp_size) + " with rank 0's vocab and limits: "
-                           "a directory of another compile (recompile with --tp)");
-  }
+  for (int64_t r = 1; r < m.tp_size; ++r)
+    if (Status s = checkRankManifest(m, dir + "/ranks/" + std::to_string(r), r); !s.ok())
+      return s;
   tp->size = int(m.tp_size);
   const pid_t parent = ::getpid();
   tp->group_name = "/hyc-tp-" + std::to_string(parent);

@@ -13,7 +13,10 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <chrono>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,6 +167,40 @@ double meanNll(const std::string &artifact) {
 std::vector<int32_t> goldenTokens(const std::string &dir, const std::string &length) {
   return nlohmann::json::parse(readFile(dir + "/inputs.json"))["sequences"][length]
       .get<std::vector<int32_t>>();
+}
+
+
+std::pair<pid_t, std::string> startServe(const std::string &art, const std::string &name,
+                                         std::pair<const char *, const char *> env,
+                                         const std::vector<std::string> &extra) {
+  const std::string outPath = tempDir() + "/" + name + ".out",
+                    errPath = tempDir() + "/" + name + ".err";
+  std::vector<std::string> args = {HYC_BIN, "serve", art, "--port", "0", "--model-name", "m"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (env.first)
+      ::setenv(env.first, env.second, 1);
+    const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::execv(HYC_BIN, argv.data());
+    ::_exit(127);
+  }
+  std::string port;
+  for (int i = 0; pid > 0 && i < 600 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string out = readFile(outPath);
+    const size_t at = out.find("listening on http://127.0.0.1:");
+    if (at != std::string::npos)
+      port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
+  }
+  return {pid, port};
 }
 
 } // namespace hyc::e2e

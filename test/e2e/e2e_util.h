@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <sys/types.h>
+#include <utility>
 #include <vector>
 
 namespace hyc::e2e {
@@ -63,6 +65,13 @@ std::vector<RealModel> realModels();
 /// Mean next-token NLL of `hyc perplexity` on the first 200 TinyStories
 /// validation paragraphs (../shared/models); exp() of it is the perplexity.
 double meanNll(const std::string &artifact);
+
+/// `hyc serve ART --port 0 --model-name m EXTRA...` in a child (stdout and
+/// stderr in tempDir()/NAME.out and .err, `env` set in it): its pid and the
+/// port it listens on, "" when it did not start within 30 s.
+std::pair<pid_t, std::string> startServe(const std::string &art, const std::string &name,
+                                         std::pair<const char *, const char *> env = {},
+                                         const std::vector<std::string> &extra = {});
 
 /// Reads a whole file.
 std::string readFile(const std::string &path);

@@ -181,42 +181,34 @@ TEST(TensorParallel, MismatchesAreRefusedByName) {
   r = runHycWithin(60, {"run", mixed, "-n", "2"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("but should be rank 1 of 2"), std::string::npos) << r.err;
+
+  // Rank 1 of another compile of the same geometry (other weights: seed 6)
+  // matches rank 0 in every shape and bound; only the compile identity
+  // tells them apart. Before identities this ran and gave wrong logits.
+  const std::string other =
+      compileOnce(synth("llama", "tiny", 6), {"--target", "reference", "--tp", "2"});
+  ASSERT_EQ(std::system(("rm -rf '" + mixed + "/ranks/1' && cp -r '" + other + "/ranks/1' '" +
+                         mixed + "/ranks/1'")
+                            .c_str()),
+            0);
+  r = runHycWithin(60, {"run", mixed, "-n", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(mixed + "/ranks/1 comes from another compile (compile_id "),
+            std::string::npos)
+      << r.err;
+  // The same command line gives the same identity to every rank of it.
+  const std::string again = tempDir() + "/tp-again";
+  ASSERT_EQ(std::system(("rm -rf '" + again + "' && cp -r '" + two + "' '" + again + "'")
+                            .c_str()),
+            0);
+  r = runHycWithin(60, {"run", again, "-n", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // `hyc serve` on a TP artifact stays up while idle longer than the ranks'
 // wait deadline (HYC_TP_TIMEOUT, shortened here): the followers wait for
 // rank 0's next step as long as it lives. Then one request over loopback
 // gets `hyc run`'s greedy answer, and SIGINT stops every rank cleanly.
-/// `hyc serve ART --port 0 --model-name m` in a child (stdout and stderr in
-/// tempDir()/NAME.out and .err, `env` set in it): its pid and the port it
-/// listens on, "" when it did not start within 30 s.
-std::pair<pid_t, std::string> startServe(const std::string &art, const std::string &name,
-                                         std::pair<const char *, const char *> env = {}) {
-  const std::string outPath = tempDir() + "/" + name + ".out",
-                    errPath = tempDir() + "/" + name + ".err";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (env.first)
-      ::setenv(env.first, env.second, 1);
-    const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    ::execl(HYC_BIN, HYC_BIN, "serve", art.c_str(), "--port", "0", "--model-name", "m",
-            static_cast<char *>(nullptr));
-    ::_exit(127);
-  }
-  std::string port;
-  for (int i = 0; pid > 0 && i < 600 && port.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::string out = readFile(outPath);
-    const size_t at = out.find("listening on http://127.0.0.1:");
-    if (at != std::string::npos)
-      port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
-  }
-  return {pid, port};
-}
-
 TEST(TensorParallel, AnIdleServerKeepsItsRanks) {
   const std::string ckpt = synth("llama", "tiny", 5);
   const std::string two = compileOnce(ckpt, {"--target", "portable", "--tp", "2"});

@@ -115,6 +115,18 @@ TEST(Artifact, MalformedManifests) {
                      " (this runtime), found 1"),
             std::string::npos)
       << msg;
+  // A tensor-parallel rank without the compile's identity (an artifact of
+  // before identities) or with a malformed one.
+  msg = open_error(edited([](json &m) { m["tensor_parallel"] = {{"rank", 0}, {"size", 2}}; }));
+  EXPECT_NE(msg.find("field 'tensor_parallel.compile_id': missing (expected a string)"),
+            std::string::npos)
+      << msg;
+  msg = open_error(edited([](json &m) {
+    m["tensor_parallel"] = {{"rank", 0}, {"size", 2}, {"compile_id", "0123"}};
+  }));
+  EXPECT_NE(msg.find("field 'tensor_parallel.compile_id': expected 16 hex digits"),
+            std::string::npos)
+      << msg;
   msg = open_error(edited([](json &m) { m["limits"].erase("max_seq_len"); }));
   EXPECT_NE(msg.find("field 'limits.max_seq_len': missing"), std::string::npos)
       << msg;

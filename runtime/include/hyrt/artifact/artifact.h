@@ -85,6 +85,9 @@ struct Manifest {
   /// Tensor parallel (`hyc compile --tp`): this artifact is rank tp_rank of
   /// tp_size; rank 0's directory holds rank r's in ranks/r.
   int64_t tp_rank = 0, tp_size = 1;
+  /// With tp_size > 1: the compile's identity (16 hex digits), equal in
+  /// every rank's manifest of one compile; start_ranks refuses a mismatch.
+  std::string tp_compile_id;
 };
 
 /// Parses and validates manifest text; `origin` (a path) prefixes errors.
