@@ -7,6 +7,7 @@
 #include "args.h"
 #include "common.h"
 #include "hyrt/parallel/tensor_parallel.h"
+#include "hyrt/text/tokenizer.h"
 
 
 #include <atomic>
@@ -226,6 +227,9 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
     int sig = 0;
     sigwait(&signals, &sig);
     signalled = true;
+    // A request's text in a pattern that backtracks would hold its handler
+    // (and so the exit) for the rest of its regex budget: stop that now.
+    abandon_text_work();
     http.stop();
     server.stop();
   });

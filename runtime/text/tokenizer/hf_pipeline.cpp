@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <utility>
 #include <unicode/normalizer2.h>
@@ -52,6 +53,17 @@ void metaspace_piece(const HfSplitStep &step, std::string piece, bool at_start,
     out->push_back(piece.substr(begin));
 }
 
+std::atomic<bool> g_abandoned{false};
+
+/// ICU calls this every tick of a match (about 10,000 engine steps): false
+/// stops the match (U_REGEX_STOPPED_BY_CALLER), so that neither the
+/// budget's deadline nor abandon_text_work() waits for a match to end.
+UBool keepMatching(const void *context, int32_t /*steps*/) {
+  const auto *budget = static_cast<const RegexBudget *>(context);
+  return !g_abandoned.load(std::memory_order_relaxed) &&
+         std::chrono::steady_clock::now() <= budget->deadline;
+}
+
 /// Byte spans [begin, end) of every non-empty match of `re` in `text`;
 /// "" or the reason the matching stopped (ICU's time limit, the budget's
 /// deadline, an ICU error).
@@ -67,8 +79,9 @@ std::string matches(const icu::RegexPattern &re, const std::string &text,
   }
   m->reset(ut);
   m->setTimeLimit(RegexBudget::kFindLimit, st);
+  m->setMatchCallback(keepMatching, budget, st);
   std::string error;
-  while (m->find(st) && U_SUCCESS(st)) {
+  while (!g_abandoned.load(std::memory_order_relaxed) && m->find(st) && U_SUCCESS(st)) {
     // UTF-8 UText native indices are byte offsets.
     const int64_t b = m->start64(st), e = m->end64(st);
     if (e > b) {
@@ -88,7 +101,14 @@ std::string matches(const icu::RegexPattern &re, const std::string &text,
       break;
     }
   }
-  if (error.empty() && st == U_REGEX_TIME_OUT)
+  if (error.empty() && g_abandoned.load())
+    error = "tokenizer: stopped (the process is ending)";
+  else if (error.empty() && st == U_REGEX_STOPPED_BY_CALLER) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", budget->seconds);
+    error = std::string("tokenizer: the pre-tokenizer regex ran past its budget of ") +
+            seconds + " s for this text";
+  } else if (error.empty() && st == U_REGEX_TIME_OUT)
     error = "tokenizer: the pre-tokenizer regex passed ICU's time limit of " +
             std::to_string(RegexBudget::kFindLimit) +
             " steps on one match (catastrophic backtracking?)";
@@ -294,3 +314,9 @@ std::string utf8_lossy(const std::string &bytes) {
 }
 
 } // namespace hyrt::detail
+
+namespace hyrt {
+
+void abandon_text_work() { detail::g_abandoned.store(true); }
+
+} // namespace hyrt

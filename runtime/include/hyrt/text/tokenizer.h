@@ -145,6 +145,12 @@ private:
   int32_t byte_ids_[256] = {};                          // -1: none
 };
 
+/// Makes every tokenizer regex match in flight, and every later one, stop
+/// within one ICU tick (about a millisecond) with an error: for a process
+/// that is stopping (`hyc serve` on SIGTERM), so that no request's text
+/// (a pattern that backtracks for its whole budget) holds the exit.
+void abandon_text_work();
+
 /// Reads a llama2.c tokenizer.bin (i32 max_token_length, then per token f32
 /// score, i32 length, bytes) into `out` as kind kLlama2c with bos 1, eos 2,
 /// unk 0. vocab_size < 0 reads records until end of file.
