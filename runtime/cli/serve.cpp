@@ -247,7 +247,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   std::atomic<bool> serving{true};
   std::string rank_failure; // written by rank_watch, read after its join
   std::thread rank_watch;
-  if (!tp.children.empty())
+  if (tp.rank == 0 && tp.size > 1)
     rank_watch = std::thread([&] {
       while (serving) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));

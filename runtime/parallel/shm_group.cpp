@@ -39,6 +39,7 @@ struct Header {
   uint64_t slot_bytes;
   std::atomic<int32_t> joined;
   std::atomic<int32_t> abort_rank; // -1: none
+  std::atomic<int32_t> pid[kMaxRanks]; // each rank's, written as it joins
   char abort_why[256];
   pthread_mutex_t alive[kMaxRanks];
 };
@@ -302,14 +303,17 @@ Status ShmGroup::join(const ShmGroupOptions &o, std::unique_ptr<ShmGroup> *out) 
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-    for (int r = 0; r < kMaxRanks; ++r)
+    for (int r = 0; r < kMaxRanks; ++r) {
       pthread_mutex_init(&h->alive[r], &attr);
+      h->pid[r].store(0);
+    }
     pthread_mutexattr_destroy(&attr);
     h->magic.store(kMagic, std::memory_order_release);
   }
   if (pthread_mutex_lock(&h->alive[o.rank]) == EOWNERDEAD)
     pthread_mutex_consistent(&h->alive[o.rank]);
   g.holdsAlive = true;
+  h->pid[o.rank].store(int32_t(::getpid()), std::memory_order_release);
   h->joined.fetch_add(1, std::memory_order_acq_rel);
   while (h->joined.load(std::memory_order_acquire) < o.size) {
     if (const int a = h->abort_rank.load(); a >= 0)
@@ -341,6 +345,13 @@ Status ShmGroup::join(const ShmGroupOptions &o, std::unique_ptr<ShmGroup> *out) 
 }
 
 void ShmGroup::abort(const std::string &why) { postAbort(impl_->h, impl_->o.rank, why); }
+
+std::vector<pid_t> ShmGroup::local_pids() const {
+  std::vector<pid_t> pids(size_t(impl_->o.size));
+  for (int r = 0; r < impl_->o.size; ++r)
+    pids[size_t(r)] = pid_t(impl_->h->pid[r].load(std::memory_order_acquire));
+  return pids;
+}
 
 Status ShmGroup::all_reduce_sum(float *data, size_t n) {
   Impl &g = *impl_;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -475,6 +476,26 @@ std::string check_ranks(const TensorParallel &tp) {
     default:
       break;
     }
+  }
+  if (!tp.children.empty() || !tp.group)
+    return "";
+  const std::vector<pid_t> pids = tp.group->local_pids();
+  for (size_t r = 1; r < pids.size(); ++r) {
+    if (pids[r] <= 0)
+      continue;
+    const std::string who =
+        "rank " + std::to_string(r) + " (pid " + std::to_string(pids[r]) + ")";
+    // "pid (comm) S ...": the state follows the last ')'.
+    std::ifstream in("/proc/" + std::to_string(pids[r]) + "/stat");
+    const std::string stat = in.is_open() ? std::string(std::istreambuf_iterator<char>(in),
+                                                        std::istreambuf_iterator<char>())
+                                          : std::string();
+    const size_t close = stat.rfind(')');
+    const char state = close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : 0;
+    if (state == 0 || state == 'Z' || state == 'X')
+      return who + " is gone (exited or killed)";
+    if (state == 'T' || state == 't')
+      return who + " is stopped: it cannot take part in a step";
   }
   return "";
 }

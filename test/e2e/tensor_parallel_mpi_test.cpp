@@ -201,5 +201,71 @@ TEST(TensorParallelMpi, KillingARankOnAnotherNodeStopsTheJob) {
   std::printf("the job stopped %.3f s after rank 1 was killed\n", seconds);
 }
 
+// `hyc serve` under mpirun on one machine: rank 1 is mpirun's child, not
+// rank 0's, so rank 0 watches it by the pid it published in the group.
+// Stopped (SIGSTOP) while the server is idle, it turns /health to 503
+// naming it, and the job ends non-zero within 5 s (it used to be found only
+// at the next request's collective deadline).
+TEST(TensorParallelMpi, AStoppedRankUnderServeTurnsHealthTo503AndEndsTheJob) {
+  if (!haveMpirun())
+    GTEST_SKIP() << "mpirun (Debian openmpi-bin) is not installed";
+  const std::string art =
+      compileOnce(synth("llama", "tiny", 5), {"--target", "reference", "--tp", "2"});
+  const std::string errPath = tempDir() + "/tp-mpi-serve-stop.err";
+  Generation g = startGeneration(
+      {"/bin/sh", "-c",
+       "exec " + mpirunLine(2, 0, "serve '" + art + "' --port 0 --model-name m")},
+      errPath);
+  ASSERT_GE(g.pid, 0);
+  std::string out, port;
+  char buf[512];
+  const auto started = std::chrono::steady_clock::now();
+  while (port.empty() && std::chrono::steady_clock::now() - started < std::chrono::seconds(60)) {
+    const ssize_t n = ::read(g.out, buf, sizeof(buf));
+    if (n <= 0)
+      break;
+    out.append(buf, size_t(n));
+    const size_t at = out.find("listening on http://127.0.0.1:");
+    if (at != std::string::npos && out.find(' ', at + 30) != std::string::npos)
+      port = out.substr(at + 30, out.find_first_not_of("0123456789", at + 30) - at - 30);
+  }
+  ASSERT_FALSE(port.empty()) << out << readFile(errPath);
+  const pid_t rank1 = mpiRank(g.pid, 1);
+  ASSERT_GT(rank1, 0) << "rank 1 is not a child of mpirun";
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
+  bool saw503 = false;
+  while (!saw503 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
+    const auto [reply, rc] = shell("timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port +
+                                   " && printf \"GET /health HTTP/1.1\\r\\nHost: x\\r\\n"
+                                   "Connection: close\\r\\n\\r\\n\" >&3 && cat <&3' 2>/dev/null");
+    saw503 = reply.find("HTTP/1.1 503") != std::string::npos &&
+             reply.find("rank 1 (pid " + std::to_string(rank1) + ") is stopped") !=
+                 std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  int status = 0;
+  pid_t done = 0;
+  while ((done = ::waitpid(g.pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (done == 0) { // never noticed: end the job for the next tests
+    ::kill(g.pid, SIGKILL);
+    ::waitpid(g.pid, &status, 0);
+  }
+  ::close(g.out);
+  ::kill(rank1, SIGKILL); // if mpirun left it (it should not have)
+  ASSERT_NE(done, 0) << "the job did not end within 10 s of rank 1's stop";
+  const std::string err = readFile(errPath);
+  EXPECT_TRUE(saw503) << "/health never answered 503 naming rank 1: " << err;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << err;
+  EXPECT_NE(err.find("rank 1 (pid " + std::to_string(rank1) + ") is stopped"), std::string::npos)
+      << err;
+  EXPECT_LT(seconds, 5.0) << err;
+  std::printf("the served job stopped %.3f s after rank 1 was stopped\n", seconds);
+}
+
 } // namespace
 } // namespace hyc::e2e

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace hyrt {
@@ -42,6 +43,11 @@ public:
   virtual void abort(const std::string &why) = 0;
   /// What carries the collectives, for messages and `hyc run --verbose`.
   virtual std::string transport() const = 0;
+  /// The pid of each rank (index = rank) that runs on this machine and
+  /// published it, 0 for the others; empty when the transport does not
+  /// know (rank 0 watches these under mpirun, where they are not its
+  /// children).
+  virtual std::vector<pid_t> local_pids() const { return {}; }
 };
 
 /// What every rank derives alike from stage 1 of all_to_all_v: `table`

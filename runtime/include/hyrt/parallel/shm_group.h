@@ -72,6 +72,7 @@ public:
                       int64_t *recv_counts, size_t recv_capacity) override;
   void abort(const std::string &why) override;
   std::string transport() const override { return "shared memory"; }
+  std::vector<pid_t> local_pids() const override;
 
   struct Impl;
 

@@ -87,12 +87,15 @@ void lead_steps(Engine *engine, TensorParallel *tp);
 Status follow_steps(Engine *engine, TensorParallel *tp);
 Status stop_followers(TensorParallel *tp);
 
-/// Rank 0 of a forked group (not under mpirun): "" while every other rank
-/// runs, else what happened to the first that does not ("rank 1 (pid 42)
-/// was killed by signal 9", "... is stopped (signal 19)", "... exited with
-/// status 3"). Looks without reaping, so finish_ranks() still collects it;
-/// a server calls it between steps to notice a rank that died or froze
-/// while it was idle.
+/// Rank 0: "" while every other rank runs, else what happened to the first
+/// that does not ("rank 1 (pid 42) was killed by signal 9", "... is stopped
+/// (signal 19)", "... exited with status 3"). A forked group's children are
+/// looked at without reaping, so finish_ranks() still collects them; ranks
+/// that mpirun started on this machine (not rank 0's children) by the pids
+/// they published in the shared-memory group and their /proc state ("rank 1
+/// (pid 42) is gone", "... is stopped"). Ranks on other machines are left
+/// to mpirun, which ends the job when one dies. A server calls it between
+/// steps to notice a rank that died or froze while it was idle.
 std::string check_ranks(const TensorParallel &tp);
 
 /// Ends this rank's part. When !ok, tells the others to stop, with `why`
