@@ -14,6 +14,9 @@
  * and, since the artifact integrity checks (a library without it is refused:
  * recompile it):
  *   const char hyc_artifact_desc_v0[];        the library's own description
+ * and, in optimized variants since the load-time self-test (optional: a
+ * library without it has nothing tested):
+ *   const hyrt_kernel_table_v0 hyc_kernels_v0; the generated kernels it embeds
  * Entry points return 0 on success, else one of the HYRT_STEP_* codes below
  * (the step was refused before anything was written). `weights` is the
  * table of weight base pointers in manifest order; `arena` is 64-byte
@@ -212,6 +215,42 @@ typedef struct hyrt_collectives_v0 {
 } hyrt_collectives_v0;
 
 typedef hyrt_collectives_v0 *(*hyrt_collectives_fn_v0)(void);
+
+/* The generated brgemm block kernels a variant library embeds
+ * (codegen/brgemm.h), listed by the compiler as the data symbol
+ * `hyc_kernels_v0`, so the runtime can run each kernel family on a small
+ * problem before the first step (the load-time self-test, docs/artifact.md).
+ * `entry` has the brgemm C ABI (hyrt_brgemm_fn in cpu_kernels.h):
+ *   entry(a, lda, b, c, ldc, m, post), post -> {bias, a_scale, b_scale}
+ * C[m][0:n_block] (=|+=) A[m][0:k] . B with B packed in `b_layout`
+ * (codegen/pack.h), for m in 1..m_max. Strings are the compiler's
+ * spellings: isa "avx2", "avx512core", "avx512bf16", "avx512vnni", "amx";
+ * types A, B and C element types run together ("bf16bf16f32", "u8s8f32",
+ * "f32bf16f32", "bf16f8f32", ...); b_layout "f32_k1", "bf16_vnni2",
+ * "s8_vnni4", "f8_vnni2". Owned by the library. */
+#define HYRT_KERNEL_TABLE_VERSION 0
+enum { HYRT_KERNEL_EPILOGUE_NONE = 0, HYRT_KERNEL_EPILOGUE_BIAS = 1 };
+
+typedef struct hyrt_kernel_v0 {
+  const char *name;   /* its symbol, e.g. hyc_brgemm_bf16bf16f32_14x32x64_avx512bf16 */
+  const void *entry;  /* the kernel's first instruction */
+  int64_t code_bytes; /* machine code and its embedded data (jump tables) */
+  const char *isa;
+  const char *types;
+  const char *b_layout;
+  int32_t m_max;
+  int32_t n_block;
+  int32_t k;          /* reduction length (unpadded) */
+  int32_t accumulate; /* 0: C = A.B, 1: C = C + A.B */
+  int32_t epilogue;   /* HYRT_KERNEL_EPILOGUE_* */
+  int32_t reserved;   /* 0 */
+} hyrt_kernel_v0;
+
+typedef struct hyrt_kernel_table_v0 {
+  int32_t version; /* HYRT_KERNEL_TABLE_VERSION */
+  int32_t num_kernels;
+  const hyrt_kernel_v0 *kernels;
+} hyrt_kernel_table_v0;
 
 #ifdef __cplusplus
 }
