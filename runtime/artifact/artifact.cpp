@@ -3,11 +3,13 @@
 #include "hyrt/artifact/artifact.h"
 
 #include "hyrt/artifact/cpu_features.h"
+#include "hyrt/artifact/kernel_self_test.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -76,9 +78,7 @@ Status Artifact::open(const std::string &dir, const ArtifactOptions &options,
   if (Status s = parse_manifest(text.str(), manifest_path, &art->manifest_);
       !s.ok())
     return s;
-  if (Status s = art->choose(options); !s.ok())
-    return Status::Error(manifest_path + ": " + s.message());
-  if (Status s = art->load_library(options); !s.ok())
+  if (Status s = art->choose_and_self_test(options); !s.ok())
     return s;
   if (Status s = art->load_weights(options); !s.ok())
     return s;
@@ -88,7 +88,8 @@ Status Artifact::open(const std::string &dir, const ArtifactOptions &options,
   return Status::Ok();
 }
 
-Status Artifact::choose(const ArtifactOptions &options) {
+Status Artifact::choose(const ArtifactOptions &options,
+                        const std::vector<RefusedVariant> &refused) {
   std::string forced = options.isa;
   if (forced.empty())
     if (const char *env = std::getenv("HYC_ISA"))
@@ -98,7 +99,69 @@ Status Artifact::choose(const ArtifactOptions &options) {
     for (const Variant &v : manifest_.variants)
       host.insert(host.end(), v.cpu_features.begin(), v.cpu_features.end());
   return choose_variant(manifest_.variants, host, forced, host_amx_note(), &variant_,
-                        &variant_reason_);
+                        &variant_reason_, refused);
+}
+
+void Artifact::unload_library() {
+  if (library_)
+    ::dlclose(library_);
+  library_ = nullptr;
+  extend_ = decode_ = nullptr;
+  profile_ = nullptr;
+  observe_ = nullptr;
+  collectives_ = nullptr;
+}
+
+Status Artifact::choose_and_self_test(const ArtifactOptions &options) {
+  const std::string manifest_path = join(dir_, "manifest.json");
+  const char *env = std::getenv("HYC_SELFTEST");
+  const char *isa_env = std::getenv("HYC_ISA");
+  const bool forced = !options.isa.empty() || (isa_env && *isa_env);
+  std::string skipped;
+  if (!options.self_test)
+    skipped = "skipped (ArtifactOptions::self_test is off)";
+  else if (env && std::strcmp(env, "0") == 0)
+    skipped = "skipped (HYC_SELFTEST=0)";
+  else if (!options.check_cpu_features)
+    skipped = "skipped (CPU features are not checked, so the kernels may not run here)";
+  std::vector<RefusedVariant> refused;
+  std::string history; // variants refused on the way, for --verbose
+  for (;;) {
+    if (Status s = choose(options, refused); !s.ok())
+      return Status::Error(manifest_path + ": " + s.message());
+    if (Status s = load_library(options); !s.ok())
+      return s;
+    const std::string &name = variant().name;
+    if (!skipped.empty()) {
+      self_test_summary_ = name + ": " + skipped;
+      return Status::Ok();
+    }
+    ::dlerror();
+    const auto *table =
+        static_cast<const hyrt_kernel_table_v0 *>(::dlsym(library_, "hyc_kernels_v0"));
+    if (!table) {
+      self_test_summary_ = history + name + ": nothing to run (the library lists no " +
+                           "generated kernels: hyc_kernels_v0 absent)";
+      return Status::Ok();
+    }
+    const KernelSelfTestResult r = self_test_kernels(*table);
+    if (r.passed) {
+      self_test_summary_ = history + name + ": " + describe_self_test(r);
+      return Status::Ok();
+    }
+    const std::string library = join(dir_, variant().library);
+    std::fprintf(stderr,
+                 "hyc: warning: %s: variant %s refused: kernel self-test failed: %s%s\n",
+                 library.c_str(), name.c_str(), r.failure.c_str(),
+                 forced ? "" : "; loading the next best variant");
+    if (forced)
+      return Status::Error(library + ": variant " + name + " (forced by HYC_ISA) failed " +
+                           "its kernel self-test: " + r.failure +
+                           " (unset HYC_ISA to run the next best variant)");
+    history += name + " refused (" + r.failure + "); ";
+    refused.push_back({name, "failed its kernel self-test (kernel " + r.failed_kernel + ")"});
+    unload_library();
+  }
 }
 
 Status Artifact::load_library(const ArtifactOptions &options) {

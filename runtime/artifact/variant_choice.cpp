@@ -41,7 +41,8 @@ std::string names(const std::vector<Variant> &variants) {
 Status choose_variant(const std::vector<Variant> &variants,
                       const std::vector<std::string> &host_features,
                       const std::string &forced, const std::string &amx_note,
-                      int64_t *index, std::string *why) {
+                      int64_t *index, std::string *why,
+                      const std::vector<RefusedVariant> &refused) {
   if (variants.empty())
     return Status::Error("the artifact has no variants");
   if (!forced.empty()) {
@@ -59,27 +60,35 @@ Status choose_variant(const std::vector<Variant> &variants,
     return Status::Error("HYC_ISA=" + forced + ": the artifact has no variant '" +
                          forced + "' (it has: " + names(variants) + ")");
   }
-  std::string runnable, refused;
-  int64_t best = -1;
+  std::string runnable, refused_text;
+  int64_t best = -1, self_test_refused = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
     const std::string missing = missing_features(variants[i], host_features, amx_note);
-    if (missing.empty()) {
+    auto gone = std::find_if(refused.begin(), refused.end(),
+                             [&](const RefusedVariant &r) { return r.name == variants[i].name; });
+    if (missing.empty() && gone != refused.end()) {
+      ++self_test_refused;
+      refused_text += (refused_text.empty() ? "" : "; ") + variants[i].name + " " + gone->why;
+    } else if (missing.empty()) {
       best = int64_t(i);
       runnable += (runnable.empty() ? "" : ", ") + variants[i].name;
     } else {
-      refused += (refused.empty() ? "" : "; ") + variants[i].name + " lacks " + missing;
+      refused_text += (refused_text.empty() ? "" : "; ") + variants[i].name + " lacks " + missing;
     }
   }
+  if (best < 0 && self_test_refused > 0)
+    return Status::Error("no variant this CPU runs passed the kernel self-test (" +
+                         refused_text + ")");
   if (best < 0) {
     std::string have;
     for (const std::string &f : host_features)
       have += (have.empty() ? "" : " ") + f;
-    return Status::Error("this CPU can run none of the artifact's variants (" + refused +
+    return Status::Error("this CPU can run none of the artifact's variants (" + refused_text +
                          "; host has: " + have + ")");
   }
   *index = best;
   *why = variants[size_t(best)].name + ": best of " + runnable + " that this CPU runs" +
-         (refused.empty() ? "" : " (not " + refused + ")");
+         (refused_text.empty() ? "" : " (not " + refused_text + ")");
   return Status::Ok();
 }
 

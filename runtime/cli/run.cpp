@@ -39,8 +39,10 @@ const char kRunUsage[] =
     "  --ignore-eos         do not stop at EOS / BOS\n"
     "  --page-size N        KV cache page size (default 16)\n"
     "  --no-stats           no timing line on stderr\n"
-    "  --verbose            say which ISA variant runs and why (stderr);\n"
-    "                       HYC_ISA=avx2|avx512|avx512-bf16|amx forces one\n"
+    "  --verbose            say which ISA variant runs and why, and what its\n"
+    "                       kernel self-test found (stderr);\n"
+    "                       HYC_ISA=avx2|avx512|avx512-bf16|amx forces one,\n"
+    "                       HYC_SELFTEST=0 skips the self-test\n"
     "  --tp N               tensor-parallel ranks: the artifact's (hyc compile\n"
     "                       --tp N); one process per rank on this machine,\n"
     "                       each on its share of the CPUs (default: the\n"
@@ -177,7 +179,8 @@ int run_rank(const std::string &command, const std::string *implied_dir,
   Engine &engine = *session.engine;
   const Manifest &m = session.artifact->manifest();
   if (f.verbose)
-    err << command << ": variant " << session.artifact->variant_reason() << "\n";
+    err << command << ": variant " << session.artifact->variant_reason() << "\n"
+        << command << ": kernel self-test " << session.artifact->self_test_summary() << "\n";
   if (f.verbose && tp.group)
     err << command << ": tensor parallel, rank " << tp.rank << " of " << tp.size << " over "
         << tp.group->transport() << (tp.placement.empty() ? "" : "; " + tp.placement) << "\n";

@@ -96,16 +96,26 @@ struct Manifest {
 Status parse_manifest(const std::string &text, const std::string &origin,
                       Manifest *out);
 
+/// A variant the host runs but the loader refused (its kernel self-test
+/// failed): `why` completes "<name> ...", e.g. "failed its kernel self-test
+/// (brgemm_... (m=7): ...)".
+struct RefusedVariant {
+  std::string name, why;
+};
+
 /// Which variant to run. `forced` (HYC_ISA, empty: none) names one: it is
 /// refused when the artifact has no such variant or `host_features` lacks
 /// one of its features. Otherwise the last variant whose features the host
 /// has. `why` says which and why ("avx512-bf16: best of avx2, avx512,
 /// avx512-bf16 that this CPU runs"); errors name the missing features
-/// (`amx_note`, when not empty, says why AMX is absent).
+/// (`amx_note`, when not empty, says why AMX is absent). Variants in
+/// `refused` are passed over (and named in `why` and errors); a forced
+/// variant is not looked up there (the loader refuses it itself).
 Status choose_variant(const std::vector<Variant> &variants,
                       const std::vector<std::string> &host_features,
                       const std::string &forced, const std::string &amx_note,
-                      int64_t *index, std::string *why);
+                      int64_t *index, std::string *why,
+                      const std::vector<RefusedVariant> &refused = {});
 
 /// Bytes one element of `dtype` takes (f32, f16, bf16, i8, u8, i32, i64,
 /// ...), or 0 for a dtype this runtime does not size (then nbytes is taken
@@ -195,6 +205,9 @@ struct ArtifactOptions {
   /// checksums compiled into its library (`--no-verify` turns it off: it
   /// reads all of weights.bin, which an mmap start would otherwise defer).
   bool verify_weights = true;
+  /// Run the kernel self-test of the chosen variant before anything else
+  /// (docs/artifact.md); HYC_SELFTEST=0 in the environment turns it off too.
+  bool self_test = true;
 };
 
 /// A loaded artifact: entry points, weights and tokenizer. Immutable after
@@ -219,6 +232,10 @@ public:
   /// chosen (for `hyc run --verbose`, `hyc bench`).
   const Variant &variant() const { return manifest_.variants[variant_]; }
   const std::string &variant_reason() const { return variant_reason_; }
+  /// What the kernel self-test did, one line for `--verbose`: "passed: 2
+  /// kernel families (...) in 1.3 ms: ...", "skipped (HYC_SELFTEST=0)", or
+  /// with variants refused before it, which and why.
+  const std::string &self_test_summary() const { return self_test_summary_; }
   hyrt_entry_fn_v0 extend_fn() const { return extend_; }
   hyrt_entry_fn_v0 decode_fn() const { return decode_; }
   /// The artifact's own op-kind profile (abi.h), null when it keeps none.
@@ -245,8 +262,11 @@ public:
 
 private:
   Artifact() = default;
-  Status choose(const ArtifactOptions &options);
+  Status choose(const ArtifactOptions &options,
+                const std::vector<RefusedVariant> &refused = {});
   Status load_library(const ArtifactOptions &options);
+  Status choose_and_self_test(const ArtifactOptions &options);
+  void unload_library();
   Status load_weights(const ArtifactOptions &options);
   Status verify_weights() const;
   Status load_tokenizer();
@@ -255,6 +275,7 @@ private:
   Manifest manifest_;
   int64_t variant_ = 0;
   std::string variant_reason_;
+  std::string self_test_summary_;
   void *library_ = nullptr; // dlopen handle
   hyrt_entry_fn_v0 extend_ = nullptr, decode_ = nullptr;
   hyrt_profile_v0 *profile_ = nullptr;

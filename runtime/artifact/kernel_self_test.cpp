@@ -1,0 +1,430 @@
+// The load-time kernel self-test (hyrt/artifact/kernel_self_test.h): inputs
+// built directly in the packed B layouts (codegen/pack.h), a scalar sum over
+// the same bytes, and a tolerance derived from the inputs.
+//
+// The inputs are dyadic: A and B values are multiples of 1/8 up to 4 (exact
+// in bf16), e4m3 codes up to 3.75 with subnormals, int8 at the extremes of
+// the quantizers' range, scales and FP8 block factors powers of two. Every
+// partial sum of an element, in any order, is then a multiple of a known
+// granule g bounded by sum |terms|, so when that bound is below 2^24 g the
+// kernel's fp32 result must be exact whatever order it sums in; otherwise
+// it must lie within (K + 4) * 2^-24 * sum |terms| (each add rounds once).
+#include "hyrt/artifact/kernel_self_test.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace hyrt {
+
+namespace {
+
+/// The brgemm C ABI (hyrt_brgemm_fn in cpu_kernels.h, BrgemmFn in codegen).
+struct PostArgs {
+  const float *bias, *a_scale, *b_scale;
+};
+using KernelFn = void (*)(const void *a, int64_t lda, const void *b, void *c,
+                          int64_t ldc, int64_t m, const PostArgs *post);
+
+enum class Elem { f32, bf16, u8, s8, s32, f8 };
+
+/// "bf16bf16f32" -> {bf16, bf16, f32}; false for another spelling.
+bool parse_types(const char *text, Elem out[3]) {
+  static const std::pair<const char *, Elem> kNames[] = {
+      {"bf16", Elem::bf16}, {"f32", Elem::f32}, {"u8", Elem::u8},
+      {"s8", Elem::s8},     {"s32", Elem::s32}, {"f8", Elem::f8}};
+  std::string t = text ? text : "";
+  size_t at = 0;
+  for (int i = 0; i < 3; ++i) {
+    bool found = false;
+    for (const auto &[name, e] : kNames)
+      if (t.compare(at, std::strlen(name), name) == 0) {
+        out[i] = e;
+        at += std::strlen(name);
+        found = true;
+        break;
+      }
+    if (!found)
+      return false;
+  }
+  return at == t.size();
+}
+
+/// The B layout a B type is packed in (codegen/tiles.cpp b_layout_for).
+const char *layout_for(Elem b) {
+  switch (b) {
+  case Elem::f32:
+    return "f32_k1";
+  case Elem::bf16:
+    return "bf16_vnni2";
+  case Elem::s8:
+    return "s8_vnni4";
+  case Elem::f8:
+    return "f8_vnni2";
+  default:
+    return "";
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Bytes of one packed 32-column panel (codegen/pack.h packed_panel_bytes).
+int64_t panel_bytes(Elem b, int64_t k) {
+  switch (b) {
+  case Elem::f32:
+    return k * 128;
+  case Elem::bf16:
+    return ceil_div(k, 2) * 128;
+  case Elem::s8:
+    return ceil_div(k, 4) * 128 + 32 * 4; // then int32 comp[32]
+  case Elem::f8:
+    return ceil_div(k, 128) * 64 * 64;
+  default:
+    return 0;
+  }
+}
+
+/// Byte offset of element (k, column c) inside a panel.
+int64_t packed_offset(Elem b, int64_t k, int64_t c) {
+  switch (b) {
+  case Elem::f32:
+    return (k * 32 + c) * 4;
+  case Elem::bf16:
+    return (((k >> 1) * 32 + c) * 2 + (k & 1)) * 2;
+  case Elem::s8:
+    return ((k >> 2) * 32 + c) * 4 + (k & 3);
+  default: // f8: the bf16_vnni2 order, one byte per code
+    return ((k >> 1) * 32 + c) * 2 + (k & 1);
+  }
+}
+
+float bf16_value(uint16_t h) {
+  const uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// e4m3fn code -> value (the codes generated here are never NaN).
+float e4m3_value(uint8_t code) {
+  const int mag = code & 0x7F, e = mag >> 3, mant = mag & 7;
+  const float v = e == 0 ? std::ldexp(float(mant), -9) : std::ldexp(float(8 + mant), e - 10);
+  return code & 0x80 ? -v : v;
+}
+
+/// A fixed pseudo-random stream (xorshift64*): the same problem every load.
+struct Stream {
+  uint64_t s;
+  uint32_t next() {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return uint32_t((s * 0x2545F4914F6CDD1Dull) >> 32);
+  }
+  int range(int lo, int hi) { return lo + int(next() % uint32_t(hi - lo + 1)); }
+  float eighth() { return float(range(-32, 32)) / 8.f; } // multiples of 1/8 in [-4, 4]
+};
+
+/// 64-byte aligned bytes.
+struct Aligned {
+  std::vector<uint8_t> raw;
+  uint8_t *p = nullptr;
+  explicit Aligned(size_t n) : raw(n + 64) {
+    p = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64;
+  }
+};
+
+constexpr uint32_t kSentinelBits = 0x7FA5A5A5u; // a NaN no kernel writes
+
+/// Runs one kernel; returns "" or why it failed (and sets *failed_kernel).
+std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
+  const int M = kd.m_max, K = kd.k, NB = kd.n_block;
+  const Elem at = t[0], bt = t[1];
+  const bool int8 = at == Elem::u8;
+  const int64_t lda = K + 8, ldc = NB + 8, panels = NB / 32;
+  const int64_t pbytes = panel_bytes(bt, K);
+  const int a_size = at == Elem::f32 ? 4 : at == Elem::bf16 ? 2 : 1;
+  Stream rng{0x9E3779B97F4A7C15ull ^ (uint64_t(K) << 20) ^ uint64_t(M * 131 + NB)};
+
+  // A: rows of K values; the row padding is 0xFF bytes (NaN for float
+  // types, 255 for u8), which a kernel reading past K would sum.
+  Aligned a(size_t(M * lda * a_size));
+  std::fill(a.raw.begin(), a.raw.end(), 0xFF);
+  std::vector<double> av(size_t(M) * K);
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) {
+      uint8_t *dst = a.p + (size_t(i) * lda + k) * a_size;
+      double v;
+      if (int8) {
+        // u8 = q + 128 with q in [-127, 127]; row 0 starts at the extremes.
+        const uint8_t u = i == 0 && k < 2 ? uint8_t(k == 0 ? 1 : 255) : uint8_t(rng.range(1, 255));
+        *dst = u;
+        v = double(int(u) - 128);
+      } else {
+        const float f = rng.eighth();
+        if (at == Elem::bf16) {
+          uint32_t bits;
+          std::memcpy(&bits, &f, 4);
+          const uint16_t h = uint16_t(bits >> 16); // exact: at most 6 significant bits
+          std::memcpy(dst, &h, 2);
+        } else {
+          std::memcpy(dst, &f, 4);
+        }
+        v = f;
+      }
+      av[size_t(i) * K + k] = v;
+    }
+
+  // B: packed panels, zero padded in K; s8 panels end with comp.
+  Aligned b(size_t(panels * pbytes));
+  std::fill(b.raw.begin(), b.raw.end(), 0);
+  std::vector<double> bv(size_t(K) * NB);
+  for (int n = 0; n < NB; ++n) {
+    uint8_t *panel = b.p + (n / 32) * pbytes;
+    const int c = n % 32;
+    int64_t colsum = 0;
+    for (int k = 0; k < K; ++k) {
+      uint8_t *dst = panel + packed_offset(bt, k, c);
+      double v;
+      switch (bt) {
+      case Elem::s8: {
+        const int8_t q = n == 0 && k < 2 ? int8_t(k == 0 ? -127 : 127) : int8_t(rng.range(-127, 127));
+        std::memcpy(dst, &q, 1);
+        colsum += q;
+        v = q;
+        break;
+      }
+      case Elem::f8: {
+        const uint8_t code = uint8_t(rng.range(0, 0x47) | (rng.next() & 0x80));
+        *dst = code;
+        v = e4m3_value(code);
+        break;
+      }
+      default: {
+        const float f = rng.eighth();
+        if (bt == Elem::bf16) {
+          uint32_t bits;
+          std::memcpy(&bits, &f, 4);
+          const uint16_t h = uint16_t(bits >> 16);
+          std::memcpy(dst, &h, 2);
+          v = bf16_value(h);
+        } else {
+          std::memcpy(dst, &f, 4);
+          v = f;
+        }
+      }
+      }
+      bv[size_t(k) * NB + n] = v;
+    }
+    if (bt == Elem::s8) {
+      const int32_t comp = int32_t(128 * colsum);
+      std::memcpy(panel + ceil_div(K, 4) * 128 + c * 4, &comp, 4);
+    }
+  }
+
+  // Epilogue operands: powers of two, so scaling is exact.
+  const int blocks = bt == Elem::f8 ? int(ceil_div(K, 128)) : 0;
+  std::vector<float> bias(static_cast<size_t>(NB)), a_scale(static_cast<size_t>(M)),
+      b_scale(static_cast<size_t>(std::max(NB, blocks)));
+  for (float &v : bias)
+    v = rng.eighth();
+  for (float &v : a_scale)
+    v = std::ldexp(1.f, rng.range(-2, 1));
+  for (float &v : b_scale)
+    v = std::ldexp(1.f, rng.range(-1, 1));
+  const PostArgs post{bias.data(), a_scale.data(), b_scale.data()};
+  const bool acc = kd.accumulate != 0, with_bias = kd.epilogue == HYRT_KERNEL_EPILOGUE_BIAS;
+  std::vector<float> c_old(size_t(M) * NB);
+  for (float &v : c_old)
+    v = rng.eighth();
+
+  // The scalar result per element, its sum of magnitudes and granule.
+  std::vector<double> want(size_t(M) * NB), mag(want.size()), tol(want.size());
+  for (int i = 0; i < M; ++i)
+    for (int n = 0; n < NB; ++n) {
+      double s = 0, m = 0, g = 1.0 / 8; // C and bias are multiples of 1/8
+      if (int8) {
+        double dot = 0; // exact: |dot| < 2^53
+        for (int k = 0; k < K; ++k)
+          dot += av[size_t(i) * K + k] * bv[size_t(k) * NB + n];
+        const double scale = double(a_scale[size_t(i)]) * b_scale[size_t(n)];
+        s = dot * scale;
+        m = std::fabs(s);
+        g = std::min(g, scale);
+      } else {
+        const double granule = bt == Elem::f8 ? std::ldexp(1.0, -3 - 9) : 1.0 / 64;
+        g = std::min(g, bt == Elem::f8 ? granule / 2 : granule); // factors >= 1/2
+        for (int k = 0; k < K; ++k) {
+          double p = av[size_t(i) * K + k] * bv[size_t(k) * NB + n];
+          if (bt == Elem::f8)
+            p *= b_scale[size_t(k / 128)];
+          s += p;
+          m += std::fabs(p);
+        }
+      }
+      const size_t e = size_t(i) * NB + n;
+      if (acc) {
+        s += c_old[e];
+        m += std::fabs(c_old[e]);
+      }
+      if (with_bias) {
+        s += bias[size_t(n)];
+        m += std::fabs(bias[size_t(n)]);
+      }
+      want[e] = s;
+      mag[e] = m;
+      tol[e] = m <= std::ldexp(g, 24) ? 0.0 : (K + 2.0 * blocks + 4) * std::ldexp(1.0, -24) * m;
+    }
+
+  const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void *>(kd.entry));
+  const int mid = M > 2 ? M / 2 + 1 : M;
+  std::vector<float> cbuf(size_t(M + 1) * ldc);
+  int last_m = 0;
+  for (int m : {1, mid, M}) {
+    if (m == last_m)
+      continue;
+    last_m = m;
+    float sentinel;
+    std::memcpy(&sentinel, &kSentinelBits, 4);
+    std::fill(cbuf.begin(), cbuf.end(), sentinel);
+    if (acc)
+      for (int i = 0; i < m; ++i)
+        for (int n = 0; n < NB; ++n)
+          cbuf[size_t(i) * ldc + n] = c_old[size_t(i) * NB + n];
+    fn(a.p, lda, b.p, cbuf.data(), ldc, m, &post);
+    ++*calls;
+    double worst = -1, worst_tol = 0, worst_want = 0, worst_got = 0;
+    int wi = -1, wn = -1;
+    for (int i = 0; i <= M; ++i)
+      for (int n = 0; n < ldc; ++n) {
+        const float got = cbuf[size_t(i) * ldc + n];
+        if (i >= m || n >= NB) {
+          uint32_t bits;
+          std::memcpy(&bits, &got, 4);
+          if (bits != kSentinelBits) {
+            char msg[160];
+            std::snprintf(msg, sizeof msg, " (m=%d): wrote C[%d][%d] = %g outside its %d x %d block",
+                          m, i, n, double(got), m, NB);
+            return msg;
+          }
+          continue;
+        }
+        const size_t e = size_t(i) * NB + n;
+        const double err = std::fabs(double(got) - want[e]);
+        // NaN (an element not written, or a NaN computed) is worse than any error.
+        const double rank = std::isnan(err) ? INFINITY : err - tol[e];
+        if (rank > 0 && rank > worst) {
+          worst = rank;
+          worst_tol = tol[e];
+          worst_want = want[e];
+          worst_got = got;
+          wi = i;
+          wn = n;
+        }
+      }
+    if (wi >= 0) {
+      char msg[200];
+      std::snprintf(msg, sizeof msg,
+                    " (m=%d): C[%d][%d] = %.9g, expected %.9g (largest error %.3g, tolerance %.3g)",
+                    m, wi, wn, worst_got, worst_want, std::fabs(worst_got - worst_want), worst_tol);
+      return msg;
+    }
+  }
+  return "";
+}
+
+/// Ends the calling thread's use of AMX tiles (tilerelease), so that the
+/// loader thread does not carry tile state after running AMX kernels.
+void release_tiles() {
+#if defined(__x86_64__)
+  __asm__ volatile(".byte 0xc4, 0xe2, 0x78, 0x49, 0xc0" ::: "memory");
+#endif
+}
+
+} // namespace
+
+KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
+  KernelSelfTestResult r;
+  const auto start = std::chrono::steady_clock::now();
+  if (table.version != HYRT_KERNEL_TABLE_VERSION) {
+    r.untested.push_back("every kernel (hyc_kernels_v0 version " + std::to_string(table.version) +
+                         ", this runtime reads " + std::to_string(HYRT_KERNEL_TABLE_VERSION) + ")");
+    return r;
+  }
+  // Per family and K mod 64 (every generator's K step and unroll divides
+  // 64, so this is every K tail the family has), the smallest K.
+  std::map<std::string, std::map<int, const hyrt_kernel_v0 *>> families;
+  for (int32_t i = 0; i < table.num_kernels; ++i) {
+    const hyrt_kernel_v0 &k = table.kernels[i];
+    Elem t[3];
+    const bool known = k.entry && k.isa && k.b_layout && parse_types(k.types, t) &&
+                       t[2] == Elem::f32 && (t[0] != Elem::u8 || t[1] == Elem::s8) &&
+                       std::strcmp(layout_for(t[1]), k.b_layout) == 0 && k.m_max > 0 &&
+                       k.k > 0 && k.n_block > 0 && k.n_block % 32 == 0 &&
+                       (t[1] != Elem::f8 || k.k % 128 == 0) &&
+                       (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE ||
+                        k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS);
+    if (!known) {
+      r.untested.push_back(k.name ? k.name : "(unnamed kernel)");
+      continue;
+    }
+    const std::string family = std::string(k.isa) + " " + k.types + " " + k.b_layout + " N" +
+                               std::to_string(k.n_block) + (k.accumulate ? " acc" : "") +
+                               (k.epilogue ? " bias" : "");
+    const hyrt_kernel_v0 *&pick = families[family][k.k % 64];
+    if (!pick || k.k < pick->k)
+      pick = &k;
+  }
+  bool amx = false;
+  std::ostringstream ran;
+  for (const auto &[family, classes] : families) {
+    ++r.families;
+    ran << (r.families > 1 ? ", " : "") << family << " (K";
+    bool first = true;
+    for (const auto &[k_class, kd] : classes) {
+      ran << (first ? " " : ", ") << kd->k;
+      first = false;
+      Elem t[3];
+      parse_types(kd->types, t);
+      amx = amx || std::strcmp(kd->isa, "amx") == 0;
+      ++r.kernels;
+      const std::string why = test_kernel(*kd, t, &r.calls);
+      if (!why.empty() && r.passed) {
+        r.passed = false;
+        r.failed_kernel = kd->name ? kd->name : "(unnamed kernel)";
+        r.failure = r.failed_kernel + why;
+      }
+    }
+    ran << ")";
+  }
+  if (amx)
+    release_tiles();
+  r.ran = ran.str();
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+std::string describe_self_test(const KernelSelfTestResult &r) {
+  char head[160];
+  std::snprintf(head, sizeof head, "%s: %d kernel famil%s (%d kernel%s, %d calls) in %.1f ms",
+                r.passed ? "passed" : "FAILED", r.families, r.families == 1 ? "y" : "ies",
+                r.kernels, r.kernels == 1 ? "" : "s", r.calls, r.ms);
+  std::string out = head;
+  if (!r.passed)
+    out += ": " + r.failure;
+  else if (!r.ran.empty())
+    out += ": " + r.ran;
+  if (!r.untested.empty()) {
+    out += "; not testable by this runtime: ";
+    for (size_t i = 0; i < r.untested.size(); ++i)
+      out += (i ? ", " : "") + r.untested[i];
+  }
+  return out;
+}
+
+} // namespace hyrt
