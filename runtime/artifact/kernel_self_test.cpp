@@ -183,7 +183,7 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
   // B: packed panels, zero padded in K; s8 panels end with comp.
   Aligned b(size_t(panels * pbytes));
   std::fill(b.raw.begin(), b.raw.end(), 0);
-  std::vector<double> bv(size_t(K) * NB);
+  std::vector<double> bv(size_t(NB) * K); // [n][k]: the sums below read it in order
   for (int n = 0; n < NB; ++n) {
     uint8_t *panel = b.p + (n / 32) * pbytes;
     const int c = n % 32;
@@ -219,7 +219,7 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
         }
       }
       }
-      bv[size_t(k) * NB + n] = v;
+      bv[size_t(n) * K + k] = v;
     }
     if (bt == Elem::s8) {
       const int32_t comp = int32_t(128 * colsum);
@@ -251,7 +251,7 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
       if (int8) {
         double dot = 0; // exact: |dot| < 2^53
         for (int k = 0; k < K; ++k)
-          dot += av[size_t(i) * K + k] * bv[size_t(k) * NB + n];
+          dot += av[size_t(i) * K + k] * bv[size_t(n) * K + k];
         const double scale = double(a_scale[size_t(i)]) * b_scale[size_t(n)];
         s = dot * scale;
         m = std::fabs(s);
@@ -260,7 +260,7 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
         const double granule = bt == Elem::f8 ? std::ldexp(1.0, -3 - 9) : 1.0 / 64;
         g = std::min(g, bt == Elem::f8 ? granule / 2 : granule); // factors >= 1/2
         for (int k = 0; k < K; ++k) {
-          double p = av[size_t(i) * K + k] * bv[size_t(k) * NB + n];
+          double p = av[size_t(i) * K + k] * bv[size_t(n) * K + k];
           if (bt == Elem::f8)
             p *= b_scale[size_t(k / 128)];
           s += p;

@@ -127,4 +127,28 @@ TEST(VariantChoice, OrderDecidesAmongRunnableVariants) {
   EXPECT_EQ(c.index, 1);
 }
 
+// The loader passes over a variant whose kernel self-test failed: the
+// next best one runs, and the reason says which was refused and why.
+TEST(VariantChoice, AVariantRefusedBySelfTestGivesWayToTheNextBest) {
+  const std::vector<Variant> v = bf16Portable();
+  int64_t index = -1;
+  std::string why;
+  const std::vector<hyrt::RefusedVariant> refused = {
+      {"amx", "failed its kernel self-test (kernel hyc_brgemm_bf16bf16f32_32x32x64_amx)"}};
+  ASSERT_TRUE(hyrt::choose_variant(v, kSapphireRapids, "", "", &index, &why, refused).ok());
+  EXPECT_EQ(v[size_t(index)].name, "avx512-bf16");
+  EXPECT_EQ(why, "avx512-bf16: best of avx2, avx512, avx512-bf16 that this CPU runs (not amx "
+                 "failed its kernel self-test (kernel hyc_brgemm_bf16bf16f32_32x32x64_amx))");
+  // Every runnable variant refused: an error naming each.
+  std::vector<hyrt::RefusedVariant> all;
+  for (const char *name : {"avx2", "avx512", "avx512-bf16", "amx"})
+    all.push_back({name, "failed its kernel self-test (kernel k)"});
+  const hyrt::Status s = hyrt::choose_variant(v, kZen4, "", "", &index, &why, all);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no variant this CPU runs passed the kernel self-test (avx2 failed"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("amx lacks amx_tile"), std::string::npos) << s.message();
+}
+
 } // namespace
