@@ -28,16 +28,16 @@ namespace {
 struct PostArgs {
   const float *bias, *a_scale, *b_scale;
 };
-using KernelFn = void (*)(const void *a, int64_t lda, const void *b, void *c,
-                          int64_t ldc, int64_t m, const PostArgs *post);
+using KernelFn = void (*)(const void *a, int64_t lda, const void *b, void *c, int64_t ldc,
+                          int64_t m, const PostArgs *post);
 
 enum class Elem { f32, bf16, u8, s8, s32, f8 };
 
 /// "bf16bf16f32" -> {bf16, bf16, f32}; false for another spelling.
 bool parse_types(const char *text, Elem out[3]) {
-  static const std::pair<const char *, Elem> kNames[] = {
-      {"bf16", Elem::bf16}, {"f32", Elem::f32}, {"u8", Elem::u8},
-      {"s8", Elem::s8},     {"s32", Elem::s32}, {"f8", Elem::f8}};
+  static const std::pair<const char *, Elem> kNames[] = {{"bf16", Elem::bf16}, {"f32", Elem::f32},
+                                                         {"u8", Elem::u8},     {"s8", Elem::s8},
+                                                         {"s32", Elem::s32},   {"f8", Elem::f8}};
   std::string t = text ? text : "";
   size_t at = 0;
   for (int i = 0; i < 3; ++i) {
@@ -193,7 +193,8 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
       double v;
       switch (bt) {
       case Elem::s8: {
-        const int8_t q = n == 0 && k < 2 ? int8_t(k == 0 ? -127 : 127) : int8_t(rng.range(-127, 127));
+        const int8_t q =
+            n == 0 && k < 2 ? int8_t(k == 0 ? -127 : 127) : int8_t(rng.range(-127, 127));
         std::memcpy(dst, &q, 1);
         colsum += q;
         v = q;
@@ -308,8 +309,9 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
           std::memcpy(&bits, &got, 4);
           if (bits != kSentinelBits) {
             char msg[160];
-            std::snprintf(msg, sizeof msg, " (m=%d): wrote C[%d][%d] = %g outside its %d x %d block",
-                          m, i, n, double(got), m, NB);
+            std::snprintf(msg, sizeof msg,
+                          " (m=%d): wrote C[%d][%d] = %g outside its %d x %d block", m, i, n,
+                          double(got), m, NB);
             return msg;
           }
           continue;
@@ -362,13 +364,12 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
   for (int32_t i = 0; i < table.num_kernels; ++i) {
     const hyrt_kernel_v0 &k = table.kernels[i];
     Elem t[3];
-    const bool known = k.entry && k.isa && k.b_layout && parse_types(k.types, t) &&
-                       t[2] == Elem::f32 && (t[0] != Elem::u8 || t[1] == Elem::s8) &&
-                       std::strcmp(layout_for(t[1]), k.b_layout) == 0 && k.m_max > 0 &&
-                       k.k > 0 && k.n_block > 0 && k.n_block % 32 == 0 &&
-                       (t[1] != Elem::f8 || k.k % 128 == 0) &&
-                       (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE ||
-                        k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS);
+    const bool known =
+        k.entry && k.isa && k.b_layout && parse_types(k.types, t) && t[2] == Elem::f32 &&
+        (t[0] != Elem::u8 || t[1] == Elem::s8) && std::strcmp(layout_for(t[1]), k.b_layout) == 0 &&
+        k.m_max > 0 && k.k > 0 && k.n_block > 0 && k.n_block % 32 == 0 &&
+        (t[1] != Elem::f8 || k.k % 128 == 0) &&
+        (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE || k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS);
     if (!known) {
       r.untested.push_back(k.name ? k.name : "(unnamed kernel)");
       continue;
@@ -405,7 +406,8 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
   if (amx)
     release_tiles();
   r.ran = ran.str();
-  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 

@@ -36,8 +36,8 @@ const std::string &tinyCheckpoint() {
 }
 
 std::string portable(const std::string &quant) {
-  return compileOnce(tinyCheckpoint(), {"--target", "portable", "--quant", quant,
-                                        "--max-seq-len", "64", "--max-batch-tokens", "32"});
+  return compileOnce(tinyCheckpoint(), {"--target", "portable", "--quant", quant, "--max-seq-len",
+                                        "64", "--max-batch-tokens", "32"});
 }
 
 CommandResult runWithEnv(const char *name, const std::string &value,
@@ -131,9 +131,8 @@ TEST(KernelSelfTestArtifact, AWrongKernelIsRefusedAndTheNextVariantRuns) {
     GTEST_SKIP() << "this host does not run the avx512-bf16 variant ("
                  << (split.skipped.empty() ? "" : split.skipped.front()) << ")";
   const std::string broken = tempDir() + "/selftest-broken.hyc";
-  ASSERT_EQ(std::system(("rm -rf '" + broken + "' && cp -r '" + art + "' '" + broken + "'")
-                            .c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(("rm -rf '" + broken + "' && cp -r '" + art + "' '" + broken + "'").c_str()), 0);
   const std::string library = broken + "/model.avx512-bf16.so";
   const std::string dis = disassemble(library);
   // The bf16 x bf16 kernel with the smallest K: the one the self-test
@@ -142,8 +141,8 @@ TEST(KernelSelfTestArtifact, AWrongKernelIsRefusedAndTheNextVariantRuns) {
   std::string kernel;
   int bestK = 1 << 30;
   const std::regex header("<(hyc_brgemm_bf16bf16f32_[0-9]+x32x([0-9]+)_avx512bf16)>:");
-  for (auto it = std::sregex_iterator(dis.begin(), dis.end(), header);
-       it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(dis.begin(), dis.end(), header); it != std::sregex_iterator();
+       ++it)
     if (std::stoi((*it)[2]) % 64 == 0 && std::stoi((*it)[2]) < bestK) {
       bestK = std::stoi((*it)[2]);
       kernel = (*it)[1];
@@ -182,8 +181,7 @@ TEST(KernelSelfTestArtifact, AWrongKernelIsRefusedAndTheNextVariantRuns) {
                          kernel + ")"),
             std::string::npos)
       << got.err;
-  EXPECT_NE(got.err.find("kernel self-test avx512-bf16 refused ("), std::string::npos)
-      << got.err;
+  EXPECT_NE(got.err.find("kernel self-test avx512-bf16 refused ("), std::string::npos) << got.err;
   EXPECT_NE(got.err.find("avx512: passed"), std::string::npos) << got.err;
   // Its tokens are the avx512 variant's on the honest artifact.
   CommandResult want = runWithEnv("HYC_ISA", "avx512", runArgs(art));

@@ -166,8 +166,8 @@ TEST(KernelSelfTestGenerated, ABrokenCopyOfAKernelIsRefused) {
   Table t;
   t.add(Isa::avx512_bf16, DataType::bf16, DataType::bf16, 64, false, Epilogue::none);
   const BrgemmKernel &k = *t.kernels.front();
-  void *mem = ::mmap(nullptr, k.code_size(), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *mem =
+      ::mmap(nullptr, k.code_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   uint8_t *code = static_cast<uint8_t *>(mem);
   std::memcpy(code, k.code(), k.code_size());

@@ -61,8 +61,8 @@ void u8s8_kernel(const void *a, int64_t lda, const void *b, void *c, int64_t ldc
     }
 }
 
-hyrt_kernel_v0 entry(const char *name, const void *fn, const char *types, const char *layout,
-                     int k, int m_max, bool acc) {
+hyrt_kernel_v0 entry(const char *name, const void *fn, const char *types, const char *layout, int k,
+                     int m_max, bool acc) {
   hyrt_kernel_v0 e{};
   e.name = name;
   e.entry = fn;
@@ -80,17 +80,15 @@ hyrt_kernel_v0 entry(const char *name, const void *fn, const char *types, const 
 template <class Fn> const void *addr(Fn *fn) { return reinterpret_cast<const void *>(fn); }
 
 hyrt::KernelSelfTestResult run(const std::vector<hyrt_kernel_v0> &kernels) {
-  hyrt_kernel_table_v0 table{HYRT_KERNEL_TABLE_VERSION, int32_t(kernels.size()),
-                             kernels.data()};
+  hyrt_kernel_table_v0 table{HYRT_KERNEL_TABLE_VERSION, int32_t(kernels.size()), kernels.data()};
   return hyrt::self_test_kernels(table);
 }
 
 TEST(KernelSelfTest, HonestKernelsPass) {
-  const auto r = run({entry("f32", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1",
-                            70, 6, false),
-                      entry("f32_acc", addr(&f32_kernel<kHonest, true>), "f32f32f32", "f32_k1",
-                            70, 6, true),
-                      entry("u8s8", addr(&u8s8_kernel), "u8s8f32", "s8_vnni4", 36, 5, false)});
+  const auto r =
+      run({entry("f32", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1", 70, 6, false),
+           entry("f32_acc", addr(&f32_kernel<kHonest, true>), "f32f32f32", "f32_k1", 70, 6, true),
+           entry("u8s8", addr(&u8s8_kernel), "u8s8f32", "s8_vnni4", 36, 5, false)});
   EXPECT_TRUE(r.passed) << r.failure;
   EXPECT_EQ(r.families, 3);
   EXPECT_EQ(r.kernels, 3);
@@ -101,10 +99,9 @@ TEST(KernelSelfTest, HonestKernelsPass) {
 }
 
 TEST(KernelSelfTest, ADroppedKTailIsNamed) {
-  const auto r = run({entry("f32_ok", addr(&f32_kernel<kHonest, false>), "f32f32f32",
-                            "f32_k1", 70, 6, false),
-                      entry("f32_tail", addr(&f32_kernel<kDropKTail, true>), "f32f32f32",
-                            "f32_k1", 70, 6, true)});
+  const auto r = run(
+      {entry("f32_ok", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1", 70, 6, false),
+       entry("f32_tail", addr(&f32_kernel<kDropKTail, true>), "f32f32f32", "f32_k1", 70, 6, true)});
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.failed_kernel, "f32_tail");
   // The first call (m = 1) already shows it, with the element and error.
@@ -114,15 +111,15 @@ TEST(KernelSelfTest, ADroppedKTailIsNamed) {
 }
 
 TEST(KernelSelfTest, AWriteOutsideTheBlockIsNamed) {
-  const auto r = run({entry("f32_row", addr(&f32_kernel<kWriteRowM, false>), "f32f32f32",
-                            "f32_k1", 70, 6, false)});
+  const auto r = run({entry("f32_row", addr(&f32_kernel<kWriteRowM, false>), "f32f32f32", "f32_k1",
+                            70, 6, false)});
   EXPECT_FALSE(r.passed);
   EXPECT_NE(r.failure.find("f32_row (m=1): wrote C[1][0]"), std::string::npos) << r.failure;
 }
 
 TEST(KernelSelfTest, IgnoringAccumulateIsCaught) {
-  const auto r = run({entry("f32_noacc", addr(&f32_kernel<kIgnoreAccumulate, true>),
-                            "f32f32f32", "f32_k1", 70, 6, true)});
+  const auto r = run({entry("f32_noacc", addr(&f32_kernel<kIgnoreAccumulate, true>), "f32f32f32",
+                            "f32_k1", 70, 6, true)});
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.failed_kernel, "f32_noacc");
 }
@@ -154,16 +151,14 @@ TEST(KernelSelfTest, WhatItCannotRunIsListedNotFailed) {
 // and a larger K is not run; another K class is.
 TEST(KernelSelfTest, OneKernelPerFamilyAndKClass) {
   // f32_kernel hardcodes K = 70: the K = 134 entry would fail if it ran.
-  const auto r = run({entry("k70", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1",
-                            70, 6, false),
-                      entry("k134", addr(&f32_kernel<kDropKTail, false>), "f32f32f32",
-                            "f32_k1", 134, 6, false)});
+  const auto r = run(
+      {entry("k70", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1", 70, 6, false),
+       entry("k134", addr(&f32_kernel<kDropKTail, false>), "f32f32f32", "f32_k1", 134, 6, false)});
   EXPECT_TRUE(r.passed) << r.failure;
   EXPECT_EQ(r.kernels, 1);
-  const auto r2 = run({entry("k70", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1",
-                             70, 6, false),
-                       entry("k71", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1",
-                             71, 6, false)});
+  const auto r2 =
+      run({entry("k70", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1", 70, 6, false),
+           entry("k71", addr(&f32_kernel<kHonest, false>), "f32f32f32", "f32_k1", 71, 6, false)});
   EXPECT_EQ(r2.kernels, 2);
   EXPECT_FALSE(r2.passed); // the K = 70 body run as K = 71 misses a term
   EXPECT_EQ(r2.failed_kernel, "k71");
