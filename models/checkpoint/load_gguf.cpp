@@ -182,10 +182,11 @@ private:
   }
 
   Error unsupportedType(const io::GgufTensorInfo &t) const {
-    return Error(file_.path() + ": tensor '" + t.name + "' has type " +
+    return Error(file_.path() + ": tensor '" + t.name + "' has ggml type " +
+                 std::to_string(t.ggml_type) + " (" +
                  io::ggml_type_name(t.ggml_type) +
-                 ", which hyc does not read (supported: F32, F16, BF16, "
-                 "Q8_0, I8, I32)");
+                 "), which hyc does not read (supported: " +
+                 io::ggml_supported_types() + ")");
   }
 
   Expected<io::TensorView> slice(const std::string &parent, int64_t e) const {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "models/io/gguf_dequant.h"
 #include "models/io/llama2c.h"
 
 #include <filesystem>
@@ -118,7 +119,7 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
   // its integers as values would run a model on garbage.
   const io::DType t = v->dtype;
   const bool floating = t == io::DType::F32 || t == io::DType::F16 ||
-                        t == io::DType::BF16 || t == io::DType::Q8_0 ||
+                        t == io::DType::BF16 || io::quant_block(t) ||
                         t == io::DType::F8_E4M3 || t == io::DType::Q8_GROUPED;
   std::vector<float> scales;
   if (!floating &&
@@ -127,8 +128,9 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
     return Error(origin() + ": weight '" + name + "'" +
                  (*stored != name ? " (stored as '" + *stored + "')" : "") +
                  " has dtype " + io::dtype_name(t) +
-                 ", expected a floating-point type (F32, F16, BF16, Q8_0, "
-                 "F8_E4M3) or I8 with per-channel '" + *stored + "_scale'");
+                 ", expected a floating-point type (F32, F16, BF16, F8_E4M3, "
+                 "a GGUF block type such as Q8_0 or Q4_K) or I8 with "
+                 "per-channel '" + *stored + "_scale'");
   Expected<int64_t> numel = io::shape_numel(v->shape);
   if (!numel)
     return Error(origin() + ": weight '" + name + "': " + numel.error());

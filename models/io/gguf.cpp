@@ -2,6 +2,8 @@
 // and hands out typed metadata and zero-copy tensor views.
 #include "models/io/gguf.h"
 
+#include "models/io/gguf_dequant.h"
+
 #include "models/io/byte_reader.h"
 
 #include <cstdio>
@@ -151,29 +153,26 @@ GgufValue readValue(ByteReader &r, GgufType type, int depth) {
   return v;
 }
 
+/// The ggml types hyc reads and their TensorView types.
+constexpr std::pair<uint32_t, DType> kReadableTypes[] = {
+    {GGML_F32, DType::F32},       {GGML_F16, DType::F16},
+    {GGML_BF16, DType::BF16},     {GGML_Q4_0, DType::Q4_0},
+    {GGML_Q4_1, DType::Q4_1},     {GGML_Q5_0, DType::Q5_0},
+    {GGML_Q5_1, DType::Q5_1},     {GGML_Q8_0, DType::Q8_0},
+    {GGML_Q2_K, DType::Q2_K},     {GGML_Q3_K, DType::Q3_K},
+    {GGML_Q4_K, DType::Q4_K},     {GGML_Q5_K, DType::Q5_K},
+    {GGML_Q6_K, DType::Q6_K},     {GGML_IQ4_NL, DType::IQ4_NL},
+    {GGML_IQ4_XS, DType::IQ4_XS}, {GGML_MXFP4, DType::MXFP4},
+    {GGML_I8, DType::I8},         {GGML_I32, DType::I32},
+};
+
 bool dtypeForGgml(uint32_t ggmlType, DType &dtype) {
-  switch (ggmlType) {
-  case GGML_F32:
-    dtype = DType::F32;
-    return true;
-  case GGML_F16:
-    dtype = DType::F16;
-    return true;
-  case GGML_BF16:
-    dtype = DType::BF16;
-    return true;
-  case GGML_Q8_0:
-    dtype = DType::Q8_0;
-    return true;
-  case GGML_I8:
-    dtype = DType::I8;
-    return true;
-  case GGML_I32:
-    dtype = DType::I32;
-    return true;
-  default:
-    return false;
-  }
+  for (const auto &[ggml, d] : kReadableTypes)
+    if (ggml == ggmlType) {
+      dtype = d;
+      return true;
+    }
+  return false;
 }
 
 std::string printableMagic(const uint8_t *p, size_t n) {
@@ -207,6 +206,16 @@ const char *ggml_type_name(uint32_t t) {
       "BF16",       "Q4_0_4_4",   "Q4_0_4_8",   "Q4_0_8_8", "TQ1_0",   "TQ2_0",
       "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   return t < sizeof(kNames) / sizeof(kNames[0]) ? kNames[t] : "unknown";
+}
+
+const char *ggml_supported_types() {
+  static const std::string names = [] {
+    std::string out;
+    for (const auto &[ggml, d] : kReadableTypes)
+      out += (out.empty() ? "" : ", ") + std::string(ggml_type_name(ggml));
+    return out;
+  }();
+  return names.c_str();
 }
 
 std::string GgufValue::type_string() const {
@@ -341,9 +350,16 @@ private:
     DType dtype;
     if (!dtypeForGgml(t.ggml_type, dtype))
       return; // size unknown; tensor() reports the unsupported type
-    if (dtype == DType::Q8_0 && !t.ne.empty() && t.ne[0] % 32 != 0)
-      throw ParseError(where + " of type Q8_0 has ne[0]=" +
-                       std::to_string(t.ne[0]) + ", expected a multiple of 32");
+    // Blocks run along a row: a row that is not whole blocks has no
+    // meaning in ggml (and would split a block between two rows here).
+    QuantBlock block;
+    if (quant_block(dtype, &block) && !t.ne.empty() &&
+        t.ne[0] % block.elements != 0)
+      throw ParseError(where + " of type " + ggml_type_name(t.ggml_type) +
+                       " has rows of ne[0]=" + std::to_string(t.ne[0]) +
+                       " values, expected a multiple of " +
+                       std::to_string(block.elements) + " (the " +
+                       ggml_type_name(t.ggml_type) + " block size)");
     Expected<size_t> bytes = dtype_data_bytes(dtype, *numel);
     if (!bytes)
       throw ParseError(where + ": " + bytes.error());
@@ -546,7 +562,7 @@ Expected<TensorView> GgufFile::tensor(const std::string &name) const {
     return Error(path() + ": unsupported tensor type " +
                  std::to_string(t->ggml_type) + " (" +
                  ggml_type_name(t->ggml_type) + ") for tensor '" + name +
-                 "', supported: F32, F16, BF16, Q8_0, I8, I32");
+                 "', supported: " + ggml_supported_types());
   view.name = name;
   view.shape = t->shape;
   view.data = file_.data() + data_offset_ + t->offset;

@@ -39,14 +39,29 @@ const char *gguf_type_name(GgufType type);
 enum GgmlType : uint32_t {
   GGML_F32 = 0,
   GGML_F16 = 1,
+  GGML_Q4_0 = 2,
+  GGML_Q4_1 = 3,
+  GGML_Q5_0 = 6,
+  GGML_Q5_1 = 7,
   GGML_Q8_0 = 8,
+  GGML_Q2_K = 10,
+  GGML_Q3_K = 11,
+  GGML_Q4_K = 12,
+  GGML_Q5_K = 13,
+  GGML_Q6_K = 14,
+  GGML_IQ4_NL = 20,
+  GGML_IQ4_XS = 23,
   GGML_I8 = 24,
   GGML_I32 = 26,
   GGML_BF16 = 30,
+  GGML_MXFP4 = 39,
 };
 
 /// ggml's name for a tensor type id ("Q4_K"), or "unknown".
 const char *ggml_type_name(uint32_t ggml_type);
+
+/// The ggml tensor types hyc reads, for messages: "F32, F16, BF16, Q4_0, ...".
+const char *ggml_supported_types();
 
 /// One metadata value. Which fields are meaningful depends on `type`:
 /// unsigned integers and BOOL use `u`, signed integers `i`, floats `f`,
@@ -79,7 +94,8 @@ struct GgufTensorInfo {
   std::vector<int64_t> shape;
   /// Offset relative to the start of the data section.
   uint64_t offset = 0;
-  /// Data bytes; 0 when the type is unsupported (size unknown).
+  /// Data bytes; 0 when the type is unsupported (size unknown). A block
+  /// type's rows (ne[0]) hold whole blocks: open() checks it.
   uint64_t nbytes = 0;
 };
 
@@ -131,9 +147,9 @@ public:
   /// nullptr when absent.
   const GgufTensorInfo *find_tensor(const std::string &name) const;
   /// Zero-copy view (row-major shape). Fails for absent tensors and for
-  /// ggml types other than F32, F16, BF16, Q8_0, I8, I32.
+  /// ggml types not in ggml_supported_types().
   Expected<TensorView> tensor(const std::string &name) const;
-  /// fp32 copy of a tensor of any supported type (Q8_0 dequantized).
+  /// fp32 copy of a tensor of any supported type (block types dequantized).
   Expected<std::vector<float>> read_f32(const std::string &name) const;
 
 private:

@@ -1,6 +1,8 @@
 // DType helpers and the conversions of every TensorView type to fp32.
 #include "models/io/tensor.h"
 
+#include "models/io/gguf_dequant.h"
+
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -70,6 +72,30 @@ const char *dtype_name(DType dtype) {
     return "I32";
   case DType::Q8_GROUPED:
     return "Q8_GROUPED";
+  case DType::Q4_0:
+    return "Q4_0";
+  case DType::Q4_1:
+    return "Q4_1";
+  case DType::Q5_0:
+    return "Q5_0";
+  case DType::Q5_1:
+    return "Q5_1";
+  case DType::Q2_K:
+    return "Q2_K";
+  case DType::Q3_K:
+    return "Q3_K";
+  case DType::Q4_K:
+    return "Q4_K";
+  case DType::Q5_K:
+    return "Q5_K";
+  case DType::Q6_K:
+    return "Q6_K";
+  case DType::IQ4_NL:
+    return "IQ4_NL";
+  case DType::IQ4_XS:
+    return "IQ4_XS";
+  case DType::MXFP4:
+    return "MXFP4";
   }
   return "?";
 }
@@ -94,13 +120,18 @@ Expected<size_t> dtype_data_bytes(DType dtype, int64_t numel) {
   case DType::I8:
   case DType::Q8_GROUPED:
     return static_cast<size_t>(n);
-  case DType::Q8_0:
-    if (n % 32 != 0)
-      return Error("Q8_0 needs a multiple of 32 elements, found " +
-                   std::to_string(numel));
-    return static_cast<size_t>(n / 32 * 34);
+  default:
+    break;
   }
-  return Error("unknown dtype");
+  QuantBlock block;
+  if (!quant_block(dtype, &block))
+    return Error("unknown dtype");
+  if (n % uint64_t(block.elements) != 0)
+    return Error(std::string(dtype_name(dtype)) + " needs a multiple of " +
+                 std::to_string(block.elements) + " elements, found " +
+                 std::to_string(numel));
+  return static_cast<size_t>(n / uint64_t(block.elements) *
+                             uint64_t(block.bytes));
 }
 
 Expected<int64_t> shape_numel(const std::vector<int64_t> &shape) {
@@ -220,14 +251,6 @@ Status to_f32(const TensorView &view, float *out) {
     for (size_t i = 0; i < n; ++i)
       out[i] = static_cast<float>(loadUnaligned<int32_t>(p + 4 * i));
     break;
-  case DType::Q8_0:
-    for (size_t block = 0; block < n / 32; ++block) {
-      const uint8_t *b = p + block * 34;
-      float scale = f16_to_f32(loadUnaligned<uint16_t>(b));
-      for (size_t j = 0; j < 32; ++j)
-        out[block * 32 + j] = scale * static_cast<int8_t>(b[2 + j]);
-    }
-    break;
   case DType::Q8_GROUPED: {
     if (view.group_size <= 0 || !view.group_scales)
       return Error(describe(view) + ": Q8_GROUPED view without group scales");
@@ -238,6 +261,10 @@ Status to_f32(const TensorView &view, float *out) {
     }
     break;
   }
+  default: // the block types; the size check above covered their bytes
+    if (Status s = dequantize(view.dtype, p, *numel, out); !s)
+      return Error(describe(view) + ": " + s.error());
+    break;
   }
   return Status();
 }

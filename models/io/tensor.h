@@ -30,15 +30,30 @@ enum class DType {
   /// `group_scales` (a group may straddle rows). value[i] = q[i] *
   /// scale[i / group_size].
   Q8_GROUPED,
+  /// ggml's other block-quantized GGUF types (models/io/gguf_dequant.h has
+  /// their layouts): blocks run over the flattened tensor, a row holds whole
+  /// blocks.
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  IQ4_NL,
+  IQ4_XS,
+  MXFP4,
 };
 
 /// Upper-case name: "F32", "F16", "BF16", "Q8_0", "F8_E4M3", "I8", "I32",
-/// "Q8_GROUPED".
+/// "Q8_GROUPED", and ggml's names of the other block types ("Q4_K", ...).
 const char *dtype_name(DType dtype);
 
 /// Bytes of `data` that `numel` elements of `dtype` occupy (for Q8_GROUPED:
-/// the int8 values only). Fails if numel is negative or, for Q8_0, not a
-/// multiple of 32.
+/// the int8 values only). Fails if numel is negative or, for a block type
+/// (Q8_0, Q4_K, ...), not a multiple of its block size.
 Expected<size_t> dtype_data_bytes(DType dtype, int64_t numel);
 
 /// Product of dims; fails on negative dims or int64 overflow.

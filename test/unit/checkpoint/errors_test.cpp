@@ -190,13 +190,13 @@ TEST(CheckpointGguf, Errors) {
     ASSERT_FALSE(r.ok());
     expectContains(r.error(), {"experts.gguf", "'blk.0.ffn_gate_exps.weight'",
                                "[1099511627776, 0, 1]", "none of them 0"});
-    // The same through a type hyc does not read (Q4_K: size unknown).
-    unsupported.untyped("blk.0.ffn_gate_exps.weight", {int64_t(1) << 40, 1, 1}, 12);
-    unsupported.write(dir.file("q4k.gguf"));
-    r = load_checkpoint(dir.file("q4k.gguf"));
+    // The same through a type hyc does not read (IQ2_XXS: size unknown).
+    unsupported.untyped("blk.0.ffn_gate_exps.weight", {int64_t(1) << 40, 1, 1}, 16);
+    unsupported.write(dir.file("iq2.gguf"));
+    r = load_checkpoint(dir.file("iq2.gguf"));
     ASSERT_FALSE(r.ok());
-    expectContains(r.error(), {"q4k.gguf", "'blk.0.ffn_gate_exps.weight'",
-                               "has type Q4_K, which hyc does not read"});
+    expectContains(r.error(), {"iq2.gguf", "'blk.0.ffn_gate_exps.weight'",
+                               "has ggml type 16 (IQ2_XXS), which hyc does not read"});
   }
   {
     GgufBuilder g = tinyLlamaGguf();

@@ -250,7 +250,7 @@ TEST(GgufTest, TensorTypesAndUnsupportedType) {
   for (int j = 0; j < 32; ++j)
     q.put<int8_t>(static_cast<int8_t>(j));
   b.tensor("q", {32, 1}, GGML_Q8_0, q.data);
-  b.tensor("k4", {256}, 12, std::vector<uint8_t>(144));
+  b.tensor("iq2", {256}, 16, std::vector<uint8_t>(66)); // IQ2_XXS
   auto g = openBytes(dir, b.build());
   ASSERT_TRUE(g.ok()) << g.error();
   EXPECT_EQ(g->alignment(), 64u);
@@ -264,12 +264,12 @@ TEST(GgufTest, TensorTypesAndUnsupportedType) {
   auto qv = g->read_f32("q");
   ASSERT_TRUE(qv.ok()) << qv.error();
   EXPECT_EQ((*qv)[31], 62.0f);
-  auto k4 = g->tensor("k4");
-  ASSERT_FALSE(k4.ok());
-  EXPECT_NE(
-      k4.error().find("unsupported tensor type 12 (Q4_K) for tensor 'k4'"),
-      std::string::npos)
-      << k4.error();
+  auto iq2 = g->tensor("iq2");
+  ASSERT_FALSE(iq2.ok());
+  EXPECT_NE(iq2.error().find(
+                "unsupported tensor type 16 (IQ2_XXS) for tensor 'iq2'"),
+            std::string::npos)
+      << iq2.error();
   EXPECT_FALSE(g->tensor("absent").ok());
 }
 
