@@ -128,6 +128,12 @@ void GgufSpecWriter::tensor_f16(const std::string &name,
   tensors_.push_back(std::move(t));
 }
 
+void GgufSpecWriter::tensor_raw(const std::string &name,
+                                const std::vector<int64_t> &shape,
+                                uint32_t ggml_type, std::vector<uint8_t> data) {
+  tensors_.push_back(Tensor{name, shape, ggml_type, std::move(data)});
+}
+
 std::vector<uint8_t> GgufSpecWriter::bytes(uint32_t alignment) const {
   std::vector<uint8_t> kvs = kvs_;
   uint64_t kv_count = kv_count_;
@@ -169,5 +175,211 @@ bool GgufSpecWriter::write(const std::string &path, uint32_t alignment) const {
   f.write(reinterpret_cast<const char *>(b.data()), std::streamsize(b.size()));
   return bool(f);
 }
+
+float fp16_round(float v) {
+  const uint16_t h = toHalf(v);
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float mag = exp == 0 ? std::ldexp(float(mant), -24)
+                       : std::ldexp(float(1024 + mant), exp - 25);
+  if (exp == 0x1f)
+    mag = mant ? NAN : INFINITY;
+  return (h & 0x8000) ? -mag : mag;
+}
+
+namespace ggml_blocks {
+
+namespace {
+
+void putHalf(std::vector<uint8_t> &out, float v) { put(out, toHalf(v)); }
+
+/// Q4_0's nibble order (shared by Q4_1, Q5_*, IQ4_NL, MXFP4, and IQ4_XS
+/// per 32 elements): byte j holds element j (low) and j + 16 (high).
+void putNibbles32(std::vector<uint8_t> &out, const int *q) {
+  for (int j = 0; j < 16; ++j)
+    out.push_back(uint8_t((q[j] & 0xF) | (q[j + 16] & 0xF) << 4));
+}
+
+uint32_t fifthBits(const Codes &q) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j)
+    qh |= uint32_t((q[j] >> 4) & 1) << j;
+  return qh;
+}
+
+/// Q4_K / Q5_K's 12 bytes of eight 6-bit scales and mins.
+void putScalesMins(std::vector<uint8_t> &out, const Codes &sc,
+                   const Codes &m) {
+  uint8_t s[12] = {};
+  for (int j = 0; j < 8; ++j) {
+    const int ls = sc[j] & 63, lm = m[j] & 63;
+    if (j < 4) {
+      s[j] = uint8_t(ls);
+      s[j + 4] = uint8_t(lm);
+    } else {
+      s[j + 4] = uint8_t((ls & 0xF) | (lm & 0xF) << 4);
+      s[j - 4] |= uint8_t((ls >> 4) << 6);
+      s[j] |= uint8_t((lm >> 4) << 6);
+    }
+  }
+  out.insert(out.end(), s, s + 12);
+}
+
+/// Q4_K / Q5_K's 128 bytes of low nibbles: per 64 elements, byte l holds
+/// element l (low) and l + 32 (high).
+void putNibbles64(std::vector<uint8_t> &out, const Codes &q) {
+  for (int j = 0; j < 256; j += 64)
+    for (int l = 0; l < 32; ++l)
+      out.push_back(uint8_t((q[j + l] & 0xF) | (q[j + l + 32] & 0xF) << 4));
+}
+
+/// Q2_K / Q3_K's 64 bytes of 2-bit codes: element i = 128 h + 32 s + l sits
+/// in byte 32 h + l at bits 2s.
+void putCrumbs(std::vector<uint8_t> &out, const Codes &q) {
+  uint8_t qs[64] = {};
+  for (int i = 0; i < 256; ++i)
+    qs[32 * (i / 128) + i % 32] |= uint8_t((q[i] & 3) << (2 * ((i % 128) / 32)));
+  out.insert(out.end(), qs, qs + 64);
+}
+
+} // namespace
+
+std::vector<uint8_t> q8_0(float d, const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  for (int j = 0; j < 32; ++j)
+    out.push_back(uint8_t(int8_t(q[j])));
+  return out;
+}
+
+std::vector<uint8_t> q4_0(float d, const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  putNibbles32(out, q.data());
+  return out;
+}
+
+std::vector<uint8_t> q4_1(float d, float m, const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  putHalf(out, m);
+  putNibbles32(out, q.data());
+  return out;
+}
+
+std::vector<uint8_t> q5_0(float d, const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  put(out, fifthBits(q));
+  putNibbles32(out, q.data());
+  return out;
+}
+
+std::vector<uint8_t> q5_1(float d, float m, const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  putHalf(out, m);
+  put(out, fifthBits(q));
+  putNibbles32(out, q.data());
+  return out;
+}
+
+std::vector<uint8_t> iq4_nl(float d, const Codes &idx) {
+  return q4_0(d, idx); // same bytes: f16 d, nibbles in Q4_0's order
+}
+
+std::vector<uint8_t> mxfp4(uint8_t e, const Codes &idx) {
+  std::vector<uint8_t> out = {e};
+  putNibbles32(out, idx.data());
+  return out;
+}
+
+std::vector<uint8_t> q2_K(float d, float dmin, const Codes &sc, const Codes &m,
+                          const Codes &q) {
+  std::vector<uint8_t> out;
+  for (int j = 0; j < 16; ++j)
+    out.push_back(uint8_t((sc[j] & 0xF) | (m[j] & 0xF) << 4));
+  putCrumbs(out, q);
+  putHalf(out, d);
+  putHalf(out, dmin);
+  return out;
+}
+
+std::vector<uint8_t> q3_K(float d, const Codes &sc, const Codes &q) {
+  std::vector<uint8_t> out;
+  uint8_t hmask[32] = {};
+  for (int i = 0; i < 256; ++i)
+    hmask[i % 32] |= uint8_t(((q[i] >> 2) & 1) << (i / 32));
+  out.insert(out.end(), hmask, hmask + 32);
+  putCrumbs(out, q);
+  uint8_t s[12] = {};
+  for (int j = 0; j < 16; ++j) {
+    const int l = sc[j] & 63;
+    if (j < 8)
+      s[j] = uint8_t(l & 0xF);
+    else
+      s[j - 8] |= uint8_t((l & 0xF) << 4);
+    s[8 + j % 4] |= uint8_t((l >> 4) << (2 * (j / 4)));
+  }
+  out.insert(out.end(), s, s + 12);
+  putHalf(out, d);
+  return out;
+}
+
+std::vector<uint8_t> q4_K(float d, float dmin, const Codes &sc, const Codes &m,
+                          const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  putHalf(out, dmin);
+  putScalesMins(out, sc, m);
+  putNibbles64(out, q);
+  return out;
+}
+
+std::vector<uint8_t> q5_K(float d, float dmin, const Codes &sc, const Codes &m,
+                          const Codes &q) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  putHalf(out, dmin);
+  putScalesMins(out, sc, m);
+  uint8_t qh[32] = {};
+  for (int i = 0; i < 256; ++i)
+    qh[i % 32] |= uint8_t(((q[i] >> 4) & 1) << (i / 32));
+  out.insert(out.end(), qh, qh + 32);
+  putNibbles64(out, q);
+  return out;
+}
+
+std::vector<uint8_t> q6_K(float d, const Codes &sc, const Codes &q) {
+  uint8_t ql[128] = {}, qh[64] = {};
+  for (int i = 0; i < 256; ++i) {
+    const int h = i / 128, k = (i % 128) / 32, l = i % 32;
+    ql[64 * h + l + 32 * (k & 1)] |= uint8_t((q[i] & 0xF) << (k < 2 ? 0 : 4));
+    qh[32 * h + l] |= uint8_t(((q[i] >> 4) & 3) << (2 * k));
+  }
+  std::vector<uint8_t> out(ql, ql + 128);
+  out.insert(out.end(), qh, qh + 64);
+  for (int j = 0; j < 16; ++j)
+    out.push_back(uint8_t(int8_t(sc[j])));
+  putHalf(out, d);
+  return out;
+}
+
+std::vector<uint8_t> iq4_xs(float d, const Codes &ls, const Codes &idx) {
+  std::vector<uint8_t> out;
+  putHalf(out, d);
+  uint16_t scalesH = 0;
+  uint8_t scalesL[4] = {};
+  for (int s = 0; s < 8; ++s) {
+    scalesL[s / 2] |= uint8_t((ls[s] & 0xF) << (4 * (s % 2)));
+    scalesH |= uint16_t(((ls[s] >> 4) & 3) << (2 * s));
+  }
+  put(out, scalesH);
+  out.insert(out.end(), scalesL, scalesL + 4);
+  for (int s = 0; s < 8; ++s)
+    putNibbles32(out, idx.data() + 32 * s);
+  return out;
+}
+
+} // namespace ggml_blocks
 
 } // namespace hyc::test

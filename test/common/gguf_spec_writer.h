@@ -41,6 +41,11 @@ public:
   void tensor_f16(const std::string &name, const std::vector<int64_t> &shape,
                   const std::vector<float> &values);
 
+  /// A tensor of any ggml type given as its raw data (for the block types:
+  /// the blocks of the flattened tensor, e.g. made by the encoders below).
+  void tensor_raw(const std::string &name, const std::vector<int64_t> &shape,
+                  uint32_t ggml_type, std::vector<uint8_t> data);
+
   /// The whole file; `alignment` also becomes general.alignment when it is
   /// not the default 32.
   std::vector<uint8_t> bytes(uint32_t alignment = 32) const;
@@ -60,6 +65,78 @@ private:
   std::vector<uint8_t> kvs_;
   std::vector<Tensor> tensors_;
 };
+
+/// `v` rounded to IEEE half precision (nearest even) and widened back: the
+/// value a block scale written from `v` holds.
+float fp16_round(float v);
+
+/// Encoders of ggml's block-quantized types, written from the block layouts
+/// of the format definition (ggml-common.h's block_* structs, packed as
+/// ggml's quantize_row_*_ref packs them). Each takes the fields of one
+/// block in element order: scales as floats (stored as fp16, so pass values
+/// that fp16_round leaves unchanged, or compare with fp16_round's), integer
+/// codes already offset as stored (Q4_0's q in 0..15 means q - 8, Q3_K's
+/// 3-bit q in 0..7 means q - 4, Q6_K's q in 0..63 means q - 32, 6-bit
+/// scales of Q3_K / IQ4_XS in 0..63 mean sc - 32), and returns the block's
+/// bytes. Out-of-range codes are masked to their field width.
+namespace ggml_blocks {
+
+/// ggml tensor type ids.
+enum : uint32_t {
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
+  kMXFP4 = 39,
+};
+
+using Codes = std::vector<int>; ///< one per element of the block
+
+/// 34 bytes: f16 d | int8 q[32].
+std::vector<uint8_t> q8_0(float d, const Codes &q);
+/// 18 bytes: f16 d | qs[16], element j in the low nibble of qs[j], j + 16
+/// in its high nibble.
+std::vector<uint8_t> q4_0(float d, const Codes &q);
+/// 20 bytes: f16 d | f16 m | qs[16] as Q4_0.
+std::vector<uint8_t> q4_1(float d, float m, const Codes &q);
+/// 22 bytes: f16 d | u32 qh (bit j = bit 4 of element j) | qs[16] as Q4_0.
+std::vector<uint8_t> q5_0(float d, const Codes &q);
+/// 24 bytes: f16 d | f16 m | u32 qh | qs[16].
+std::vector<uint8_t> q5_1(float d, float m, const Codes &q);
+/// 18 bytes: f16 d | qs[16] (indices into the IQ4_NL table) as Q4_0.
+std::vector<uint8_t> iq4_nl(float d, const Codes &idx);
+/// 17 bytes: u8 E8M0 exponent | qs[16] (e2m1 codes) as Q4_0.
+std::vector<uint8_t> mxfp4(uint8_t e, const Codes &idx);
+/// 84 bytes: scales[16] (sc | m << 4, per 16 elements) | qs[64] | f16 d |
+/// f16 dmin. sc, m: 16 each in 0..15; q: 256 in 0..3.
+std::vector<uint8_t> q2_K(float d, float dmin, const Codes &sc, const Codes &m,
+                          const Codes &q);
+/// 110 bytes: hmask[32] | qs[64] | scales[12] | f16 d. sc: 16 in 0..63; q:
+/// 256 in 0..7 (bit 2 goes to hmask, set = no -4).
+std::vector<uint8_t> q3_K(float d, const Codes &sc, const Codes &q);
+/// 144 bytes: f16 d | f16 dmin | scales[12] (6-bit sc and m per 32) |
+/// qs[128]. sc, m: 8 in 0..63; q: 256 in 0..15.
+std::vector<uint8_t> q4_K(float d, float dmin, const Codes &sc, const Codes &m,
+                          const Codes &q);
+/// 176 bytes: f16 d | f16 dmin | scales[12] | qh[32] | qs[128]; q in 0..31.
+std::vector<uint8_t> q5_K(float d, float dmin, const Codes &sc, const Codes &m,
+                          const Codes &q);
+/// 210 bytes: ql[128] | qh[64] | int8 scales[16] | f16 d. sc: 16 int8;
+/// q: 256 in 0..63.
+std::vector<uint8_t> q6_K(float d, const Codes &sc, const Codes &q);
+/// 136 bytes: f16 d | u16 scales_h | scales_l[4] | qs[128]. ls: 8 in 0..63;
+/// idx: 256 in 0..15.
+std::vector<uint8_t> iq4_xs(float d, const Codes &ls, const Codes &idx);
+
+} // namespace ggml_blocks
 
 } // namespace hyc::test
 
