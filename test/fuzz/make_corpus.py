@@ -72,6 +72,22 @@ def gguf(kvs, tensors, alignment=32):
     return out + b"".join(blobs)
 
 
+# ggml block types hyc dequantizes: (type id, values per block, bytes per block).
+GGML_BLOCK_TYPES = [(2, 32, 18), (3, 32, 20), (6, 32, 22), (7, 32, 24), (8, 32, 34),
+                    (10, 256, 84), (11, 256, 110), (12, 256, 144), (13, 256, 176),
+                    (14, 256, 210), (20, 32, 18), (23, 256, 136), (39, 32, 17)]
+
+
+def gguf_block_types():
+    """One [2, block] tensor of every block type, bytes a fixed pattern (so
+    the fuzzer starts inside each dequantizer)."""
+    tensors = []
+    for ggml_type, block, nbytes in GGML_BLOCK_TYPES:
+        data = bytes((i * 37 + ggml_type) % 251 for i in range(2 * nbytes))
+        tensors.append(("t%d" % ggml_type, [2, block], ggml_type, data))
+    return gguf([("general.architecture", GGUF_STR, "llama")], tensors)
+
+
 def gguf_llama(arch="llama", f16=False, tokenizer="llama", edit=None):
     vocab, dim, heads, kv_heads, ff = 8, 4, 2, 1, 8
     hd = dim // heads
@@ -468,7 +484,8 @@ def corpus():
     return {
         "fuzz_gguf": {"llama.gguf": gguf_llama(), "qwen2-f16.gguf": gguf_llama("qwen2", True, "gpt2"),
                       "qwen3.gguf": gguf_llama("qwen3"), "qwen3moe.gguf": gguf_moe("qwen3moe"),
-                      "deepseek2.gguf": gguf_moe("deepseek2")},
+                      "deepseek2.gguf": gguf_moe("deepseek2"),
+                      "block-types.gguf": gguf_block_types()},
         "fuzz_safetensors": safetensors_seeds(),
         "fuzz_hf_config": {k: j(v) for k, v in hf_configs().items()},
         "fuzz_llama2c": {"v0.bin": llama2c(0), "v0-unshared.bin": llama2c(0, shared=False),
