@@ -222,8 +222,8 @@ void blockQ6_K(const uint8_t *b, float *y) {
   const uint8_t *ql = b, *qh = b + 128;
   const int8_t *sc = reinterpret_cast<const int8_t *>(b + 192);
   const float d = half(b + 208);
-  for (int half128 = 0; half128 < 2; ++half128, y += 128, ql += 64, qh += 32,
-           sc += 8)
+  for (int half128 = 0; half128 < 2;
+       ++half128, y += 128, ql += 64, qh += 32, sc += 8)
     for (int k = 0; k < 4; ++k)
       for (int l = 0; l < 32; ++l) {
         const uint8_t lowByte = ql[l + 32 * (k & 1)];
@@ -259,12 +259,18 @@ struct Format {
 };
 
 constexpr Format kFormats[] = {
-    {DType::Q4_0, {32, 18}, blockQ4_0},    {DType::Q4_1, {32, 20}, blockQ4_1},
-    {DType::Q5_0, {32, 22}, blockQ5_0},    {DType::Q5_1, {32, 24}, blockQ5_1},
-    {DType::Q8_0, {32, 34}, blockQ8_0},    {DType::Q2_K, {kQK, 84}, blockQ2_K},
-    {DType::Q3_K, {kQK, 110}, blockQ3_K},  {DType::Q4_K, {kQK, 144}, blockQ4_K},
-    {DType::Q5_K, {kQK, 176}, blockQ5_K},  {DType::Q6_K, {kQK, 210}, blockQ6_K},
-    {DType::IQ4_NL, {32, 18}, blockIq4Nl}, {DType::IQ4_XS, {kQK, 136}, blockIq4Xs},
+    {DType::Q4_0, {32, 18}, blockQ4_0},
+    {DType::Q4_1, {32, 20}, blockQ4_1},
+    {DType::Q5_0, {32, 22}, blockQ5_0},
+    {DType::Q5_1, {32, 24}, blockQ5_1},
+    {DType::Q8_0, {32, 34}, blockQ8_0},
+    {DType::Q2_K, {kQK, 84}, blockQ2_K},
+    {DType::Q3_K, {kQK, 110}, blockQ3_K},
+    {DType::Q4_K, {kQK, 144}, blockQ4_K},
+    {DType::Q5_K, {kQK, 176}, blockQ5_K},
+    {DType::Q6_K, {kQK, 210}, blockQ6_K},
+    {DType::IQ4_NL, {32, 18}, blockIq4Nl},
+    {DType::IQ4_XS, {kQK, 136}, blockIq4Xs},
     {DType::MXFP4, {32, 17}, blockMxfp4},
 };
 

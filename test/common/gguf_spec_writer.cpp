@@ -143,7 +143,9 @@ std::vector<uint8_t> GgufSpecWriter::bytes(uint32_t alignment) const {
     put<uint32_t>(kvs, alignment);
     ++kv_count;
   }
-  auto padded = [&](uint64_t n) { return (n + alignment - 1) / alignment * alignment; };
+  auto padded = [&](uint64_t n) {
+    return (n + alignment - 1) / alignment * alignment;
+  };
 
   std::vector<uint8_t> out = {'G', 'G', 'U', 'F'};
   put<uint32_t>(out, 3);
@@ -207,8 +209,7 @@ uint32_t fifthBits(const Codes &q) {
 }
 
 /// Q4_K / Q5_K's 12 bytes of eight 6-bit scales and mins.
-void putScalesMins(std::vector<uint8_t> &out, const Codes &sc,
-                   const Codes &m) {
+void putScalesMins(std::vector<uint8_t> &out, const Codes &sc, const Codes &m) {
   uint8_t s[12] = {};
   for (int j = 0; j < 8; ++j) {
     const int ls = sc[j] & 63, lm = m[j] & 63;
@@ -237,7 +238,8 @@ void putNibbles64(std::vector<uint8_t> &out, const Codes &q) {
 void putCrumbs(std::vector<uint8_t> &out, const Codes &q) {
   uint8_t qs[64] = {};
   for (int i = 0; i < 256; ++i)
-    qs[32 * (i / 128) + i % 32] |= uint8_t((q[i] & 3) << (2 * ((i % 128) / 32)));
+    qs[32 * (i / 128) + i % 32] |=
+        uint8_t((q[i] & 3) << (2 * ((i % 128) / 32)));
   out.insert(out.end(), qs, qs + 64);
 }
 

@@ -25,7 +25,8 @@ using blocks::Codes;
 // defines them (ggml-common.h kvalues_iq4nl, kvalues_mxfp4).
 const int kIq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                       1,    13,   25,  38,  53,  69,  89,  113};
-const int kMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+const int kMxfp4[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                        0, -1, -2, -3, -4, -6, -8, -12};
 
 /// Deterministic codes in [lo, hi], with the extremes first so that every
 /// field width is exercised at both ends.
@@ -82,44 +83,50 @@ struct TypeCase {
 std::vector<TypeCase> typeCases() {
   std::vector<TypeCase> cases;
   int n = 0; // block counter for scales
-  cases.push_back({"Q8_0", blocks::kQ8_0, 32, 34, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = scale(n++, 0.0123f);
-                     Codes q = s.take(32, -128, 127);
-                     append(e, blocks::q8_0(d, q));
-                     for (int j = 0; j < 32; ++j)
-                       e.values.push_back(d * float(q[j]));
-                   }});
-  cases.push_back({"Q4_0", blocks::kQ4_0, 32, 18, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = scale(n++, 0.0371f);
-                     Codes q = s.take(32, 0, 15);
-                     append(e, blocks::q4_0(d, q));
-                     for (int j = 0; j < 32; ++j)
-                       e.values.push_back(float(q[j] - 8) * d);
-                   }});
-  cases.push_back({"Q4_1", blocks::kQ4_1, 32, 20, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = std::fabs(scale(n, 0.0371f));
-                     const float m = scale(n++ + 1, -0.291f); // both signs
-                     Codes q = s.take(32, 0, 15);
-                     append(e, blocks::q4_1(d, m, q));
-                     for (int j = 0; j < 32; ++j)
-                       e.values.push_back(float(q[j]) * d + m);
-                   }});
-  cases.push_back({"Q5_0", blocks::kQ5_0, 32, 22, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = scale(n++, 0.0187f);
-                     Codes q = s.take(32, 0, 31);
-                     append(e, blocks::q5_0(d, q));
-                     for (int j = 0; j < 32; ++j)
-                       e.values.push_back(float(q[j] - 16) * d);
-                   }});
-  cases.push_back({"Q5_1", blocks::kQ5_1, 32, 24, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = std::fabs(scale(n, 0.0187f));
-                     const float m = scale(n++ + 1, -0.303f);
-                     Codes q = s.take(32, 0, 31);
-                     append(e, blocks::q5_1(d, m, q));
-                     for (int j = 0; j < 32; ++j)
-                       e.values.push_back(float(q[j]) * d + m);
-                   }});
-  cases.push_back({"IQ4_NL", blocks::kIQ4_NL, 32, 18, [n](CodeSource &s, Encoded &e) mutable {
+  cases.push_back(
+      {"Q8_0", blocks::kQ8_0, 32, 34, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = scale(n++, 0.0123f);
+         Codes q = s.take(32, -128, 127);
+         append(e, blocks::q8_0(d, q));
+         for (int j = 0; j < 32; ++j)
+           e.values.push_back(d * float(q[j]));
+       }});
+  cases.push_back(
+      {"Q4_0", blocks::kQ4_0, 32, 18, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = scale(n++, 0.0371f);
+         Codes q = s.take(32, 0, 15);
+         append(e, blocks::q4_0(d, q));
+         for (int j = 0; j < 32; ++j)
+           e.values.push_back(float(q[j] - 8) * d);
+       }});
+  cases.push_back(
+      {"Q4_1", blocks::kQ4_1, 32, 20, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = std::fabs(scale(n, 0.0371f));
+         const float m = scale(n++ + 1, -0.291f); // both signs
+         Codes q = s.take(32, 0, 15);
+         append(e, blocks::q4_1(d, m, q));
+         for (int j = 0; j < 32; ++j)
+           e.values.push_back(float(q[j]) * d + m);
+       }});
+  cases.push_back(
+      {"Q5_0", blocks::kQ5_0, 32, 22, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = scale(n++, 0.0187f);
+         Codes q = s.take(32, 0, 31);
+         append(e, blocks::q5_0(d, q));
+         for (int j = 0; j < 32; ++j)
+           e.values.push_back(float(q[j] - 16) * d);
+       }});
+  cases.push_back(
+      {"Q5_1", blocks::kQ5_1, 32, 24, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = std::fabs(scale(n, 0.0187f));
+         const float m = scale(n++ + 1, -0.303f);
+         Codes q = s.take(32, 0, 31);
+         append(e, blocks::q5_1(d, m, q));
+         for (int j = 0; j < 32; ++j)
+           e.values.push_back(float(q[j]) * d + m);
+       }});
+  cases.push_back({"IQ4_NL", blocks::kIQ4_NL, 32, 18,
+                   [n](CodeSource &s, Encoded &e) mutable {
                      const float d = scale(n++, 0.00291f);
                      Codes idx = s.take(32, 0, 15);
                      append(e, blocks::iq4_nl(d, idx));
@@ -128,64 +135,72 @@ std::vector<TypeCase> typeCases() {
                    }});
   // MXFP4: 2^(e - 127) * e2m1 = 2^(e - 128) * the doubled table; e = 0 and
   // 1 land in float subnormals, 254 near the top of the range.
-  cases.push_back({"MXFP4", blocks::kMXFP4, 32, 17, [n](CodeSource &s, Encoded &e) mutable {
-                     static const int kExps[] = {127, 0, 1, 254, 120, 131};
-                     const int ex = kExps[n++ % 6];
-                     Codes idx = s.take(32, 0, 15);
-                     append(e, blocks::mxfp4(uint8_t(ex), idx));
-                     for (int j = 0; j < 32; ++j)
-                       e.values.push_back(std::ldexp(float(kMxfp4[idx[j]]), ex - 128));
-                   }});
-  cases.push_back({"Q2_K", blocks::kQ2_K, 256, 84, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = std::fabs(scale(n, 0.0213f));
-                     const float dmin = scale(n++ + 2, 0.0119f); // both signs
-                     Codes sc = s.take(16, 0, 15), m = s.take(16, 0, 15);
-                     Codes q = s.take(256, 0, 3);
-                     append(e, blocks::q2_K(d, dmin, sc, m, q));
-                     for (int i = 0; i < 256; ++i)
-                       e.values.push_back((d * float(sc[i / 16])) * float(q[i]) -
-                                          dmin * float(m[i / 16]));
-                   }});
-  cases.push_back({"Q3_K", blocks::kQ3_K, 256, 110, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = scale(n++, 0.0079f);
-                     Codes sc = s.take(16, 0, 63), q = s.take(256, 0, 7);
-                     append(e, blocks::q3_K(d, sc, q));
-                     for (int i = 0; i < 256; ++i)
-                       e.values.push_back((d * float(sc[i / 16] - 32)) * float(q[i] - 4));
-                   }});
-  cases.push_back({"Q4_K", blocks::kQ4_K, 256, 144, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = std::fabs(scale(n, 0.00173f));
-                     const float dmin = scale(n++ + 2, 0.00291f);
-                     Codes sc = s.take(8, 0, 63), m = s.take(8, 0, 63);
-                     Codes q = s.take(256, 0, 15);
-                     append(e, blocks::q4_K(d, dmin, sc, m, q));
-                     for (int i = 0; i < 256; ++i)
-                       e.values.push_back((d * float(sc[i / 32])) * float(q[i]) -
-                                          dmin * float(m[i / 32]));
-                   }});
-  cases.push_back({"Q5_K", blocks::kQ5_K, 256, 176, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = std::fabs(scale(n, 0.00087f));
-                     const float dmin = scale(n++ + 2, 0.00291f);
-                     Codes sc = s.take(8, 0, 63), m = s.take(8, 0, 63);
-                     Codes q = s.take(256, 0, 31);
-                     append(e, blocks::q5_K(d, dmin, sc, m, q));
-                     for (int i = 0; i < 256; ++i)
-                       e.values.push_back((d * float(sc[i / 32])) * float(q[i]) -
-                                          dmin * float(m[i / 32]));
-                   }});
-  cases.push_back({"Q6_K", blocks::kQ6_K, 256, 210, [n](CodeSource &s, Encoded &e) mutable {
-                     const float d = scale(n++, 0.00041f);
-                     Codes sc = s.take(16, -128, 127), q = s.take(256, 0, 63);
-                     append(e, blocks::q6_K(d, sc, q));
-                     for (int i = 0; i < 256; ++i)
-                       e.values.push_back(d * float(sc[i / 16]) * float(q[i] - 32));
-                   }});
-  cases.push_back({"IQ4_XS", blocks::kIQ4_XS, 256, 136, [n](CodeSource &s, Encoded &e) mutable {
+  cases.push_back(
+      {"MXFP4", blocks::kMXFP4, 32, 17, [n](CodeSource &s, Encoded &e) mutable {
+         static const int kExps[] = {127, 0, 1, 254, 120, 131};
+         const int ex = kExps[n++ % 6];
+         Codes idx = s.take(32, 0, 15);
+         append(e, blocks::mxfp4(uint8_t(ex), idx));
+         for (int j = 0; j < 32; ++j)
+           e.values.push_back(std::ldexp(float(kMxfp4[idx[j]]), ex - 128));
+       }});
+  cases.push_back(
+      {"Q2_K", blocks::kQ2_K, 256, 84, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = std::fabs(scale(n, 0.0213f));
+         const float dmin = scale(n++ + 2, 0.0119f); // both signs
+         Codes sc = s.take(16, 0, 15), m = s.take(16, 0, 15);
+         Codes q = s.take(256, 0, 3);
+         append(e, blocks::q2_K(d, dmin, sc, m, q));
+         for (int i = 0; i < 256; ++i)
+           e.values.push_back((d * float(sc[i / 16])) * float(q[i]) -
+                              dmin * float(m[i / 16]));
+       }});
+  cases.push_back(
+      {"Q3_K", blocks::kQ3_K, 256, 110, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = scale(n++, 0.0079f);
+         Codes sc = s.take(16, 0, 63), q = s.take(256, 0, 7);
+         append(e, blocks::q3_K(d, sc, q));
+         for (int i = 0; i < 256; ++i)
+           e.values.push_back((d * float(sc[i / 16] - 32)) * float(q[i] - 4));
+       }});
+  cases.push_back(
+      {"Q4_K", blocks::kQ4_K, 256, 144, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = std::fabs(scale(n, 0.00173f));
+         const float dmin = scale(n++ + 2, 0.00291f);
+         Codes sc = s.take(8, 0, 63), m = s.take(8, 0, 63);
+         Codes q = s.take(256, 0, 15);
+         append(e, blocks::q4_K(d, dmin, sc, m, q));
+         for (int i = 0; i < 256; ++i)
+           e.values.push_back((d * float(sc[i / 32])) * float(q[i]) -
+                              dmin * float(m[i / 32]));
+       }});
+  cases.push_back(
+      {"Q5_K", blocks::kQ5_K, 256, 176, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = std::fabs(scale(n, 0.00087f));
+         const float dmin = scale(n++ + 2, 0.00291f);
+         Codes sc = s.take(8, 0, 63), m = s.take(8, 0, 63);
+         Codes q = s.take(256, 0, 31);
+         append(e, blocks::q5_K(d, dmin, sc, m, q));
+         for (int i = 0; i < 256; ++i)
+           e.values.push_back((d * float(sc[i / 32])) * float(q[i]) -
+                              dmin * float(m[i / 32]));
+       }});
+  cases.push_back(
+      {"Q6_K", blocks::kQ6_K, 256, 210, [n](CodeSource &s, Encoded &e) mutable {
+         const float d = scale(n++, 0.00041f);
+         Codes sc = s.take(16, -128, 127), q = s.take(256, 0, 63);
+         append(e, blocks::q6_K(d, sc, q));
+         for (int i = 0; i < 256; ++i)
+           e.values.push_back(d * float(sc[i / 16]) * float(q[i] - 32));
+       }});
+  cases.push_back({"IQ4_XS", blocks::kIQ4_XS, 256, 136,
+                   [n](CodeSource &s, Encoded &e) mutable {
                      const float d = scale(n++, 0.00037f);
                      Codes ls = s.take(8, 0, 63), idx = s.take(256, 0, 15);
                      append(e, blocks::iq4_xs(d, ls, idx));
                      for (int i = 0; i < 256; ++i)
-                       e.values.push_back((d * float(ls[i / 32] - 32)) * float(kIq4[idx[i]]));
+                       e.values.push_back((d * float(ls[i / 32] - 32)) *
+                                          float(kIq4[idx[i]]));
                    }});
   return cases;
 }
@@ -226,8 +241,9 @@ TEST_P(GgufBlockType, EveryValueAsTheFormatDefines) {
   for (size_t i = 0; i < e.values.size() && mismatches < 8; ++i)
     if (bitsOf((*got)[i]) != bitsOf(e.values[i])) {
       ++mismatches;
-      ADD_FAILURE() << c.name << " element " << i << " (row " << i / size_t(cols)
-                    << ", block " << (i % size_t(cols)) / size_t(c.block_elements)
+      ADD_FAILURE() << c.name << " element " << i << " (row "
+                    << i / size_t(cols) << ", block "
+                    << (i % size_t(cols)) / size_t(c.block_elements)
                     << ", index " << i % size_t(c.block_elements) << "): read "
                     << (*got)[i] << ", the format defines " << e.values[i];
     }
@@ -245,11 +261,13 @@ TEST_P(GgufBlockType, TruncatedDataIsRefusedByName) {
   ::hyc::test::GgufSpecWriter w;
   w.str("general.architecture", "llama");
   // Claims 16 blocks, stores 4 (the writer pads the data to 32 bytes only).
-  w.tensor_raw("blk.0.attn_q.weight", {16, c.block_elements}, c.ggml_type, e.bytes);
+  w.tensor_raw("blk.0.attn_q.weight", {16, c.block_elements}, c.ggml_type,
+               e.bytes);
   ASSERT_TRUE(w.write(dir.file("t.gguf")));
   Expected<io::GgufFile> g = io::GgufFile::open(dir.file("t.gguf"));
   ASSERT_FALSE(g.ok());
-  const std::string need = std::to_string(16 * c.block_bytes) + " bytes of " + c.name;
+  const std::string need =
+      std::to_string(16 * c.block_bytes) + " bytes of " + c.name;
   expectContains(g.error(), {"t.gguf", "tensor 'blk.0.attn_q.weight'", need,
                              "extends past the end of the file"});
 }
@@ -267,14 +285,18 @@ TEST_P(GgufBlockType, RowsOfPartialBlocksAreRefusedByName) {
   ASSERT_TRUE(w.write(dir.file("r.gguf")));
   Expected<io::GgufFile> g = io::GgufFile::open(dir.file("r.gguf"));
   ASSERT_FALSE(g.ok());
-  expectContains(g.error(), {"r.gguf", "tensor 'blk.1.ffn_down.weight'",
-                             std::string("of type ") + c.name,
-                             "ne[0]=" + std::to_string(half),
-                             "expected a multiple of " + std::to_string(c.block_elements)});
+  expectContains(
+      g.error(),
+      {"r.gguf", "tensor 'blk.1.ffn_down.weight'",
+       std::string("of type ") + c.name, "ne[0]=" + std::to_string(half),
+       "expected a multiple of " + std::to_string(c.block_elements)});
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GgufBlockType, ::testing::ValuesIn(typeCases()),
-                         [](const auto &info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(AllTypes, GgufBlockType,
+                         ::testing::ValuesIn(typeCases()),
+                         [](const auto &info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(GgufBlockTypes, UnknownTypeIsNamedWithItsId) {
   TempDir dir;
@@ -286,7 +308,8 @@ TEST(GgufBlockTypes, UnknownTypeIsNamedWithItsId) {
   ASSERT_TRUE(g.ok()) << g.error();
   Expected<io::TensorView> v = g->tensor("w");
   ASSERT_FALSE(v.ok());
-  expectContains(v.error(), {"unsupported tensor type 19 (IQ1_S)", "'w'", "Q4_K", "IQ4_XS"});
+  expectContains(v.error(), {"unsupported tensor type 19 (IQ1_S)", "'w'",
+                             "Q4_K", "IQ4_XS"});
 }
 
 } // namespace
