@@ -16,6 +16,7 @@ bool Args::parse(int argc, char **argv, int begin, std::string &error) {
       a = "--o";
     if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
       positional.push_back(a);
+      positionalIndex.push_back(i);
       continue;
     }
     std::string name = a.substr(2), value;

@@ -32,12 +32,15 @@ public:
   bool getInt(const std::string &flag, int64_t fallback, int64_t &out,
               std::string &error) const;
   const std::vector<std::string> &positionals() const { return positional; }
+  /// Where each positional was: its index in argv.
+  const std::vector<int> &positionalIndices() const { return positionalIndex; }
 
 private:
   std::set<std::string> valueFlags, boolFlags;
   std::map<std::string, std::string> values;
   std::set<std::string> seenBools;
   std::vector<std::string> positional;
+  std::vector<int> positionalIndex;
 };
 
 /// A whole string as a base-10 integer; false when it is not one (or does

@@ -111,9 +111,26 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               int64_t rounds, int64_t shortContext, int threads, codegen::HostPeaks peaks,
               double measuredBandwidth, hyrt::TensorParallel &tp);
 
+namespace {
+
+/// `hyc bench`'s flags.
+cli::Args benchArgs() {
+  return cli::Args({"input", "output", "batch", "rounds", "short-context", "tp"},
+                   {"help", "json", "profile", "no-huge-pages", "no-verify"});
+}
+
+} // namespace
+
+int benchArtifactIndex(int argc, char **argv) {
+  cli::Args args = benchArgs();
+  std::string error;
+  if (!args.parse(argc, argv, 1, error) || args.positionalIndices().empty())
+    return -1;
+  return args.positionalIndices()[0];
+}
+
 int runBenchCommand(int argc, char **argv) {
-  cli::Args args({"input", "output", "batch", "rounds", "short-context", "tp"},
-                 {"help", "json", "profile", "no-huge-pages", "no-verify"});
+  cli::Args args = benchArgs();
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc bench: %s\n%s", error.c_str(), kBenchUsage);

@@ -185,7 +185,8 @@ bool compilesEveryRank(const CompileOptions &options) {
 }
 
 /// Compiles each rank as `hyc compile ... --tp-rank R -o DIR` would.
-int compileEveryRank(int argc, char **argv, const CompileOptions &options) {
+int compileEveryRank(int argc, char **argv, const CompileOptions &options,
+                     const CompileProgress &progress) {
   const std::string &output = options.output;
   ::mkdir(output.c_str(), 0755);
   ::mkdir((output + "/ranks").c_str(), 0755);
@@ -201,9 +202,14 @@ int compileEveryRank(int argc, char **argv, const CompileOptions &options) {
     for (std::string &a : rankArgs)
       rankArgv.push_back(a.data());
     rankArgv.push_back(nullptr);
-    if (int rc = runCompileCommand(int(rankArgs.size()), rankArgv.data()); rc != 0)
+    if (progress)
+      progress("rank " + std::to_string(r) + " of " + std::to_string(options.tp));
+    if (int rc = runCompileCommand(int(rankArgs.size()), rankArgv.data(), progress);
+        rc != 0)
       return rc;
   }
+  if (progress) // the caller reports the result
+    return 0;
   std::fprintf(stderr,
                "hyc compile: wrote %s: %lld tensor-parallel ranks (rank 0 here, "
                "ranks 1..%lld in %s/ranks/)\n",
@@ -611,7 +617,7 @@ void printSummary(const CompileOptions &options, const ArtifactPlan &plan) {
 
 } // namespace
 
-int runCompileCommand(int argc, char **argv) {
+int runCompileCommand(int argc, char **argv, const CompileProgress &progress) {
   CompileOptions options;
   if (OptionError refused; !parseCompileOptions(argc, argv, options, refused))
     return reportRefusedOptions(refused);
@@ -627,11 +633,16 @@ int runCompileCommand(int argc, char **argv) {
   if (!readCalibrationFor(options, calibration, error))
     return fail(error);
   if (compilesEveryRank(options))
-    return compileEveryRank(argc, argv, options);
+    return compileEveryRank(argc, argv, options, progress);
+  auto step = [&](const std::string &what) {
+    if (progress)
+      progress(what);
+  };
 
   mlir::MLIRContext ctx;
   registerDialects(ctx);
   ImportedModel model;
+  step("importing " + options.input);
   if (!importModel(ctx, options, model, error))
     return fail(error);
   if (options.emit == "mlir" && options.lastPhase == Phase::Import)
@@ -643,6 +654,8 @@ int runCompileCommand(int argc, char **argv) {
                 calibration,   variants, pipelineOptionsFor(options),
                 ArtifactPlan()};
   for (const IsaVariant &variant : variants) {
+    step("variant " + variant.name + " (" + std::to_string(&variant - variants.data() + 1) +
+         "/" + std::to_string(variants.size()) + ")");
     mlir::OwningOpRef<mlir::ModuleOp> module =
         variants.size() > 1 ? mlir::OwningOpRef<mlir::ModuleOp>((*model.module).clone())
                             : std::move(model.module);
@@ -653,9 +666,12 @@ int runCompileCommand(int argc, char **argv) {
     if (!addVariantToArtifact(c, variant, *module, error))
       return fail(error);
   }
+  step("writing weights.bin and linking " + std::to_string(variants.size()) +
+       (variants.size() == 1 ? " library" : " libraries"));
   if (!writeArtifact(c, error))
     return fail(error);
-  printSummary(options, c.plan);
+  if (!progress) // else the caller reports the result
+    printSummary(options, c.plan);
   return 0;
 }
 

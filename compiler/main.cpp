@@ -1,7 +1,9 @@
 //===- main.cpp - the hyc driver: subcommand dispatch ---------------------===//
 //
 //   hyc compile     checkpoint -> artifact (compiler/CompileCommand.cpp)
-//   hyc run         run an artifact on a prompt (libhyrt)
+//   hyc run         run an artifact on a prompt (libhyrt); a checkpoint
+//                   in its place is compiled into a cache first
+//                   (RunFromCheckpoint.cpp), as for serve and bench
 //   hyc perplexity  score a text file (libhyrt)
 //   hyc calibrate   activation maxima of a calibration build (libhyrt)
 //   hyc tokenize    text <-> ids with a checkpoint's tokenizer (libhyrt)
@@ -15,6 +17,7 @@
 
 #include "compiler/BenchCommand.h"
 #include "compiler/CompileCommand.h"
+#include "compiler/RunFromCheckpoint.h"
 #include "compiler/SynthCommand.h"
 #include "hyrt/abi.h"
 #include "hyrt/cli/cli.h"
@@ -23,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -30,7 +34,8 @@ const char *kUsage = R"(usage: hyc <command> [options]
 
 commands:
   compile     compile a checkpoint (GGUF, llama2.c .bin, Hugging Face dir) to an artifact
-  run         generate text with an artifact
+  run         generate text with an artifact (or a checkpoint, compiled once
+              into a cache)
   perplexity  mean NLL / perplexity of an artifact over a text file
   calibrate   per-channel activation maxima of a calibration build (for --calibration)
   tokenize    text <-> token ids, or a rendered chat, with a checkpoint's tokenizer
@@ -42,6 +47,31 @@ commands:
 
 `hyc <command> --help` describes each command.
 )";
+
+/// argv (argv[0] the command name) after the command name.
+std::vector<std::string> afterCommand(int argc, char **argv) {
+  return std::vector<std::string>(argv + 1, argv + argc);
+}
+
+/// An index into afterCommand()'s list as an index into argv.
+int argvIndex(int index) { return index < 0 ? -1 : index + 1; }
+
+const hyc::compiler::ArtifactCommand kRun{
+    "run",
+    [](int argc, char **argv) {
+      return argvIndex(hyrt::cli_run_artifact_index(afterCommand(argc, argv)));
+    },
+    hyrt_cli_run};
+
+const hyc::compiler::ArtifactCommand kServe{
+    "serve",
+    [](int argc, char **argv) {
+      return argvIndex(hyrt::cli_serve_artifact_index(afterCommand(argc, argv)));
+    },
+    hyrt_cli_serve, /*namesModel=*/true};
+
+const hyc::compiler::ArtifactCommand kBench{"bench", hyc::compiler::benchArtifactIndex,
+                                            hyc::compiler::runBenchCommand};
 
 } // namespace
 
@@ -60,7 +90,7 @@ int main(int argc, char **argv) {
   if (cmd == "compile")
     return hyc::compiler::runCompileCommand(subArgc, subArgv);
   if (cmd == "run")
-    return hyrt_cli_run(subArgc, subArgv);
+    return hyc::compiler::runOnModel(kRun, subArgc, subArgv);
   if (cmd == "perplexity")
     return hyrt_cli_perplexity(subArgc, subArgv);
   if (cmd == "calibrate")
@@ -72,12 +102,12 @@ int main(int argc, char **argv) {
   if (cmd == "convert-gguf")
     return hyc::compiler::runConvertGgufCommand(subArgc, subArgv);
   if (cmd == "bench")
-    return hyc::compiler::runBenchCommand(subArgc, subArgv);
+    return hyc::compiler::runOnModel(kBench, subArgc, subArgv);
   if (cmd == "serve")
-    return hyrt_cli_serve(subArgc, subArgv);
+    return hyc::compiler::runOnModel(kServe, subArgc, subArgv);
   if (cmd == "version" || cmd == "--version") {
-    std::printf("hyc 0.1.0 (runtime ABI %d, targets: reference)\n",
-                HYRT_ABI_VERSION);
+    std::printf("hyc %s (runtime ABI %d, targets: reference)\n",
+                hyc::compiler::kHycVersion, HYRT_ABI_VERSION);
     return 0;
   }
   std::fprintf(stderr, "hyc: unknown command '%s'\n%s", cmd.c_str(), kUsage);

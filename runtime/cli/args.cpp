@@ -119,12 +119,15 @@ void ArgParser::add_int_list(const std::string &name, std::vector<int32_t> *out,
 }
 
 Status ArgParser::parse(const std::vector<std::string> &args,
-                        std::vector<std::string> *positional) const {
+                        std::vector<std::string> *positional,
+                        std::vector<size_t> *positional_index) const {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
     if (arg.size() < 2 || arg[0] != '-' ||
         (arg[1] != '-' && std::isdigit(static_cast<unsigned char>(arg[1])))) {
       positional->push_back(arg);
+      if (positional_index)
+        positional_index->push_back(i);
       continue;
     }
     const size_t eq = arg.find('=');

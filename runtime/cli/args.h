@@ -29,11 +29,13 @@ public:
   void add_int_list(const std::string &name, std::vector<int32_t> *out,
                     bool *seen = nullptr);
 
-  /// Parses `args`; non-flag arguments go to `positional`. Errors name the
-  /// flag: "unknown flag --foo", "--top-p expects a number in [0, 1], found
-  /// 'x'", "--seed needs a value".
+  /// Parses `args`; non-flag arguments go to `positional`, and their
+  /// indices in `args` to `positional_index` when it is given. Errors name
+  /// the flag: "unknown flag --foo", "--top-p expects a number in [0, 1],
+  /// found 'x'", "--seed needs a value".
   Status parse(const std::vector<std::string> &args,
-               std::vector<std::string> *positional) const;
+               std::vector<std::string> *positional,
+               std::vector<size_t> *positional_index = nullptr) const;
 
 private:
   struct Flag {

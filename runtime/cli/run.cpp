@@ -79,15 +79,8 @@ std::string rate(int64_t tokens, double seconds) {
   return buf;
 }
 
-int run_rank(const std::string &command, const std::string *implied_dir,
-             const std::vector<std::string> &positional, RunFlags &f, TensorParallel &tp,
-             std::ostream &out, std::ostream &err);
-
-int run_command(const std::string &command, const std::string *implied_dir,
-                const std::vector<std::string> &args, std::ostream &out,
-                std::ostream &err) {
-  RunFlags f;
-  cli::ArgParser parser;
+/// Declares every flag of `hyc run` on `parser`, writing into `f`.
+void add_run_flags(cli::ArgParser &parser, RunFlags &f) {
   parser.add_string("--prompt", &f.prompt, &f.prompt_given);
   parser.add_int_list("--prompt-ids", &f.prompt_ids, &f.ids_given);
   parser.add_int("-n", &f.n, 0);
@@ -104,6 +97,18 @@ int run_command(const std::string &command, const std::string *implied_dir,
   parser.add_switch("--verbose", &f.verbose);
   parser.add_int("--tp", &f.tp, 1);
   parser.add_switch("--print-ids", &f.print_ids);
+}
+
+int run_rank(const std::string &command, const std::string *implied_dir,
+             const std::vector<std::string> &positional, RunFlags &f, TensorParallel &tp,
+             std::ostream &out, std::ostream &err);
+
+int run_command(const std::string &command, const std::string *implied_dir,
+                const std::vector<std::string> &args, std::ostream &out,
+                std::ostream &err) {
+  RunFlags f;
+  cli::ArgParser parser;
+  add_run_flags(parser, f);
   std::vector<std::string> positional;
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
@@ -281,6 +286,17 @@ int run_rank(const std::string &command, const std::string *implied_dir,
 int cli_run(const std::vector<std::string> &args, std::ostream &out,
             std::ostream &err) {
   return run_command("hyc run", nullptr, args, out, err);
+}
+
+int cli_run_artifact_index(const std::vector<std::string> &args) {
+  RunFlags f;
+  cli::ArgParser parser;
+  add_run_flags(parser, f);
+  std::vector<std::string> positional;
+  std::vector<size_t> at;
+  if (!parser.parse(args, &positional, &at).ok() || at.empty())
+    return -1;
+  return int(at[0]);
 }
 
 int cli_run_standalone(const std::string &artifact_dir,

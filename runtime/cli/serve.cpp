@@ -90,34 +90,65 @@ bool is_loopback(const std::string &host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-} // namespace
-
-int cli_serve(const std::vector<std::string> &args, std::ostream &out,
-              std::ostream &err) {
-  const std::string command = "hyc serve";
+/// `hyc serve`'s flags and their defaults.
+struct ServeFlags {
   std::string host = "127.0.0.1", api_key, api_key_file, model_name;
   bool api_key_given = false;
   int64_t max_body_bytes = 0, max_connections = 1024;
   double request_timeout = 10;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
   bool no_mixed = false, no_prefix_cache = false, no_verify = false;
-  int64_t tp_flag = 0;
+  int64_t tp = 0;
+};
+
+/// Declares every flag of `hyc serve` on `parser`, writing into `f`.
+void add_serve_flags(cli::ArgParser &parser, ServeFlags &f) {
+  parser.add_int("--tp", &f.tp, 1);
+  parser.add_string("--host", &f.host);
+  parser.add_int("--port", &f.port, 0, 65535);
+  parser.add_string("--api-key", &f.api_key, &f.api_key_given);
+  parser.add_string("--api-key-file", &f.api_key_file);
+  parser.add_int("--max-body-bytes", &f.max_body_bytes, 1024, int64_t(1) << 34);
+  parser.add_string("--model-name", &f.model_name);
+  parser.add_int("--page-size", &f.page_size, 1, 1 << 20);
+  parser.add_int("--kv-pages", &f.kv_pages, 1);
+  parser.add_int("--http-threads", &f.http_threads, 1, 4096);
+  parser.add_int("--max-connections", &f.max_connections, 1, 1 << 20);
+  parser.add_real("--request-timeout", &f.request_timeout, 0.1, 3600);
+  parser.add_switch("--no-mixed-steps", &f.no_mixed);
+  parser.add_switch("--no-prefix-cache", &f.no_prefix_cache);
+  parser.add_switch("--no-verify", &f.no_verify);
+}
+
+} // namespace
+
+int cli_serve_artifact_index(const std::vector<std::string> &args) {
+  ServeFlags f;
   cli::ArgParser parser;
-  parser.add_int("--tp", &tp_flag, 1);
-  parser.add_string("--host", &host);
-  parser.add_int("--port", &port, 0, 65535);
-  parser.add_string("--api-key", &api_key, &api_key_given);
-  parser.add_string("--api-key-file", &api_key_file);
-  parser.add_int("--max-body-bytes", &max_body_bytes, 1024, int64_t(1) << 34);
-  parser.add_string("--model-name", &model_name);
-  parser.add_int("--page-size", &page_size, 1, 1 << 20);
-  parser.add_int("--kv-pages", &kv_pages, 1);
-  parser.add_int("--http-threads", &http_threads, 1, 4096);
-  parser.add_int("--max-connections", &max_connections, 1, 1 << 20);
-  parser.add_real("--request-timeout", &request_timeout, 0.1, 3600);
-  parser.add_switch("--no-mixed-steps", &no_mixed);
-  parser.add_switch("--no-prefix-cache", &no_prefix_cache);
-  parser.add_switch("--no-verify", &no_verify);
+  add_serve_flags(parser, f);
+  std::vector<std::string> positional;
+  std::vector<size_t> at;
+  if (!parser.parse(args, &positional, &at).ok() || at.empty())
+    return -1;
+  return int(at[0]);
+}
+
+int cli_serve(const std::vector<std::string> &args, std::ostream &out,
+              std::ostream &err) {
+  const std::string command = "hyc serve";
+  ServeFlags f;
+  cli::ArgParser parser;
+  add_serve_flags(parser, f);
+  std::string &host = f.host, &api_key = f.api_key, &model_name = f.model_name;
+  const std::string &api_key_file = f.api_key_file;
+  const bool &api_key_given = f.api_key_given;
+  const int64_t &max_body_bytes = f.max_body_bytes, &max_connections = f.max_connections;
+  const double &request_timeout = f.request_timeout;
+  const int64_t &port = f.port, &page_size = f.page_size, &kv_pages = f.kv_pages,
+                &http_threads = f.http_threads;
+  const bool &no_mixed = f.no_mixed, &no_prefix_cache = f.no_prefix_cache,
+             &no_verify = f.no_verify;
+  const int64_t &tp_flag = f.tp;
   for (const std::string &a : args)
     if (a == "--help" || a == "-h") {
       out << kServeUsage;

@@ -48,6 +48,11 @@ int cli_calibrate(const std::vector<std::string> &args, std::ostream &out,
 int cli_run(const std::vector<std::string> &args, std::ostream &out,
             std::ostream &err);
 
+/// Where ART is among `args` (as cli_run takes them) as its flag parser
+/// reads them: the index, or -1 when they do not parse or name no ART (then
+/// cli_run says why). The hyc driver resolves a checkpoint there.
+int cli_run_artifact_index(const std::vector<std::string> &args);
+
 /// `run` for a standalone executable: the model is linked into the running
 /// program (library "self") and the artifact files lie in `artifact_dir`;
 /// `args` are the flags only (no ART).

@@ -19,4 +19,9 @@ namespace hyrt {
 int cli_serve(const std::vector<std::string> &args, std::ostream &out,
               std::ostream &err);
 
+/// Where ART is among `args` (as cli_serve takes them) as its flag parser
+/// reads them: the index, or -1 when they do not parse or name no ART (then
+/// cli_serve says why). The hyc driver resolves a checkpoint there.
+int cli_serve_artifact_index(const std::vector<std::string> &args);
+
 } // namespace hyrt
