@@ -64,7 +64,6 @@ struct DriverFlags {
   std::string cacheDir;
   std::vector<std::string> compileOpts;
   bool recompile = false;
-  bool given = false; ///< any of them
 };
 
 /// Splits argv[1..) into the driver's flags and the command's arguments.
@@ -102,7 +101,6 @@ bool takeDriverFlags(int argc, char **argv, DriverFlags &flags, std::vector<std:
       rest.push_back(a);
       continue;
     }
-    flags.given = true;
     if (!error.empty())
       return false;
   }
@@ -426,7 +424,8 @@ int resolveCheckpoint(const std::string &checkpoint, const DriverFlags &flags,
     artifact = entry;
     return 0;
   }
-  if (!makeDirectories(root, error)) {
+  // Checked again once created: another user may have made it first.
+  if (!makeDirectories(root, error) || !checkCacheOwnership(root, error)) {
     std::fprintf(stderr, "hyc: %s\n", error.c_str());
     return 1;
   }
