@@ -25,6 +25,7 @@
 #include "compiler/Linker.h"
 #include "compiler/ObjectEmitter.h"
 #include "compiler/Pipeline.h"
+#include "compiler/QuantChoice.h"
 #include "compiler/ShardedWeights.h"
 #include "compiler/SmoothedWeights.h"
 #include "compiler/Targets.h"
@@ -53,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -607,12 +609,45 @@ bool writeArtifact(Compilation &c, std::string &error) {
          linkVariants(c.options.output, c.plan.links, c.options.emit == "exe", error);
 }
 
-void printSummary(const CompileOptions &options, const ArtifactPlan &plan) {
+/// Bytes of the regular files under `dir`.
+int64_t directoryBytes(const std::string &dir) {
+  std::error_code ec;
+  int64_t total = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec))
+      total += int64_t(it->file_size(ec));
+  return total;
+}
+
+/// What the compile chose, a line each (the defaults are what most users
+/// get, so each says what it is), then what it wrote.
+void printSummary(const CompileOptions &options, const Compilation &c,
+                  const std::string &quantLine) {
+  const ArtifactPlan &plan = c.plan;
   std::string names;
   for (const VariantInfo &v : plan.info.variants)
     names += (names.empty() ? "" : ", ") + v.name;
-  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights, variants: %s)\n",
-               options.output.c_str(), plan.weights.size(), names.c_str());
+  const bool tied = c.model.checkpoint && c.model.checkpoint->spec.tie_word_embeddings;
+  const bool keepF32Head = std::any_of(options.keepF32.begin(), options.keepF32.end(),
+                                       [](const std::string &k) { return k == "lm_head"; });
+  const std::string head =
+      options.quant == "f32" || keepF32Head ? "f32"
+      : options.quantLmHead == "int8" && options.quant.rfind("w8a8", 0) == 0 ? "int8"
+                                                                             : "bf16";
+  std::fprintf(stderr, "hyc compile: %s\n",
+               (quantLine.empty() ? "precision: " + options.quant + " (--quant " + options.quant + ")"
+                                  : quantLine)
+                   .c_str());
+  std::fprintf(stderr, "hyc compile: output head: %s%s\n", head.c_str(),
+               !tied ? "" : head == "f32" ? " (tied: reads the embedding table)"
+                                          : " (tied: its own copy of the embedding table)");
+  std::fprintf(stderr, "hyc compile: KV cache: %s%s\n", plan.info.kvCacheDtype.c_str(),
+               options.isGiven("kv-cache") ? "" : " (--kv-cache auto)");
+  std::fprintf(stderr, "hyc compile: variants: %s (the loader runs the best this CPU has)\n",
+               names.c_str());
+  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights, %.1f MB)\n", options.output.c_str(),
+               plan.weights.size(), double(directoryBytes(options.output)) / 1e6);
 }
 
 } // namespace
@@ -625,7 +660,11 @@ int runCompileCommand(int argc, char **argv, const CompileProgress &progress) {
     std::fputs(compileUsage().c_str(), stdout);
     return 0;
   }
-  std::string error;
+  std::string error, quantLine;
+  if (!resolveAutoQuant(options, &quantLine, error))
+    return fail(error);
+  if (!checkOptionCombinations(options, error))
+    return fail(error);
   std::vector<IsaVariant> variants;
   if (!resolveVariants(options, variants, error))
     return fail(error);
@@ -670,8 +709,10 @@ int runCompileCommand(int argc, char **argv, const CompileProgress &progress) {
        (variants.size() == 1 ? " library" : " libraries"));
   if (!writeArtifact(c, error))
     return fail(error);
-  if (!progress) // else the caller reports the result
-    printSummary(options, c.plan);
+  // What the compile chose, also under `hyc run CKPT` (its caller then
+  // reports the time): the defaults must say what they are.
+  if (options.tpRank == 0)
+    printSummary(options, c, quantLine);
   return 0;
 }
 

@@ -92,8 +92,11 @@ void addOutputAndTargetOptions(std::vector<OptionSpec> &t) {
 
 void addNumericsOptions(std::vector<OptionSpec> &t) {
   t.push_back(choice(
-      "quant", "SCHEME", &O::quant, "f32", "the weights' numbers:",
-      {{"f32"},
+      "quant", "SCHEME", &O::quant, "auto", "the weights' numbers:",
+      {{"auto", "the checkpoint's own precision (f32 stays f32, bf16 stays bf16, FP8 "
+                "blocks and channel-INT8 keep their codes; f16 and GGUF block types go "
+                "to bf16); printed"},
+       {"f32"},
        {"bf16", "bf16 weights; fp32 FMA on avx512"},
        {"w8a8", "per-channel int8 weights, per-token int8 activations, VNNI"},
        {"w8a8-g128", "one weight scale per 128 K-elements"},
@@ -455,7 +458,7 @@ bool checkOptionCombinations(const CompileOptions &o, std::string &error) {
     error = "--quant-lm-head int8 needs --quant w8a8 (the head's activations are "
             "quantized per token like the other W8A8 layers), got --quant " +
             o.quant;
-  else if (o.calibrationBuild && o.quant != "f32")
+  else if (o.calibrationBuild && o.quant != "f32" && o.quant != "auto")
     error = "--calibration-build records fp32 activations: it needs --quant f32, got "
             "--quant " +
             o.quant;

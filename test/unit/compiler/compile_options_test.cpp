@@ -42,7 +42,7 @@ TEST(CompileOptions, HelpDescribesEveryOptionAndChoice) {
           << spec.name;
   }
   EXPECT_NE(usage.find("(1..4096, default 2)"), std::string::npos) << usage;
-  EXPECT_NE(usage.find("f32 (default)"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("auto (default: the checkpoint's"), std::string::npos) << usage;
 }
 
 TEST(CompileOptions, TableNamesAreUniqueAndDefaultsAreValid) {
@@ -57,7 +57,7 @@ TEST(CompileOptions, TableNamesAreUniqueAndDefaultsAreValid) {
   OptionError error;
   ASSERT_TRUE(parse({"m.gguf", "-o", "out"}, options, error)) << error.message;
   EXPECT_EQ(options.target, "portable");
-  EXPECT_EQ(options.quant, "f32");
+  EXPECT_EQ(options.quant, "auto");
   EXPECT_EQ(options.emit, "lib");
   EXPECT_EQ(options.kvCache, "auto");
   EXPECT_EQ(options.threads, 2);
@@ -92,7 +92,7 @@ TEST(CompileOptions, UnknownChoicesAreRefusedListingTheChoices) {
   EXPECT_EQ(e.message, "--kv-cache expects auto|f32|bf16|int8, got 'int4'");
   EXPECT_EQ(e.exitCode, 2);
   e = refusal({"--quant=fp4"});
-  EXPECT_EQ(e.message, "--quant expects f32|bf16|w8a8|w8a8-g128|fp8, got 'fp4'");
+  EXPECT_EQ(e.message, "--quant expects auto|f32|bf16|w8a8|w8a8-g128|fp8, got 'fp4'");
   e = refusal({"--emit", "wat"});
   EXPECT_EQ(e.message, "--emit expects lib|exe|mlir|llvm|obj, got 'wat'");
   e = refusal({"--compile-to", "tiles"});

@@ -1,0 +1,95 @@
+//===- QuantChoice.cpp - --quant auto: the checkpoint's own precision -----===//
+#include "compiler/QuantChoice.h"
+
+#include "models/checkpoint/model_spec.h"
+
+#include <algorithm>
+
+namespace hyc::compiler {
+
+namespace {
+
+/// Stored bytes per element of the types a checkpoint holds (GGUF block
+/// types by their block size and bytes); 4 for anything else.
+double bytesPerElement(const std::string &dtype) {
+  static const std::map<std::string, double> sizes = {
+      {"F32", 4},         {"BF16", 2},        {"F16", 2},        {"F8_E4M3", 1},
+      {"I8", 1},          {"Q8_0", 34 / 32.}, {"Q4_0", 18 / 32.}, {"Q4_1", 20 / 32.},
+      {"Q5_0", 22 / 32.}, {"Q5_1", 24 / 32.}, {"Q2_K", 84 / 256.}, {"Q3_K", 110 / 256.},
+      {"Q4_K", 144 / 256.}, {"Q5_K", 176 / 256.}, {"Q6_K", 210 / 256.},
+      {"IQ4_NL", 18 / 32.}, {"IQ4_XS", 136 / 256.}, {"MXFP4", 17 / 32.}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 4 : it->second;
+}
+
+} // namespace
+
+QuantChoice chooseQuant(const std::map<std::string, int64_t> &bytesByDtype,
+                        bool calibrationBuild) {
+  if (calibrationBuild)
+    return {"f32", "a calibration build records fp32 activations"};
+  std::string top;
+  int64_t most = -1;
+  for (const auto &[dtype, bytes] : bytesByDtype)
+    if (bytes > most)
+      most = bytes, top = dtype;
+  if (top.empty())
+    return {"f32", "no weights"};
+  const std::string stores = "the checkpoint stores its matrices as " + top;
+  if (top == "F32")
+    return {"f32", stores};
+  if (top == "BF16")
+    return {"bf16", stores};
+  if (top == "F16")
+    return {"bf16", stores + " (hyc has no f16 kernels: one rounding to bf16's 8-bit "
+                             "mantissa; --quant f32 keeps them exactly)"};
+  if (top == "F8_E4M3")
+    return {"fp8", stores + ", kept as stored (128x128 block scales)"};
+  if (top == "I8")
+    return {"w8a8", stores + " with per-channel scales, kept as stored"};
+  if (top == "Q8_0")
+    return {"bf16", stores + " (32-element block scales: hyc has no int8 layout with "
+                             "them yet, so one rounding of d*q to bf16; --quant f32 "
+                             "keeps them exactly)"};
+  return {"bf16", stores + " (no hyc layout holds that block type exactly yet: dequantized "
+                           "exactly, then one rounding to bf16; --quant f32 keeps it "
+                           "exactly)"};
+}
+
+bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &error) {
+  if (options.quant != "auto")
+    return true;
+  QuantChoice choice;
+  if (options.isMlirInput()) {
+    choice = {"f32", "a .mlir input has no stored weights"};
+  } else {
+    models::LoadOptions loadOptions;
+    loadOptions.tokenizer_path = options.tokenizer;
+    auto loaded = models::load_checkpoint(options.input, loadOptions);
+    if (!loaded.ok()) {
+      error = loaded.error();
+      return false;
+    }
+    std::map<std::string, int64_t> bytes;
+    for (const models::WeightInfo &w : loaded.value().weights->weights()) {
+      // The GEMMs --quant applies to: not norms and biases (1-D), nor the
+      // embedding, the head or the MoE router, which keep their own types
+      // (and would decide for a small model with a large vocabulary).
+      const auto has = [&](const char *part) { return w.name.find(part) != std::string::npos; };
+      if (w.shape.size() < 2 || has("embed_tokens") || has("lm_head") ||
+          has("mlp.gate.weight") || has("token_embd") || has("output.weight"))
+        continue;
+      double n = 1;
+      for (int64_t d : w.shape)
+        n *= double(d);
+      const std::string dtype = w.source_dtype.empty() ? "F32" : w.source_dtype;
+      bytes[dtype] += int64_t(n * bytesPerElement(dtype));
+    }
+    choice = chooseQuant(bytes, options.calibrationBuild);
+  }
+  options.quant = choice.quant;
+  *line = "precision: " + choice.quant + " (--quant auto: " + choice.reason + ")";
+  return true;
+}
+
+} // namespace hyc::compiler

@@ -1,0 +1,41 @@
+//===- QuantChoice.h - --quant auto: the checkpoint's own precision -*- C++ -*-===//
+//
+// `hyc compile` without --quant takes the precision the checkpoint stores,
+// never wider and never a second rounding where hyc has a format that holds
+// the stored numbers: f32 stays f32, bf16 stays bf16, DeepSeek's FP8 blocks
+// and channel-INT8 keep their codes (fp8, w8a8). Formats hyc cannot hold
+// exactly yet (f16, GGUF block types) go to bf16, and the line says so.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HYC_COMPILER_QUANTCHOICE_H
+#define HYC_COMPILER_QUANTCHOICE_H
+
+#include "compiler/CompileOptions.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace hyc::compiler {
+
+/// The precision --quant auto picks.
+struct QuantChoice {
+  std::string quant;  ///< f32, bf16, w8a8, fp8
+  std::string reason; ///< why, for the compile's decision line
+};
+
+/// The choice for a checkpoint whose GEMM weights (2-D; not the embedding,
+/// the head or the MoE router) take `bytesByDtype` bytes per stored type ("F32", "BF16",
+/// "F16", "F8_E4M3", "I8", "Q8_0", "Q4_K", ...): the type holding most of
+/// them decides. A calibration build records fp32 activations: f32.
+QuantChoice chooseQuant(const std::map<std::string, int64_t> &bytesByDtype,
+                        bool calibrationBuild);
+
+/// Replaces options.quant "auto" by the choice for options.input (a .mlir
+/// input has no weights: f32); `*line` gets the decision line. False with
+/// `error` when the checkpoint cannot be read.
+bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &error);
+
+} // namespace hyc::compiler
+
+#endif // HYC_COMPILER_QUANTCHOICE_H
