@@ -661,6 +661,13 @@ int runCompileCommand(int argc, char **argv, const CompileProgress &progress) {
     return 0;
   }
   std::string error, quantLine;
+  // The command line first (a --target name), then the checkpoint auto reads.
+  if (std::vector<IsaVariant> names; options.quant == "auto") {
+    CompileOptions named = options;
+    named.quant = "f32";
+    if (!resolveVariants(named, names, error))
+      return fail(error);
+  }
   if (!resolveAutoQuant(options, &quantLine, error))
     return fail(error);
   if (!checkOptionCombinations(options, error))

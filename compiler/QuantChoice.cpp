@@ -3,36 +3,20 @@
 
 #include "models/checkpoint/model_spec.h"
 
-#include <algorithm>
+#include <climits>
 
 namespace hyc::compiler {
 
-namespace {
 
-/// Stored bytes per element of the types a checkpoint holds (GGUF block
-/// types by their block size and bytes); 4 for anything else.
-double bytesPerElement(const std::string &dtype) {
-  static const std::map<std::string, double> sizes = {
-      {"F32", 4},         {"BF16", 2},        {"F16", 2},        {"F8_E4M3", 1},
-      {"I8", 1},          {"Q8_0", 34 / 32.}, {"Q4_0", 18 / 32.}, {"Q4_1", 20 / 32.},
-      {"Q5_0", 22 / 32.}, {"Q5_1", 24 / 32.}, {"Q2_K", 84 / 256.}, {"Q3_K", 110 / 256.},
-      {"Q4_K", 144 / 256.}, {"Q5_K", 176 / 256.}, {"Q6_K", 210 / 256.},
-      {"IQ4_NL", 18 / 32.}, {"IQ4_XS", 136 / 256.}, {"MXFP4", 17 / 32.}};
-  const auto it = sizes.find(dtype);
-  return it == sizes.end() ? 4 : it->second;
-}
-
-} // namespace
-
-QuantChoice chooseQuant(const std::map<std::string, int64_t> &bytesByDtype,
+QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
                         bool calibrationBuild) {
   if (calibrationBuild)
     return {"f32", "a calibration build records fp32 activations"};
   std::string top;
   int64_t most = -1;
-  for (const auto &[dtype, bytes] : bytesByDtype)
-    if (bytes > most)
-      most = bytes, top = dtype;
+  for (const auto &[dtype, elements] : elementsByDtype)
+    if (elements > most)
+      most = elements, top = dtype;
   if (top.empty())
     return {"f32", "no weights"};
   const std::string stores = "the checkpoint stores its matrices as " + top;
@@ -70,7 +54,7 @@ bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &e
       error = loaded.error();
       return false;
     }
-    std::map<std::string, int64_t> bytes;
+    std::map<std::string, int64_t> elements;
     for (const models::WeightInfo &w : loaded.value().weights->weights()) {
       // The GEMMs --quant applies to: not norms and biases (1-D), nor the
       // embedding, the head or the MoE router, which keep their own types
@@ -79,13 +63,12 @@ bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &e
       if (w.shape.size() < 2 || has("embed_tokens") || has("lm_head") ||
           has("mlp.gate.weight") || has("token_embd") || has("output.weight"))
         continue;
-      double n = 1;
+      int64_t n = 1;
       for (int64_t d : w.shape)
-        n *= double(d);
-      const std::string dtype = w.source_dtype.empty() ? "F32" : w.source_dtype;
-      bytes[dtype] += int64_t(n * bytesPerElement(dtype));
+        n = d > 0 && n <= INT64_MAX / d ? n * d : n; // shapes were checked at load
+      elements[w.source_dtype.empty() ? "F32" : w.source_dtype] += n;
     }
-    choice = chooseQuant(bytes, options.calibrationBuild);
+    choice = chooseQuant(elements, options.calibrationBuild);
   }
   options.quant = choice.quant;
   *line = "precision: " + choice.quant + " (--quant auto: " + choice.reason + ")";

@@ -25,10 +25,12 @@ struct QuantChoice {
 };
 
 /// The choice for a checkpoint whose GEMM weights (2-D; not the embedding,
-/// the head or the MoE router) take `bytesByDtype` bytes per stored type ("F32", "BF16",
-/// "F16", "F8_E4M3", "I8", "Q8_0", "Q4_K", ...): the type holding most of
-/// them decides. A calibration build records fp32 activations: f32.
-QuantChoice chooseQuant(const std::map<std::string, int64_t> &bytesByDtype,
+/// the head or the MoE router) hold `elementsByDtype` elements per stored
+/// type ("F32", "BF16", "F16", "F8_E4M3", "I8", "Q8_0", "Q4_K", ...): the
+/// type holding most of them decides (elements, not bytes: a Q8_0 file's
+/// few f32 tensors take more bytes than their share of the model). A
+/// calibration build records fp32 activations: f32.
+QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
                         bool calibrationBuild);
 
 /// Replaces options.quant "auto" by the choice for options.input (a .mlir
