@@ -26,6 +26,7 @@
 #include "compiler/ObjectEmitter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/QuantChoice.h"
+#include "compiler/ServingBounds.h"
 #include "compiler/ShardedWeights.h"
 #include "compiler/SmoothedWeights.h"
 #include "compiler/Targets.h"
@@ -228,7 +229,8 @@ int compileEveryRank(int argc, char **argv, const CompileOptions &options,
 struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::optional<models::Checkpoint> checkpoint; ///< none for a .mlir input
-  int64_t maxSeqLen = 0; ///< --max-seq-len, or the model's context up to 2048
+  int64_t maxSeqLen = 0; ///< --max-seq-len, or defaultMaxSeqLen()
+  int64_t context = 0;   ///< the model's positions
 };
 
 bool parseMlirInput(mlir::MLIRContext &ctx, const std::string &input,
@@ -244,6 +246,32 @@ bool parseMlirInput(mlir::MLIRContext &ctx, const std::string &input,
   if (!model.module)
     error = "could not parse " + input;
   return bool(model.module);
+}
+
+/// Bytes a weight element takes under --quant (scales left out).
+int64_t quantBytes(const std::string &quant) {
+  return quant == "f32" ? 4 : quant == "bf16" ? 2 : 1;
+}
+
+/// Bytes a KV cache element takes: --kv-cache, or what auto picks (bf16 on
+/// kernel targets, f32 on the reference one).
+double kvElementBytes(const CompileOptions &options) {
+  const std::string &kv = options.kvCache;
+  if (kv == "f32")
+    return 4;
+  if (kv == "int8")
+    return 1;
+  if (kv == "bf16")
+    return 2;
+  return options.target == "reference" ? 4 : 2;
+}
+
+/// Bytes of KV cache one position takes over every layer (MLA: the latent
+/// and the rope key; else K and V of every kv head).
+int64_t kvBytesPerToken(const models::ModelSpec &s, double elementBytes) {
+  const int64_t perLayer = s.mla ? s.mla->kv_lora_rank + s.mla->qk_rope_head_dim
+                                 : 2 * s.num_kv_heads * s.head_dim;
+  return int64_t(double(s.num_layers * perLayer) * elementBytes);
 }
 
 /// Loads the checkpoint and builds its hyc IR at the requested bounds.
@@ -264,8 +292,22 @@ bool importCheckpoint(mlir::MLIRContext &ctx, const CompileOptions &options,
   const models::ModelSpec &spec = checkpoint.spec;
   const int64_t context =
       spec.max_position_embeddings > 0 ? spec.max_position_embeddings : 2048;
-  model.maxSeqLen =
-      options.maxSeqLen ? options.maxSeqLen : std::min<int64_t>(2048, context);
+  model.context = context;
+  if (!options.maxSeqLen) {
+    int64_t elements = 0;
+    for (const models::WeightInfo &w : checkpoint.weights->weights()) {
+      int64_t n = 1;
+      for (int64_t d : w.shape)
+        n *= std::max<int64_t>(d, 1); // shapes were checked at load
+      elements += n;
+    }
+    model.maxSeqLen =
+        defaultMaxSeqLen(context, elements * quantBytes(options.quant),
+                         kvBytesPerToken(spec, kvElementBytes(options)), options.maxSeqs,
+                         machineMemoryBytes());
+  } else {
+    model.maxSeqLen = options.maxSeqLen;
+  }
   if (model.maxSeqLen > context) {
     error = "--max-seq-len " + std::to_string(model.maxSeqLen) +
             " exceeds the model's context of " + std::to_string(context) +
@@ -646,8 +688,40 @@ void printSummary(const CompileOptions &options, const Compilation &c,
                options.isGiven("kv-cache") ? "" : " (--kv-cache auto)");
   std::fprintf(stderr, "hyc compile: variants: %s (the loader runs the best this CPU has)\n",
                names.c_str());
-  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights, %.1f MB)\n", options.output.c_str(),
-               plan.weights.size(), double(directoryBytes(options.output)) / 1e6);
+  const int64_t seqLen = c.model.maxSeqLen;
+  std::fprintf(stderr,
+               "hyc compile: bounds: max_seq_len %lld (%s), max_batch_tokens %lld, "
+               "max_seqs %lld\n",
+               static_cast<long long>(seqLen),
+               options.maxSeqLen ? "--max-seq-len"
+               : seqLen == c.model.context
+                   ? "the model's context"
+                   : ("of the model's " + std::to_string(c.model.context) +
+                      ": at most 8192, halved to fit this machine")
+                         .c_str(),
+               static_cast<long long>(options.maxBatchTokens),
+               static_cast<long long>(options.maxSeqs));
+  const double weights = double(directoryBytes(options.output));
+  int64_t arena = 0;
+  for (const VariantInfo &v : plan.info.variants)
+    arena = std::max(arena, v.arenaBytes);
+  if (c.model.checkpoint) {
+    const std::string &kv = plan.info.kvCacheDtype;
+    const double kvBytes =
+        double(options.maxSeqs) * double(seqLen) *
+        double(kvBytesPerToken(c.model.checkpoint->spec, kv == "f32" ? 4 : kv == "int8" ? 1 : 2)) /
+        double(std::max<int64_t>(1, options.tp));
+    std::fprintf(stderr,
+                 "hyc compile: memory at bounds: %s artifact + %s KV cache (%lld sequences x "
+                 "%lld positions) + %s arena = %s (this machine: %s)\n",
+                 humanBytes(weights).c_str(), humanBytes(kvBytes).c_str(),
+                 static_cast<long long>(options.maxSeqs), static_cast<long long>(seqLen),
+                 humanBytes(double(arena)).c_str(),
+                 humanBytes(weights + kvBytes + double(arena)).c_str(),
+                 humanBytes(double(machineMemoryBytes())).c_str());
+  }
+  std::fprintf(stderr, "hyc compile: wrote %s (%zu weights)\n", options.output.c_str(),
+               plan.weights.size());
 }
 
 } // namespace

@@ -197,11 +197,13 @@ void addCalibrationOptions(std::vector<OptionSpec> &t) {
 
 void addBoundsAndInputOptions(std::vector<OptionSpec> &t) {
   t.push_back(integer("max-seq-len", "N", &O::maxSeqLen, 1, kMaxSeqLenBound, nullptr,
-                      "longest sequence the artifact serves, min(2048, model "
-                      "context) when left out"));
+                      "longest sequence the artifact serves; left out: the model's "
+                      "context up to 8192, halved while the weights and a KV cache of "
+                      "--max-seqs full sequences exceed 80% of this machine's memory "
+                      "(not below 2048); printed"));
   t.push_back(integer("max-batch-tokens", "N", &O::maxBatchTokens, 1,
-                      kMaxBatchTokensBound, "64", "most tokens in one extend step"));
-  t.push_back(integer("max-seqs", "N", &O::maxSeqs, 1, kMaxSeqsBound, "8",
+                      kMaxBatchTokensBound, "512", "most tokens in one extend step"));
+  t.push_back(integer("max-seqs", "N", &O::maxSeqs, 1, kMaxSeqsBound, "16",
                       "most sequences in one decode step"));
   t.push_back(text("tokenizer", "PATH", &O::tokenizer, nullptr,
                    "llama2.c tokenizer.bin for a .bin checkpoint"));

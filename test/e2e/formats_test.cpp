@@ -73,8 +73,12 @@ TEST(DeepseekFp8, CompilesAndMatchesItsFp32Dequantization) {
   std::string header = readFile(fp8 + "/model.safetensors").substr(0, 200000);
   EXPECT_NE(header.find("F8_E4M3"), std::string::npos);
   EXPECT_NE(header.find("weight_scale_inv"), std::string::npos);
-  auto [aWhole, aInc] = logitsOf(compileOnce(fp8, kFlags));
-  auto [bWhole, bInc] = logitsOf(compileOnce(f32, kFlags));
+  // --quant f32: the default (auto) would keep the FP8 codes; this checks
+  // that the loader dequantizes them exactly.
+  std::vector<std::string> flags = kFlags;
+  flags.insert(flags.end(), {"--quant", "f32"});
+  auto [aWhole, aInc] = logitsOf(compileOnce(fp8, flags));
+  auto [bWhole, bInc] = logitsOf(compileOnce(f32, flags));
   ASSERT_FALSE(aWhole.empty());
   // Both artifacts hold the same fp32 weights: identical results.
   EXPECT_EQ(maxAbsDiff(aWhole, bWhole), 0.0f);
@@ -84,7 +88,7 @@ TEST(DeepseekFp8, CompilesAndMatchesItsFp32Dequantization) {
   ASSERT_EQ(runHyc({"synth", "--arch", "deepseek-v3", "--fp8", "--seed", "6", "-o", other})
                 .exit_code,
             0);
-  auto [cWhole, cInc] = logitsOf(compileOnce(other, kFlags));
+  auto [cWhole, cInc] = logitsOf(compileOnce(other, flags));
   EXPECT_GT(maxAbsDiff(aWhole, cWhole), 1e-3);
 }
 

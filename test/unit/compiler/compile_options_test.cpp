@@ -63,8 +63,8 @@ TEST(CompileOptions, TableNamesAreUniqueAndDefaultsAreValid) {
   EXPECT_EQ(options.threads, 2);
   EXPECT_EQ(options.tp, 1);
   EXPECT_EQ(options.maxSeqLen, 0) << "not given: the model's context decides";
-  EXPECT_EQ(options.maxBatchTokens, 64);
-  EXPECT_EQ(options.maxSeqs, 8);
+  EXPECT_EQ(options.maxBatchTokens, 512);
+  EXPECT_EQ(options.maxSeqs, 16);
   EXPECT_DOUBLE_EQ(options.smoothAlpha, 0.5);
   EXPECT_TRUE(options.given.count("output"));
   EXPECT_FALSE(options.isGiven("quant"));
