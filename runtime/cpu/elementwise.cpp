@@ -7,6 +7,7 @@
 #include "hyrt/cpu_kernels.h"
 #include "thread_pool.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace hyrt::cpu {
@@ -82,5 +83,17 @@ extern "C" void hyrt_cpu_silu_mul(const float *gate, const float *up, int64_t ro
                                   int64_t n, float *out) {
   parallelRows(rows, n, [&](int64_t r) {
     siluMulRow(gate + r * n, up + r * n, n, out + r * n);
+  });
+}
+
+extern "C" void hyrt_cpu_add(const float *a, const float *b, int64_t n, float *out) {
+  // Contiguous chunks of at least 2^15 / 4 elements per thread; each sum is
+  // the reference's single fp32 add, so results are bit-identical.
+  constexpr int64_t kChunk = hyrt::cpu::kParallelMinElements / 4;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  hyrt::cpu::parallelFor(chunks, hyrt::cpu::threadsForElements(n), [&](int64_t c) {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i)
+      out[i] = a[i] + b[i];
   });
 }

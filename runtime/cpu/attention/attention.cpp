@@ -146,26 +146,35 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   }
 }
 
-/// Writes kv head `kvh` of token t's key and value at the token's position.
-void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
-                const float *v, int64_t t, int64_t kvh) {
-  const int64_t row = cacheRow(step, l, t, step->positions[t]);
-  const float *kt = k + (t * l.kvHeads + kvh) * l.dk, *vt = v + (t * l.kvHeads + kvh) * l.dv;
-  if (l.int8) { // quantized as hyrt_ref_kv_cache_append does: same codes, same scales
-    l.kScale[row + kvh * l.page] = hyrt::quantizeKvRow(kt, l.dk, l.kRow<int8_t>(row, kvh));
-    l.vScale[row + kvh * l.page] = hyrt::quantizeKvRow(vt, l.dv, l.vRow<int8_t>(row, kvh));
+/// Writes one cache row: `n` floats of `x` as the cache's elements (int8
+/// quantized as hyrt_ref_kv_cache_append does: same codes, same scale).
+template <typename RowOf>
+void storeRow(const LayerView &l, const float *x, int64_t n, float *scale, RowOf rowOf) {
+  if (l.int8) {
+    *scale = hyrt::quantizeKvRow(x, n, rowOf(static_cast<int8_t *>(nullptr)));
     return;
   }
   if (l.bf16) {
-    uint16_t *kr = l.kRow<uint16_t>(row, kvh), *vr = l.vRow<uint16_t>(row, kvh);
-    for (int64_t i = 0; i < l.dk; ++i)
-      kr[i] = hyrt::toBf16(kt[i]);
-    for (int64_t i = 0; i < l.dv; ++i)
-      vr[i] = hyrt::toBf16(vt[i]);
+    uint16_t *r = rowOf(static_cast<uint16_t *>(nullptr));
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = hyrt::toBf16(x[i]);
     return;
   }
-  std::memcpy(l.kRow<float>(row, kvh), kt, sizeof(float) * size_t(l.dk));
-  std::memcpy(l.vRow<float>(row, kvh), vt, sizeof(float) * size_t(l.dv));
+  std::memcpy(rowOf(static_cast<float *>(nullptr)), x, sizeof(float) * size_t(n));
+}
+
+/// Writes kv head `kvh` of token t's key (and value, when the layer has
+/// values and v is given) at the token's position.
+void appendHead(const hyrt_step_v0 *step, const LayerView &l, const float *k,
+                const float *v, int64_t t, int64_t kvh) {
+  const int64_t row = cacheRow(step, l, t, step->positions[t]);
+  const int64_t slot = row + kvh * l.page;
+  storeRow(l, k + (t * l.kvHeads + kvh) * l.dk, l.dk, l.int8 ? l.kScale + slot : nullptr,
+           [&](auto *type) { return l.kRow<std::remove_pointer_t<decltype(type)>>(row, kvh); });
+  if (!v || !l.v || l.dv <= 0)
+    return;
+  storeRow(l, v + (t * l.kvHeads + kvh) * l.dv, l.dv, l.int8 ? l.vScale + slot : nullptr,
+           [&](auto *type) { return l.vRow<std::remove_pointer_t<decltype(type)>>(row, kvh); });
 }
 
 /// Threads for the step's attention (threadsForAttention of its work).
@@ -312,4 +321,13 @@ extern "C" void hyrt_cpu_paged_attention_append(
   for (int64_t tg = 0; tg < step->num_tokens * l.kvHeads; ++tg)
     appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
   attendAll(step, l, q, num_heads, scale, out, kv_splits);
+}
+
+extern "C" void hyrt_cpu_kv_cache_append(hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                                         int64_t layer, const float *k, const float *v) {
+  const LayerView l = layerView(kv, layer, kv->num_kv_heads);
+  const int64_t rows = step->num_tokens * l.kvHeads;
+  hyrt::cpu::parallelRows(rows, l.dk + l.dv, [&](int64_t tg) {
+    appendHead(step, l, k, v, tg / l.kvHeads, tg % l.kvHeads);
+  });
 }

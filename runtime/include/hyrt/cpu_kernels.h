@@ -160,6 +160,23 @@ void hyrt_cpu_paged_attention_append(const hyrt_kv_cache_v0 *kv,
                                      const float *q, int64_t num_heads,
                                      float scale, float *out, int64_t kv_splits);
 
+/* hyrt_ref_kv_cache_append on its own (extend's KV writes, MLA's latent
+ * rows; v may be NULL): the rows the fused append writes, the same codes
+ * and scales, with (token, KV head) rows split across threads. */
+void hyrt_cpu_kv_cache_append(hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
+                              int64_t layer, const float *k, const float *v);
+
+/* Row gathers and last-dim copies, the reference kernels' results bit for
+ * bit (hyrt_ref_embedding: ids outside [0, vocab) give zero rows;
+ * hyrt_ref_gather_rows; hyrt_ref_copy_columns), rows split across threads. */
+void hyrt_cpu_embedding(const float *table, int64_t vocab, int64_t dim,
+                        const int32_t *ids, int64_t num_tokens, float *out);
+void hyrt_cpu_gather_rows(const float *x, const int32_t *rows, int64_t num_rows,
+                          int64_t dim, float *out);
+void hyrt_cpu_copy_columns(const float *src, int64_t src_stride, int64_t src_offset,
+                           int64_t rows, int64_t cols, float *dst, int64_t dst_stride,
+                           int64_t dst_offset);
+
 /* RMSNorm of rows of `dim` (x + residual when residual is non-null, that
  * sum stored to residual_out when non-null; in place allowed) and
  * out = SiLU(gate) * up over rows of n: hyrt_ref_rms_norm /
@@ -172,6 +189,10 @@ void hyrt_cpu_rms_norm(const float *x, const float *residual, const float *w,
                        float *residual_out);
 void hyrt_cpu_silu_mul(const float *gate, const float *up, int64_t rows, int64_t n,
                        float *out);
+/* out = a + b over n floats (hyrt_ref_add bit for bit; out may alias a or
+ * b), split across threads from 2^15 elements: the residual add that
+ * hyc-global-fuse-residual-norm did not fold into a norm. */
+void hyrt_cpu_add(const float *a, const float *b, int64_t n, float *out);
 
 /* hyrt_ref_rope bit for bit (same expressions, in the same order per
  * element), with each token's cos/sin computed once for all its heads and
