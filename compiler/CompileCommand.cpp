@@ -346,6 +346,7 @@ PipelineOptions pipelineOptionsFor(const CompileOptions &options) {
   pipeline.epSize = options.ep;
   pipeline.epExchange = options.epExchange;
   pipeline.observeActivations = options.calibrationBuild;
+  pipeline.allowReference = options.allowReference;
   if (options.isGiven("calibration"))
     pipeline.smoothAlpha = options.smoothAlpha;
   pipeline.disabled.insert(options.disabledPasses.begin(), options.disabledPasses.end());

@@ -156,6 +156,10 @@ void addPipelineOptions(std::vector<OptionSpec> &t) {
                    "print each op's kernel, tile and threading"));
   t.push_back(flag("print-ir-after-all", &O::printIrAfterAll,
                    "print the IR after every pass (stderr)"));
+  t.push_back(flag("allow-reference", &O::allowReference,
+                   "let an optimized variant call hyrt_ref_* reference kernels "
+                   "(scalar loops) where an op has no kernel, instead of failing "
+                   "the compile naming them; for debugging"));
 }
 
 void addParallelOptions(std::vector<OptionSpec> &t) {

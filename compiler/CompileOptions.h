@@ -30,7 +30,7 @@ struct CompileOptions {
   std::string epExchange, calibration, tokenizer;
   std::vector<std::string> keepBf16, keepF32, disabledPasses;
   bool help = false, bf16Activations = false, calibrationBuild = false;
-  bool printSchedule = false, printIrAfterAll = false;
+  bool printSchedule = false, printIrAfterAll = false, allowReference = false;
   int64_t threads = 0, tp = 0, tpRank = 0, ep = 0;
   /// 0 when not given: the model's context, at most 2048.
   int64_t maxSeqLen = 0, maxBatchTokens = 0, maxSeqs = 0;

@@ -78,7 +78,9 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     smooth.alpha = options.smoothAlpha;
     pm.addPass(createHycGlobalSmoothActivations(smooth));
   }
-  if (runs(Phase::Global) && options.quant != "f32") {
+  // Under f32 on a kernel target the policy only gives a tied head its own
+  // copy of the table (packed for the f32 kernels).
+  if (runs(Phase::Global) && (options.quant != "f32" || options.target != "reference")) {
     HycGlobalQuantizePolicyOptions policy;
     policy.scheme = options.quant;
     policy.keepBf16.assign(options.keepBf16.begin(), options.keepBf16.end());
@@ -128,6 +130,20 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     // Dispatches and buffer views are Pure: equal ones merge (a kernel is
     // dispatched once per entry, however many GEMMs share it).
     pm.addPass(mlir::createCSEPass());
+    // An optimized variant runs no op on a reference kernel. A calibration
+    // build's observers are reference kernels by design (it is an fp32
+    // measuring run, not a deployment).
+    // The tensor- and expert-parallel exchanges have no kernels of their
+    // own yet: their hyrt_ref_* entry points (the row packing around the
+    // registered group's collectives) are accepted by name.
+    if (variant.name != "reference" && !options.allowReference &&
+        !options.observeActivations) {
+      HycCpuCheckNoReferenceKernelsOptions check;
+      if (options.tpSize > 1)
+        check.allowed = {"hyrt_ref_all_reduce_sum", "hyrt_ref_all_gather_cols",
+                         "hyrt_ref_moe_dispatch", "hyrt_ref_moe_undispatch"};
+      pm.addPass(createHycCpuCheckNoReferenceKernels(check));
+    }
   }
   if (runs(Phase::Llvm))
     pm.addPass(createConvertHycKernelToLLVM());

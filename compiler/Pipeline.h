@@ -40,6 +40,9 @@ struct PipelineOptions {
   std::set<std::string> disabled;   ///< pass names left out
   std::vector<std::string> keepBf16, keepF32; ///< weight-name substrings
   std::string quantLmHead = "bf16";  ///< bf16 | int8 (with quant w8a8)
+  /// Let an optimized variant call hyrt_ref_* kernels (--allow-reference):
+  /// hyc-cpu-check-no-reference-kernels is left out.
+  bool allowReference = false;
   /// Calibration build: hyc.observe on every quantizable GEMM input.
   bool observeActivations = false;
   /// SmoothQuant groups (hyc-global-smooth-activations) with this alpha;

@@ -82,6 +82,30 @@ static LogicalResult lowerOp(Operation *op, KernelEmitter &e,
                          << "'";
 }
 
+/// What `op` is, for diagnostics about the calls it lowers to (the
+/// location of each, read by hyc-cpu-check-no-reference-kernels): its kind,
+/// the weights it reads (with their derivation), its layer, and for an op
+/// with neither the op that produced its first operand.
+static std::string describeOp(Operation *op, int depth = 0) {
+  std::string text = op->getName().getStringRef().str();
+  bool named = false;
+  for (Value v : op->getOperands())
+    if (auto param = v.getDefiningOp<ParamOp>()) {
+      text += " " + param.getRef().getTensor().str();
+      if (auto d = param->getAttrOfType<StringAttr>("hyc.quantize"))
+        text += "#" + d.getValue().str();
+      named = true;
+    }
+  if (auto layer = op->getAttrOfType<IntegerAttr>("layer")) {
+    text += " layer " + std::to_string(layer.getInt());
+    named = true;
+  }
+  if (!named && depth == 0 && op->getNumOperands() > 0)
+    if (Operation *def = op->getOperand(0).getDefiningOp())
+      text += " of " + describeOp(def, depth + 1);
+  return text;
+}
+
 /// Rewrites the entry's body into hyc_kernel ops: a new function of the same
 /// name and attributes that reads and writes only planned buffers.
 static LogicalResult lowerEntry(func::FuncOp fn, const LoweringTable &table,
@@ -103,8 +127,10 @@ static LogicalResult lowerEntry(func::FuncOp fn, const LoweringTable &table,
   for (NamedAttribute a : fn->getDiscardableAttrs())
     kernelFn->setAttr(a.getName(), a.getValue());
   e.startBody(kernelFn.addEntryBlock(), fn.getLoc());
+  const std::string entry = " in @" + fn.getSymName().str();
   for (Operation &op : fn.getBody().front()) {
-    e.setLoc(op.getLoc());
+    e.setLoc(NameLoc::get(StringAttr::get(fn.getContext(), describeOp(&op) + entry),
+                          op.getLoc()));
     if (failed(lowerOp(&op, e, table))) {
       kernelFn.erase();
       return failure();

@@ -16,6 +16,7 @@
 #include "dialects/hyc_cpu/HycCpuDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 namespace hyc {
@@ -86,9 +87,14 @@ struct HycCpuSelectLoweringStrategyPass
     WalkResult r = module.walk([&](func::FuncOp fn) {
       if (!fn->hasAttr("hyc.entry"))
         return WalkResult::advance();
-      for (Operation &op : fn.getBody().getOps())
+      for (Operation &op : fn.getBody().getOps()) {
         if (isComputeOp(&op) && failed(decide(&op)))
           return WalkResult::interrupt();
+        // Last-dim slices and concats (MLA's nope/rope split, the latent
+        // concat) copy rows of columns: the threaded copy on kernel targets.
+        if (kernels && isa<tensor::ExtractSliceOp, tensor::ConcatOp>(op))
+          op.setAttr(cpu::kLoweringConfigName, simpleConfig("copy"));
+      }
       return WalkResult::advance();
     });
     if (r.wasInterrupted() || failed(decideKvCacheDtype(module)))
@@ -250,6 +256,16 @@ private:
       // step has enough of them (runtime/cpu/rope.cpp).
       config = cpu::LoweringConfigAttr::get(ctx, "rope", {}, {}, {}, {}, machine.threads,
                                             0, 1, StringAttr());
+    } else if (kernels && isa<AddOp>(op)) {
+      // A residual add left unfused (runtime/cpu/elementwise.cpp).
+      config = simpleConfig("add");
+    } else if (kernels && isa<EmbeddingOp, LogitRowsOp>(op)) {
+      // Row gathers (runtime/cpu/copy.cpp), rows split across the threads.
+      config = simpleConfig("copy");
+    } else if (kernels && isa<KVCacheAppendOp>(op)) {
+      // Extend's KV writes (and MLA's latent rows): the rows the fused
+      // decode append writes, (token, KV head) rows across the threads.
+      config = simpleConfig("kv_append");
     } else if (kernels && isa<MoeRouteOp, MoePermuteOp, MoeUnpermuteOp>(op)) {
       // Routing split by tokens, row copies and the weighted combine by
       // rows (runtime/cpu/moe.cpp; the reference's arithmetic, so routing
@@ -262,6 +278,12 @@ private:
     }
     op->setAttr(cpu::kLoweringConfigName, config);
     return success();
+  }
+
+  /// A kernel that needs no decision but its name and the threads.
+  cpu::LoweringConfigAttr simpleConfig(StringRef kernel) {
+    return cpu::LoweringConfigAttr::get(&getContext(), kernel, {}, {}, {}, {},
+                                        machine.threads, 0, 1, StringAttr());
   }
 
   CpuMachine machine;

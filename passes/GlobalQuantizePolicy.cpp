@@ -162,31 +162,32 @@ struct HycGlobalQuantizePolicyPass
       applyToExperts(op, target, group, f32Names);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
-      if (!param || op.getQuant().isQuantized() ||
-          op.getEpilogue() != Epilogue::none || nameMatches(param, f32Names))
+      if (!param || op.getQuant().isQuantized() || op.getEpilogue() != Epilogue::none)
+        return;
+      // A weight also read as a table (tied embeddings used as the lm_head)
+      // gets a second copy for the GEMM (derivation "copy"), whatever its
+      // precision: the embedding keeps its fp32 rows, the head its kernel's
+      // packed layout, instead of the head running on the fp32 table through
+      // the reference matmul.
+      bool onlyGemms = llvm::all_of(param->getUsers(), [&](Operation *u) {
+        auto mm = dyn_cast<QuantMatmulOp>(u);
+        return mm && mm.getWeight() == param.getResult();
+      });
+      if (!onlyGemms) {
+        OpBuilder b(op);
+        auto copy = ParamOp::create(b, param.getLoc(), param.getType(), param.getRef());
+        copy->setAttr("hyc.quantize", b.getStringAttr("copy"));
+        op.getWeightMutable().assign(copy.getResult());
+        param = copy;
+      }
+      if (nameMatches(param, f32Names))
         return;
       // Sensitive layers (router, lm_head, and what --keep-bf16 adds) stay
-      // 16-bit. A weight also read as a table (tied embeddings used as the
-      // lm_head) gets a second copy for the GEMM (derivation "copy"): the
-      // embedding keeps its fp32 rows, the head its bf16 kernel layout,
-      // instead of the head running on the fp32 table through the
-      // reference matmul.
+      // 16-bit.
       const bool int8Head = lmHead == "int8" && nameMatches(param, headNames);
       if (nameMatches(param, bf16Names) && !int8Head) {
-        if (target == QuantScheme::f32)
-          return;
-        bool onlyGemms = llvm::all_of(param->getUsers(), [&](Operation *u) {
-          auto mm = dyn_cast<QuantMatmulOp>(u);
-          return mm && mm.getWeight() == param.getResult();
-        });
-        if (!onlyGemms) {
-          OpBuilder b(op);
-          auto copy = ParamOp::create(b, param.getLoc(), param.getType(),
-                                      param.getRef());
-          copy->setAttr("hyc.quantize", b.getStringAttr("copy"));
-          op.getWeightMutable().assign(copy.getResult());
-        }
-        op.setQuantAttr(bf16);
+        if (target != QuantScheme::f32)
+          op.setQuantAttr(bf16);
         return;
       }
       if (!hasScales(target)) {

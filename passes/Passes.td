@@ -27,6 +27,35 @@ def ConvertHycKernelToLLVM : Pass<"convert-hyc-kernel-to-llvm", "::mlir::ModuleO
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def HycCpuCheckNoReferenceKernels
+    : Pass<"hyc-cpu-check-no-reference-kernels", "::mlir::ModuleOp"> {
+  let summary = "Refuse kernel-level IR that calls a hyrt_ref_* reference kernel";
+  let description = [{
+    Runs after hyc-cpu-lower-to-kernel, before LLVM conversion, on the
+    optimized variants (`hyc compile` leaves it out on `--target=reference`
+    and with `--allow-reference`): every `hyc_kernel.ukernel` whose callee is
+    a `hyrt_ref_*` kernel (the scalar fp32 loops that define the ops, not a
+    fast path) is listed, one line per call with the op it lowers (its
+    location: the op kind, its weight or layer, the entry), and the compile
+    fails. A module whose `hyc.variant` is `reference` passes; callees named
+    in `allow` pass.
+
+    ```
+    error: 1 call of a reference kernel in variant avx512 (scalar loops, not a
+    fast path): hyrt_ref_matmul for hyc.quant.matmul model.embed_tokens.weight
+    in @decode; give the op a kernel, or compile with --allow-reference
+    (debugging only)
+    ```
+  }];
+  let dependentDialects = ["::hyc::kernel::HycKernelDialect"];
+  let options = [
+    ListOption<"allowed", "allow", "std::string",
+               "Reference kernels accepted by name (hyc compile: the tensor- and "
+               "expert-parallel collectives, which have no kernel of their own "
+               "yet)">
+  ];
+}
+
 def HycCpuLowerToKernel : Pass<"hyc-cpu-lower-to-kernel", "::mlir::ModuleOp"> {
   let summary = "Lower hyc ops to hyc_kernel microkernel calls on planned buffers";
   let description = [{

@@ -29,12 +29,13 @@ LogicalResult LoweringConfigAttr::verify(
     int64_t threads, int64_t parallelMinMacs, int64_t kvSplits,
     StringAttr fusedProducer) {
   // The kernel families CpuLowerToKernel knows how to call.
-  static constexpr const char *kKernels[] = {"reference", "brgemm",   "paged_attention",
-                                             "quantize_u8", "rope",   "rms_norm",
-                                             "silu_mul",  "moe",    "mla_absorbed"};
+  static constexpr const char *kKernels[] = {
+      "reference", "brgemm", "paged_attention", "quantize_u8", "rope",     "rms_norm",
+      "silu_mul",  "moe",    "mla_absorbed",    "copy",        "kv_append", "add"};
   if (llvm::none_of(kKernels, [&](const char *k) { return kernel == k; }))
     return emitError() << "kernel must be one of reference, brgemm, paged_attention, "
-                          "quantize_u8, rope, rms_norm, silu_mul, moe, mla_absorbed; got '"
+                          "quantize_u8, rope, rms_norm, silu_mul, moe, mla_absorbed, "
+                          "copy, kv_append, add; got '"
                        << kernel << "'";
   ArrayRef<int64_t> tile = tileAttr ? tileAttr.asArrayRef() : ArrayRef<int64_t>();
   if (kernel == "brgemm") {

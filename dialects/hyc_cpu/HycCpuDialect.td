@@ -37,7 +37,10 @@ def HycCpu_LoweringConfigAttr
     kernel that defines the op), `brgemm` (a generated block GEMM called by a
     threaded driver), `paged_attention` (the threaded paged-attention
     kernel), `quantize_u8` (per-token activation quantization into the layout
-    the W8A8 drivers read, u8 = q + 128). For `brgemm`, `isa` / `types` / `layout` name the generated
+    the W8A8 drivers read, u8 = q + 128), `rope`, `rms_norm`, `silu_mul`,
+    `moe`, `mla_absorbed` (their threaded kernels), `copy` (row gathers and
+    last-dim copies: embedding, logit rows, slices, concats), `kv_append`
+    (the threaded KV cache append) and `add` (an unfused residual add). For `brgemm`, `isa` / `types` / `layout` name the generated
     kernel (`hyc_brgemm_<types>_<tile_m>x<tile_n>x<tile_k>_<isa>`) and the
     packed weight layout it reads; `tile = [m, n, k]` is its block (`m`: the
     largest row block, N is cut in `n`-column panels, K is not split);

@@ -19,7 +19,8 @@ using namespace hyc;
 using namespace hyc::lowering;
 
 static LogicalResult lowerKvCacheAppend(KVCacheAppendOp a, KernelEmitter &e) {
-  e.callKv("hyrt_ref_kv_cache_append",
+  e.callKv(runsOn(a, "kv_append") ? "hyrt_cpu_kv_cache_append"
+                                   : "hyrt_ref_kv_cache_append",
            {e.i64(a.getLayer()), e.ptrOf(a.getKey()),
             a.getValue() ? e.ptrOf(a.getValue()) : e.null()});
   return success();

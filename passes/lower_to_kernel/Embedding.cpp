@@ -2,11 +2,14 @@
 //
 // Lowers the row gathers: hyc.embedding (token ids -> table rows) and
 // hyc.logit_rows (the rows the step asks logits for, listed in the step's
-// `step_logit_rows`), onto their reference kernels.
+// `step_logit_rows`), onto the threaded copies when the strategy chose
+// `copy`, else their reference kernels.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lower_to_kernel/LoweringUtils.h"
+
+#include "passes/Schedule.h"
 
 #include "dialects/hyc/HycOps.h"
 #include "dialects/hyc_kernel/HycKernelDialect.h"
@@ -17,7 +20,7 @@ using namespace hyc::lowering;
 
 static LogicalResult lowerEmbedding(EmbeddingOp op, KernelEmitter &e) {
   auto t = e.dims(op.getTable());
-  e.call("hyrt_ref_embedding",
+  e.call(runsOn(op, "copy") ? "hyrt_cpu_embedding" : "hyrt_ref_embedding",
          {e.ptrOf(op.getTable()), t[0].value, t[1].value, e.ptrOf(op.getIds()),
           e.dims(op.getIds())[0].value, e.ptrOf(op.getResult())});
   return success();
@@ -29,7 +32,7 @@ static LogicalResult lowerLogitRows(LogitRowsOp r, KernelEmitter &e) {
   Value rows = kernel::BufferOp::create(
       b, e.getLoc(), MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
       "step_logit_rows", 0, ValueRange{out[0].value});
-  e.call("hyrt_ref_gather_rows", {e.ptrOf(r.getInput()), rows, out[0].value,
+  e.call(runsOn(r, "copy") ? "hyrt_cpu_gather_rows" : "hyrt_ref_gather_rows", {e.ptrOf(r.getInput()), rows, out[0].value,
                                   out[1].value, e.ptrOf(r.getResult())});
   return success();
 }

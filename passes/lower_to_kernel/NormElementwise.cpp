@@ -44,8 +44,9 @@ static LogicalResult lowerRmsNorm(RMSNormOp n, KernelEmitter &e) {
 
 static LogicalResult lowerAdd(AddOp a, KernelEmitter &e) {
   auto d = e.dims(a.getResult());
-  e.call("hyrt_ref_add", {e.ptrOf(a.getLhs()), e.ptrOf(a.getRhs()),
-                          e.product(d, 0, d.size()), e.ptrOf(a.getResult())});
+  e.call(runsOn(a, "add") ? "hyrt_cpu_add" : "hyrt_ref_add",
+         {e.ptrOf(a.getLhs()), e.ptrOf(a.getRhs()), e.product(d, 0, d.size()),
+          e.ptrOf(a.getResult())});
   return success();
 }
 

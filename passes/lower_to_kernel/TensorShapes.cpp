@@ -3,11 +3,14 @@
 // Lowers the tensor and index ops of an entry in hyc-cpu-lower-to-kernel:
 // reshapes (aliases: checked, nothing to run), tensor.dim and index
 // constants (the kernel-level index values they stand for), and slices and
-// concats of the last dim (hyrt_ref_copy_columns).
+// concats of the last dim (hyrt_cpu_copy_columns where the strategy chose
+// `copy`, else hyrt_ref_copy_columns).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lower_to_kernel/LoweringUtils.h"
+
+#include "passes/Schedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -41,6 +44,11 @@ static LogicalResult lowerIndexConstant(arith::ConstantIndexOp c,
   return success();
 }
 
+/// The column copy the strategy chose for a slice or concat.
+static StringRef copyColumnsKernel(Operation *op) {
+  return runsOn(op, "copy") ? "hyrt_cpu_copy_columns" : "hyrt_ref_copy_columns";
+}
+
 /// Only slices of the last dim: [.., offset : offset + size].
 static LogicalResult lowerExtractSlice(tensor::ExtractSliceOp sl,
                                        KernelEmitter &e) {
@@ -61,7 +69,7 @@ static LogicalResult lowerExtractSlice(tensor::ExtractSliceOp sl,
   if (resultType.getRank() != rank)
     return sl.emitError("rank-reducing slices are not supported");
   int64_t cols = resultType.getDimSize(rank - 1);
-  e.call("hyrt_ref_copy_columns",
+  e.call(copyColumnsKernel(sl),
          {e.ptrOf(sl.getSource()), src[rank - 1].value,
           e.i64(offsets[rank - 1]), e.product(src, 0, rank - 1), e.i64(cols),
           e.ptrOf(sl.getResult()), e.i64(cols), e.i64(0)});
@@ -78,7 +86,7 @@ static LogicalResult lowerConcat(tensor::ConcatOp c, KernelEmitter &e) {
   for (Value in : c.getInputs()) {
     auto d = e.dims(in);
     int64_t cols = cast<RankedTensorType>(in.getType()).getDimSize(rank - 1);
-    e.call("hyrt_ref_copy_columns",
+    e.call(copyColumnsKernel(c),
            {e.ptrOf(in), e.i64(cols), e.i64(0), e.product(d, 0, rank - 1),
             e.i64(cols), e.ptrOf(c.getResult()), out[rank - 1].value,
             e.i64(offset)});

@@ -16,10 +16,13 @@
 // the kernel's peak (2.5 GHz): w8a8 128 MAC/cycle -> 160 MAC/ns -> 3.2e6;
 // f32 x bf16 FMA 32 MAC/cycle -> 40 MAC/ns -> 8e5. A GEMM with one 32-column
 // panel has nothing to split. The tied embedding is also read as a table, so
-// its GEMM cannot use a packed layout and stays on the reference.
+// its GEMM cannot use a packed layout and stays on the reference (hyc
+// compile gives such a head its own copy first, hyc-global-quantize-policy,
+// and hyc-cpu-check-no-reference-kernels refuses what stays). The embedding
+// gathers rows on the threaded copy kernel.
 
 // CHECK-LABEL: func.func @gemms
-// CHECK: hyc.embedding {{.*}}hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">
+// CHECK: hyc.embedding {{.*}}hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "copy", threads = 2>
 // CHECK: hyc.quant.matmul {{.*}}hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512vnni", types = "u8s8f32", layout = "s8_vnni4", tile = [14, 32, 64], threads = 2, parallel_min_macs = 3200000>
 // CHECK: hyc.quant.matmul {{.*}}#hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512core", types = "f32f32f32", layout = "f32_k1", tile = [14, 32, 48], parallel_min_macs = 9223372036854775807>
 // CHECK: hyc.quant.matmul {{.*}}#hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512core", types = "f32bf16f32", layout = "bf16_vnni2", tile = [12, 32, 8], threads = 2, parallel_min_macs = 800000>
@@ -70,12 +73,13 @@ func.func @gemms(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !cache) -> (tens
 // int8 likewise: every kernel, reference ones included, reads it.
 // KVINT8: module attributes {hyc_cpu.kv_cache_dtype = "int8"}
 // KVINT4: kv-cache must be auto, f32, bf16 or int8, got 'int4'
-// CHECK: hyc.kv_cache.append {{.*}}<kernel = "reference">
+// CHECK: hyc.kv_cache.append {{.*}}<kernel = "kv_append", threads = 2>
 // CHECK: hyc.attention {{.*}}<kernel = "paged_attention", threads = 2>
 // CHECK: hyc.attention {{.*}}<kernel = "reference">
 // CHECK: hyc.paged_attention {{.*}}<kernel = "paged_attention", threads = 2>
 // REF-LABEL: func.func @attention
 // REF-NOT: paged_attention"
+// REF-NOT: kv_append
 !c2 = !hyc.kv_cache<num_layers = 2, num_kv_heads = 2, k_head_dim = 8, v_head_dim = 8>
 func.func @attention(%tok: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c2, %q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %v: tensor<?x2x8xf32>) -> (tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) attributes {hyc.entry = "extend"} {
   %c1 = hyc.kv_cache.append %c, %k, %v {layer = 0 : i64} : !c2, tensor<?x2x8xf32>, tensor<?x2x8xf32>

@@ -9,6 +9,7 @@
 // HEADBAD: an int8 lm_head needs scheme w8a8 (its activations are quantized per token), got scheme 'bf16'
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: scheme 'int4' is not supported (f32, bf16, w8a8, w8a8-g128, fp8)
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=f32 -split-input-file | FileCheck %s --check-prefix=F32
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g128 -split-input-file | FileCheck %s --check-prefix=G128
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=fp8 -split-input-file | FileCheck %s --check-prefix=FP8
 
@@ -95,9 +96,16 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // HEAD8: hyc.embedding %[[E]]
 // HEAD8: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> {hyc.quantize = "w8a8"} -> tensor<32x8xi8>
 // HEAD8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%{{.*}}) {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x32xf32>
+// Kept fp32, the tied head still reads its own copy (packed for the f32
+// kernels), not the embedding's table.
 // OLD-LABEL: func.func @tied
-// OLD-NOT: "copy"
-// OLD: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
+// OLD: %[[E:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> -> tensor<32x8xf32>
+// OLD: hyc.embedding %[[E]]
+// OLD: %[[C:.+]] = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> {hyc.quantize = "copy"} -> tensor<32x8xf32>
+// OLD: hyc.quant.matmul %{{.*}}, %[[C]] {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
+// F32-LABEL: func.func @tied
+// F32: {hyc.quantize = "copy"}
+// F32: hyc.quant.matmul {{.*}}quant = #hyc.quant<f32>{{.*}} -> tensor<?x32xf32>
 func.func @tied(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
   %e = hyc.param #hyc.param<"f" : "model.embed_tokens.weight"> -> tensor<32x8xf32>
   %x = hyc.embedding %e[%ids] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
