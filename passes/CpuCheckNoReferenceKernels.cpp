@@ -38,8 +38,7 @@ std::string describe(Location loc) {
 }
 
 struct HycCpuCheckNoReferenceKernelsPass
-    : public hyc::impl::HycCpuCheckNoReferenceKernelsBase<
-          HycCpuCheckNoReferenceKernelsPass> {
+    : public hyc::impl::HycCpuCheckNoReferenceKernelsBase<HycCpuCheckNoReferenceKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {

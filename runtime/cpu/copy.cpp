@@ -22,16 +22,15 @@ extern "C" void hyrt_cpu_embedding(const float *table, int64_t vocab, int64_t di
   });
 }
 
-extern "C" void hyrt_cpu_gather_rows(const float *x, const int32_t *rows,
-                                     int64_t num_rows, int64_t dim, float *out) {
+extern "C" void hyrt_cpu_gather_rows(const float *x, const int32_t *rows, int64_t num_rows,
+                                     int64_t dim, float *out) {
   parallelRows(num_rows, dim, [&](int64_t r) {
     std::memcpy(out + r * dim, x + int64_t(rows[r]) * dim, sizeof(float) * size_t(dim));
   });
 }
 
-extern "C" void hyrt_cpu_copy_columns(const float *src, int64_t src_stride,
-                                      int64_t src_offset, int64_t rows, int64_t cols,
-                                      float *dst, int64_t dst_stride,
+extern "C" void hyrt_cpu_copy_columns(const float *src, int64_t src_stride, int64_t src_offset,
+                                      int64_t rows, int64_t cols, float *dst, int64_t dst_stride,
                                       int64_t dst_offset) {
   parallelRows(rows, cols, [&](int64_t r) {
     std::memcpy(dst + r * dst_stride + dst_offset, src + r * src_stride + src_offset,

@@ -65,9 +65,9 @@ TEST(CpuCopy, CopyColumnsEqualsTheReferenceForSlicesAndConcats) {
   std::mt19937 rng(3);
   const int64_t rows = 1100, srcStride = 48, dstStride = 80;
   std::vector<float> src = randomFloats(size_t(rows * srcStride), rng);
-  for (auto [srcOffset, cols, dstOffset] :
-       {std::tuple{int64_t(0), int64_t(32), int64_t(0)}, std::tuple{int64_t(32), int64_t(16), int64_t(64)},
-        std::tuple{int64_t(5), int64_t(43), int64_t(37)}}) {
+  for (auto [srcOffset, cols, dstOffset] : {std::tuple{int64_t(0), int64_t(32), int64_t(0)},
+                                            std::tuple{int64_t(32), int64_t(16), int64_t(64)},
+                                            std::tuple{int64_t(5), int64_t(43), int64_t(37)}}) {
     std::vector<float> want(size_t(rows * dstStride), -3.0f), got(want.size(), -3.0f);
     hyrt_ref_copy_columns(src.data(), srcStride, srcOffset, rows, cols, want.data(), dstStride,
                           dstOffset);
@@ -97,8 +97,7 @@ struct Layer {
   void *kp, *vp;
   float *ksp, *vsp;
   hyrt_kv_cache_v0 kv;
-  Layer(int32_t dtype, int64_t pages, int64_t pageSize, int64_t heads, int64_t dk,
-        int64_t dv) {
+  Layer(int32_t dtype, int64_t pages, int64_t pageSize, int64_t heads, int64_t dk, int64_t dv) {
     const int64_t elem = dtype == HYRT_KV_INT8 ? 1 : dtype == HYRT_KV_BF16 ? 2 : 4;
     const int64_t rows = pages * pageSize * heads;
     k.assign(size_t(rows * dk * elem), 0xA5);
@@ -110,8 +109,17 @@ struct Layer {
     ksp = kScale.data();
     vsp = vScale.data();
     const bool int8 = dtype == HYRT_KV_INT8;
-    kv = {1, pages, pageSize, heads, dk, dv, &kp, dv ? &vp : nullptr, dtype,
-          int8 ? &ksp : nullptr, int8 && dv ? &vsp : nullptr};
+    kv = {1,
+          pages,
+          pageSize,
+          heads,
+          dk,
+          dv,
+          &kp,
+          dv ? &vp : nullptr,
+          dtype,
+          int8 ? &ksp : nullptr,
+          int8 && dv ? &vsp : nullptr};
   }
 };
 
@@ -133,9 +141,18 @@ TEST(CpuKvAppend, WritesTheReferenceBytesForEveryCacheType) {
   const int64_t T = int64_t(positions.size());
   tokens.assign(size_t(T), 9);
   std::vector<int32_t> start = {0, 30}, len = {30, 10}, prefix = {2, 50};
-  hyrt_step_v0 step = {T,           2,          tokens.data(), positions.data(),
-                       seqs.data(),  start.data(), len.data(),    prefix.data(),
-                       blocks.data(), maxPages,   nullptr,       0,
+  hyrt_step_v0 step = {T,
+                       2,
+                       tokens.data(),
+                       positions.data(),
+                       seqs.data(),
+                       start.data(),
+                       len.data(),
+                       prefix.data(),
+                       blocks.data(),
+                       maxPages,
+                       nullptr,
+                       0,
                        nullptr};
   for (int32_t dtype : {HYRT_KV_F32, HYRT_KV_BF16, HYRT_KV_INT8})
     for (auto [heads, dk, dv] : {std::tuple{int64_t(4), int64_t(128), int64_t(128)},
