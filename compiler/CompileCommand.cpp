@@ -694,12 +694,14 @@ void printSummary(const CompileOptions &options, const Compilation &c,
                "hyc compile: bounds: max_seq_len %lld (%s), max_batch_tokens %lld, "
                "max_seqs %lld\n",
                static_cast<long long>(seqLen),
-               options.maxSeqLen ? "--max-seq-len"
-               : seqLen == c.model.context
-                   ? "the model's context"
-                   : ("of the model's " + std::to_string(c.model.context) +
-                      ": at most 8192, halved to fit this machine")
-                         .c_str(),
+               (options.maxSeqLen ? std::string("--max-seq-len")
+                : seqLen == c.model.context ? std::string("the model's context")
+                : seqLen == std::min<int64_t>(c.model.context, 8192)
+                    ? "the model's context " + std::to_string(c.model.context) +
+                          ", capped at 8192"
+                    : "the model's context " + std::to_string(c.model.context) +
+                          ", halved to fit 80% of this machine's memory")
+                   .c_str(),
                static_cast<long long>(options.maxBatchTokens),
                static_cast<long long>(options.maxSeqs));
   const double weights = double(directoryBytes(options.output));
