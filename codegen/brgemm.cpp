@@ -9,6 +9,20 @@
 
 namespace hyc::codegen {
 
+const char *b_layout_name(BLayout layout) {
+  switch (layout) {
+  case BLayout::f32_k1:
+    return "f32_k1";
+  case BLayout::bf16_vnni2:
+    return "bf16_vnni2";
+  case BLayout::s8_vnni4:
+    return "s8_vnni4";
+  case BLayout::f8_vnni2:
+    return "f8_vnni2";
+  }
+  return "?";
+}
+
 const char *data_type_name(DataType t) {
   switch (t) {
   case DataType::f32:

@@ -38,6 +38,10 @@ enum class BLayout {
   f8_vnni2,   ///< [ceil(N/32)][ceil(K/128) * 64][32][2] e4m3 (K padded to 128)
 };
 
+/// Spelling of a B layout in kernel tables and messages: "f32_k1",
+/// "bf16_vnni2", "s8_vnni4", "f8_vnni2".
+const char *b_layout_name(BLayout layout);
+
 /// What happens to the accumulators before they are stored.
 enum class Epilogue {
   none,

@@ -58,20 +58,6 @@ const IsaInfo *isaInfo(const std::string &name) {
   return nullptr;
 }
 
-const char *layoutName(codegen::BLayout layout) {
-  switch (layout) {
-  case codegen::BLayout::f32_k1:
-    return "f32_k1";
-  case codegen::BLayout::bf16_vnni2:
-    return "bf16_vnni2";
-  case codegen::BLayout::s8_vnni4:
-    return "s8_vnni4";
-  case codegen::BLayout::f8_vnni2:
-    return "f8_vnni2";
-  }
-  return "?";
-}
-
 /// One row of hyc_kernels_v0 (hyrt_kernel_v0 in hyrt/abi.h).
 struct TableRow {
   std::string name, isa, types;
@@ -104,7 +90,7 @@ void writeKernelTable(std::ostream &out, const std::vector<TableRow> &rows) {
     out << s << "n:\t.asciz \"" << r.name << "\"\n"
         << s << "i:\t.asciz \"" << r.isa << "\"\n"
         << s << "t:\t.asciz \"" << r.types << "\"\n"
-        << s << "l:\t.asciz \"" << layoutName(r.desc.b_layout) << "\"\n";
+        << s << "l:\t.asciz \"" << codegen::b_layout_name(r.desc.b_layout) << "\"\n";
   }
 }
 

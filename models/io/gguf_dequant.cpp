@@ -175,12 +175,13 @@ void k4ScaleMin(const uint8_t *s, int j, int *sc, int *m) {
   }
 }
 
-/// Q4_K: f16 d | f16 dmin | u8 scales[12] | u8 qs[128]. Per 64 values, 32
-/// bytes: the first 32 values are their low nibbles (sub-block 2i), the
-/// next 32 their high nibbles (sub-block 2i + 1). w = (d * sc) * q - dmin * m.
-void blockQ4_K(const uint8_t *b, float *y) {
+/// Q4_K and Q5_K's shared body: per pair of 32-value sub-blocks, the low
+/// nibbles then the high nibbles of 32 bytes of q, each with its 6-bit
+/// scale and min; with `qh` (Q5_K) the fifth bit of value l of sub-block s
+/// is bit s of qh[l].
+void blockK4or5(const uint8_t *b, const uint8_t *qh, const uint8_t *q, float *y) {
   const float d = half(b), dmin = half(b + 2);
-  const uint8_t *scales = b + 4, *q = b + 16;
+  const uint8_t *scales = b + 4;
   for (int sub = 0; sub < 8; sub += 2, q += 32) {
     int sc, m;
     k4ScaleMin(scales, sub, &sc, &m);
@@ -188,30 +189,21 @@ void blockQ4_K(const uint8_t *b, float *y) {
     k4ScaleMin(scales, sub + 1, &sc, &m);
     const float d2 = d * float(sc), m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l)
-      *y++ = d1 * float(q[l] & 0xF) - m1;
+      *y++ = d1 * float((q[l] & 0xF) | (qh ? ((qh[l] >> sub) & 1) << 4 : 0)) - m1;
     for (int l = 0; l < 32; ++l)
-      *y++ = d2 * float(q[l] >> 4) - m2;
+      *y++ = d2 * float((q[l] >> 4) | (qh ? ((qh[l] >> (sub + 1)) & 1) << 4 : 0)) - m2;
   }
 }
+
+/// Q4_K: f16 d | f16 dmin | u8 scales[12] | u8 qs[128]. Per 64 values, 32
+/// bytes: the first 32 values are their low nibbles (sub-block 2i), the
+/// next 32 their high nibbles (sub-block 2i + 1). w = (d * sc) * q - dmin * m.
+void blockQ4_K(const uint8_t *b, float *y) { blockK4or5(b, nullptr, b + 16, y); }
 
 /// Q5_K: f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 qs[128]. Low
 /// nibbles as Q4_K; the fifth bit of value l of sub-block s is bit s of
 /// qh[l]. w = (d * sc) * q - dmin * m.
-void blockQ5_K(const uint8_t *b, float *y) {
-  const float d = half(b), dmin = half(b + 2);
-  const uint8_t *scales = b + 4, *qh = b + 16, *q = b + 48;
-  for (int sub = 0; sub < 8; sub += 2, q += 32) {
-    int sc, m;
-    k4ScaleMin(scales, sub, &sc, &m);
-    const float d1 = d * float(sc), m1 = dmin * float(m);
-    k4ScaleMin(scales, sub + 1, &sc, &m);
-    const float d2 = d * float(sc), m2 = dmin * float(m);
-    for (int l = 0; l < 32; ++l)
-      *y++ = d1 * float((q[l] & 0xF) | ((qh[l] >> sub) & 1) << 4) - m1;
-    for (int l = 0; l < 32; ++l)
-      *y++ = d2 * float((q[l] >> 4) | ((qh[l] >> (sub + 1)) & 1) << 4) - m2;
-  }
-}
+void blockQ5_K(const uint8_t *b, float *y) { blockK4or5(b, b + 16, b + 48, y); }
 
 /// Q6_K: u8 ql[128] | u8 qh[64] | int8 scales[16] | f16 d. Per 128 values,
 /// 64 bytes of ql and 32 of qh: value l + 32 * k (k = 0..3) takes its low

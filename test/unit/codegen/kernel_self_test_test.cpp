@@ -21,34 +21,6 @@
 namespace hyc::codegen::test {
 namespace {
 
-const char *table_isa(Isa isa) {
-  switch (isa) {
-  case Isa::avx2:
-    return "avx2";
-  case Isa::avx512_core:
-    return "avx512core";
-  case Isa::avx512_vnni:
-    return "avx512vnni";
-  case Isa::avx512_bf16:
-    return "avx512bf16";
-  default:
-    return "amx";
-  }
-}
-
-const char *layout_name(BLayout l) {
-  switch (l) {
-  case BLayout::f32_k1:
-    return "f32_k1";
-  case BLayout::bf16_vnni2:
-    return "bf16_vnni2";
-  case BLayout::s8_vnni4:
-    return "s8_vnni4";
-  default:
-    return "f8_vnni2";
-  }
-}
-
 /// Generated kernels and the hyc_kernels_v0 table that lists them, as
 /// KernelEmitter writes it into a variant library.
 struct Table {
@@ -68,9 +40,9 @@ struct Table {
     row.name = name;
     row.entry = g.kernel->code();
     row.code_bytes = int64_t(g.kernel->code_size());
-    row.isa = table_isa(isa);
+    row.isa = isa_name(isa);
     row.types = strings.back().c_str();
-    row.b_layout = layout_name(d.b_layout);
+    row.b_layout = b_layout_name(d.b_layout);
     row.m_max = d.m_max;
     row.n_block = d.n_block;
     row.k = d.k;
