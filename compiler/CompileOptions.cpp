@@ -100,6 +100,10 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
        {"bf16", "bf16 weights; fp32 FMA on avx512"},
        {"w8a8", "per-channel int8 weights, per-token int8 activations, VNNI"},
        {"w8a8-g128", "one weight scale per 128 K-elements"},
+       {"w8a8-g32", "int8 codes with one fp16 scale per 32 K-elements inside the weight "
+                    "(GGUF Q8_0 as stored)"},
+       {"w4a8", "4-bit codes with one fp16 scale per 32 K-elements (GGUF Q4_0 as "
+                "stored), per-token int8 activations: half the bytes of w8a8"},
        {"fp8", "e4m3 weights, one factor per 128x128 block, weight-only: widened to "
                "bf16 in the GEMM; an FP8 checkpoint keeps its own codes"}},
       "; the MoE router and the lm_head stay bf16 (a tied head gets its own bf16 "
@@ -460,9 +464,11 @@ bool parseCompileOptions(int argc, char **argv, CompileOptions &options,
 bool checkOptionCombinations(const CompileOptions &o, std::string &error) {
   error.clear();
   const std::string tp = std::to_string(o.tp);
-  if (o.quantLmHead == "int8" && o.quant != "w8a8" && o.quant != "w8a8-g128")
-    error = "--quant-lm-head int8 needs --quant w8a8 (the head's activations are "
-            "quantized per token like the other W8A8 layers), got --quant " +
+  if (o.quantLmHead == "int8" && o.quant != "w8a8" && o.quant != "w8a8-g128" &&
+      o.quant != "w8a8-g32" && o.quant != "w4a8")
+    error = "--quant-lm-head int8 needs an integer --quant (w8a8, w8a8-g128, w8a8-g32 or "
+            "w4a8: the head's activations are quantized per token like the other "
+            "layers), got --quant " +
             o.quant;
   else if (o.calibrationBuild && o.quant != "f32" && o.quant != "auto")
     error = "--calibration-build records fp32 activations: it needs --quant f32, got "

@@ -22,6 +22,7 @@ struct IsaInfo {
   codegen::Isa isa;
   codegen::DataType a, b;
   std::vector<const char *> features;
+  int group = 0; ///< integer codes: K-elements per in-panel scale
 };
 
 const IsaInfo *isaInfo(const std::string &name) {
@@ -51,6 +52,13 @@ const IsaInfo *isaInfo(const std::string &name) {
         "amx_int8"}},
       {"avx512vnni:u8s8f32", Isa::avx512_vnni, DataType::u8, DataType::s8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
+      // Integer codes with fp16 scales per 32 K-elements (q4 / q8).
+      {"avx512vnni:s8u4f32", Isa::avx512_vnni, DataType::s8, DataType::u4,
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}, 32},
+      {"avx512vnni:s8u8f32", Isa::avx512_vnni, DataType::s8, DataType::u8,
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}, 32},
+      {"avx2:s8u4f32", Isa::avx2, DataType::s8, DataType::u4, {"avx2", "fma", "f16c"}, 32},
+      {"avx2:s8u8f32", Isa::avx2, DataType::s8, DataType::u8, {"avx2", "fma", "f16c"}, 32},
   };
   for (const IsaInfo &i : table)
     if (name == i.name)
@@ -118,6 +126,7 @@ bool emitKernels(mlir::ModuleOp module, const std::string &asmPath,
     codegen::BrgemmDesc desc = codegen::make_brgemm_desc(
         info->isa, info->a, info->b, codegen::DataType::f32, int(k), 32,
         /*accumulate=*/bool(d.get("accumulate")));
+    desc.group = info->group;
     if (desc.m_max != mMax) {
       error = "kernel " + name + ": the lowering assumed " +
               std::to_string(mMax) + " rows per block, the generator makes " +

@@ -3,6 +3,7 @@
 
 #include "models/checkpoint/model_spec.h"
 
+#include <algorithm>
 #include <climits>
 
 namespace hyc::compiler {
@@ -31,10 +32,25 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
     return {"fp8", stores + ", kept as stored (128x128 block scales)"};
   if (top == "I8")
     return {"w8a8", stores + " with per-channel scales, kept as stored"};
-  if (top == "Q8_0")
-    return {"bf16", stores + " (32-element block scales: hyc has no int8 layout with "
-                             "them yet, so one rounding of d*q to bf16; --quant f32 "
-                             "keeps them exactly)"};
+  // GGUF's 32-element blocks with one fp16 scale: q4 / q8 codes keep them
+  // bit for bit, so long as every GEMM matrix is such a block type (Q4_0
+  // fits 8-bit codes too: code = q + 128 with the same scale).
+  const auto only = [&](std::initializer_list<const char *> types) {
+    for (const auto &[dtype, elements] : elementsByDtype)
+      if (elements > 0 && dtype != "F32" && dtype != "F16" && dtype != "BF16" &&
+          std::none_of(types.begin(), types.end(), [&](const char *t) { return dtype == t; }))
+        return false;
+    return true;
+  };
+  if (only({"Q4_0"}))
+    return {"w4a8", stores + ": 4-bit codes with fp16 scales per 32, kept as stored"};
+  if (only({"Q4_0", "Q8_0"}))
+    return {"w8a8-g32", stores + (top == "Q8_0" ? "" : " and Q8_0") +
+                            ": int8 codes with fp16 scales per 32, kept as stored"};
+  if (top == "Q8_0" || top == "Q4_0")
+    return {"bf16", stores + " beside other block types (no one hyc layout holds them all "
+                             "exactly: dequantized exactly, then one rounding to bf16; "
+                             "--quant f32 keeps them exactly)"};
   return {"bf16", stores + " (no hyc layout holds that block type exactly yet: dequantized "
                            "exactly, then one rounding to bf16; --quant f32 keeps it "
                            "exactly)"};
@@ -55,6 +71,7 @@ bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &e
       return false;
     }
     std::map<std::string, int64_t> elements;
+    std::vector<std::pair<std::string, std::string>> floatMatrices; // name, dtype
     for (const models::WeightInfo &w : loaded.value().weights->weights()) {
       // The GEMMs --quant applies to: not norms and biases (1-D), nor the
       // embedding, the head or the MoE router, which keep their own types
@@ -66,9 +83,25 @@ bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &e
       int64_t n = 1;
       for (int64_t d : w.shape)
         n = d > 0 && n <= INT64_MAX / d ? n * d : n; // shapes were checked at load
-      elements[w.source_dtype.empty() ? "F32" : w.source_dtype] += n;
+      const std::string dtype = w.source_dtype.empty() ? "F32" : w.source_dtype;
+      elements[dtype] += n;
+      if (dtype == "F32" || dtype == "F16" || dtype == "BF16")
+        floatMatrices.push_back({w.name, dtype});
     }
     choice = chooseQuant(elements, options.calibrationBuild);
+    // Codes for the block matrices; a matrix the file stores as floats
+    // (llama-quantize keeps ones whose K is not whole blocks) stays as
+    // stored: f32, or bf16 for 16-bit ones.
+    if (choice.quant == "w4a8" || choice.quant == "w8a8-g32") {
+      int64_t kept = 0;
+      for (const auto &[name, dtype] : floatMatrices) {
+        (dtype == "F32" ? options.keepF32 : options.keepBf16).push_back(name);
+        ++kept;
+      }
+      if (kept)
+        choice.reason += "; " + std::to_string(kept) + " matri" + (kept == 1 ? "x" : "ces") +
+                         " stored as floats stay as stored";
+    }
   }
   options.quant = choice.quant;
   *line = "precision: " + choice.quant + " (--quant auto: " + choice.reason + ")";

@@ -3,8 +3,9 @@
 // `hyc compile` without --quant takes the precision the checkpoint stores,
 // never wider and never a second rounding where hyc has a format that holds
 // the stored numbers: f32 stays f32, bf16 stays bf16, DeepSeek's FP8 blocks
-// and channel-INT8 keep their codes (fp8, w8a8). Formats hyc cannot hold
-// exactly yet (f16, GGUF block types) go to bf16, and the line says so.
+// and channel-INT8 keep their codes (fp8, w8a8), GGUF Q4_0 / Q8_0 their
+// blocks (w4a8, w8a8-g32). Formats hyc cannot hold exactly yet (f16, other
+// GGUF block types) go to bf16, and the line says so.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HYC_COMPILER_QUANTCHOICE_H
@@ -20,7 +21,7 @@ namespace hyc::compiler {
 
 /// The precision --quant auto picks.
 struct QuantChoice {
-  std::string quant;  ///< f32, bf16, w8a8, fp8
+  std::string quant;  ///< f32, bf16, w8a8, fp8, w4a8, w8a8-g32
   std::string reason; ///< why, for the compile's decision line
 };
 
@@ -29,7 +30,10 @@ struct QuantChoice {
 /// type ("F32", "BF16", "F16", "F8_E4M3", "I8", "Q8_0", "Q4_K", ...): the
 /// type holding most of them decides (elements, not bytes: a Q8_0 file's
 /// few f32 tensors take more bytes than their share of the model). A
-/// calibration build records fp32 activations: f32.
+/// calibration build records fp32 activations: f32. GGUF files whose block
+/// matrices are all Q4_0 (w4a8) or Q4_0 / Q8_0 (w8a8-g32) keep them as
+/// codes; their float-stored matrices (llama-quantize leaves some in F32)
+/// are not counted against that: resolveAutoQuant keeps them as stored.
 QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
                         bool calibrationBuild);
 

@@ -114,6 +114,12 @@ public:
     std::memcpy(scale, ws.data() + first, sizeof(float) * size_t(part));
     return true;
   }
+  bool read_codes_g32(const std::string &name, int bits, uint8_t *codes,
+                      uint16_t *scales) const override {
+    // A split tensor's codes would need their groups cut and padded:
+    // quantized from fp32 instead.
+    return !splits_.count(name) && base_->read_codes_g32(name, bits, codes, scales);
+  }
   bool read_fp8_block(const std::string &name, uint8_t *codes,
                       float *scale_inv) const override {
     // 128 x 128 blocks cut by a split would need new factors: quantized

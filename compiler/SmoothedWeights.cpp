@@ -57,6 +57,10 @@ public:
                       float *scale_inv) const override {
     return !smoothed_.count(name) && base_->read_fp8_block(name, codes, scale_inv);
   }
+  bool read_codes_g32(const std::string &name, int bits, uint8_t *codes,
+                      uint16_t *scales) const override {
+    return !smoothed_.count(name) && base_->read_codes_g32(name, bits, codes, scales);
+  }
 
 private:
   std::unique_ptr<models::WeightSource> base_;

@@ -51,7 +51,7 @@ std::string levelVariant(const std::string &name, const std::string &quant) {
       return "amx";
     if (bf16 && h.avx512_bf16)
       return "avx512-bf16";
-    if (h.avx512_core && (quant.rfind("w8a8", 0) != 0 || h.avx512_vnni))
+    if (h.avx512_core && ((quant.rfind("w8a8", 0) != 0 && quant != "w4a8") || h.avx512_vnni))
       return "avx512";
     return "avx2";
   }

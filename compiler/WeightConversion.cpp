@@ -219,6 +219,46 @@ bool fp8MatrixBytes(const models::Fp8BlockQuant &q, int64_t n, int64_t k,
   return true;
 }
 
+/// Integer codes ("q4g32", "q8g32"): the bits of a derivation, else 0.
+int codeBits(const std::string &derivation) {
+  return derivation == "q4g32" ? 4 : derivation == "q8g32" ? 8 : 0;
+}
+
+/// One [n, k] matrix as packed integer codes with their fp16 scales per 32
+/// K-elements (codegen/pack.h pack_b_grouped): the checkpoint's own codes
+/// where it stores them (GGUF Q4_0 / Q8_0, bit for bit), else quantized
+/// from fp32 `w` (read here when null). K is padded to whole groups with
+/// zero weights.
+bool codesMatrixBytes(const models::Checkpoint *ckpt, const std::string &name, const float *w,
+                      int64_t n, int64_t k, int bits, std::vector<uint8_t> &bytes,
+                      std::string &error) {
+  constexpr int64_t kGroup = 32;
+  const int64_t kp = (k + kGroup - 1) / kGroup * kGroup, groups = kp / kGroup;
+  std::vector<uint8_t> codes(size_t(n * kp));
+  std::vector<uint16_t> scales(size_t(n * groups));
+  const models::WeightInfo *info = ckpt ? ckpt->weights->find(name) : nullptr;
+  const bool stored = info && info->shape == std::vector<int64_t>{n, k} && kp == k &&
+                      ckpt->weights->read_codes_g32(name, bits, codes.data(), scales.data());
+  if (!stored) {
+    std::vector<float> f32(size_t(n * kp), 0.0f);
+    std::vector<float> read;
+    if (!w) {
+      read.resize(size_t(n * k));
+      if (!readTensor(*ckpt, name, n * k, read.data(), error))
+        return false;
+      w = read.data();
+    }
+    for (int64_t r = 0; r < n; ++r)
+      std::copy(w + r * k, w + (r + 1) * k, f32.begin() + r * kp);
+    codegen::quantize_grouped(f32.data(), n, kp, kp, bits, kGroup, /*asymmetric=*/false,
+                              codes.data(), scales.data(), nullptr);
+  }
+  const codegen::PackedB p =
+      codegen::pack_b_grouped(codes.data(), n, kp, kp, bits, kGroup, scales.data(), nullptr);
+  bytes.insert(bytes.end(), p.data.data(), p.data.data() + size_t(p.n_panels * p.panel_bytes));
+  return true;
+}
+
 /// The bytes of one [N][K] matrix (or, for "#w8a8.scale", its scales) in
 /// the entry's layout, appended to `bytes`.
 bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout,
@@ -299,6 +339,8 @@ bool convertF32Matrix(const float *w, int64_t rows, int64_t k, const std::string
   if (derivation == "fp8" || derivation == "fp8.scale")
     return fp8MatrixBytes(models::quantize_fp8_block(w, rows, k, 128, 128), rows, k, layout,
                           derivation == "fp8.scale", bytes, error);
+  if (int bits = codeBits(derivation))
+    return codesMatrixBytes(nullptr, "", w, rows, k, bits, bytes, error);
   if (layout == "f32" && derivation.empty()) {
     const auto *p = reinterpret_cast<const uint8_t *>(w);
     bytes.insert(bytes.end(), p, p + size_t(rows * k) * sizeof(float));
@@ -318,6 +360,8 @@ bool matrixChunk(const models::Checkpoint &ckpt, const std::string &name, int64_
     return fp8Matrix(ckpt, name, rows, k, q, error) &&
            fp8MatrixBytes(q, rows, k, layout, derivation == "fp8.scale", bytes, error);
   }
+  if (int bits = codeBits(derivation))
+    return codesMatrixBytes(&ckpt, name, nullptr, rows, k, bits, bytes, error);
   if (derivation == "w8a8" || derivation == "w8a8.scale") {
     std::vector<int8_t> q(size_t(rows * k));
     std::vector<float> scale(static_cast<size_t>(rows));
@@ -384,8 +428,11 @@ bool planEntryChunks(const models::Checkpoint &ckpt, const PlannedWeight &w,
         // a big vocabulary) in slices of whole 128-row blocks, so that
         // every core converts a part of it: each derivation works row by
         // row, per 32-row panel or per 128-row FP8 block.
+        // Integer codes are converted whole: a stored Q4_0 / Q8_0 tensor
+        // keeps its own codes (a row slice would re-quantize its values).
         float probe = 0;
-        if (rows * k > sliceElements && ckpt.weights->read_f32_rows(name, 0, 0, &probe)) {
+        if (rows * k > sliceElements && !codeBits(d) &&
+            ckpt.weights->read_f32_rows(name, 0, 0, &probe)) {
           const int64_t slice = std::max<int64_t>(128, sliceElements / k / 128 * 128);
           for (int64_t r0 = 0; r0 < rows; r0 += slice)
             chunks.push_back([&ckpt, name, r0, n = std::min(slice, rows - r0), k, layout,

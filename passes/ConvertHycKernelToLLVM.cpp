@@ -72,7 +72,11 @@ struct KernelUse {
 };
 
 /// The kernel-name spelling of a dispatch's (A, B) types.
-StringRef typesName(Type a, Type b) {
+StringRef typesName(Type a, Type b, StringRef bLayout) {
+  if (bLayout == "q4_g32")
+    return "s8u4f32";
+  if (bLayout == "q8_g32")
+    return "s8u8f32";
   if (a.isF32() && b.isF32())
     return "f32f32f32";
   if (a.isF32() && b.isBF16())
@@ -150,7 +154,7 @@ Value EntryConversion::buffer(kernel::BufferOp op) {
 
 Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
   ArrayRef<int64_t> shape = op.getShape();
-  StringRef types = typesName(op.getAType(), op.getBType());
+  StringRef types = typesName(op.getAType(), op.getBType(), op.getBLayout());
   std::string isa = op.getIsa() ? op.getIsa()->str() : "";
   std::string name = "hyc_brgemm_" + types.str() + "_" + std::to_string(shape[0]) +
                      "x" + std::to_string(shape[1]) + "x" +
@@ -289,7 +293,7 @@ LogicalResult EntryConversion::convert(Operation *op) {
         return success();
       })
       .Case<kernel::BrgemmDispatchOp>([&](kernel::BrgemmDispatchOp d) -> LogicalResult {
-        if (typesName(d.getAType(), d.getBType()).empty() || !d.getIsa())
+        if (typesName(d.getAType(), d.getBType(), d.getBLayout()).empty() || !d.getIsa())
           return d.emitError("no generated kernel for this dispatch (types or "
                              "isa unknown)");
         mapped[d] = dispatch(d);

@@ -80,7 +80,7 @@ std::string weightKey(ParamOp p) {
 /// GEMMs were scheduled on (the strategy puts every reader of a weight on
 /// the same kernel or none on a kernel), else row-major: f32, bf16-rounded
 /// f32 for reference bf16 GEMMs, int8 for reference W8A8, e4m3 codes for
-/// reference FP8.
+/// reference FP8; integer codes (q4, q8) always in their packed panels.
 std::string layoutOf(ParamOp p) {
   // MLA's kv_b rounded to bf16 (hyc-global-quantize-policy): bf16 rows for
   // the absorbed kernel, the rounded values as fp32 for the reference.
@@ -99,6 +99,11 @@ std::string layoutOf(ParamOp p) {
         return ks->layout;
     auto mm = dyn_cast<QuantMatmulOp>(user);
     auto gm = dyn_cast<MoeGroupedMatmulOp>(user);
+    // Integer codes keep their packed panels on the reference target too
+    // (their scales live inside them).
+    if ((mm || gm) && gemmWeight(user) == p.getResult())
+      if (QuantAttr q = mm ? mm.getQuant() : gm.getQuant(); q.isCodes())
+        return q.getScheme() == QuantScheme::q4 ? "q4_g32" : "q8_g32";
     allBf16 = allBf16 && gemmWeight(user) == p.getResult() &&
               (mm ? mm.getQuant() : gm.getQuant()).getScheme() == QuantScheme::bf16;
   }

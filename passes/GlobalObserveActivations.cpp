@@ -34,7 +34,7 @@ namespace {
 /// The tensor name of a matmul's weight when the policy would quantize it.
 std::optional<StringRef> quantizableWeight(QuantMatmulOp mm) {
   auto param = mm.getWeight().getDefiningOp<ParamOp>();
-  if (!param || mm.getQuant().isQuantized())
+  if (!param || mm.getQuant().isStoredQuantized())
     return std::nullopt;
   StringRef name = param.getRef().getTensor();
   if (staysSixteenBit(name))

@@ -35,10 +35,19 @@ int64_t groupsOf(int64_t k, int64_t group) { return (k + group - 1) / group; }
 /// (DeepSeek's own format).
 constexpr int64_t kFp8Block = 128;
 
+/// Whether `target` stores integer codes with their scales inside the
+/// weight (q4, q8: no scale operand).
+bool isCodes(QuantScheme target) {
+  return target == QuantScheme::q4 || target == QuantScheme::q8;
+}
+
 /// The derivation names the artifact writer applies: per-channel
-/// ("w8a8", "w8a8.scale"), per-group-128 ("w8a8g128", ...) or FP8 blocks
-/// ("fp8", "fp8.scale").
+/// ("w8a8", "w8a8.scale"), per-group-128 ("w8a8g128", ...), FP8 blocks
+/// ("fp8", "fp8.scale") or integer codes with their group scales ("q4g32",
+/// "q8g32").
 std::string derivation(QuantScheme target, int64_t group, bool scale) {
+  if (isCodes(target))
+    return std::string(target == QuantScheme::q4 ? "q4g" : "q8g") + std::to_string(group);
   std::string d = target == QuantScheme::fp8_e4m3 ? "fp8"
                   : group                         ? "w8a8g" + std::to_string(group)
                                                   : "w8a8";
@@ -49,13 +58,15 @@ std::string derivation(QuantScheme target, int64_t group, bool scale) {
 QuantAttr quantAttr(MLIRContext *ctx, QuantScheme target, int64_t group) {
   if (target == QuantScheme::fp8_e4m3)
     return QuantAttr::get(ctx, target, 0, {kFp8Block, kFp8Block});
-  return QuantAttr::get(ctx, target, target == QuantScheme::w8a8 ? group : 0, {});
+  return QuantAttr::get(
+      ctx, target, target == QuantScheme::w8a8 || isCodes(target) ? group : 0, {});
 }
 
 /// The stored weight and its scales for a W8A8 / FP8 scheme, derived from
 /// `param` ([N, K], or [E, N, K] expert stacks) when the artifact is
 /// written: int8 with scales [.., N] (per channel) or [.., N, groups]; e4m3
-/// with block factors [.., ceil(N/128), ceil(K/128)].
+/// with block factors [.., ceil(N/128), ceil(K/128)]; for integer codes
+/// the codes alone (the scale param is null: its scales are inside).
 std::pair<ParamOp, ParamOp> quantizedParams(OpBuilder &b, ParamOp param, QuantScheme target,
                                             int64_t group) {
   auto wType = cast<RankedTensorType>(param.getType());
@@ -66,6 +77,8 @@ std::pair<ParamOp, ParamOp> quantizedParams(OpBuilder &b, ParamOp param, QuantSc
   auto q = ParamOp::create(b, param.getLoc(),
                            RankedTensorType::get(wType.getShape(), element), param.getRef());
   q->setAttr("hyc.quantize", b.getStringAttr(derivation(target, group, false)));
+  if (isCodes(target))
+    return {q, ParamOp()};
   SmallVector<int64_t> scaleShape(wType.getShape().drop_back(2));
   if (fp8) {
     scaleShape.append({groupsOf(n, kFp8Block), groupsOf(k, kFp8Block)});
@@ -80,27 +93,28 @@ std::pair<ParamOp, ParamOp> quantizedParams(OpBuilder &b, ParamOp param, QuantSc
   return {q, s};
 }
 
-/// Whether `target` stores int8 / e4m3 weights with separate scales.
-bool hasScales(QuantScheme target) {
-  return target == QuantScheme::w8a8 || target == QuantScheme::fp8_e4m3;
+/// Whether `target` stores a derived weight (int8 / e4m3 with separate
+/// scales, or integer codes with their scales inside).
+bool storesDerived(QuantScheme target) {
+  return target == QuantScheme::w8a8 || target == QuantScheme::fp8_e4m3 || isCodes(target);
 }
 
 /// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights).
 void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
                     const std::vector<std::string> &keep) {
   auto param = op.getWeight().getDefiningOp<ParamOp>();
-  if (!param || op.getQuant().isQuantized() || nameMatches(param, keep))
+  if (!param || op.getQuant().isStoredQuantized() || nameMatches(param, keep))
     return;
   QuantAttr quant = quantAttr(op.getContext(), target, group);
-  if (!hasScales(target)) {
+  if (!storesDerived(target)) {
     op.setQuantAttr(quant);
     return;
   }
   OpBuilder b(op);
   auto [q, s] = quantizedParams(b, param, target, group);
   auto mm = MoeGroupedMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
-                                       q, op.getOffsets(), s, quant,
-                                       op.getEpilogueAttr());
+                                       q, op.getOffsets(), s ? s.getResult() : Value(),
+                                       quant, op.getEpilogueAttr());
   op.replaceAllUsesWith(mm.getResult());
   op.erase();
   if (param->use_empty())
@@ -125,10 +139,14 @@ struct HycGlobalQuantizePolicyPass
       target = QuantScheme::w8a8;
     } else if (scheme == "fp8") {
       target = QuantScheme::fp8_e4m3;
+    } else if (scheme == "w4a8" || scheme == "w8a8-g32") {
+      target = scheme == "w4a8" ? QuantScheme::q4 : QuantScheme::q8;
+      group = 32;
     } else {
       getOperation().emitError() << "hyc-global-quantize-policy: scheme '"
                                  << scheme
-                                 << "' is not supported (f32, bf16, w8a8, w8a8-g128, fp8)";
+                                 << "' is not supported (f32, bf16, w8a8, w8a8-g128, "
+                                    "w8a8-g32, w4a8, fp8)";
       return signalPassFailure();
     }
     if (lmHead != "bf16" && lmHead != "int8") {
@@ -137,9 +155,9 @@ struct HycGlobalQuantizePolicyPass
                                  << lmHead << "'";
       return signalPassFailure();
     }
-    if (lmHead == "int8" && target != QuantScheme::w8a8) {
+    if (lmHead == "int8" && target != QuantScheme::w8a8 && !isCodes(target)) {
       getOperation().emitError() << "hyc-global-quantize-policy: an int8 lm_head needs "
-                                    "scheme w8a8 (its activations are quantized per "
+                                    "an integer scheme (its activations are quantized per "
                                     "token), got scheme '"
                                  << scheme << "'";
       return signalPassFailure();
@@ -162,7 +180,7 @@ struct HycGlobalQuantizePolicyPass
       applyToExperts(op, target, group, f32Names);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
-      if (!param || op.getQuant().isQuantized() || op.getEpilogue() != Epilogue::none)
+      if (!param || op.getQuant().isStoredQuantized() || op.getEpilogue() != Epilogue::none)
         return;
       // A weight also read as a table (tied embeddings used as the lm_head)
       // gets a second copy for the GEMM (derivation "copy"), whatever its
@@ -190,7 +208,7 @@ struct HycGlobalQuantizePolicyPass
           op.setQuantAttr(bf16);
         return;
       }
-      if (!hasScales(target)) {
+      if (!storesDerived(target)) {
         op.setQuantAttr(quant);
         return;
       }
@@ -198,14 +216,16 @@ struct HycGlobalQuantizePolicyPass
       // channel, or per channel and group of 128 K-elements; an int8 head
       // stays per channel); FP8: e4m3 plus 128 x 128 block factors. Both
       // are derived from the checkpoint tensor (or kept as it stores them)
-      // when the artifact is written.
+      // when the artifact is written. Integer codes: the codes alone, their
+      // group scales inside (an int8 head under them is per-channel W8A8).
       OpBuilder b(op);
+      const QuantScheme t = int8Head ? QuantScheme::w8a8 : target;
       const int64_t g = int8Head ? 0 : group;
-      auto [q, s] = quantizedParams(b, param, target, g);
+      auto [q, s] = quantizedParams(b, param, t, g);
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
-                                      q, s, op.getBias(), op.getResidual(),
-                                      op.getInputScale(), quantAttr(ctx, target, g),
-                                      op.getEpilogueAttr());
+                                      q, s ? s.getResult() : Value(), op.getBias(),
+                                      op.getResidual(), op.getInputScale(),
+                                      quantAttr(ctx, t, g), op.getEpilogueAttr());
       op.replaceAllUsesWith(mm.getResult());
       op.erase();
       if (param->use_empty())

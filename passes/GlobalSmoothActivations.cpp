@@ -56,7 +56,7 @@ SmallVector<StringRef> gemmsFedBy(RMSNormOp norm) {
     auto mm = dyn_cast<QuantMatmulOp>(user);
     StringRef w = mm ? tensorOf(mm.getWeight()) : StringRef();
     if (!mm || mm.getInput() != norm.getResult() || w.empty() ||
-        mm.getQuant().isQuantized() || staysSixteenBit(w))
+        mm.getQuant().isStoredQuantized() || staysSixteenBit(w))
       return {};
     if (!llvm::is_contained(gemms, w))
       gemms.push_back(w);

@@ -81,6 +81,24 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::fp8_e4m3, false, Level::amx,
      {Isa::amx, DataType::bf16, DataType::bf16, "bf16bf16f32", "amx", "f8_vnni2",
       "hyrt_cpu_gemm_fp8", HYRT_GEMM_FP8, 1024, 8, HYRT_GEMM_GROUP_K}},
+    // Integer codes with in-panel fp16 group scales: s8 activations x u4 / u8
+    // codes, one kernel over the whole K (the driver runs no per-group
+    // calls; groupK 0). VNNI's rate, as W8A8; the AVX2 kernels split u8
+    // codes into nibbles (two vpmaddubsw), so half the AVX2 int8 rate.
+    // weightBits rounds up the 4.5 / 8.5 bits a code and its share of the
+    // fp16 scale take. AMX hosts run the VNNI kernels (no tile kernel).
+    {QuantScheme::q4, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4_g32",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_W4A8, 128, 5}},
+    {QuantScheme::q8, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u8, "s8u8f32", "avx512vnni", "q8_g32",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_W8A8_G32, 128, 9}},
+    {QuantScheme::q4, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "q4_g32",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_W4A8, 32, 5}},
+    {QuantScheme::q8, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q8_g32",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_W8A8_G32, 16, 9}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {
@@ -156,6 +174,7 @@ bool takesWeightScales(const KernelScheme &ks) {
 
 bool convertsActivations(const KernelScheme &ks) {
   return ks.scratchId == HYRT_GEMM_BF16 || ks.scratchId == HYRT_GEMM_W8A8 ||
+         hyrt_gemm_is_codes(ks.scratchId) ||
          ks.scratchId == HYRT_GEMM_W8A8_G128 || ks.scratchId == HYRT_GEMM_FP8 ||
          ks.scratchId == HYRT_GEMM_FP8_FUSED;
 }
@@ -176,11 +195,11 @@ const KernelScheme *kernelSchemeOfImpl(MatmulOp mm, KernelTarget t) {
   if (!mm.getWeight().template getDefiningOp<ParamOp>() ||
       (mm.getEpilogue() != Epilogue::none &&
        mm.getEpilogue() != Epilogue::silu_mul) ||
-      (mm.getQuant().getGroup() != 0 &&
+      (mm.getQuant().getGroup() != 0 && !mm.getQuant().isCodes() &&
        !(mm.getQuant().getScheme() == QuantScheme::w8a8 &&
          mm.getQuant().getGroup() == HYRT_GEMM_GROUP_K)))
     return nullptr;
-  const KernelScheme *ks = mm.getQuant().getGroup()
+  const KernelScheme *ks = mm.getQuant().getGroup() && !mm.getQuant().isCodes()
                                ? groupedW8a8SchemeFor(t)
                                : kernelSchemeFor(mm.getQuant().getScheme(), t);
   if (ks && takesWeightScales(*ks) &&

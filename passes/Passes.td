@@ -279,7 +279,9 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
     Option<"scheme", "scheme", "std::string", /*default=*/"\"bf16\"",
            "Weight scheme for linear layers: f32, bf16, w8a8 (per-channel "
            "int8 weights derived at compile time, per-token int8 activations) "
-           "w8a8-g128 (one weight scale per 128 K-elements and channel) or "
+           "w8a8-g128 (one weight scale per 128 K-elements and channel), "
+           "w8a8-g32 / w4a8 (8- / 4-bit codes with one fp16 scale per 32 "
+           "K-elements inside the weight: GGUF Q8_0 / Q4_0) or "
            "fp8 (e4m3 weights with one factor per 128 x 128 block, weight-only: "
            "the GEMM widens them to bf16)">,
     ListOption<"keepBf16", "keep-bf16", "std::string",

@@ -20,7 +20,9 @@ def Hyc_QuantScheme : I32EnumAttr<"QuantScheme", "weight quantization scheme", [
     I32EnumAttrCase<"f32", 0>,
     I32EnumAttrCase<"bf16", 1>,
     I32EnumAttrCase<"w8a8", 2>,
-    I32EnumAttrCase<"fp8_e4m3", 3>
+    I32EnumAttrCase<"fp8_e4m3", 3>,
+    I32EnumAttrCase<"q4", 4>,
+    I32EnumAttrCase<"q8", 5>
   ]> {
   let cppNamespace = "::hyc";
   let genSpecializedAttr = 0;
@@ -107,11 +109,19 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
     of a K that `group` does not divide is shorter). `fp8_e4m3` is weight-only e4m3 with one f32
     scale per `block = [n, k]` tile (DeepSeek: [128, 128]).
 
+    `q4` and `q8` are integer codes with one fp16 scale per `group` (32) K
+    elements and output channel held inside the weight itself (no scale
+    operand): weight = scale * (code - 8) for 4-bit codes (GGUF Q4_0),
+    scale * (code - 128) for 8-bit ones (GGUF Q8_0); activations int8 per
+    token as in w8a8. The weight operand is i8 (one code per element;
+    packed two per byte by the layout for q4).
+
     ```mlir
     #hyc.quant<bf16>
     #hyc.quant<w8a8>
     #hyc.quant<w8a8, group = 128>
     #hyc.quant<fp8_e4m3, block = [128, 128]>
+    #hyc.quant<q4, group = 32>
     ```
   }];
   let parameters = (ins
@@ -122,10 +132,17 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
   let assemblyFormat = "`<` $scheme `` custom<QuantParams>($group, $block) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// Quantized weights with a separate scale operand (w8a8, fp8_e4m3).
     bool isQuantized() const {
       return getScheme() == QuantScheme::w8a8 ||
              getScheme() == QuantScheme::fp8_e4m3;
     }
+    /// Integer codes whose scales are part of the weight (q4, q8).
+    bool isCodes() const {
+      return getScheme() == QuantScheme::q4 || getScheme() == QuantScheme::q8;
+    }
+    /// Stored in any quantized form: a quantization policy leaves it be.
+    bool isStoredQuantized() const { return isQuantized() || isCodes(); }
   }];
 }
 

@@ -60,9 +60,12 @@ LogicalResult verifyWeightScale(Operation *op, QuantAttr quant, int64_t n,
   switch (quant.getScheme()) {
   case QuantScheme::f32:
   case QuantScheme::bf16:
+  case QuantScheme::q4:
+  case QuantScheme::q8:
     if (scale)
       return op->emitOpError() << "scheme " << stringifyQuantScheme(quant.getScheme())
-                               << " takes no scale operand";
+                               << " takes no scale operand"
+                               << (quant.isCodes() ? " (its scales are in the weight)" : "");
     return success();
   case QuantScheme::w8a8: {
     if (!scale)
@@ -127,9 +130,11 @@ LogicalResult verifyWeightElementType(Operation *op, QuantAttr quant,
                                << elementType;
     return success();
   case QuantScheme::w8a8:
+  case QuantScheme::q4:
+  case QuantScheme::q8:
     if (!elementType.isInteger(8))
-      return op->emitOpError() << "scheme w8a8 needs an i8 weight, got "
-                               << elementType;
+      return op->emitOpError() << "scheme " << stringifyQuantScheme(quant.getScheme())
+                               << " needs an i8 weight, got " << elementType;
     return success();
   case QuantScheme::fp8_e4m3:
     if (!isa<Float8E4M3FNType>(elementType))

@@ -56,8 +56,17 @@ LogicalResult BrgemmDispatchOp::verify() {
     return emitOpError() << "no kernel for (" << getAType() << ", "
                          << getBType() << " -> " << getCType() << ")";
   StringRef layout = getBLayout();
+  if (layout == "q4_g32" || layout == "q8_g32") {
+    if (!getAType().isInteger(8) || !getBType().isInteger(8))
+      return emitOpError() << layout << " codes need i8 A and B, got (" << getAType()
+                           << ", " << getBType() << ")";
+    if (k % 32 != 0)
+      return emitOpError() << layout << " codes come in whole groups of 32 along k, got "
+                           << k;
+    return success();
+  }
   if (layout != "row" && layout != "vnni2" && layout != "vnni4")
-    return emitOpError() << "b_layout must be row, vnni2 or vnni4, got \""
+    return emitOpError() << "b_layout must be row, vnni2, vnni4, q4_g32 or q8_g32, got \""
                          << layout << "\"";
   if (layout == "vnni2" && !getBType().isBF16() && !isa<Float8E4M3FNType>(getBType()))
     return emitOpError() << "vnni2 layout needs bf16 or f8E4M3FN B, got " << getBType();

@@ -18,7 +18,9 @@ def HycKernel_BrgemmDispatchOp : HycKernel_Op<"brgemm.dispatch", [Pure]> {
   let description = [{
     `C[m, n] (+)= sum_b A_b[m, k] * B_b[k, n]` for an `[m, n, k]` block with
     leading dims `[lda, ldb, ldc]`. `b_layout` names the packed weight layout
-    the kernel reads (`row`, `vnni2` for bf16 pairs, `vnni4` for int8 quads).
+    the kernel reads (`row`, `vnni2` for bf16 pairs, `vnni4` for int8 quads,
+    `q4_g32` / `q8_g32` for 4- / 8-bit codes with in-panel fp16 scales per
+    32 k: s8 A times unsigned codes, types spelled `s8u4f32` / `s8u8f32`).
     `m` is the maximum block height; invoke may pass fewer rows. `isa`
     names the instruction set the kernel is generated for (`avx512core`,
     `avx512bf16`, `avx512vnni`, `avx2`, `amx`); the kernel is then the

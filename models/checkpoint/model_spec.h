@@ -150,6 +150,18 @@ public:
     (void)name, (void)codes, (void)scale_inv;
     return false;
   }
+  /// True when the checkpoint stores `name` [N, K] as integer codes with one
+  /// fp16 scale per 32 K-elements, `bits` wide: GGUF Q4_0 (bits 4, weight =
+  /// d * (code - 8)) or Q8_0 (bits 8, stored int8 q as code q + 128; a
+  /// Q4_0 tensor reads as 8-bit codes too, nibble n as n + 120). Then
+  /// writes the codes (N * K, one per byte) and the scales' fp16 bits
+  /// ([N][K / 32]) as stored, so that a q4 / q8 artifact keeps them bit for
+  /// bit. False (nothing written) for any other storage.
+  virtual bool read_codes_g32(const std::string &name, int bits, uint8_t *codes,
+                              uint16_t *scales) const {
+    (void)name, (void)bits, (void)codes, (void)scales;
+    return false;
+  }
 };
 
 /// Tokenizer vocabulary carried by a checkpoint (maps onto

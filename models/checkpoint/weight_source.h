@@ -26,6 +26,8 @@ public:
                          float *scale) const override;
   bool read_fp8_block(const std::string &name, uint8_t *codes,
                       float *scale_inv) const override;
+  bool read_codes_g32(const std::string &name, int bits, uint8_t *codes,
+                      uint16_t *scales) const override;
 
   /// The stored tensor behind canonical `name`, checked to be convertible
   /// to fp32; errors name the file and tensor.

@@ -55,6 +55,7 @@ static Type elementTypeOf(codegen::DataType t, Builder &b) {
     return b.getBF16Type();
   case codegen::DataType::u8:
   case codegen::DataType::s8:
+  case codegen::DataType::u4: // codes: one per element (two per byte packed)
     return b.getI8Type();
   case codegen::DataType::f8:
     return b.getType<Float8E4M3FNType>();
@@ -73,7 +74,11 @@ static Value dispatchKernel(KernelEmitter &e, const KernelScheme &scheme,
                             int64_t rows, int64_t k) {
   OpBuilder &b = e.builder();
   StringRef layout = scheme.layout;
-  StringRef bLayout = layout.contains("vnni2")   ? "vnni2"
+  // Integer codes name their packed layout ("q4_g32", "q8_g32"): the
+  // element types alone do not tell u4 from u8 codes.
+  const bool codes = hyrt_gemm_is_codes(scheme.scratchId);
+  StringRef bLayout = codes                      ? layout
+                      : layout.contains("vnni2") ? "vnni2"
                       : layout.contains("vnni4") ? "vnni4"
                                                  : "row";
   // bf16 x f8 kernels run over the whole K, padded to whole blocks.
@@ -81,6 +86,7 @@ static Value dispatchKernel(KernelEmitter &e, const KernelScheme &scheme,
       scheme.bType == codegen::DataType::f8 ? HYRT_GEMM_GROUP_K : 0;
   const int64_t kernelK = scheme.groupK ? scheme.groupK
                           : blockK      ? (k + blockK - 1) / blockK * blockK
+                          : codes       ? hyrt_gemm_activation_k(scheme.scratchId, k)
                                         : k;
   // Grouped activations are rows padded to whole groups.
   const int64_t lda =
@@ -268,7 +274,8 @@ static void callGemmDriver(KernelEmitter &e, const KernelGemm &g) {
     return;
   }
   SmallVector<Value> args;
-  if (hyrt_gemm_is_fp8(g.scheme.scratchId)) // one driver for both activations
+  // One driver for both FP8 activations / both code widths.
+  if (hyrt_gemm_is_fp8(g.scheme.scratchId) || hyrt_gemm_is_codes(g.scheme.scratchId))
     args.push_back(g.schemeId);
   args.append(
       {e.ptrOf(input), g.x[0].value, e.i64(g.k), e.ptrOf(mm.getWeight())});
@@ -324,6 +331,7 @@ struct ReferenceGemm {
   bool w8a8 = false; // per-channel W8A8
   int64_t group = 0; // W8A8 with one scale per `group` K-elements
   bool fp8 = false;  // e4m3 with 128 x 128 blocks
+  int64_t codeBits = 0; // integer codes (q4: 4, q8: 8) with in-weight scales
 };
 
 } // namespace
@@ -340,7 +348,14 @@ static void callReferenceGemm(KernelEmitter &e, const ReferenceGemm &g,
       e.roundsActivationsToBf16() && g.scheme == QuantScheme::bf16;
   auto ptr = [&](Value v) { return e.ptrOf(v); };
   Value input = g.input, weight = g.weight, scale = g.scale;
-  if (g.fp8 && mm)
+  if (g.codeBits && mm)
+    e.call("hyrt_ref_matmul_codes",
+           {ptr(input), ptr(weight), bias, rows, n, k, e.i64(g.codeBits), out});
+  else if (g.codeBits)
+    e.call("hyrt_ref_moe_grouped_matmul_codes",
+           {ptr(input), ptr(weight), ptr(gm.getOffsets()), rows, w[0].value, n, k,
+            e.i64(g.codeBits), out});
+  else if (g.fp8 && mm)
     e.call("hyrt_ref_matmul_fp8",
            {ptr(input), ptr(weight), ptr(scale), bias, rows, n, k, parts, out});
   else if (g.fp8)
@@ -394,11 +409,12 @@ static LogicalResult lowerReferenceGemm(Operation *op, KernelEmitter &e) {
   g.group = g.scheme == QuantScheme::w8a8 ? quant.getGroup() : 0;
   g.fp8 = g.scheme == QuantScheme::fp8_e4m3 && quant.getBlock().size() == 2 &&
           quant.getBlock()[0] == 128 && quant.getBlock()[1] == 128;
+  g.codeBits = g.scheme == QuantScheme::q4 ? 4 : g.scheme == QuantScheme::q8 ? 8 : 0;
   if (g.scheme != QuantScheme::f32 && g.scheme != QuantScheme::bf16 &&
-      !g.w8a8 && !g.group && !g.fp8)
+      !g.w8a8 && !g.group && !g.fp8 && !g.codeBits)
     return op->emitError() << "the reference target computes in f32, on "
                               "bf16-rounded weights, w8a8 (per channel or "
-                              "group) or fp8 with 128 x 128 blocks; got "
+                              "group), q4 / q8 codes or fp8 with 128 x 128 blocks; got "
                            << quant;
   if (g.grouped && epilogue == Epilogue::residual_add)
     return op->emitError("the reference target has no residual_add epilogue "

@@ -16,10 +16,12 @@ namespace {
 constexpr int64_t kPanel = 32;
 constexpr int64_t kMaxBlockRows = 64;
 
+/// codegen's BrgemmPostArgs: a_sum is read by the integer-code kernels only.
 struct PostArgs {
   const float *bias;
   const float *a_scale;
   const float *b_scale;
+  const int32_t *a_sum = nullptr;
 };
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -50,6 +52,10 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
   case HYRT_GEMM_FP8_F32:
   case HYRT_GEMM_FP8_FUSED: // one byte per element, whole blocks of K = 128
     return groupsOf(scheme, K) * kFp8BlockElems;
+  case HYRT_GEMM_W4A8:     // per group: 8 K-quads of 64 bytes, fp16 scales[32]
+  case HYRT_GEMM_W8A8_G32: // per group: 8 K-quads of 128 bytes, fp16 scales[32]
+    return hyrt_gemm_activation_k(scheme, K) / HYRT_GEMM_CODE_GROUP *
+           ((HYRT_GEMM_CODE_GROUP / 4) * (scheme == HYRT_GEMM_W4A8 ? 64 : 128) + kPanel * 2);
   default:
     return K * kPanel * 4; // [K][32] f32
   }
@@ -74,6 +80,9 @@ struct GemmOperands {
   /// otherwise.
   int64_t groups = 0;
   int32_t scheme = HYRT_GEMM_F32;
+  /// Integer-code schemes: each row's group sums, aSumStride per row.
+  const int32_t *aSum = nullptr;
+  int64_t aSumStride = 0;
 };
 
 /// Per-panel weight scales in the order the kernel reads them: [group][32]
@@ -204,6 +213,7 @@ void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
     const int64_t rows = mEnd - m0 < g.mMax ? mEnd - m0 : g.mMax;
     const char *aBlock = static_cast<const char *>(g.a) + m0 * g.lda * g.aElem;
     post.a_scale = g.aScale ? g.aScale + m0 : nullptr;
+    post.a_sum = g.aSum ? g.aSum + m0 * g.aSumStride : nullptr;
     if (cols == kPanel) {
       blockCall(g.kernel, aBlock, g.lda, g.aElem, b, g.out + m0 * N + col, N, rows, post);
     } else {
@@ -226,10 +236,12 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
                const char *w, int64_t panelBytes, const float *aScale,
                const float *bScale, const float *bias, float *out,
                hyrt_brgemm_fn kernel, int64_t mMax, int64_t K,
-               int64_t parallelMinMacs, int32_t scheme = HYRT_GEMM_F32) {
+               int64_t parallelMinMacs, int32_t scheme = HYRT_GEMM_F32,
+               const int32_t *aSum = nullptr, int64_t aSumStride = 0) {
   const int64_t panels = (N + kPanel - 1) / kPanel;
-  const GemmOperands g{a,   lda, aElem, aScale, w,    panelBytes,         bScale,
-                       bias, out, N,     kernel, mMax, groupsOf(scheme, K), scheme};
+  const GemmOperands g{a,    lda,  aElem, aScale, w,    panelBytes,         bScale,
+                       bias, out,  N,     kernel, mMax, groupsOf(scheme, K), scheme,
+                       aSum, aSumStride};
   // Below parallelMinMacs (the compiler's schedule decision) one thread runs
   // the GEMM: waking the workers would cost more than the work it splits.
   // Panels are split in contiguous ranges: each thread streams its own
@@ -244,6 +256,9 @@ struct Activations {
   const void *a;
   int64_t lda, elem;
   const float *scale;
+  /// Integer-code schemes: [rows][sumStride] group sums of the s8 rows.
+  const int32_t *sum = nullptr;
+  int64_t sumStride = 0;
 };
 
 /// Converts (bf16, nearest even) or quantizes (W8A8: per token, scale =
@@ -271,6 +286,20 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
     uint8_t *a = static_cast<uint8_t *>(scratch) + roundUp(M * 4, 64);
     hyrt_cpu_quantize_rows_u8(x, M, K, lda, a, aScale);
     return {a, lda, 1, aScale};
+  }
+  if (hyrt_gemm_is_codes(scheme)) {
+    // Layout: per-token scales, group sums (each a 64-byte aligned block),
+    // then the s8 rows padded (0) to whole groups.
+    const int64_t kPadded = hyrt_gemm_activation_k(scheme, K);
+    const int64_t lda = hyrt_gemm_activation_lda(kPadded, 1, 4);
+    char *base = static_cast<char *>(scratch);
+    float *aScale = reinterpret_cast<float *>(base);
+    int32_t *aSum = reinterpret_cast<int32_t *>(base + hyrt_gemm_codes_scale_bytes(M));
+    int8_t *a = reinterpret_cast<int8_t *>(base + hyrt_gemm_codes_scale_bytes(M) +
+                                           hyrt_gemm_codes_sum_bytes(M, K));
+    const int64_t groups = kPadded / HYRT_GEMM_CODE_GROUP;
+    hyrt_cpu_quantize_rows_s8_sums(x, M, K, lda, HYRT_GEMM_CODE_GROUP, a, aScale, aSum);
+    return {a, lda, 1, aScale, aSum, groups};
   }
   if (scheme == HYRT_GEMM_FP8_F32 && K % HYRT_GEMM_GROUP_K != 0) {
     // The K = 128 kernels read whole blocks: rows copied, padded with 0.
@@ -314,6 +343,7 @@ void siluMulPanel(int32_t scheme, const Activations &A, int64_t N, const char *w
     const int64_t rows = mEnd - m0 < mMax ? mEnd - m0 : mMax;
     const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
     gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
+    gPost.a_sum = uPost.a_sum = A.sum ? A.sum + m0 * A.sumStride : nullptr;
     blockCall(kernel, aBlock, A.lda, A.elem, gB, gate, kPanel, rows, gPost);
     blockCall(kernel, aBlock, A.lda, A.elem, uB, up, kPanel, rows, uPost);
     for (int64_t r = 0; r < rows; ++r)
@@ -412,6 +442,16 @@ extern "C" void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
                                         int64_t m_max, int64_t parallel_min_macs) {
   gemmW8a8(HYRT_GEMM_W8A8_G128, x, M, K, w_packed, w_scale, N, bias, out, scratch, kernel,
            m_max, parallel_min_macs);
+}
+
+extern "C" void hyrt_cpu_gemm_codes(int32_t scheme, const float *x, int64_t M, int64_t K,
+                                    const void *w_packed, int64_t N, const float *bias,
+                                    float *out, void *scratch, hyrt_brgemm_fn kernel,
+                                    int64_t m_max, int64_t parallel_min_macs) {
+  const Activations A = prepareActivations(scheme, x, M, K, scratch);
+  runPanels(A.a, A.lda, A.elem, M, N, static_cast<const char *>(w_packed),
+            panelBytes(scheme, K), A.scale, nullptr, bias, out, kernel, m_max,
+            hyrt_gemm_activation_k(scheme, K), parallel_min_macs, scheme, A.sum, A.sumStride);
 }
 
 extern "C" void hyrt_cpu_gemm_fp8(int32_t scheme, const float *x, int64_t M, int64_t K,
@@ -514,7 +554,8 @@ void runGroupedItems(int32_t scheme, const Activations &A, int64_t used, int64_t
                    }
                    const GemmOperands g{A.a,    A.lda, A.elem, A.scale, w + e * matrixBytes,
                                         pBytes, wScale ? wScale + e * sStride : nullptr,
-                                        nullptr, out, N, kernel, mMax, groups, scheme};
+                                        nullptr, out, N, kernel, mMax, groups, scheme,
+                                        A.sum, A.sumStride};
                    for (int64_t p = p0; p < p1; ++p)
                      gemmPanel(g, p, r0, r1);
                  });
@@ -562,21 +603,31 @@ extern "C" void hyrt_cpu_grouped_gemm_tokens(
   Activations A = tok;
   const int64_t rowBytes = tok.lda * tok.elem;
   float *pairScale = nullptr;
+  int32_t *pairSum = nullptr;
   char *pairRows = pairScratch;
   if (scheme == HYRT_GEMM_W8A8 || scheme == HYRT_GEMM_W8A8_G128) {
     // layout of prepareActivations: scales, then rows
     pairScale = reinterpret_cast<float *>(pairScratch);
     pairRows = pairScratch + roundUp(pairs * 4, 64);
+  } else if (hyrt_gemm_is_codes(scheme)) { // scales, group sums, then rows
+    pairScale = reinterpret_cast<float *>(pairScratch);
+    pairSum = reinterpret_cast<int32_t *>(pairScratch + hyrt_gemm_codes_scale_bytes(pairs));
+    pairRows = pairScratch + hyrt_gemm_codes_scale_bytes(pairs) +
+               hyrt_gemm_codes_sum_bytes(pairs, K);
   }
+  const int64_t sums = tok.sumStride;
   hyrt::cpu::parallelRows(pairs, K, [&](int64_t r) {
     const int64_t t = rows[r] / top_k;
     std::memcpy(pairRows + r * rowBytes, static_cast<const char *>(tok.a) + t * rowBytes,
                 size_t(rowBytes));
     if (pairScale)
       pairScale[r] = tok.scale[t];
+    if (pairSum)
+      std::memcpy(pairSum + r * sums, tok.sum + t * sums, size_t(sums) * sizeof(int32_t));
   });
   A.a = pairRows;
   A.scale = pairScale;
+  A.sum = pairSum;
   runGroupedItems(scheme, A, pairs, K, offsets, num_experts, w_packed, w_scale, N,
                   silu_mul != 0, out, kernel, m_max, parallel_min_macs);
 }

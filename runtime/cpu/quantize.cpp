@@ -6,6 +6,7 @@
 #include "hyrt/cpu_kernels.h"
 #include "thread_pool.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace hyrt::cpu;
@@ -15,6 +16,27 @@ extern "C" void hyrt_cpu_quantize_rows_u8(const float *x, int64_t M, int64_t K,
                                           float *a_scale) {
   parallelRows(M, K, [&](int64_t m) {
     quantizeRowU8(x + m * K, K, lda, a + m * lda, a_scale + m);
+  });
+}
+
+extern "C" void hyrt_cpu_quantize_rows_s8_sums(const float *x, int64_t M, int64_t K,
+                                               int64_t lda, int64_t group, int8_t *a,
+                                               float *a_scale, int32_t *a_sum) {
+  const int64_t groups = (K + group - 1) / group;
+  parallelRows(M, K, [&](int64_t m) {
+    // The u8 row of the W8A8 kernels, turned into s8 in place (q = u - 128:
+    // the same numbers), so both schemes quantize activations alike.
+    uint8_t *u = reinterpret_cast<uint8_t *>(a + m * lda);
+    quantizeRowU8(x + m * K, K, lda, u, a_scale + m);
+    int8_t *q = a + m * lda;
+    for (int64_t k = 0; k < lda; ++k)
+      q[k] = int8_t(int32_t(u[k]) - 128);
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k)
+        sum += q[k];
+      a_sum[m * groups + g] = sum;
+    }
   });
 }
 

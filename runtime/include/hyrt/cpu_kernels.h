@@ -70,6 +70,17 @@ void hyrt_cpu_gemm_w8a8_g128(const float *x, int64_t M, int64_t K,
                              hyrt_brgemm_fn kernel, int64_t m_max,
                              int64_t parallel_min_macs);
 
+/* Integer codes with in-panel fp16 group scales (HYRT_GEMM_W4A8: 4-bit,
+ * HYRT_GEMM_W8A8_G32: 8-bit; hyrt/gemm_layout.h): activations quantized
+ * per token with group sums (hyrt_cpu_quantize_rows_s8_sums), then one
+ * call of `kernel` per panel and row block over the whole K padded to
+ * whole groups. The scheme-taking drivers below accept both schemes too
+ * (w_scale null: the scales are in the panels). */
+void hyrt_cpu_gemm_codes(int32_t scheme, const float *x, int64_t M, int64_t K,
+                         const void *w_packed, int64_t N, const float *bias, float *out,
+                         void *scratch, hyrt_brgemm_fn kernel, int64_t m_max,
+                         int64_t parallel_min_macs);
+
 /* FP8 weight-only (HYRT_GEMM_FP8 / HYRT_GEMM_FP8_F32): w_packed holds e4m3
  * codes packed by pack_b_f8, w_scale the [ceil(N/128)][ceil(K/128)] block
  * factors; `kernel` is the K = 128 bf16 kernel (not accumulating) of the
@@ -107,6 +118,15 @@ void hyrt_cpu_paged_attention(const hyrt_kv_cache_v0 *kv,
  * with 128 (zero). A row with NaN or Inf gets scale NaN. */
 void hyrt_cpu_quantize_rows_u8(const float *x, int64_t M, int64_t K,
                                int64_t lda, uint8_t *a, float *a_scale);
+
+/* The integer-code schemes' activations (HYRT_GEMM_W4A8, HYRT_GEMM_W8A8_G32):
+ * per token q = the value hyrt_cpu_quantize_rows_u8 stores minus 128, kept
+ * as s8 (the signed operand of the code kernels), rows of `lda` >= K bytes
+ * padded with 0; a_sum[m][g] = sum of row m's q over K-elements
+ * [g * group, (g + 1) * group) for g < ceil(K / group). */
+void hyrt_cpu_quantize_rows_s8_sums(const float *x, int64_t M, int64_t K, int64_t lda,
+                                    int64_t group, int8_t *a, float *a_scale,
+                                    int32_t *a_sum);
 
 /* hyrt_ref_rms_norm (or hyrt_ref_silu_mul) with its fp32 rows quantized by
  * hyrt_cpu_quantize_rows_u8 (lda = dim) instead of stored: the producer

@@ -36,8 +36,26 @@ enum {
    * a bf16 x f8 kernel that widens the codes in registers and applies each
    * block's factor itself: one call per panel and row block over the whole
    * K, for decode-sized steps (the compiler selects it below a row count). */
-  HYRT_GEMM_FP8_FUSED = 7
+  HYRT_GEMM_FP8_FUSED = 7,
+  /* Integer codes with their scales inside the panels (codegen/pack.h
+   * pack_b_grouped): per group of HYRT_GEMM_CODE_GROUP K-elements and
+   * output channel one fp16 scale, weight = scale * (code - zero point).
+   * HYRT_GEMM_W4A8: 4-bit codes, zero point 8 (GGUF Q4_0 as stored);
+   * HYRT_GEMM_W8A8_G32: 8-bit codes, zero point 128 (GGUF Q8_0 as stored).
+   * Activations: s8 per token (scale = max|x| / 127) with each group's sum,
+   * rows padded (0) to whole groups; one kernel call per panel and row
+   * block over the whole K (the kernel folds each group's int32 sum into
+   * fp32 with its scale). */
+  HYRT_GEMM_W4A8 = 8,
+  HYRT_GEMM_W8A8_G32 = 9
 };
+
+/* K elements per scale group of the integer-code schemes. */
+enum { HYRT_GEMM_CODE_GROUP = 32 };
+
+static inline int hyrt_gemm_is_codes(int32_t scheme) {
+  return scheme == HYRT_GEMM_W4A8 || scheme == HYRT_GEMM_W8A8_G32;
+}
 
 /* K elements per weight-scale group of HYRT_GEMM_W8A8_G128, and the K and N
  * extent of an FP8 block. */
@@ -64,13 +82,23 @@ static inline int64_t hyrt_gemm_activation_lda(int64_t K, int64_t elem, int64_t 
 /* Elements of K the kernels read per activation row: K, or for
  * HYRT_GEMM_W8A8_G128 and FP8 whole groups of 128 (the padding 0). */
 static inline int64_t hyrt_gemm_activation_k(int32_t scheme, int64_t K) {
+  if (hyrt_gemm_is_codes(scheme))
+    return (K + HYRT_GEMM_CODE_GROUP - 1) / HYRT_GEMM_CODE_GROUP * HYRT_GEMM_CODE_GROUP;
   return scheme == HYRT_GEMM_W8A8_G128 || hyrt_gemm_is_fp8(scheme)
              ? (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K * HYRT_GEMM_GROUP_K
              : K;
 }
 
+/* Integer-code schemes: bytes of the per-token scales and of the group
+ * sums that precede the s8 rows in scratch (each block 64-byte aligned). */
+static inline int64_t hyrt_gemm_codes_scale_bytes(int64_t M) { return (M * 4 + 63) / 64 * 64; }
+static inline int64_t hyrt_gemm_codes_sum_bytes(int64_t M, int64_t K) {
+  return (M * ((K + HYRT_GEMM_CODE_GROUP - 1) / HYRT_GEMM_CODE_GROUP) * 4 + 63) / 64 * 64;
+}
+
 /* Bytes of scratch for M rows: per-token scales (64-byte aligned block) then
- * the u8 rows for W8A8; the bf16 rows for BF16 and FP8; padded fp32 rows for
+ * the u8 rows for W8A8 (scales, group sums, then s8 rows for the
+ * integer-code schemes); the bf16 rows for BF16 and FP8; padded fp32 rows for
  * FP8_F32 when K is not whole blocks; none for the f32 kernels. */
 static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int64_t K) {
   switch (scheme) {
@@ -80,6 +108,10 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
     return (M * 4 + 63) / 64 * 64 + M * hyrt_gemm_activation_lda(K, 1, 4);
   case HYRT_GEMM_W8A8_G128:
     return (M * 4 + 63) / 64 * 64 +
+           M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
+  case HYRT_GEMM_W4A8:
+  case HYRT_GEMM_W8A8_G32:
+    return hyrt_gemm_codes_scale_bytes(M) + hyrt_gemm_codes_sum_bytes(M, K) +
            M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
   case HYRT_GEMM_FP8:
   case HYRT_GEMM_FP8_FUSED:

@@ -220,6 +220,20 @@ void hyrt_ref_matmul_w8a8_grouped(const float *x, const int8_t *w_q, const float
                                   const float *bias, int64_t M, int64_t N, int64_t K,
                                   int64_t group, float *out);
 
+/* Integer codes with fp16 group scales in packed panels (HYRT_GEMM_W4A8:
+ * bits 4, HYRT_GEMM_W8A8_G32: bits 8; hyrt/gemm_layout.h): weight =
+ * scale[n][g] * (code - 2^(bits-1)) for groups g of HYRT_GEMM_CODE_GROUP
+ * K-elements. Activations quantized per token as hyrt_ref_matmul_w8a8 does;
+ * each group's integer products summed exactly, out = bias + a_scale *
+ * sum_g scale[n][g] * sum_g (in double). */
+void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const float *bias, int64_t M,
+                           int64_t N, int64_t K, int64_t bits, float *out);
+/* hyrt_ref_matmul_codes per expert: w is E packed [N][K] matrices. */
+void hyrt_ref_moe_grouped_matmul_codes(const float *x, const uint8_t *w,
+                                       const int32_t *offsets, int64_t num_rows,
+                                       int64_t num_experts, int64_t N, int64_t K,
+                                       int64_t bits, float *out);
+
 /* FP8 weight-only: codes [N][K] e4m3fn, factors one per 128 x 128 block;
  * the weight is `parts` matrices of N / parts rows stacked ([gate; up]: 2),
  * each with its own row blocks ([parts * ceil(N/parts/128)][ceil(K/128)]).

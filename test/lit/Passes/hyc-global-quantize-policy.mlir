@@ -6,12 +6,14 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 lm-head=int8" -split-input-file | FileCheck %s --check-prefix=HEAD8
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 keep-f32=kv_b_proj" -split-input-file | FileCheck %s --check-prefix=KVB
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=bf16 lm-head=int8" 2>&1 | FileCheck %s --check-prefix=HEADBAD
-// HEADBAD: an int8 lm_head needs scheme w8a8 (its activations are quantized per token), got scheme 'bf16'
+// HEADBAD: an int8 lm_head needs an integer scheme (its activations are quantized per token), got scheme 'bf16'
 // RUN: not hyc-opt %s --hyc-global-quantize-policy=scheme=int4 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: scheme 'int4' is not supported (f32, bf16, w8a8, w8a8-g128, fp8)
+// BAD: scheme 'int4' is not supported (f32, bf16, w8a8, w8a8-g128, w8a8-g32, w4a8, fp8)
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=f32 -split-input-file | FileCheck %s --check-prefix=F32
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g128 -split-input-file | FileCheck %s --check-prefix=G128
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=fp8 -split-input-file | FileCheck %s --check-prefix=FP8
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w4a8 -split-input-file | FileCheck %s --check-prefix=Q4
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 lm-head=int8" -split-input-file | FileCheck %s --check-prefix=Q8
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -81,6 +83,21 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // FP8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%[[S]]) {epilogue = #hyc<epilogue none>, quant = #hyc.quant<fp8_e4m3, block = [128, 128]>}
 // FP8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
 // FP8: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
+
+// Integer codes: one i8 param (the codes; their fp16 scales per 32 are
+// packed inside, so no scale operand), the sensitive layers bf16; an int8
+// head under codes is per-channel W8A8 with its scales.
+// Q4-LABEL: func.func @mlp
+// Q4: %[[C:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "q4g32"} -> tensor<48x64xi8>
+// Q4-NOT: hyc.quantize = "q4g32.scale"
+// Q4: hyc.quant.matmul %{{.*}}, %[[C]] {epilogue = #hyc<epilogue none>, quant = #hyc.quant<q4, group = 32>}
+// Q4: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x8xf32>
+// Q4: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
+// Q8-LABEL: func.func @mlp
+// Q8: %[[C:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "q8g32"} -> tensor<48x64xi8>
+// Q8: hyc.quant.matmul %{{.*}}, %[[C]] {epilogue = #hyc<epilogue none>, quant = #hyc.quant<q8, group = 32>}
+// Q8: %[[HQ:.+]] = hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "w8a8"} -> tensor<16x8xi8>
+// Q8: hyc.quant.matmul %{{.*}}, %[[HQ]] scale(%{{.*}}) {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x16xf32>
 
 // G128-LABEL: func.func @mlp
 // G128: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8g128"} -> tensor<48x64xi8>

@@ -1,7 +1,7 @@
 // --quant auto's table: the checkpoint's own precision where hyc holds it
-// exactly (f32, bf16, FP8 blocks, channel-INT8), bf16 with the reason where
-// it does not (f16, GGUF block types); the type with most GEMM bytes
-// decides a mixed file; a calibration build is f32.
+// exactly (f32, bf16, FP8 blocks, channel-INT8, GGUF Q4_0 / Q8_0 as codes),
+// bf16 with the reason where it does not (f16, other GGUF block types); the
+// type with most GEMM bytes decides a mixed file; a calibration build is f32.
 #include "compiler/QuantChoice.h"
 
 #include <gtest/gtest.h>
@@ -17,12 +17,27 @@ TEST(QuantChoice, TheStoredTypeDecides) {
   const QuantChoice f16 = chooseQuant({{"F16", 100}}, false);
   EXPECT_EQ(f16.quant, "bf16");
   EXPECT_NE(f16.reason.find("--quant f32 keeps them exactly"), std::string::npos) << f16.reason;
-  for (const char *block : {"Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "Q4_0"}) {
+  for (const char *block : {"Q4_K", "Q6_K", "IQ4_XS", "Q5_0"}) {
     const QuantChoice c = chooseQuant({{block, 100}}, false);
     EXPECT_EQ(c.quant, "bf16") << block;
     EXPECT_NE(c.reason.find(block), std::string::npos) << c.reason;
   }
   EXPECT_EQ(chooseQuant({}, false).quant, "f32");
+}
+
+// GGUF's fp16-scaled blocks of 32 are kept as codes: Q4_0 alone in 4 bits,
+// Q8_0 (alone, or beside Q4_0, which 8-bit codes also hold) in 8 bits; a
+// file that mixes them with another block type cannot keep every tensor in
+// one layout, and goes to bf16 saying why.
+TEST(QuantChoice, Q4_0AndQ8_0KeepTheirCodes) {
+  const QuantChoice q4 = chooseQuant({{"Q4_0", 100}}, false);
+  EXPECT_EQ(q4.quant, "w4a8");
+  EXPECT_NE(q4.reason.find("kept as stored"), std::string::npos) << q4.reason;
+  EXPECT_EQ(chooseQuant({{"Q8_0", 100}}, false).quant, "w8a8-g32");
+  EXPECT_EQ(chooseQuant({{"Q4_0", 100}, {"Q8_0", 10}}, false).quant, "w8a8-g32");
+  const QuantChoice mixed = chooseQuant({{"Q4_0", 100}, {"Q6_K", 10}}, false);
+  EXPECT_EQ(mixed.quant, "bf16");
+  EXPECT_NE(mixed.reason.find("other block types"), std::string::npos) << mixed.reason;
 }
 
 TEST(QuantChoice, MostBytesDecideAMixedFileAndCalibrationIsF32) {

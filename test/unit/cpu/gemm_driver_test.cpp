@@ -251,6 +251,74 @@ TEST_P(CpuGemmDriver, W8A8G128MatchesInt32ExactGroupSums) {
     }
 }
 
+/// The scalar reference's bound against the kernels on the same codes and
+/// quantized activations: both sum each group's integer products exactly;
+/// the kernel folds `groups` terms into fp32 (one rounding each, plus the
+/// scale products and a_scale), the reference in double.
+double codesBound(double magnitude, int64_t groups) {
+  return 2.0 * double(groups + 3) * 0x1p-23 * magnitude + 1e-30;
+}
+
+// Integer codes with in-panel fp16 scales per 32 (HYRT_GEMM_W4A8 and
+// HYRT_GEMM_W8A8_G32): the dense driver (partial panels, K not whole
+// groups, row blocks of every height, one and several threads) and the
+// grouped expert driver against hyrt_ref_matmul_codes on the same packed
+// weights, with a bias.
+TEST_P(CpuGemmDriver, CodesMatchTheScalarReference) {
+  for (const int bits : {4, 8}) {
+    const int32_t scheme = bits == 4 ? HYRT_GEMM_W4A8 : HYRT_GEMM_W8A8_G32;
+    const DataType codeType = bits == 4 ? DataType::u4 : DataType::u8;
+    for (const Case &c : kCases) {
+      const int64_t kp = (c.K + 31) / 32 * 32, groups = kp / 32;
+      auto x = randomVec(c.M * c.K, 31 + uint32_t(c.M)), bias = randomVec(c.N, 33);
+      std::vector<float> w(size_t(c.N * kp), 0.0f), src = randomVec(c.N * c.K, 32);
+      for (int64_t n = 0; n < c.N; ++n)
+        for (int64_t k = 0; k < c.K; ++k)
+          w[size_t(n * kp + k)] = src[size_t(n * c.K + k)] * (1.0f + float((n + k) % 7));
+      std::vector<uint8_t> codes(size_t(c.N * kp));
+      std::vector<uint16_t> scales(size_t(c.N * groups));
+      quantize_grouped(w.data(), c.N, kp, kp, bits, 32, false, codes.data(), scales.data(),
+                       nullptr);
+      PackedB p = pack_b_grouped(codes.data(), c.N, kp, kp, bits, 32, scales.data(), nullptr);
+      BrgemmDesc desc = make_brgemm_desc(int8(), DataType::s8, codeType, DataType::f32, int(kp));
+      desc.group = 32;
+      BrgemmGenResult gen = generate_brgemm(desc);
+      ASSERT_TRUE(gen) << gen.error;
+      std::vector<uint8_t> scratch(size_t(hyrt_gemm_scratch_bytes_for(scheme, c.M, c.K)));
+      std::vector<float> out(size_t(c.M * c.N), -9.0f), want(size_t(c.M * c.N));
+      hyrt_cpu_gemm_codes(scheme, x.data(), c.M, c.K, p.data.data(), c.N, bias.data(),
+                          out.data(), scratch.data(),
+                          reinterpret_cast<hyrt_brgemm_fn>(gen.kernel->fn()),
+                          gen.kernel->desc().m_max, kMinMacs);
+      hyrt_ref_matmul_codes(x.data(), p.data.data(), bias.data(), c.M, c.N, c.K, bits,
+                            want.data());
+      // Magnitude of the terms: |x| <= 1 and |w| <= 7 summed over K.
+      const double mag = 7.0 * double(c.K);
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_NEAR(out[i], want[i], codesBound(mag, groups) + 1e-6 * std::fabs(bias[i % c.N]))
+            << GetParam().name << " bits=" << bits << " M=" << c.M << " N=" << c.N
+            << " K=" << c.K << " at " << i;
+
+      // Two experts of the same matrix: rows [0, 1) and [1, M).
+      const size_t matrix = p.data.size();
+      AlignedBuffer stacked(2 * matrix);
+      std::memcpy(stacked.data(), p.data.data(), matrix);
+      std::memcpy(stacked.data() + matrix, p.data.data(), matrix);
+      const int32_t offsets[3] = {0, 1, int32_t(c.M)};
+      std::vector<float> grouped(size_t(c.M * c.N), -9.0f), gwant(size_t(c.M * c.N));
+      hyrt_cpu_grouped_gemm(scheme, x.data(), c.M, c.K, offsets, 2, stacked.data(), nullptr,
+                            c.N, grouped.data(), scratch.data(),
+                            reinterpret_cast<hyrt_brgemm_fn>(gen.kernel->fn()),
+                            gen.kernel->desc().m_max, kMinMacs);
+      hyrt_ref_moe_grouped_matmul_codes(x.data(), stacked.data(), offsets, c.M, 2, c.N, c.K,
+                                        bits, gwant.data());
+      for (size_t i = 0; i < grouped.size(); ++i)
+        ASSERT_NEAR(grouped[i], gwant[i], codesBound(mag, groups))
+            << "grouped, bits=" << bits << " M=" << c.M << " at " << i;
+    }
+  }
+}
+
 TEST(CpuGemmDriverBf16, Bf16MatchesRoundedReference) {
   if (!host_supports(Isa::avx512_bf16))
     GTEST_SKIP() << "host lacks AVX-512 BF16: the bf16 kernels only compile here";
