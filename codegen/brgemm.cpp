@@ -9,6 +9,35 @@
 
 namespace hyc::codegen {
 
+namespace {
+
+bool is_grouped(BLayout layout) {
+  return layout == BLayout::u8_grouped || layout == BLayout::u4_grouped;
+}
+
+/// The grouped layouts' own rules (after the table lookup succeeded).
+std::string validate_grouped(const BrgemmDesc &d) {
+  std::ostringstream err;
+  if (d.a_type != DataType::s8 || d.c_type != DataType::f32) {
+    err << "grouped " << data_type_name(d.b_type)
+        << " kernels take s8 A and f32 C, found A="
+        << data_type_name(d.a_type) << " C=" << data_type_name(d.c_type);
+  } else if (d.n_block != 32) {
+    err << "grouped kernels take N block 32, found " << d.n_block;
+  } else if (d.group <= 0 || d.group % 16 != 0) {
+    err << "group " << d.group << " must be a positive multiple of 16";
+  } else if (d.k % d.group != 0) {
+    err << "group " << d.group << " does not divide K=" << d.k
+        << " (the driver pads K to whole groups)";
+  } else if (d.group > 65536) {
+    err << "group " << d.group
+        << " exceeds 65536, where a group's int32 sum could overflow";
+  }
+  return err.str();
+}
+
+} // namespace
+
 const char *b_layout_name(BLayout layout) {
   switch (layout) {
   case BLayout::f32_k1:
@@ -19,6 +48,10 @@ const char *b_layout_name(BLayout layout) {
     return "s8_vnni4";
   case BLayout::f8_vnni2:
     return "f8_vnni2";
+  case BLayout::u8_grouped:
+    return "u8_grouped";
+  case BLayout::u4_grouped:
+    return "u4_grouped";
   }
   return "?";
 }
@@ -37,6 +70,8 @@ const char *data_type_name(DataType t) {
     return "s32";
   case DataType::f8:
     return "f8";
+  case DataType::u4:
+    return "u4";
   }
   return "unknown";
 }
@@ -48,6 +83,7 @@ int data_type_size(DataType t) {
   case DataType::u8:
   case DataType::s8:
   case DataType::f8:
+  case DataType::u4:
     return 1;
   default:
     return 4;
@@ -70,7 +106,10 @@ BrgemmKernel::BrgemmKernel(const BrgemmDesc &desc, std::string name,
 std::string brgemm_name(const BrgemmDesc &d) {
   std::ostringstream os;
   os << "brgemm_" << data_type_name(d.a_type) << data_type_name(d.b_type)
-     << data_type_name(d.c_type) << '_' << d.m_max << 'x' << d.n_block << 'x'
+     << data_type_name(d.c_type);
+  if (is_grouped(d.b_layout))
+    os << "_g" << d.group << (d.asymmetric ? "a" : "");
+  os << '_' << d.m_max << 'x' << d.n_block << 'x'
      << d.k << '_' << isa_name(d.isa);
   if (d.accumulate)
     os << "_acc";
@@ -81,8 +120,25 @@ std::string brgemm_name(const BrgemmDesc &d) {
 
 std::string validate_brgemm(const BrgemmDesc &d) {
   std::ostringstream err;
+  const bool grouped_b = d.b_type == DataType::u4 || d.b_type == DataType::u8;
+  if (grouped_b && d.a_type != DataType::s8) {
+    err << "grouped " << data_type_name(d.b_type)
+        << " weights take s8 activations, found A=" << data_type_name(d.a_type);
+    return err.str();
+  }
+  if (grouped_b && d.n_block != 32) {
+    err << "grouped kernels take N block 32, found " << d.n_block;
+    return err.str();
+  }
   const BrgemmTile *tile =
       find_brgemm_tile(d.isa, d.a_type, d.b_type, d.n_block);
+  if (!tile && grouped_b) {
+    err << "no " << isa_name(d.isa) << " generator for grouped "
+        << data_type_name(d.b_type)
+        << " weights (avx512_vnni and avx2 have one; AMX hosts use "
+           "avx512_vnni, see grouped_kernel_isa)";
+    return err.str();
+  }
   if (!tile) {
     err << "no " << isa_name(d.isa)
         << " generator for A=" << data_type_name(d.a_type)
@@ -100,7 +156,16 @@ std::string validate_brgemm(const BrgemmDesc &d) {
     return err.str();
   }
   if (d.b_layout != b_layout_for(d.b_type)) {
-    err << "B layout does not match B type " << data_type_name(d.b_type);
+    err << "B layout " << b_layout_name(d.b_layout)
+        << " does not match B type " << data_type_name(d.b_type)
+        << " (expected " << b_layout_name(b_layout_for(d.b_type)) << ")";
+    return err.str();
+  }
+  if (is_grouped(d.b_layout))
+    return validate_grouped(d);
+  if (d.group != 0 || d.asymmetric) {
+    err << "group " << d.group << (d.asymmetric ? " (asymmetric)" : "")
+        << " given for the ungrouped layout " << b_layout_name(d.b_layout);
     return err.str();
   }
   const bool int8 = d.a_type == DataType::u8;
@@ -149,7 +214,9 @@ BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
     return desc.b_type == DataType::f8 ? x86::generate_avx512_fp8(desc, tile)
                                        : x86::generate_avx512_bf16(desc, tile);
   case Isa::avx512_vnni:
-    return x86::generate_avx512_vnni(desc, tile);
+    return is_grouped(desc.b_layout)
+               ? x86::generate_avx512_vnni_grouped(desc, tile)
+               : x86::generate_avx512_vnni(desc, tile);
   case Isa::avx512_core:
     return desc.b_type == DataType::bf16
                ? x86::generate_avx512_core_bf16(desc, tile)
@@ -160,6 +227,9 @@ BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
       return x86::generate_avx2_bf16(desc, tile);
     case DataType::s8:
       return x86::generate_avx2_u8s8(desc, tile);
+    case DataType::u4:
+    case DataType::u8:
+      return x86::generate_avx2_grouped(desc, tile);
     default:
       return x86::generate_avx2_fp32(desc, tile);
     }

@@ -22,12 +22,14 @@ class CodeGenerator;
 
 namespace hyc::codegen {
 
-/// Element types of A, B and C.
-enum class DataType { f32, bf16, u8, s8, s32, f8 };
+/// Element types of A, B and C. u4 is an unsigned 4-bit weight code, two
+/// per byte (grouped layouts only).
+enum class DataType { f32, bf16, u8, s8, s32, f8, u4 };
 
-/// Spelling in kernel names: "f32", "bf16", "u8", "s8", "s32", "f8" (e4m3fn).
+/// Spelling in kernel names: "f32", "bf16", "u8", "s8", "s32", "f8" (e4m3fn),
+/// "u4".
 const char *data_type_name(DataType t);
-/// Bytes per element.
+/// Bytes per element (1 for u4: sizes here address whole bytes).
 int data_type_size(DataType t);
 
 /// How B is packed (codegen/pack.h); one panel holds 32 columns, K-major.
@@ -36,10 +38,17 @@ enum class BLayout {
   bf16_vnni2, ///< [ceil(N/32)][ceil(K/2)][32][2] bf16
   s8_vnni4,   ///< [ceil(N/32)][ceil(K/4)][32][4] s8, then int32 comp[32]
   f8_vnni2,   ///< [ceil(N/32)][ceil(K/128) * 64][32][2] e4m3 (K padded to 128)
+  /// Unsigned codes with per-group fp16 scales (and mins), see "Grouped
+  /// integer kernels" below: per group, [group/4][32][4] u8 codes, then
+  /// scales[32] fp16, then (asymmetric) mins[32] fp16.
+  u8_grouped,
+  /// As u8_grouped with 64-byte K quads: byte 4c+e (c < 16) holds
+  /// code[4q+e][c] in its low nibble and code[4q+e][16+c] in its high one.
+  u4_grouped,
 };
 
 /// Spelling of a B layout in kernel tables and messages: "f32_k1",
-/// "bf16_vnni2", "s8_vnni4", "f8_vnni2".
+/// "bf16_vnni2", "s8_vnni4", "f8_vnni2", "u8_grouped", "u4_grouped".
 const char *b_layout_name(BLayout layout);
 
 /// What happens to the accumulators before they are stored.
@@ -53,7 +62,25 @@ enum class Epilogue {
 /// (-> s32 or f32); avx512_core f32 x f32 and f32 x bf16; avx2 f32 x f32,
 /// f32 x bf16 and u8 x s8 (-> s32 or f32); amx bf16 x bf16 and u8 x s8;
 /// avx512_bf16 bf16 x f8 (FP8 weights, K a multiple of 128, decode-sized M:
-/// each 128-K block's sum is scaled by post->b_scale[block]; needs VBMI).
+/// each 128-K block's sum is scaled by post->b_scale[block]; needs VBMI);
+/// avx512_vnni and avx2 s8 x u4 and s8 x u8 grouped (-> f32, below).
+///
+/// Grouped integer kernels (W4A8, GGUF Q4_0/Q8_0 kept exactly): A is s8 per
+/// token, B unsigned codes with one fp16 scale (and min when asymmetric)
+/// per `group` K elements and column, post->a_sum[m][g] the sum of row m's
+/// A over group g (row stride k / group). Each element follows exactly
+/// (float ops round once each, fma is fused):
+///   acc = +0
+///   for g = 0, 1, ..., k/group - 1:
+///     dot = sum_{k in g} a[m][k] * code[k][n]              (exact int32)
+///     symmetric:  acc = fma(float(dot - zp * a_sum[m][g]), scale_g[n], acc)
+///                 (int32 subtract; zp = 8 for u4, 128 for u8)
+///     asymmetric: acc = fma(float(dot), scale_g[n], acc)
+///                 acc = fma(-min_g[n], float(a_sum[m][g]), acc)
+///   C = acc * a_scale[m];  C = C_old + C (accumulate);  C = C + bias[n]
+/// so weight = scale * (code - zp), or scale * code - min. The order of
+/// the groups never depends on m, so a row's result does not depend on the
+/// batch. AMX hosts run the avx512_vnni kernel (grouped_kernel_isa).
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
   int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max
@@ -69,6 +96,11 @@ struct BrgemmDesc {
   /// math (their comp covers the whole packed K, so K is never split).
   bool accumulate = false;
   Epilogue epilogue = Epilogue::none;
+  /// Grouped layouts only: K elements per scale group (a positive multiple
+  /// of 16 dividing k; the driver pads K). 0 for every other layout.
+  int group = 0;
+  /// Grouped layouts only: panels carry mins (weight = scale*code - min).
+  bool asymmetric = false;
 };
 
 /// Operands an epilogue reads; pointers are already offset to the block
@@ -78,6 +110,9 @@ struct BrgemmPostArgs {
   const float *a_scale = nullptr; ///< [m], u8 x s8 -> f32 kernels
   const float *b_scale = nullptr; ///< [n_block], u8 x s8 -> f32 kernels;
                                   ///< [K / 128] block factors, bf16 x f8
+  /// Grouped kernels: [m][k / group] sums of each row's s8 A per group.
+  /// Appended last: generated code reads the fields by offset.
+  const int32_t *a_sum = nullptr;
 };
 
 /// Every generated brgemm kernel has this signature. lda and ldc count
@@ -122,8 +157,9 @@ public:
   BrgemmKernel &operator=(const BrgemmKernel &) = delete;
 
   const BrgemmDesc &desc() const { return desc_; }
-  /// `<op>_<types>_<M>x<N>x<K>_<isa>[_acc][_bias]`, e.g.
-  /// brgemm_bf16bf16f32_14x32x4096_avx512bf16.
+  /// `<op>_<types>[_g<group>[a]]_<M>x<N>x<K>_<isa>[_acc][_bias]`, e.g.
+  /// brgemm_bf16bf16f32_14x32x4096_avx512bf16 or (asymmetric groups of 128)
+  /// brgemm_s8u4f32_g128a_6x32x4096_avx512vnni.
   const std::string &name() const { return name_; }
   /// The entry point. Only call it when host_supports(desc().isa).
   BrgemmFn fn() const { return fn_; }

@@ -64,7 +64,9 @@ HostIsa detect() {
   const bool zmm_state = ymm_state && (xcr0 & 0xE0) == 0xE0;
   const bool tile_state = (xcr0 & (3ull << 17)) == (3ull << 17);
 
-  h.avx2 = ymm_state && bit(l7.b, 5) && bit(l1.c, 12);
+  // F16C (leaf 1 ECX bit 29) too: the grouped kernels widen fp16 scales with
+  // vcvtph2ps. Every AVX2 CPU has it, so no host loses the floor.
+  h.avx2 = ymm_state && bit(l7.b, 5) && bit(l1.c, 12) && bit(l1.c, 29);
   h.avx512_core = zmm_state && bit(l7.b, 16) && bit(l7.b, 17) &&
                   bit(l7.b, 30) && bit(l7.b, 31);
   h.avx512_vnni = h.avx512_core && bit(l7.c, 11);

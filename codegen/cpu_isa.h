@@ -10,7 +10,7 @@ namespace hyc::codegen {
 /// An instruction-set family a generator targets. Each one implies the ones a
 /// kernel for it also uses (all AVX-512 families imply F+BW+VL+DQ).
 enum class Isa {
-  avx2,        ///< AVX2 + FMA (the floor)
+  avx2,        ///< AVX2 + FMA + F16C (the floor)
   avx512_core, ///< AVX-512 F/BW/VL/DQ
   avx512_vnni, ///< avx512_core + VNNI (vpdpbusd)
   avx512_bf16, ///< avx512_core + BF16 (vdpbf16ps)
@@ -23,7 +23,7 @@ const char *isa_name(Isa isa);
 
 /// What the host CPU and OS allow, as seen by CPUID, XGETBV and arch_prctl.
 struct HostIsa {
-  bool avx2 = false;        ///< AVX2 and FMA, with YMM state enabled
+  bool avx2 = false;        ///< AVX2, FMA and F16C, with YMM state enabled
   bool avx512_core = false; ///< F, BW, VL, DQ with ZMM/opmask state enabled
   bool avx512_vnni = false;
   bool avx512_bf16 = false;

@@ -58,6 +58,9 @@ int64_t packed_k_steps(BLayout layout, int64_t k) {
     return ceil_div(k, 4);
   case BLayout::f8_vnni2: // K pairs of whole 128-blocks, 64 bytes each
     return ceil_div(k, 128) * 64;
+  case BLayout::u8_grouped:
+  case BLayout::u4_grouped:
+    return ceil_div(k, 4);
   }
   return 0;
 }
@@ -67,6 +70,8 @@ int64_t packed_comp_offset(int64_t k) {
 }
 
 int64_t packed_panel_bytes(BLayout layout, int64_t k) {
+  if (layout == BLayout::u8_grouped || layout == BLayout::u4_grouped)
+    return 0; // depends on the group: grouped_panel_bytes
   const int64_t body =
       packed_k_steps(layout, k) * (layout == BLayout::f8_vnni2 ? 64 : 128);
   return layout == BLayout::s8_vnni4 ? body + kPanelCols * 4 : body;

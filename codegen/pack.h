@@ -33,10 +33,12 @@ private:
   size_t size_ = 0;
 };
 
-/// K steps of a panel: K (f32), ceil(K/2) (bf16 pairs), ceil(K/4) (s8 quads).
+/// K steps of a panel: K (f32), ceil(K/2) (bf16 pairs), ceil(K/4) (s8 quads,
+/// and the grouped layouts' code quads).
 int64_t packed_k_steps(BLayout layout, int64_t k);
 /// Bytes of one panel (each K step is 128 bytes; s8 panels end with
-/// int32 comp[32]).
+/// int32 comp[32]). Grouped layouts depend on the group: 0 here, see
+/// grouped_panel_bytes.
 int64_t packed_panel_bytes(BLayout layout, int64_t k);
 /// Byte offset of comp[32] inside an s8 panel.
 int64_t packed_comp_offset(int64_t k);
@@ -48,6 +50,8 @@ struct PackedB {
   int64_t k = 0; ///< logical reduction length
   int64_t n_panels = 0;
   int64_t panel_bytes = 0;
+  int64_t group = 0;       ///< grouped layouts: K elements per scale group
+  bool asymmetric = false; ///< grouped layouts: panels carry mins
   AlignedBuffer data;
 
   const uint8_t *panel(int64_t p) const {
@@ -90,6 +94,47 @@ PackedB pack_b_f8(const uint8_t *codes, int64_t n, int64_t k, int64_t ldw);
 /// scales [n][ceil(k / group)], scale = max|w| / 127 over the group.
 void quantize_s8_per_group(const float *w, int64_t n, int64_t k, int64_t ldw,
                            int64_t group, int8_t *q, float *scales);
+
+/// fp32 -> fp16 bits, round to nearest even (overflow to inf, NaN quiet).
+uint16_t f32_to_f16(float x);
+/// fp16 bits -> fp32 (exact).
+float f16_to_f32(uint16_t x);
+
+/// Bytes of one 32-column panel of a grouped layout (BrgemmDesc's
+/// "Grouped integer kernels"): k / group groups, each group / 4 K quads of
+/// codes (128 bytes for bits = 8, 64 for bits = 4), scales[32] fp16 and,
+/// when asymmetric, mins[32] fp16. k must be a multiple of group.
+int64_t grouped_panel_bytes(int bits, int64_t k, int64_t group,
+                            bool asymmetric);
+
+/// Packs unsigned codes [N][K] (one code per byte, row stride ldc, each
+/// below 2^bits) with scales and mins [N][K/group] fp16 bits (mins nullptr:
+/// symmetric) into the u4_grouped (bits 4) or u8_grouped (bits 8) layout.
+/// Padding columns get the zero point (8 or 128) as codes when symmetric,
+/// 0 when asymmetric, and scales and mins 0, so they produce 0. Throws
+/// std::invalid_argument naming the first bad argument or code.
+PackedB pack_b_grouped(const uint8_t *codes, int64_t n, int64_t k, int64_t ldc,
+                       int bits, int64_t group, const uint16_t *scales_f16,
+                       const uint16_t *mins_f16);
+
+/// Quantizes [N][K] fp32 weights (row stride ldw, K a multiple of group)
+/// per (row, group) to unsigned codes [N][K] (contiguous) with fp16 scales
+/// and, when asymmetric, fp16 mins [N][K/group]; the kernels then multiply
+/// exactly dequantized = scale * (code - zp) (zp = 2^(bits-1)), or
+/// scale * code - min.
+///   symmetric:  scale = absmax / (2^(bits-1) - 1), rounded UP to fp16, so
+///               |w / scale| <= 2^(bits-1) - 1 and no code clamps (code
+///               0 stays unused, as in the signed range [-127, 127]).
+///   asymmetric: min = -(group minimum) rounded up to fp16, then
+///               scale = (max + min) / (2^bits - 1) rounded up, so every
+///               (w + min) / scale lies in [0, 2^bits - 1].
+/// code = round-half-even of the exact quotient from the rounded values,
+/// so |w - dequantized| <= scale / 2 for every weight whose group's scale
+/// stays finite in fp16 (|w| up to about 65504 * 7 for 4 bits). A group of
+/// zeros gets scale 0 (and min 0) and codes zp (0 when asymmetric).
+void quantize_grouped(const float *w, int64_t n, int64_t k, int64_t ldw,
+                      int bits, int64_t group, bool asymmetric, uint8_t *codes,
+                      uint16_t *scales_f16, uint16_t *mins_f16);
 
 /// Symmetric per-output-channel quantization of [N][K] fp32 weights (row
 /// stride ldw) into q [N][K] (contiguous): scale[n] = max_k |w| / 127,

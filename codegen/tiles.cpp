@@ -3,6 +3,9 @@
 // VNNI); AMX uses 2x2 tiles of 16x16; AVX2 works on two 16-column halves of a
 // panel with m x 2 ymm accumulators (m = 6 for f32; 4 for bf16 and u8 x s8,
 // whose B widening and sign trick need more registers, see x86/avx2.cpp).
+// Grouped integer kernels keep an int32 group sum and an fp32 total per row
+// and column vector: 4 zmm per row on AVX-512 (x86/avx512_vnni_grouped.cpp),
+// 4 ymm per row and 16-column half on AVX2 (x86/avx2_grouped.cpp).
 #include "codegen/tiles.h"
 
 namespace hyc::codegen {
@@ -32,6 +35,15 @@ constexpr BrgemmTile kTiles[] = {
     {Isa::avx2, DT::f32, DT::f32, 32, 6, 4, 4096},
     {Isa::avx2, DT::f32, DT::bf16, 32, 4, 4, 4096},
     {Isa::avx2, DT::u8, DT::s8, 32, 4, 4, 4096},
+    // Grouped s8 x u4 / u8: 6 rows x 4 zmm, then 4 code registers (reused
+    // for scales and mins at each group's end), the nibble mask and two
+    // temporaries. The unroll is in K quads, capped at group / 4.
+    {Isa::avx512_vnni, DT::s8, DT::u4, 32, 6, 32, 4096},
+    {Isa::avx512_vnni, DT::s8, DT::u8, 32, 6, 32, 4096},
+    // AVX2: 2 rows x 4 ymm next to the codes widened for vpmaddubsw (u4)
+    // or to int16 pairs for vpmaddwd (u8), A and constants.
+    {Isa::avx2, DT::s8, DT::u4, 32, 2, 32, 4096},
+    {Isa::avx2, DT::s8, DT::u8, 32, 2, 32, 4096},
     {Isa::amx, DT::bf16, DT::bf16, 32, 32, 1, 0},
     {Isa::amx, DT::u8, DT::s8, 32, 32, 1, 0},
 };
@@ -55,6 +67,10 @@ BLayout b_layout_for(DataType b_type) {
     return BLayout::s8_vnni4;
   case DataType::f8:
     return BLayout::f8_vnni2;
+  case DataType::u8:
+    return BLayout::u8_grouped;
+  case DataType::u4:
+    return BLayout::u4_grouped;
   default:
     return BLayout::f32_k1;
   }
@@ -75,6 +91,21 @@ BrgemmDesc make_brgemm_desc(Isa isa, DataType a_type, DataType b_type,
   d.epilogue = epilogue;
   const BrgemmTile *t = find_brgemm_tile(isa, a_type, b_type, n_block);
   d.m_max = t ? t->m_max : 0;
+  return d;
+}
+
+Isa grouped_kernel_isa(Isa isa) {
+  return isa == Isa::amx ? Isa::avx512_vnni : isa;
+}
+
+BrgemmDesc make_grouped_brgemm_desc(Isa isa, DataType b_type, int k, int group,
+                                    bool asymmetric, bool accumulate,
+                                    Epilogue epilogue) {
+  BrgemmDesc d =
+      make_brgemm_desc(grouped_kernel_isa(isa), DataType::s8, b_type,
+                       DataType::f32, k, 32, accumulate, epilogue);
+  d.group = group;
+  d.asymmetric = asymmetric;
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include "codegen/brgemm.h"
 #include "codegen/tiles.h"
 
+#include "hyrt/abi.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cstdio>
@@ -52,13 +53,16 @@ const IsaInfo *isaInfo(const std::string &name) {
         "amx_int8"}},
       {"avx512vnni:u8s8f32", Isa::avx512_vnni, DataType::u8, DataType::s8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
-      // Integer codes with fp16 scales per 32 K-elements (q4 / q8).
+      // Grouped-scale integer weights (the kernel's `group` and
+      // `asymmetric` attributes); AMX variants run the avx512vnni kernel.
       {"avx512vnni:s8u4f32", Isa::avx512_vnni, DataType::s8, DataType::u4,
-       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}, 32},
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
       {"avx512vnni:s8u8f32", Isa::avx512_vnni, DataType::s8, DataType::u8,
-       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}, 32},
-      {"avx2:s8u4f32", Isa::avx2, DataType::s8, DataType::u4, {"avx2", "fma", "f16c"}, 32},
-      {"avx2:s8u8f32", Isa::avx2, DataType::s8, DataType::u8, {"avx2", "fma", "f16c"}, 32},
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
+      {"avx2:s8u4f32", Isa::avx2, DataType::s8, DataType::u4,
+       {"avx2", "fma", "f16c"}},
+      {"avx2:s8u8f32", Isa::avx2, DataType::s8, DataType::u8,
+       {"avx2", "fma", "f16c"}},
   };
   for (const IsaInfo &i : table)
     if (name == i.name)
@@ -79,7 +83,8 @@ struct TableRow {
 void writeKernelTable(std::ostream &out, const std::vector<TableRow> &rows) {
   out << "\n\t.section .data.rel.ro,\"aw\",@progbits\n\t.p2align 3\n"
       << "\t.globl hyc_kernels_v0\n\t.type hyc_kernels_v0, @object\n"
-      << "hyc_kernels_v0:\n\t.long 0, " << rows.size() << "\n\t.quad "
+      << "hyc_kernels_v0:\n\t.long " << HYRT_KERNEL_TABLE_VERSION << ", "
+      << rows.size() << "\n\t.quad "
       << (rows.empty() ? "0" : ".Lhyc_kernel_rows") << "\n"
       << "\t.size hyc_kernels_v0, 16\n.Lhyc_kernel_rows:\n";
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -89,7 +94,8 @@ void writeKernelTable(std::ostream &out, const std::vector<TableRow> &rows) {
         << "i, " << s << "t, " << s << "l\n"
         << "\t.long " << r.desc.m_max << ", " << r.desc.n_block << ", " << r.desc.k
         << ", " << (r.desc.accumulate ? 1 : 0) << ", "
-        << (r.desc.epilogue == codegen::Epilogue::bias ? 1 : 0) << ", 0\n";
+        << (r.desc.epilogue == codegen::Epilogue::bias ? 1 : 0) << ", 0, "
+        << r.desc.group << ", " << (r.desc.asymmetric ? 1 : 0) << "\n";
   }
   out << "\t.section .rodata.hyc_kernel_strings,\"a\",@progbits\n";
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -123,10 +129,14 @@ bool emitKernels(mlir::ModuleOp module, const std::string &asmPath,
       error = "kernel " + name + ": no generator for '" + isa + "'";
       return false;
     }
+    const bool accumulate = bool(d.get("accumulate"));
     codegen::BrgemmDesc desc = codegen::make_brgemm_desc(
         info->isa, info->a, info->b, codegen::DataType::f32, int(k), 32,
-        /*accumulate=*/bool(d.get("accumulate")));
-    desc.group = info->group;
+        accumulate);
+    if (auto group = d.getAs<mlir::IntegerAttr>("group"))
+      desc = codegen::make_grouped_brgemm_desc(
+          info->isa, info->b, int(k), int(group.getInt()),
+          /*asymmetric=*/bool(d.get("asymmetric")), accumulate);
     if (desc.m_max != mMax) {
       error = "kernel " + name + ": the lowering assumed " +
               std::to_string(mMax) + " rows per block, the generator makes " +

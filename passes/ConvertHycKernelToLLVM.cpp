@@ -69,6 +69,7 @@ struct KernelUse {
   std::string name, isa, types;
   int64_t k, mMax;
   bool accumulate = false; ///< C += A.B (dispatch without zero_init)
+  int64_t group = 0;       ///< integer codes: K-elements per in-panel scale
 };
 
 /// The kernel-name spelling of a dispatch's (A, B) types.
@@ -169,7 +170,10 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit()});
+    // Integer codes (q4_g32, q8_g32): symmetric, one scale per 32.
+    const bool codes = op.getBLayout() == "q4_g32" || op.getBLayout() == "q8_g32";
+    kernels.push_back(
+        {name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(), codes ? 32 : 0});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }
@@ -468,7 +472,7 @@ struct ConvertHycKernelToLLVMPass
                      [&](const char *f) { return module.lookupSymbol<LLVM::LLVMFuncOp>(f); }))
       emitStateAccessor(b, loc, "hyc_collectives_v0", "hyrt_collectives_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
-    // types, [accumulate]}.
+    // types, [accumulate], [group]}.
     SmallVector<Attribute> kernelAttrs;
     for (const KernelUse &k : kernels) {
       SmallVector<NamedAttribute> fields = {
@@ -479,6 +483,8 @@ struct ConvertHycKernelToLLVMPass
           b.getNamedAttr("types", b.getStringAttr(k.types))};
       if (k.accumulate) // C += A.B (per-group W8A8), else C = A.B
         fields.push_back(b.getNamedAttr("accumulate", b.getUnitAttr()));
+      if (k.group) // integer codes with in-panel scales per `group`
+        fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.group)));
       kernelAttrs.push_back(b.getDictionaryAttr(fields));
     }
     module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));

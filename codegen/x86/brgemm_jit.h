@@ -103,6 +103,10 @@ BrgemmGenResult generate_avx512_fp8(const BrgemmDesc &desc,
                                     const BrgemmTile &tile);
 BrgemmGenResult generate_avx512_vnni(const BrgemmDesc &desc,
                                      const BrgemmTile &tile);
+BrgemmGenResult generate_avx512_vnni_grouped(const BrgemmDesc &desc,
+                                             const BrgemmTile &tile);
+BrgemmGenResult generate_avx2_grouped(const BrgemmDesc &desc,
+                                      const BrgemmTile &tile);
 BrgemmGenResult generate_avx512_fp32(const BrgemmDesc &desc,
                                      const BrgemmTile &tile);
 BrgemmGenResult generate_avx512_core_bf16(const BrgemmDesc &desc,

@@ -9,6 +9,11 @@
 // granule g bounded by sum |terms|, so when that bound is below 2^24 g the
 // kernel's fp32 result must be exact whatever order it sums in; otherwise
 // it must lie within (K + 4) * 2^-24 * sum |terms| (each add rounds once).
+//
+// Grouped integer kernels (s8 x u4 / u8 codes with fp16 group scales, the
+// u4_grouped / u8_grouped layouts) define their fp32 operation order
+// exactly (codegen/brgemm.h), so they are compared bit for bit with a
+// scalar evaluation in that order (this file builds with -ffp-contract=off).
 #include "hyrt/artifact/kernel_self_test.h"
 
 #include <algorithm>
@@ -27,17 +32,19 @@ namespace {
 /// The brgemm C ABI (hyrt_brgemm_fn in cpu_kernels.h, BrgemmFn in codegen).
 struct PostArgs {
   const float *bias, *a_scale, *b_scale;
+  const int32_t *a_sum; // grouped kernels: [m][k / group]
 };
 using KernelFn = void (*)(const void *a, int64_t lda, const void *b, void *c, int64_t ldc,
                           int64_t m, const PostArgs *post);
 
-enum class Elem { f32, bf16, u8, s8, s32, f8 };
+enum class Elem { f32, bf16, u8, s8, s32, f8, u4 };
 
 /// "bf16bf16f32" -> {bf16, bf16, f32}; false for another spelling.
 bool parse_types(const char *text, Elem out[3]) {
   static const std::pair<const char *, Elem> kNames[] = {{"bf16", Elem::bf16}, {"f32", Elem::f32},
                                                          {"u8", Elem::u8},     {"s8", Elem::s8},
-                                                         {"s32", Elem::s32},   {"f8", Elem::f8}};
+                                                         {"s32", Elem::s32},   {"f8", Elem::f8},
+                                                         {"u4", Elem::u4}};
   std::string t = text ? text : "";
   size_t at = 0;
   for (int i = 0; i < 3; ++i) {
@@ -66,6 +73,10 @@ const char *layout_for(Elem b) {
     return "s8_vnni4";
   case Elem::f8:
     return "f8_vnni2";
+  case Elem::u4:
+    return "u4_grouped";
+  case Elem::u8:
+    return "u8_grouped";
   default:
     return "";
   }
@@ -140,6 +151,146 @@ struct Aligned {
 };
 
 constexpr uint32_t kSentinelBits = 0x7FA5A5A5u; // a NaN no kernel writes
+
+/// fp16 bits -> fp32 (exact), as vcvtph2ps widens scales and mins.
+float f16_value(uint16_t h) {
+  const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  const float v = e == 0 ? std::ldexp(float(m), -24) : std::ldexp(float(1024 + m), e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/// Checks C[0..m)[0..NB) against want bit for bit and the rest of cbuf
+/// (M + 1 rows of ldc) against the sentinel; returns "" or the first miss.
+std::string compare_exact(const std::vector<float> &cbuf, const std::vector<float> &want, int m,
+                          int M, int NB, int64_t ldc) {
+  for (int i = 0; i <= M; ++i)
+    for (int n = 0; n < ldc; ++n) {
+      const float got = cbuf[size_t(i) * ldc + n];
+      const bool inside = i < m && n < NB;
+      float expect;
+      if (inside)
+        expect = want[size_t(i) * NB + n];
+      else
+        std::memcpy(&expect, &kSentinelBits, 4);
+      if (std::memcmp(&got, &expect, 4) != 0) {
+        char msg[200];
+        std::snprintf(msg, sizeof msg, " (m=%d): C[%d][%d] = %.9g, expected %.9g%s", m, i, n,
+                      double(got), double(expect),
+                      inside ? " (bit-exact order of codegen/brgemm.h)" : " (outside its block)");
+        return msg;
+      }
+    }
+  return "";
+}
+
+/// A grouped kernel (u4_grouped / u8_grouped panel, one N block of 32) on
+/// a random problem with code and activation extremes, against the scalar
+/// evaluation in the kernels' order (codegen/brgemm.h).
+std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
+  const int M = kd.m_max, K = kd.k, G = kd.group, groups = K / G, NB = 32;
+  const bool u4 = t[1] == Elem::u4, asym = kd.asymmetric != 0;
+  const int top = u4 ? 15 : 255, zp = asym ? 0 : (top + 1) / 2;
+  const int64_t quad_bytes = u4 ? 64 : 128, codes_bytes = G / 4 * quad_bytes;
+  const int64_t group_bytes = codes_bytes + (asym ? 128 : 64), lda = K + 8, ldc = NB + 8;
+  Stream rng{0xD1B54A32D192ED03ull ^ (uint64_t(K) << 20) ^ uint64_t(G * 131 + M)};
+
+  Aligned a(size_t(M * lda));
+  std::fill(a.raw.begin(), a.raw.end(), 0x7F); // a kernel reading past K sums these
+  std::vector<int32_t> a_sum(size_t(M) * groups, 0);
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) {
+      const int v = k < 4 ? (k % 2 ? 127 : -128) : rng.range(-128, 127);
+      a.p[size_t(i) * lda + k] = uint8_t(int8_t(v));
+      a_sum[size_t(i) * groups + k / G] += v;
+    }
+  Aligned b(size_t(groups * group_bytes));
+  std::fill(b.raw.begin(), b.raw.end(), 0);
+  std::vector<uint8_t> codes(size_t(NB) * K);
+  std::vector<uint16_t> scales(size_t(NB) * groups), mins(scales.size());
+  for (int g = 0; g < groups; ++g) {
+    uint8_t *grp = b.p + g * group_bytes;
+    for (int c = 0; c < NB; ++c) {
+      for (int kk = 0; kk < G; ++kk) {
+        const int k = g * G + kk;
+        const int code = k < 4 ? (k % 2 ? top : 0) : rng.range(0, top);
+        codes[size_t(c) * K + k] = uint8_t(code);
+        const int64_t q = kk / 4, e = kk % 4;
+        if (u4)
+          grp[q * 64 + 4 * (c % 16) + e] |= uint8_t(c < 16 ? code : code << 4);
+        else
+          grp[q * 128 + 4 * c + e] = uint8_t(code);
+      }
+      // Normal fp16 of mixed sign from 2^-10 to 2^4.
+      const uint16_t sc = uint16_t((rng.range(0, 1) << 15) | (rng.range(5, 19) << 10) |
+                                   rng.range(0, 1023));
+      const uint16_t mn = uint16_t((rng.range(0, 1) << 15) | (rng.range(5, 17) << 10) |
+                                   rng.range(0, 1023));
+      scales[size_t(c) * groups + g] = sc;
+      std::memcpy(grp + codes_bytes + 2 * c, &sc, 2);
+      if (asym) {
+        mins[size_t(c) * groups + g] = mn;
+        std::memcpy(grp + codes_bytes + 64 + 2 * c, &mn, 2);
+      }
+    }
+  }
+  std::vector<float> bias(static_cast<size_t>(NB)), a_scale(static_cast<size_t>(M)),
+      c_old(static_cast<size_t>(M) * NB);
+  for (float &v : bias)
+    v = rng.eighth();
+  for (float &v : a_scale)
+    v = std::ldexp(1.f + float(rng.range(0, 255)) / 256.f, rng.range(-9, -5));
+  for (float &v : c_old)
+    v = rng.eighth();
+  const PostArgs post{bias.data(), a_scale.data(), nullptr, a_sum.data()};
+  const bool acc = kd.accumulate != 0, with_bias = kd.epilogue == HYRT_KERNEL_EPILOGUE_BIAS;
+
+  std::vector<float> want(size_t(M) * NB);
+  for (int i = 0; i < M; ++i)
+    for (int n = 0; n < NB; ++n) {
+      float f = 0.f;
+      for (int g = 0; g < groups; ++g) {
+        int32_t dot = 0;
+        for (int k = g * G; k < (g + 1) * G; ++k)
+          dot += int32_t(int8_t(a.p[size_t(i) * lda + k])) * codes[size_t(n) * K + k];
+        const int32_t sum = a_sum[size_t(i) * groups + g];
+        const float sc = f16_value(scales[size_t(n) * groups + g]);
+        if (asym) {
+          f = std::fma(float(dot), sc, f);
+          f = std::fma(-f16_value(mins[size_t(n) * groups + g]), float(sum), f);
+        } else {
+          f = std::fma(float(dot - zp * sum), sc, f);
+        }
+      }
+      float c = f * a_scale[size_t(i)];
+      if (acc)
+        c = c_old[size_t(i) * NB + n] + c;
+      if (with_bias)
+        c = c + bias[size_t(n)];
+      want[size_t(i) * NB + n] = c;
+    }
+
+  const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void *>(kd.entry));
+  std::vector<float> cbuf(size_t(M + 1) * ldc);
+  int last_m = 0;
+  for (int m : {1, M > 2 ? M / 2 + 1 : M, M}) {
+    if (m == last_m)
+      continue;
+    last_m = m;
+    float sentinel;
+    std::memcpy(&sentinel, &kSentinelBits, 4);
+    std::fill(cbuf.begin(), cbuf.end(), sentinel);
+    if (acc)
+      for (int i = 0; i < m; ++i)
+        for (int n = 0; n < NB; ++n)
+          cbuf[size_t(i) * ldc + n] = c_old[size_t(i) * NB + n];
+    fn(a.p, lda, b.p, cbuf.data(), ldc, m, &post);
+    ++*calls;
+    const std::string why = compare_exact(cbuf, want, m, M, NB, ldc);
+    if (!why.empty())
+      return why;
+  }
+  return "";
+}
 
 /// Runs one kernel; returns "" or why it failed (and sets *failed_kernel).
 std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
@@ -364,20 +515,27 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
   for (int32_t i = 0; i < table.num_kernels; ++i) {
     const hyrt_kernel_v0 &k = table.kernels[i];
     Elem t[3];
+    const bool parsed = k.entry && k.isa && k.b_layout && parse_types(k.types, t);
+    const bool grouped = parsed && t[0] == Elem::s8;
     const bool known =
-        k.entry && k.isa && k.b_layout && parse_types(k.types, t) && t[2] == Elem::f32 &&
-        (t[0] != Elem::u8 || t[1] == Elem::s8) && std::strcmp(layout_for(t[1]), k.b_layout) == 0 &&
-        k.m_max > 0 && k.k > 0 && k.n_block > 0 && k.n_block % 32 == 0 &&
-        (t[1] != Elem::f8 || k.k % 128 == 0) &&
+        parsed && t[2] == Elem::f32 && (t[0] != Elem::u8 || t[1] == Elem::s8) &&
+        (!grouped || t[1] == Elem::u4 || t[1] == Elem::u8) &&
+        std::strcmp(layout_for(t[1]), k.b_layout) == 0 && k.m_max > 0 && k.k > 0 &&
+        k.n_block > 0 && k.n_block % 32 == 0 && (t[1] != Elem::f8 || k.k % 128 == 0) &&
+        (grouped ? k.n_block == 32 && k.group > 0 && k.group % 16 == 0 && k.k % k.group == 0
+                 : k.group == 0 && k.asymmetric == 0) &&
         (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE || k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS);
     if (!known) {
       r.untested.push_back(k.name ? k.name : "(unnamed kernel)");
       continue;
     }
-    const std::string family = std::string(k.isa) + " " + k.types + " " + k.b_layout + " N" +
-                               std::to_string(k.n_block) + (k.accumulate ? " acc" : "") +
-                               (k.epilogue ? " bias" : "");
-    const hyrt_kernel_v0 *&pick = families[family][k.k % 64];
+    const std::string family =
+        std::string(k.isa) + " " + k.types + " " + k.b_layout + " N" + std::to_string(k.n_block) +
+        (grouped ? " g" + std::to_string(k.group) + (k.asymmetric ? "a" : "") : "") +
+        (k.accumulate ? " acc" : "") + (k.epilogue ? " bias" : "");
+    // Grouped kernels have no K tails: their code differs only by the number
+    // of groups, so the smallest K stands for the family.
+    const hyrt_kernel_v0 *&pick = families[family][grouped ? 0 : k.k % 64];
     if (!pick || k.k < pick->k)
       pick = &k;
   }
@@ -394,7 +552,8 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
       parse_types(kd->types, t);
       amx = amx || std::strcmp(kd->isa, "amx") == 0;
       ++r.kernels;
-      const std::string why = test_kernel(*kd, t, &r.calls);
+      const std::string why = t[0] == Elem::s8 ? test_grouped_kernel(*kd, t, &r.calls)
+                                               : test_kernel(*kd, t, &r.calls);
       if (!why.empty() && r.passed) {
         r.passed = false;
         r.failed_kernel = kd->name ? kd->name : "(unnamed kernel)";

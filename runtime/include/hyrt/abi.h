@@ -226,9 +226,14 @@ typedef hyrt_collectives_v0 *(*hyrt_collectives_fn_v0)(void);
  * (codegen/pack.h), for m in 1..m_max. Strings are the compiler's
  * spellings: isa "avx2", "avx512core", "avx512bf16", "avx512vnni", "amx";
  * types A, B and C element types run together ("bf16bf16f32", "u8s8f32",
- * "f32bf16f32", "bf16f8f32", ...); b_layout "f32_k1", "bf16_vnni2",
- * "s8_vnni4", "f8_vnni2". Owned by the library. */
-#define HYRT_KERNEL_TABLE_VERSION 0
+ * "f32bf16f32", "bf16f8f32", "s8u4f32", "s8u8f32", ...); b_layout "f32_k1",
+ * "bf16_vnni2", "s8_vnni4", "f8_vnni2", "u4_grouped", "u8_grouped".
+ * Grouped kernels (codegen/brgemm.h "Grouped integer kernels") also read
+ * post->a_sum, the fourth pointer: {bias, a_scale, b_scale, a_sum}.
+ * Owned by the library.
+ * 1: rows gained group and asymmetric (the rows' stride changed, so a
+ * version 0 table is not read as version 1). */
+#define HYRT_KERNEL_TABLE_VERSION 1
 enum { HYRT_KERNEL_EPILOGUE_NONE = 0, HYRT_KERNEL_EPILOGUE_BIAS = 1 };
 
 typedef struct hyrt_kernel_v0 {
@@ -244,6 +249,8 @@ typedef struct hyrt_kernel_v0 {
   int32_t accumulate; /* 0: C = A.B, 1: C = C + A.B */
   int32_t epilogue;   /* HYRT_KERNEL_EPILOGUE_* */
   int32_t reserved;   /* 0 */
+  int32_t group;      /* grouped layouts: K elements per scale group; else 0 */
+  int32_t asymmetric; /* grouped layouts: 1 when panels carry mins */
 } hyrt_kernel_v0;
 
 typedef struct hyrt_kernel_table_v0 {

@@ -30,7 +30,20 @@ struct Table {
 
   Table() { strings.reserve(4096); }
   void add(Isa isa, DataType a, DataType b, int k, bool acc, Epilogue epi) {
-    const BrgemmDesc d = make_brgemm_desc(isa, a, b, DataType::f32, k, 32, acc, epi);
+    add_desc(make_brgemm_desc(isa, a, b, DataType::f32, k, 32, acc, epi));
+  }
+  /// A grouped kernel; the row says `table_group` (a wrong one must fail).
+  void add_grouped(Isa isa, DataType b, int k, int group, bool asym, bool acc, Epilogue epi,
+                   int table_group = 0) {
+    add_desc(make_grouped_brgemm_desc(isa, b, k, group, asym, acc, epi));
+    if (table_group)
+      rows.back().group = table_group;
+  }
+  void add_desc(const BrgemmDesc &d) {
+    const Isa isa = d.isa;
+    const DataType a = d.a_type, b = d.b_type;
+    const bool acc = d.accumulate;
+    const Epilogue epi = d.epilogue;
     BrgemmGenResult g = generate_brgemm(d);
     ASSERT_TRUE(g) << g.error;
     strings.push_back(g.kernel->name());
@@ -48,6 +61,8 @@ struct Table {
     row.k = d.k;
     row.accumulate = acc;
     row.epilogue = epi == Epilogue::bias ? HYRT_KERNEL_EPILOGUE_BIAS : HYRT_KERNEL_EPILOGUE_NONE;
+    row.group = d.group;
+    row.asymmetric = d.asymmetric;
     rows.push_back(row);
     kernels.push_back(std::move(g.kernel));
   }
@@ -100,6 +115,19 @@ void add_families(Table &t, bool amx) {
           t.add(f.isa, f.a, f.b, k, acc, epi);
       }
   }
+  // Grouped integer families (one kernel each: they have no K tails).
+  if (amx)
+    return;
+  for (Isa isa : {Isa::avx2, Isa::avx512_vnni}) {
+    if (!host_supports(isa))
+      continue;
+    for (DataType b : {DataType::u4, DataType::u8})
+      for (int group : {32, 128})
+        for (bool asym : {false, true})
+          for (bool acc : {false, true})
+            for (Epilogue epi : {Epilogue::none, Epilogue::bias})
+              t.add_grouped(isa, b, 2 * group, group, asym, acc, epi);
+  }
 }
 
 TEST(KernelSelfTestGenerated, EveryGeneratedFamilyPasses) {
@@ -128,6 +156,20 @@ TEST(KernelSelfTestGenerated, EveryAmxFamilyPasses) {
   EXPECT_EQ(r.kernels, int(t.rows.size()));
   std::printf("[   AMX    ] %s; %llu tile instructions emulated\n%s\n", amx.why().c_str(),
               (unsigned long long)amx.trapped(), hyrt::describe_self_test(r).c_str());
+}
+
+// A grouped kernel listed with the wrong group (64-element groups built, 32
+// declared) is refused: the self-test packs the group the table states.
+TEST(KernelSelfTestGenerated, AGroupedKernelWithTheWrongGroupIsRefused) {
+  if (!host_supports(Isa::avx2))
+    GTEST_SKIP() << "no AVX2 here";
+  Table t;
+  t.add_grouped(Isa::avx2, DataType::u4, 128, 64, false, false, Epilogue::none);
+  t.add_grouped(Isa::avx2, DataType::u8, 128, 64, true, false, Epilogue::none, 32);
+  const hyrt::KernelSelfTestResult r = hyrt::self_test_kernels(t.table());
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.failed_kernel, t.kernels.back()->name());
+  EXPECT_NE(r.failure.find("bit-exact"), std::string::npos) << r.failure;
 }
 
 // A copy of a generated kernel with every vdpbf16ps turned into vpdpwssd

@@ -1,0 +1,244 @@
+// AVX2 + FMA + F16C generator for the grouped integer layouts (u4_grouped,
+// u8_grouped; brgemm.h "Grouped integer kernels"), the floor under the
+// AVX-512 VNNI kernel: the same int32 group sums, the same fold and the same
+// epilogue, so both give bit-identical results.
+//
+// 16 ymm registers: the panel is walked as two 16-column halves (as in
+// x86/avx2.cpp), each over every group; a row keeps an int32 group sum and
+// an fp32 total per 8-column vector (4 ymm per row and half), so m_max = 2.
+// The first half streams B and prefetches it; the second reads it again
+// from cache.
+//
+// There is no vpdpbusd, so the dot products are built exactly:
+// - u4: vpmaddubsw(codes, A) pair sums are at most 2 * 15 * 128 = 3840, far
+//   from int16 saturation; vpmaddwd with ones widens quads to int32.
+// - u8: vpmaddubsw could saturate (2 * 255 * 128 > 32767), so codes and A
+//   are widened to int16 instead: even bytes (k = 4q, 4q+2) and odd bytes
+//   (4q+1, 4q+3) of each quad in separate words, and two vpmaddwd give the
+//   quad's exact int32 sum (products are at most 255 * 128).
+#include "codegen/x86/brgemm_jit.h"
+
+#include "codegen/pack.h"
+
+#include <numeric>
+
+namespace hyc::codegen::x86 {
+
+using namespace Xbyak;
+
+namespace {
+
+class Avx2GroupedJit final : public BrgemmJit {
+public:
+  Avx2GroupedJit(const BrgemmDesc &desc, const BrgemmTile &tile,
+                 size_t max_size)
+      : BrgemmJit(desc, tile, max_size), u4_(desc.b_type == DataType::u4),
+        quad_bytes_(u4_ ? 64 : 128), groups_(desc.k / desc.group),
+        unroll_(std::gcd(desc.group / 4, tile.k_unroll)) {}
+
+protected:
+  void emit_setup() override {
+    // u4: byte mask 0x0F and int16 ones; u8: word mask 0x00FF.
+    broadcast_const(Ymm(15), u4_ ? 0x00010001u : 0x00FF00FFu);
+    if (u4_)
+      broadcast_const(Ymm(14), 0x0F0F0F0Fu);
+  }
+
+  void emit_rows(int m) override {
+    m_ = m;
+    for (int half = 0; half < 2; ++half)
+      emit_half(half);
+  }
+
+private:
+  // Registers: per row i, int32 group sums ymm(2i + j) and fp32 totals
+  // ymm(2m + 2i + j) for the half's column vectors j = 0, 1; ymm8.. hold
+  // codes and A (scales, mins and a_sum in the fold); constants from ymm15.
+  Ymm acc_i(int i, int j) const { return Ymm(2 * i + j); }
+  Ymm acc_f(int i, int j) const { return Ymm(2 * m_ + 2 * i + j); }
+  Ymm scale(int j) const { return Ymm(8 + j); }
+  Ymm min_reg(int j) const { return Ymm(10 + j); }
+  Ymm sum_tmp() const { return Ymm(12); }
+
+  const Reg64 reg_a_sum = r13; // a_base[2]: unused with m_max <= 10
+  const Reg64 reg_inner = r9;  // m is dead after the dispatch
+
+  void broadcast_const(const Ymm &dst, uint32_t dword) {
+    mov(eax, dword);
+    vmovd(Xmm(dst.getIdx()), eax);
+    vpbroadcastd(dst, Xmm(dst.getIdx()));
+  }
+
+  void emit_half(int half) {
+    for (int i = 0; i < m_; ++i)
+      for (int j = 0; j < 2; ++j) {
+        vpxor(acc_i(i, j), acc_i(i, j), acc_i(i, j));
+        vpxor(acc_f(i, j), acc_f(i, j), acc_f(i, j));
+      }
+    load_a_bases(m_);
+    mov(reg_bk, reg_b);
+    mov(reg_a_sum, ptr[reg_post + offsetof(BrgemmPostArgs, a_sum)]);
+    const int64_t inner = desc_.group / 4 / unroll_;
+    Label group_loop;
+    mov(reg_kloop, groups_);
+    align(16);
+    L(group_loop);
+    {
+      Label quad_loop;
+      if (inner > 1) {
+        mov(reg_inner, inner);
+        L(quad_loop);
+      }
+      for (int u = 0; u < unroll_; ++u)
+        emit_quad(u, half);
+      advance_a_bases(m_, unroll_ * 4);
+      add(reg_bk, unroll_ * quad_bytes_);
+      if (inner > 1) {
+        dec(reg_inner);
+        jnz(quad_loop, T_NEAR);
+      }
+    }
+    emit_fold(half);
+    add(reg_bk, desc_.asymmetric ? 128 : 64);
+    add(reg_a_sum, 4);
+    dec(reg_kloop);
+    jnz(group_loop, T_NEAR);
+    emit_store(half);
+  }
+
+  void emit_quad(int u, int half) {
+    const int64_t off = int64_t(u) * quad_bytes_;
+    if (half == 0 && tile_.prefetch_b > 0)
+      for (int line = 0; line < quad_bytes_ / 64; ++line)
+        prefetcht0(ptr[reg_bk + off + 64 * line + tile_.prefetch_b]);
+    if (u4_)
+      emit_quad_u4(off, u, half);
+    else
+      emit_quad_u8(off, u, half);
+  }
+
+  // Codes ymm8, ymm9; A ymm10, ymm11; products ymm12, ymm13; byte mask
+  // ymm14, int16 ones ymm15. Half 0 takes the low nibbles, half 1 the high.
+  void emit_quad_u4(int64_t off, int u, int half) {
+    const Ymm mask(14), ones(15);
+    for (int j = 0; j < 2; ++j) {
+      const Ymm c(8 + j);
+      if (half == 0) {
+        vpand(c, mask, ptr[reg_bk + off + 32 * j]);
+      } else {
+        vmovdqu(c, ptr[reg_bk + off + 32 * j]);
+        vpsrlw(c, c, 4);
+        vpand(c, c, mask);
+      }
+    }
+    for (int i = 0; i < m_; ++i) {
+      const Ymm a(10 + i % 2);
+      vpbroadcastd(a, a_addr(i, u * 4));
+      for (int j = 0; j < 2; ++j) {
+        const Ymm t(12 + j);
+        vpmaddubsw(t, Ymm(8 + j), a); // codes unsigned, A signed
+        vpmaddwd(t, t, ones);
+        vpaddd(acc_i(i, j), acc_i(i, j), t);
+      }
+    }
+  }
+
+  // Even-byte codes ymm8, ymm9; odd-byte codes ymm10, ymm11; A even and odd
+  // words ymm12, ymm13; product ymm14; word mask 0x00FF ymm15.
+  void emit_quad_u8(int64_t off, int u, int half) {
+    const Ymm mask(15), t(14), a_even(12), a_odd(13);
+    for (int j = 0; j < 2; ++j) {
+      const Address src = ptr[reg_bk + off + 64 * half + 32 * j];
+      const Ymm even(8 + j), odd(10 + j);
+      vmovdqu(odd, src);
+      vpand(even, mask, odd);
+      vpsrlw(odd, odd, 8);
+    }
+    for (int i = 0; i < m_; ++i) {
+      vpbroadcastd(a_odd, a_addr(i, u * 4));
+      vpsllw(a_even, a_odd, 8);
+      vpsraw(a_even, a_even, 8); // a[4q], a[4q+2] sign-extended
+      vpsraw(a_odd, a_odd, 8);   // a[4q+1], a[4q+3]
+      for (int j = 0; j < 2; ++j) {
+        vpmaddwd(t, Ymm(8 + j), a_even);
+        vpaddd(acc_i(i, j), acc_i(i, j), t);
+        vpmaddwd(t, Ymm(10 + j), a_odd);
+        vpaddd(acc_i(i, j), acc_i(i, j), t);
+      }
+    }
+  }
+
+  /// reg_bk points at the group's scales; reg_a_sum at a_sum[0][g].
+  void emit_fold(int half) {
+    if (half == 0 && tile_.prefetch_b > 0) {
+      prefetcht0(ptr[reg_bk + tile_.prefetch_b]);
+      if (desc_.asymmetric)
+        prefetcht0(ptr[reg_bk + 64 + tile_.prefetch_b]);
+    }
+    for (int j = 0; j < 2; ++j) {
+      const int col = 16 * half + 8 * j;
+      vcvtph2ps(scale(j), ptr[reg_bk + 2 * col]);
+      if (desc_.asymmetric)
+        vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 2 * col]);
+    }
+    const Ymm t = sum_tmp();
+    for (int i = 0; i < m_; ++i) {
+      vpbroadcastd(t, ptr[reg_a_sum + int64_t(i) * groups_ * 4]);
+      if (desc_.asymmetric)
+        vcvtdq2ps(t, t);
+      else
+        vpslld(t, t, u4_ ? 3 : 7); // zp * a_sum, exact in int32
+      for (int j = 0; j < 2; ++j) {
+        const Ymm a = acc_i(i, j), f = acc_f(i, j);
+        if (!desc_.asymmetric)
+          vpsubd(a, a, t);
+        vcvtdq2ps(a, a);
+        vfmadd231ps(f, a, scale(j));
+        if (desc_.asymmetric)
+          vfnmadd231ps(f, min_reg(j), t);
+        vpxor(a, a, a);
+      }
+    }
+  }
+
+  void emit_store(int half) {
+    const Reg64 c_row = reg_tmp, bias = rbx, a_scale = rbp; // A bases dead
+    mov(a_scale, ptr[reg_post + offsetof(BrgemmPostArgs, a_scale)]);
+    if (desc_.epilogue == Epilogue::bias)
+      mov(bias, ptr[reg_post + offsetof(BrgemmPostArgs, bias)]);
+    const Ymm s = sum_tmp();
+    mov(c_row, reg_c);
+    for (int i = 0; i < m_; ++i) {
+      vbroadcastss(s, ptr[a_scale + i * 4]);
+      for (int j = 0; j < 2; ++j) {
+        const int off = 64 * half + 32 * j;
+        const Ymm f = acc_f(i, j);
+        vmulps(f, f, s);
+        if (desc_.accumulate)
+          vaddps(f, f, ptr[c_row + off]);
+        if (desc_.epilogue == Epilogue::bias)
+          vaddps(f, f, ptr[bias + off]);
+        vmovups(ptr[c_row + off], f);
+      }
+      if (i + 1 < m_)
+        add(c_row, reg_ldc);
+    }
+  }
+
+  const bool u4_;
+  const int quad_bytes_;
+  const int64_t groups_;
+  const int unroll_;
+  int m_ = 0;
+};
+
+} // namespace
+
+BrgemmGenResult generate_avx2_grouped(const BrgemmDesc &desc,
+                                      const BrgemmTile &tile) {
+  return build_kernel(desc, [&](size_t max_size) {
+    return std::make_unique<Avx2GroupedJit>(desc, tile, max_size);
+  });
+}
+
+} // namespace hyc::codegen::x86

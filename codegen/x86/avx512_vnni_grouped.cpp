@@ -1,0 +1,186 @@
+// AVX-512 VNNI generator for the grouped integer layouts (u4_grouped,
+// u8_grouped; brgemm.h "Grouped integer kernels"): s8 activations x
+// unsigned weight codes with one fp16 scale (and min) per group of K.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones, so the codes are its
+// register operand and A its m32bcst memory operand: no bias on A and no
+// compensation row. Each row keeps an int32 group sum and an fp32 total per
+// 16-column vector (4 zmm per row); at a group's end the int32 sums are
+// folded into the totals in the order brgemm.h defines, with the codes'
+// registers reused for the group's scales and mins. One accumulator set
+// only: the fold order must not depend on m. u4 codes are unpacked with one
+// and (columns 0..15) and one shift + and (columns 16..31) per K quad.
+#include "codegen/x86/brgemm_jit.h"
+
+#include "codegen/pack.h"
+
+#include <numeric>
+
+namespace hyc::codegen::x86 {
+
+using namespace Xbyak;
+
+namespace {
+
+class Avx512VnniGroupedJit final : public BrgemmJit {
+public:
+  Avx512VnniGroupedJit(const BrgemmDesc &desc, const BrgemmTile &tile,
+                       size_t max_size)
+      : BrgemmJit(desc, tile, max_size), u4_(desc.b_type == DataType::u4),
+        quad_bytes_(u4_ ? 64 : 128), groups_(desc.k / desc.group),
+        // Quads per unrolled step: the table's unroll, capped so it divides
+        // the group's quads (group / 4 is a multiple of 4).
+        unroll_(std::gcd(desc.group / 4, tile.k_unroll)) {}
+
+protected:
+  void emit_setup() override {
+    if (!u4_)
+      return;
+    mov(eax, 0x0F0F0F0Fu);
+    vpbroadcastd(nibble_mask(), eax);
+  }
+
+  void emit_rows(int m) override {
+    m_ = m;
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < 2; ++j) {
+        vpxord(acc_i(i, j), acc_i(i, j), acc_i(i, j));
+        vpxord(acc_f(i, j), acc_f(i, j), acc_f(i, j));
+      }
+    load_a_bases(m);
+    mov(reg_bk, reg_b);
+    mov(reg_a_sum, ptr[reg_post + offsetof(BrgemmPostArgs, a_sum)]);
+    const int64_t inner = desc_.group / 4 / unroll_;
+    Label group_loop;
+    mov(reg_kloop, groups_);
+    align(16);
+    L(group_loop);
+    {
+      Label quad_loop;
+      if (inner > 1) {
+        mov(reg_inner, inner);
+        L(quad_loop);
+      }
+      for (int u = 0; u < unroll_; ++u)
+        emit_quad(u, u % 2);
+      advance_a_bases(m, unroll_ * 4);
+      add(reg_bk, unroll_ * quad_bytes_);
+      if (inner > 1) {
+        dec(reg_inner);
+        jnz(quad_loop, T_NEAR);
+      }
+    }
+    emit_fold();
+    add(reg_bk, desc_.asymmetric ? 128 : 64);
+    add(reg_a_sum, 4);
+    dec(reg_kloop);
+    jnz(group_loop, T_NEAR);
+    emit_store();
+  }
+
+private:
+  // Registers: per row i, int32 group sums zmm(2i + j) and fp32 totals
+  // zmm(2m + 2i + j) for column vectors j = 0, 1; then two K quads of codes
+  // (zmm24..27, reused for scales and mins in the fold), the nibble mask and
+  // two temporaries.
+  Zmm acc_i(int i, int j) const { return Zmm(2 * i + j); }
+  Zmm acc_f(int i, int j) const { return Zmm(2 * m_ + 2 * i + j); }
+  Zmm code(int slot, int j) const { return Zmm(24 + 2 * slot + j); }
+  Zmm scale(int j) const { return Zmm(24 + j); }
+  Zmm min_reg(int j) const { return Zmm(26 + j); }
+  Zmm nibble_mask() const { return Zmm(28); }
+  Zmm tmp(int i) const { return Zmm(29 + i % 2); }
+
+  const Reg64 reg_a_sum = r13; // a_base[2]: unused with m_max <= 10
+  const Reg64 reg_inner = r9;  // m is dead after the dispatch
+
+  void emit_quad(int u, int slot) {
+    const int64_t off = int64_t(u) * quad_bytes_;
+    if (tile_.prefetch_b > 0)
+      for (int line = 0; line < quad_bytes_ / 64; ++line)
+        prefetcht0(ptr[reg_bk + off + 64 * line + tile_.prefetch_b]);
+    if (u4_) {
+      vpsrlw(code(slot, 1), ptr[reg_bk + off], 4);
+      vpandd(code(slot, 1), code(slot, 1), nibble_mask());
+      vpandd(code(slot, 0), nibble_mask(), ptr[reg_bk + off]);
+    } else {
+      vmovdqu8(code(slot, 0), ptr[reg_bk + off]);
+      vmovdqu8(code(slot, 1), ptr[reg_bk + off + 64]);
+    }
+    for (int i = 0; i < m_; ++i)
+      for (int j = 0; j < 2; ++j)
+        vpdpbusd(acc_i(i, j), code(slot, j), a_addr(i, u * 4, ptr_b),
+                 EvexEncoding);
+  }
+
+  /// reg_bk points at the group's scales; reg_a_sum at a_sum[0][g].
+  void emit_fold() {
+    if (tile_.prefetch_b > 0) { // the lines the quads' prefetches skip
+      prefetcht0(ptr[reg_bk + tile_.prefetch_b]);
+      if (desc_.asymmetric)
+        prefetcht0(ptr[reg_bk + 64 + tile_.prefetch_b]);
+    }
+    for (int j = 0; j < 2; ++j) {
+      vcvtph2ps(scale(j), ptr[reg_bk + 32 * j]);
+      if (desc_.asymmetric)
+        vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 32 * j]);
+    }
+    const int zp_shift = u4_ ? 3 : 7; // zero point 8 or 128
+    for (int i = 0; i < m_; ++i) {
+      const Address sum = ptr_b[reg_a_sum + int64_t(i) * groups_ * 4];
+      const Zmm t = tmp(i);
+      if (desc_.asymmetric)
+        vcvtdq2ps(t, sum);
+      else
+        vpslld(t, sum, zp_shift); // zp * a_sum, exact in int32
+      for (int j = 0; j < 2; ++j) {
+        const Zmm a = acc_i(i, j), f = acc_f(i, j);
+        if (!desc_.asymmetric)
+          vpsubd(a, a, t);
+        vcvtdq2ps(a, a);
+        vfmadd231ps(f, a, scale(j));
+        if (desc_.asymmetric)
+          vfnmadd231ps(f, min_reg(j), t); // f - min * a_sum, one rounding
+        vpxord(a, a, a);
+      }
+    }
+  }
+
+  void emit_store() {
+    const Reg64 c_row = reg_tmp, bias = rbx, a_scale = rbp; // A bases dead
+    mov(a_scale, ptr[reg_post + offsetof(BrgemmPostArgs, a_scale)]);
+    if (desc_.epilogue == Epilogue::bias)
+      mov(bias, ptr[reg_post + offsetof(BrgemmPostArgs, bias)]);
+    mov(c_row, reg_c);
+    for (int i = 0; i < m_; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const Zmm f = acc_f(i, j);
+        vmulps(f, f, ptr_b[a_scale + i * 4]);
+        if (desc_.accumulate)
+          vaddps(f, f, ptr[c_row + j * 64]);
+        if (desc_.epilogue == Epilogue::bias)
+          vaddps(f, f, ptr[bias + j * 64]);
+        vmovups(ptr[c_row + j * 64], f);
+      }
+      if (i + 1 < m_)
+        add(c_row, reg_ldc);
+    }
+  }
+
+  const bool u4_;
+  const int quad_bytes_;
+  const int64_t groups_;
+  const int unroll_;
+  int m_ = 0;
+};
+
+} // namespace
+
+BrgemmGenResult generate_avx512_vnni_grouped(const BrgemmDesc &desc,
+                                             const BrgemmTile &tile) {
+  return build_kernel(desc, [&](size_t max_size) {
+    return std::make_unique<Avx512VnniGroupedJit>(desc, tile, max_size);
+  });
+}
+
+} // namespace hyc::codegen::x86
