@@ -350,11 +350,11 @@ static void callReferenceGemm(KernelEmitter &e, const ReferenceGemm &g,
   Value input = g.input, weight = g.weight, scale = g.scale;
   if (g.codeBits && mm)
     e.call("hyrt_ref_matmul_codes",
-           {ptr(input), ptr(weight), bias, rows, n, k, e.i64(g.codeBits), out});
+           {ptr(input), ptr(weight), bias, rows, n, k, e.i64(g.codeBits), parts, out});
   else if (g.codeBits)
     e.call("hyrt_ref_moe_grouped_matmul_codes",
            {ptr(input), ptr(weight), ptr(gm.getOffsets()), rows, w[0].value, n, k,
-            e.i64(g.codeBits), out});
+            e.i64(g.codeBits), parts, out});
   else if (g.fp8 && mm)
     e.call("hyrt_ref_matmul_fp8",
            {ptr(input), ptr(weight), ptr(scale), bias, rows, n, k, parts, out});

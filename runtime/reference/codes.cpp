@@ -64,35 +64,39 @@ struct CodesMatrix {
 
 extern "C" void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const float *bias,
                                       int64_t M, int64_t N, int64_t K, int64_t bits,
-                                      float *out) {
-  const CodesMatrix mat(w, bits, K);
+                                      int64_t parts, float *out) {
   const int32_t zero = bits == 4 ? 8 : 128;
+  const int64_t rows = N / parts; // each part packed on its own panels
   std::vector<int8_t> q(size_t(M * K));
   std::vector<float> aScale(static_cast<size_t>(M));
   hyrt_ref_quantize_rows(x, M, K, q.data(), aScale.data());
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double acc = 0;
-      for (int64_t g = 0; g < mat.groups; ++g) {
-        int64_t dot = 0;
-        for (int64_t k = g * kGroup; k < std::min(K, (g + 1) * kGroup); ++k)
-          dot += int64_t(q[size_t(m * K + k)]) * (mat.code(n, k) - zero);
-        acc += double(mat.scale(n, g)) * double(dot);
+  for (int64_t part = 0; part < parts; ++part) {
+    const CodesMatrix mat(w + part * CodesMatrix(w, bits, K).bytes(rows), bits, K);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t r = 0; r < rows; ++r) {
+        double acc = 0;
+        for (int64_t g = 0; g < mat.groups; ++g) {
+          int64_t dot = 0;
+          for (int64_t k = g * kGroup; k < std::min(K, (g + 1) * kGroup); ++k)
+            dot += int64_t(q[size_t(m * K + k)]) * (mat.code(r, k) - zero);
+          acc += double(mat.scale(r, g)) * double(dot);
+        }
+        const int64_t n = part * rows + r;
+        out[m * N + n] = float(double(aScale[size_t(m)]) * acc) + (bias ? bias[n] : 0.0f);
       }
-      out[m * N + n] = float(double(aScale[size_t(m)]) * acc) + (bias ? bias[n] : 0.0f);
-    }
+  }
 }
 
 extern "C" void hyrt_ref_moe_grouped_matmul_codes(const float *x, const uint8_t *w,
                                                   const int32_t *offsets, int64_t num_rows,
                                                   int64_t num_experts, int64_t N, int64_t K,
-                                                  int64_t bits, float *out) {
-  const int64_t matrixBytes = CodesMatrix(w, bits, K).bytes(N);
+                                                  int64_t bits, int64_t parts, float *out) {
+  const int64_t matrixBytes = parts * CodesMatrix(w, bits, K).bytes(N / parts);
   for (int64_t e = 0; e < num_experts; ++e) {
     const int64_t begin = offsets[e];
     const int64_t end = std::min<int64_t>(offsets[e + 1], num_rows);
     if (end > begin)
       hyrt_ref_matmul_codes(x + begin * K, w + e * matrixBytes, nullptr, end - begin, N, K,
-                            bits, out + begin * N);
+                            bits, parts, out + begin * N);
   }
 }
