@@ -133,17 +133,9 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     // An optimized variant runs no op on a reference kernel. A calibration
     // build's observers are reference kernels by design (it is an fp32
     // measuring run, not a deployment).
-    // The tensor- and expert-parallel exchanges have no kernels of their
-    // own yet: their hyrt_ref_* entry points (the row packing around the
-    // registered group's collectives) are accepted by name.
     if (variant.name != "reference" && !options.allowReference &&
-        !options.observeActivations) {
-      HycCpuCheckNoReferenceKernelsOptions check;
-      if (options.tpSize > 1)
-        check.allowed = {"hyrt_ref_all_reduce_sum", "hyrt_ref_all_gather_cols",
-                         "hyrt_ref_moe_dispatch", "hyrt_ref_moe_undispatch"};
-      pm.addPass(createHycCpuCheckNoReferenceKernels(check));
-    }
+        !options.observeActivations)
+      pm.addPass(createHycCpuCheckNoReferenceKernels());
   }
   if (runs(Phase::Llvm))
     pm.addPass(createConvertHycKernelToLLVM());

@@ -62,7 +62,7 @@ enum StepField : int64_t {
 };
 
 // hyrt/abi.h's HYRT_ABI_VERSION, which the artifact's library exports.
-constexpr int64_t kAbiVersion = 3;
+constexpr int64_t kAbiVersion = 4;
 
 /// A generated block kernel the module calls.
 struct KernelUse {
@@ -464,11 +464,15 @@ struct ConvertHycKernelToLLVMPass
     if (module.lookupSymbol<LLVM::LLVMFuncOp>("hyrt_ref_observe_absmax"))
       emitStateAccessor(b, loc, "hyc_observe_v0", "hyrt_observe_state");
     // hyc_collectives_v0() -> hyrt_collectives_state(): only where the code
-    // all-reduces across ranks; the runtime registers the group there.
+    // exchanges data across ranks; the runtime registers the group there.
     if (llvm::any_of(std::initializer_list<const char *>{"hyrt_ref_all_reduce_sum",
                                                          "hyrt_ref_all_gather_cols",
                                                          "hyrt_ref_moe_dispatch",
-                                                         "hyrt_ref_moe_undispatch"},
+                                                         "hyrt_ref_moe_undispatch",
+                                                         "hyrt_cpu_all_reduce_sum",
+                                                         "hyrt_cpu_all_gather_cols",
+                                                         "hyrt_cpu_moe_dispatch",
+                                                         "hyrt_cpu_moe_undispatch"},
                      [&](const char *f) { return module.lookupSymbol<LLVM::LLVMFuncOp>(f); }))
       emitStateAccessor(b, loc, "hyc_collectives_v0", "hyrt_collectives_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,

@@ -259,6 +259,11 @@ private:
     } else if (kernels && isa<AddOp>(op)) {
       // A residual add left unfused (runtime/cpu/elementwise.cpp).
       config = simpleConfig("add");
+    } else if (kernels && isa<AllReduceOp, AllGatherOp, MoeDispatchOp, MoeUndispatchOp>(op)) {
+      // Exchanges between tensor-parallel ranks: the registered group moves
+      // the data; the rows around it are packed and summed across the
+      // threads (runtime/cpu/collectives.cpp).
+      config = simpleConfig("collective");
     } else if (kernels && isa<EmbeddingOp, LogitRowsOp>(op)) {
       // Row gathers (runtime/cpu/copy.cpp), rows split across the threads.
       config = simpleConfig("copy");

@@ -37,8 +37,7 @@ def HycCpuCheckNoReferenceKernels
     a `hyrt_ref_*` kernel (the scalar fp32 loops that define the ops, not a
     fast path) is listed, one line per call with the op it lowers (its
     location: the op kind, its weight or layer, the entry), and the compile
-    fails. A module whose `hyc.variant` is `reference` passes; callees named
-    in `allow` pass.
+    fails. A module whose `hyc.variant` is `reference` passes.
 
     ```
     error: 1 call of a reference kernel in variant avx512 (scalar loops, not a
@@ -48,12 +47,6 @@ def HycCpuCheckNoReferenceKernels
     ```
   }];
   let dependentDialects = ["::hyc::kernel::HycKernelDialect"];
-  let options = [
-    ListOption<"allowed", "allow", "std::string",
-               "Reference kernels accepted by name (hyc compile: the tensor- and "
-               "expert-parallel collectives, which have no kernel of their own "
-               "yet)">
-  ];
 }
 
 def HycCpuLowerToKernel : Pass<"hyc-cpu-lower-to-kernel", "::mlir::ModuleOp"> {

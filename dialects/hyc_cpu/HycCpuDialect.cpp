@@ -31,11 +31,12 @@ LogicalResult LoweringConfigAttr::verify(
   // The kernel families CpuLowerToKernel knows how to call.
   static constexpr const char *kKernels[] = {
       "reference", "brgemm", "paged_attention", "quantize_u8", "rope",     "rms_norm",
-      "silu_mul",  "moe",    "mla_absorbed",    "copy",        "kv_append", "add"};
+      "silu_mul",  "moe",    "mla_absorbed",    "copy",        "kv_append", "add",
+      "collective"};
   if (llvm::none_of(kKernels, [&](const char *k) { return kernel == k; }))
     return emitError() << "kernel must be one of reference, brgemm, paged_attention, "
                           "quantize_u8, rope, rms_norm, silu_mul, moe, mla_absorbed, "
-                          "copy, kv_append, add; got '"
+                          "copy, kv_append, add, collective; got '"
                        << kernel << "'";
   ArrayRef<int64_t> tile = tileAttr ? tileAttr.asArrayRef() : ArrayRef<int64_t>();
   if (kernel == "brgemm") {

@@ -40,7 +40,9 @@ def HycCpu_LoweringConfigAttr
     the W8A8 drivers read, u8 = q + 128), `rope`, `rms_norm`, `silu_mul`,
     `moe`, `mla_absorbed` (their threaded kernels), `copy` (row gathers and
     last-dim copies: embedding, logit rows, slices, concats), `kv_append`
-    (the threaded KV cache append) and `add` (an unfused residual add). For `brgemm`, `isa` / `types` / `layout` name the generated
+    (the threaded KV cache append), `add` (an unfused residual add) and
+    `collective` (a tensor-parallel exchange: the rows around the registered
+    group's collectives packed and summed across threads). For `brgemm`, `isa` / `types` / `layout` name the generated
     kernel (`hyc_brgemm_<types>_<tile_m>x<tile_n>x<tile_k>_<isa>`) and the
     packed weight layout it reads; `tile = [m, n, k]` is its block (`m`: the
     largest row block, N is cut in `n`-column panels, K is not split);

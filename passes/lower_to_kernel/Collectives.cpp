@@ -3,12 +3,15 @@
 // Lowers the ops that exchange data between tensor-parallel ranks:
 // hyc.all_reduce (sum, in place), hyc.all_gather (blocks along the last
 // dim) and expert parallel's hyc.moe.dispatch / hyc.moe.undispatch (the
-// staged all-to-all of abi.h all_to_all_v), onto the hyrt_ref_* calls that
-// go through the artifact's collectives.
+// staged all-to-all of abi.h all_to_all_v), onto calls that go through the
+// artifact's collectives: hyrt_cpu_* where the strategy chose the
+// "collective" kernel (optimized targets), hyrt_ref_* otherwise.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lower_to_kernel/LoweringUtils.h"
+
+#include "passes/Schedule.h"
 
 #include "dialects/hyc/HycOps.h"
 
@@ -31,6 +34,11 @@ static FailureOr<int64_t> tensorParallelRank(Operation *op) {
   return rank.getInt();
 }
 
+/// The entry point of `name` ("all_reduce_sum", ...) for `op`.
+static std::string collectiveKernel(Operation *op, StringRef name) {
+  return (runsOn(op, "collective") ? "hyrt_cpu_" : "hyrt_ref_") + name.str();
+}
+
 /// In place (the memory plan makes the result an alias of the input); a
 /// group of 1 is the identity.
 static LogicalResult lowerAllReduce(AllReduceOp a, KernelEmitter &e) {
@@ -43,7 +51,7 @@ static LogicalResult lowerAllReduce(AllReduceOp a, KernelEmitter &e) {
   Value n = d[0].value;
   for (size_t i = 1; i < d.size(); ++i)
     n = e.mul(n, d[i].value);
-  e.call("hyrt_ref_all_reduce_sum",
+  e.call(collectiveKernel(a, "all_reduce_sum"),
          {e.ptrOf(a.getInput()), n, e.i64(a.getGroupSize())});
   return success();
 }
@@ -56,7 +64,7 @@ static LogicalResult lowerMoeDispatch(MoeDispatchOp d, KernelEmitter &e) {
     return failure();
   auto x = e.dims(d.getInput());
   auto ids = e.dims(d.getIds());
-  e.call("hyrt_ref_moe_dispatch",
+  e.call(collectiveKernel(d, "moe_dispatch"),
          {e.ptrOf(d.getInput()), e.ptrOf(d.getIds()), e.ptrOf(d.getWeights()),
           x[0].value, x[1].value, ids[1].value, e.i64(d.getExpertsPerRank()),
           e.i64(d.getGroupSize()), e.i64(*rank), e.ptrOf(d.getRows()),
@@ -70,16 +78,15 @@ static LogicalResult lowerMoeUndispatch(MoeUndispatchOp u, KernelEmitter &e) {
   if (failed(rank))
     return failure();
   auto y = e.dims(u.getResults());
-  e.call("hyrt_ref_moe_undispatch",
+  e.call(collectiveKernel(u, "moe_undispatch"),
          {e.ptrOf(u.getResults()), e.ptrOf(u.getSent()), e.ptrOf(u.getCounts()),
           y[0].value, y[1].value, e.i64(u.getGroupSize()), e.i64(*rank),
           e.ptrOf(u.getResult())});
   return success();
 }
 
-/// Blocks side by side along the last dim, through the all-reduce
-/// (hyrt_ref_all_gather_cols); this rank's block index is the module's
-/// tensor-parallel rank (hyc-global-shard).
+/// Blocks side by side along the last dim (*_all_gather_cols); this rank's
+/// block index is the module's tensor-parallel rank (hyc-global-shard).
 static LogicalResult lowerAllGather(AllGatherOp g, KernelEmitter &e) {
   auto in = cast<RankedTensorType>(g.getInput().getType());
   if (g.getDim() != in.getRank() - 1)
@@ -93,7 +100,7 @@ static LogicalResult lowerAllGather(AllGatherOp g, KernelEmitter &e) {
   Value rows = e.i64(1);
   for (size_t i = 0; i + 1 < d.size(); ++i)
     rows = e.mul(rows, d[i].value);
-  e.call("hyrt_ref_all_gather_cols",
+  e.call(collectiveKernel(g, "all_gather_cols"),
          {e.ptrOf(g.getInput()), rows, d.back().value, e.ptrOf(g.getResult()),
           e.i64(g.getGroupSize()), e.i64(*rank)});
   return success();

@@ -123,6 +123,10 @@ int32_t allToAllV(void *ctx, const float *send, const int64_t *sendCounts, float
   });
 }
 
+int32_t allGather(void *ctx, const float *in, int64_t n, float *out) {
+  return timed(ctx, [&](RankGroup &g) { return g.all_gather(in, size_t(n), out); });
+}
+
 /// `dir`/manifest.json parsed; false when it cannot be read, with the
 /// parser's error in `why` when it can be read but not parsed.
 bool readManifest(const std::string &dir, Manifest *m, Status *why) {
@@ -336,6 +340,7 @@ Status join_ranks(Artifact *artifact, TensorParallel *tp) {
   }
   c->all_reduce_sum = allReduce;
   c->all_to_all_v = allToAllV;
+  c->all_gather = allGather;
   c->ctx = tp;
   c->group_size = tp->size;
   c->failed = HYRT_COLLECTIVE_OK;

@@ -1,7 +1,10 @@
 // The artifact's side of tensor-parallel collectives (abi.h,
-// hyrt_collectives_v0): generated code calls hyrt_ref_all_reduce_sum; the
-// runtime registers the function that reduces across ranks through the
-// exported hyc_collectives_v0(), as for the profile (profile.cpp).
+// hyrt_collectives_v0), reference versions: the state the runtime registers
+// its functions in (through the exported hyc_collectives_v0(), as for the
+// profile, profile.cpp), and the plain exchanges a reference artifact calls
+// (optimized ones call runtime/cpu/collectives.cpp, which reads the same
+// state). The gathers go through the all-reduce, zeros included: the
+// simplest form that is exact, kept as the baseline.
 #include "hyrt/abi.h"
 #include "hyrt/reference.h"
 
@@ -10,7 +13,7 @@
 #include <vector>
 
 namespace {
-hyrt_collectives_v0 state = {nullptr, nullptr, 1, HYRT_COLLECTIVE_OK, 0, nullptr};
+hyrt_collectives_v0 state = {nullptr, nullptr, 1, HYRT_COLLECTIVE_OK, 0, nullptr, nullptr};
 
 /// The registered all_to_all_v, or false (and `failed` set) when the step
 /// is lost already or nothing of this group size is registered.

@@ -26,7 +26,7 @@
  * compares with manifest.json field by field before calling anything, so
  * that a library from another artifact, or an edited manifest, is refused
  * instead of run (docs/artifact.md):
- *   {"abi_version": 3, "variant": "avx2",
+ *   {"abi_version": 4, "variant": "avx2",
  *    "entry_points": {"extend": "hyc_extend_v0", "decode": "hyc_decode_v0"},
  *    "limits": {"max_seq_len": N, "max_batch_tokens": N, "max_seqs": N},
  *    "vocab_size": N, "arena_bytes": N,
@@ -51,8 +51,8 @@ extern "C" {
 
 /* 2: hyrt_step_v0 gained logit_rows (extend computes only the rows asked
  * for). 3: hyrt_collectives_v0 gained all_to_all_v (the runtime writes it
- * into the artifact's struct, which must have room). */
-#define HYRT_ABI_VERSION 3
+ * into the artifact's struct, which must have room). 4: and all_gather. */
+#define HYRT_ABI_VERSION 4
 
 /* One forward step over a batch of sequences. Tokens of one sequence are
  * contiguous and in position order. For decode every sequence has exactly one
@@ -184,8 +184,9 @@ typedef struct hyrt_observe_v0 {
 typedef hyrt_observe_v0 *(*hyrt_observe_fn_v0)(void);
 
 /* Collectives of a tensor-parallel rank (issue 14). An artifact whose code
- * all-reduces over a group of N > 1 ranks calls hyrt_ref_all_reduce_sum,
- * which runs the function the runtime registered here (through the
+ * exchanges data over a group of N > 1 ranks calls hyrt_cpu_all_reduce_sum
+ * and its siblings (hyrt_ref_* in a reference artifact), which run the
+ * functions the runtime registered here (through the
  * exported `hyrt_collectives_v0 *hyc_collectives_v0(void)`), e.g. a
  * shared-memory or MPI all-reduce. With nothing registered, another group
  * size registered, or the function failing, it leaves the data as it is
@@ -212,6 +213,10 @@ typedef struct hyrt_collectives_v0 {
    * 0 = ok. */
   int32_t (*all_to_all_v)(void *ctx, const float *send, const int64_t *send_counts,
                           float *recv, int64_t *recv_counts, int64_t recv_capacity);
+  /* out[r * n .. (r + 1) * n) = rank r's in[0..n), on every rank (the
+   * tensor-parallel column gather and expert parallel's token rows move
+   * each value once instead of reducing zeros). 0 = ok. */
+  int32_t (*all_gather)(void *ctx, const float *in, int64_t n, float *out);
 } hyrt_collectives_v0;
 
 typedef hyrt_collectives_v0 *(*hyrt_collectives_fn_v0)(void);

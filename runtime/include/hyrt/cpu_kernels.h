@@ -197,6 +197,25 @@ void hyrt_cpu_copy_columns(const float *src, int64_t src_stride, int64_t src_off
                            int64_t rows, int64_t cols, float *dst, int64_t dst_stride,
                            int64_t dst_offset);
 
+/* Tensor- and expert-parallel exchanges through the registered collectives
+ * (abi.h hyrt_collectives_v0): hyrt_ref_all_reduce_sum / _all_gather_cols /
+ * _moe_dispatch / _moe_undispatch (reference.h) with the same results bit
+ * for bit and the same failure marking; rows packed and unpacked with
+ * memcpy across threads, the returned expert rows summed per token, and
+ * the gathers (the columns, undispatch's token rows) through the
+ * registered all_gather instead of an all-reduce of zeros. */
+void hyrt_cpu_all_reduce_sum(float *data, int64_t n, int64_t group_size);
+void hyrt_cpu_all_gather_cols(const float *in, int64_t rows, int64_t cols, float *out,
+                              int64_t group_size, int64_t rank);
+void hyrt_cpu_moe_dispatch(const float *x, const int32_t *ids, const float *weights,
+                           int64_t num_tokens, int64_t dim, int64_t top_k,
+                           int64_t experts_per_rank, int64_t group_size, int64_t rank,
+                           float *out_rows, int32_t *out_ids, float *out_weights,
+                           int32_t *sent, int32_t *counts);
+void hyrt_cpu_moe_undispatch(const float *results, const int32_t *sent, const int32_t *counts,
+                             int64_t num_tokens, int64_t dim, int64_t group_size, int64_t rank,
+                             float *out);
+
 /* RMSNorm of rows of `dim` (x + residual when residual is non-null, that
  * sum stored to residual_out when non-null; in place allowed) and
  * out = SiLU(gate) * up over rows of n: hyrt_ref_rms_norm /

@@ -1,6 +1,5 @@
 // RUN: hyc-opt %s --hyc-cpu-check-no-reference-kernels -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: not hyc-opt %s --hyc-cpu-check-no-reference-kernels -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
-// RUN: not hyc-opt %s --hyc-cpu-check-no-reference-kernels="allow=hyrt_ref_matmul,hyrt_ref_copy_columns" -split-input-file 2>&1 | FileCheck %s --check-prefix=ALLOW
 
 // Kernel-level IR whose calls are all optimized kernels passes unchanged.
 
@@ -12,6 +11,43 @@ module attributes {hyc.variant = "avx512"} {
     %c64 = arith.constant 64 : index
     hyc_kernel.ukernel "hyrt_cpu_embedding"(%c64) : index loc("hyc.embedding model.embed_tokens.weight in @decode")
     hyc_kernel.ukernel "hyrt_cpu_gemm_f32"(%c64) : index
+    return
+  }
+}
+
+// -----
+
+// The tensor- and expert-parallel exchanges of an optimized variant have
+// kernels of their own, and pass like any other.
+
+// CHECK-LABEL: func.func @extend
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_all_reduce_sum"
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_moe_dispatch"
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_moe_undispatch"
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_all_gather_cols"
+module attributes {hyc.variant = "avx512"} {
+  func.func @extend() attributes {hyc.entry = "extend"} {
+    %c2 = arith.constant 2 : index
+    hyc_kernel.ukernel "hyrt_cpu_all_reduce_sum"(%c2) : index
+    hyc_kernel.ukernel "hyrt_cpu_moe_dispatch"(%c2) : index
+    hyc_kernel.ukernel "hyrt_cpu_moe_undispatch"(%c2) : index
+    hyc_kernel.ukernel "hyrt_cpu_all_gather_cols"(%c2) : index
+    return
+  }
+}
+
+// -----
+
+// Their reference entry points in an optimized variant are refused like
+// any reference kernel (nothing is accepted by name).
+
+// ERR: error: 1 call of a reference kernel in variant avx512 (scalar loops, not a fast path):
+// ERR-NEXT: hyrt_ref_all_reduce_sum for hyc.all_reduce in @decode
+// expected-error@+1 {{1 call of a reference kernel in variant avx512}}
+module attributes {hyc.variant = "avx512"} {
+  func.func @decode() attributes {hyc.entry = "decode"} {
+    %c2 = arith.constant 2 : index
+    hyc_kernel.ukernel "hyrt_ref_all_reduce_sum"(%c2) : index loc("hyc.all_reduce in @decode")
     return
   }
 }
@@ -41,10 +77,6 @@ module attributes {hyc.variant = "reference"} {
 // ERR-NEXT: hyrt_ref_kv_cache_append for hyc.kv_cache.append layer 1 in @extend
 // ERR-NEXT: hyrt_ref_copy_columns for {{.*}}unnamed.mlir
 // ERR-NEXT: give the op a kernel, or compile with --allow-reference (debugging only)
-// Callees named in `allow` (hyc compile: the collectives under --tp) pass.
-// ALLOW: error: 1 call of a reference kernel in variant avx2
-// ALLOW-NEXT: hyrt_ref_kv_cache_append for hyc.kv_cache.append layer 1 in @extend
-// ALLOW-NEXT: give the op a kernel
 // expected-error@+1 {{3 calls of a reference kernel in variant avx2}}
 module attributes {hyc.variant = "avx2"} {
   func.func @decode() attributes {hyc.entry = "decode"} {
