@@ -10,8 +10,22 @@ func.func private @f() attributes {a = #hyc.quant<fp8_e4m3, block = [0, 128]>}
 
 // -----
 
-// expected-error@+1 {{quant group = 128 is only meaningful for w8a8, not bf16}}
+// expected-error@+1 {{quant group = 128 is only meaningful for w8a8, q4 and q8, not bf16}}
 func.func private @f() attributes {a = #hyc.quant<bf16, group = 128>}
+
+// -----
+
+// expected-error@+1 {{q4 needs group = 32 (one fp16 scale per 32 K-elements), got 128}}
+func.func private @f() attributes {a = #hyc.quant<q4, group = 128>}
+
+// -----
+
+// Integer codes hold their scales: a scale operand is refused.
+func.func @codes_scale(%x: tensor<?x64xf32>, %w: tensor<16x64xi8>, %s: tensor<16xf32>) -> tensor<?x16xf32> {
+  // expected-error@+1 {{scheme q8 takes no scale operand (its scales are in the weight)}}
+  %y = hyc.quant.matmul %x, %w scale(%s) {quant = #hyc.quant<q8, group = 32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<16x64xi8>, tensor<16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
 
 // -----
 
