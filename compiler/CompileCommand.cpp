@@ -676,13 +676,19 @@ void printSummary(const CompileOptions &options, const Compilation &c,
                                        [](const std::string &k) { return k == "lm_head"; });
   const std::string head =
       options.quant == "f32" || keepF32Head ? "f32"
-      : options.quantLmHead == "int8" && options.quant.rfind("w8a8", 0) == 0 ? "int8"
-                                                                             : "bf16";
+      : options.quantLmHead == "int8" &&
+              (options.quant.rfind("w8a8", 0) == 0 || options.quant == "w4a8")
+          ? "int8"
+          : "bf16";
   std::fprintf(stderr, "hyc compile: %s\n",
                (quantLine.empty() ? "precision: " + options.quant + " (--quant " + options.quant + ")"
                                   : quantLine)
                    .c_str());
-  std::fprintf(stderr, "hyc compile: output head: %s%s\n", head.c_str(),
+  const std::string why =
+      head == "int8" && !options.isGiven("quant-lm-head")
+          ? " (--quant w4a8: per-channel int8; --keep-bf16 lm_head keeps it bf16)"
+          : "";
+  std::fprintf(stderr, "hyc compile: output head: %s%s%s\n", head.c_str(), why.c_str(),
                !tied ? "" : head == "f32" ? " (tied: reads the embedding table)"
                                           : " (tied: its own copy of the embedding table)");
   std::fprintf(stderr, "hyc compile: KV cache: %s%s\n", plan.info.kvCacheDtype.c_str(),
@@ -747,6 +753,13 @@ int runCompileCommand(int argc, char **argv, const CompileProgress &progress) {
   }
   if (!resolveAutoQuant(options, &quantLine, error))
     return fail(error);
+  // 4-bit weights: the head (the largest single read of a decode step) is
+  // per-channel int8 unless asked otherwise; bf16 would read 3.5x the
+  // bytes of a 4-bit layer of its size.
+  const bool keepBf16Head = std::any_of(options.keepBf16.begin(), options.keepBf16.end(),
+                                        [](const std::string &k) { return k == "lm_head"; });
+  if (options.quant == "w4a8" && !options.isGiven("quant-lm-head") && !keepBf16Head)
+    options.quantLmHead = "int8";
   if (!checkOptionCombinations(options, error))
     return fail(error);
   std::vector<IsaVariant> variants;

@@ -114,7 +114,8 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
                    "bf16 too (the semantics of the native avx512-bf16 kernels, to "
                    "compare with them)"));
   t.push_back(choice("quant-lm-head", "TYPE", &O::quantLmHead, "bf16",
-                     "with --quant w8a8, the output head's type:",
+                     "with an integer --quant, the output head's type (default int8 "
+                     "under w4a8 unless --keep-bf16 lm_head, else bf16):",
                      {{"bf16"},
                       {"int8", "half the bytes of decode's largest read; a tied head "
                                "quantizes its own copy"}}));

@@ -92,7 +92,7 @@ TEST(CompileOptions, UnknownChoicesAreRefusedListingTheChoices) {
   EXPECT_EQ(e.message, "--kv-cache expects auto|f32|bf16|int8, got 'int4'");
   EXPECT_EQ(e.exitCode, 2);
   e = refusal({"--quant=fp4"});
-  EXPECT_EQ(e.message, "--quant expects auto|f32|bf16|w8a8|w8a8-g128|fp8, got 'fp4'");
+  EXPECT_EQ(e.message, "--quant expects auto|f32|bf16|w8a8|w8a8-g128|w8a8-g32|w4a8|fp8, got 'fp4'");
   e = refusal({"--emit", "wat"});
   EXPECT_EQ(e.message, "--emit expects lib|exe|mlir|llvm|obj, got 'wat'");
   e = refusal({"--compile-to", "tiles"});
@@ -178,7 +178,7 @@ TEST(CompileOptions, CombinationsTheTableCannotCheck) {
   EXPECT_EQ(refusal({"--smooth-alpha", "0.3"}).message,
             "--smooth-alpha needs --calibration FILE");
   EXPECT_NE(refusal({"--quant-lm-head", "int8"})
-                .message.find("--quant-lm-head int8 needs --quant w8a8"),
+                .message.find("--quant-lm-head int8 needs an integer --quant"),
             std::string::npos);
   CompileOptions o;
   OptionError e;
