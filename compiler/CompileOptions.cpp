@@ -119,6 +119,10 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
                      {{"bf16"},
                       {"int8", "half the bytes of decode's largest read; a tied head "
                                "quantizes its own copy"}}));
+  t.push_back(list("keep-int8", &O::keepInt8,
+                   "with --quant w4a8 / w8a8-g32: weights whose name contains one of these "
+                   "(comma-separated, e.g. q_proj,k_proj,v_proj) stay per-channel int8 "
+                   "(w8a8) instead of taking the codes"));
   t.push_back(list("keep-bf16", &O::keepBf16,
                    "with --quant w8a8: weights whose name contains one of these "
                    "(comma-separated, e.g. q_proj,k_proj) stay bf16 like the router "

@@ -28,7 +28,7 @@ struct CompileOptions {
   std::string output; ///< -o / --output
   std::string target, quant, quantLmHead, emit, compileTo, kvCache;
   std::string epExchange, calibration, tokenizer;
-  std::vector<std::string> keepBf16, keepF32, disabledPasses;
+  std::vector<std::string> keepBf16, keepF32, keepInt8, disabledPasses;
   bool help = false, bf16Activations = false, calibrationBuild = false;
   bool printSchedule = false, printIrAfterAll = false, allowReference = false;
   int64_t threads = 0, tp = 0, tpRank = 0, ep = 0;

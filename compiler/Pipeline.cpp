@@ -84,6 +84,7 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     HycGlobalQuantizePolicyOptions policy;
     policy.scheme = options.quant;
     policy.keepBf16.assign(options.keepBf16.begin(), options.keepBf16.end());
+    policy.keepInt8.assign(options.keepInt8.begin(), options.keepInt8.end());
     policy.lmHead = options.quantLmHead;
     policy.keepF32.assign(options.keepF32.begin(), options.keepF32.end());
     pm.addPass(createHycGlobalQuantizePolicy(policy));

@@ -99,12 +99,16 @@ bool storesDerived(QuantScheme target) {
   return target == QuantScheme::w8a8 || target == QuantScheme::fp8_e4m3 || isCodes(target);
 }
 
-/// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights).
+/// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights);
+/// under codes, those named by `keepInt8` per-channel W8A8 instead.
 void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
-                    const std::vector<std::string> &keep) {
+                    const std::vector<std::string> &keep,
+                    const std::vector<std::string> &keepInt8) {
   auto param = op.getWeight().getDefiningOp<ParamOp>();
   if (!param || op.getQuant().isStoredQuantized() || nameMatches(param, keep))
     return;
+  if (isCodes(target) && nameMatches(param, keepInt8))
+    target = QuantScheme::w8a8, group = 0;
   QuantAttr quant = quantAttr(op.getContext(), target, group);
   if (!storesDerived(target)) {
     op.setQuantAttr(quant);
@@ -176,8 +180,9 @@ struct HycGlobalQuantizePolicyPass
     getOperation().walk([&](QuantMatmulOp op) { matmuls.push_back(op); });
     SmallVector<MoeGroupedMatmulOp> grouped;
     getOperation().walk([&](MoeGroupedMatmulOp op) { grouped.push_back(op); });
+    const std::vector<std::string> int8Names(keepInt8.begin(), keepInt8.end());
     for (MoeGroupedMatmulOp op : grouped)
-      applyToExperts(op, target, group, f32Names);
+      applyToExperts(op, target, group, f32Names, int8Names);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
       if (!param || op.getQuant().isStoredQuantized() || op.getEpilogue() != Epilogue::none)
@@ -219,8 +224,9 @@ struct HycGlobalQuantizePolicyPass
       // when the artifact is written. Integer codes: the codes alone, their
       // group scales inside (an int8 head under them is per-channel W8A8).
       OpBuilder b(op);
-      const QuantScheme t = int8Head ? QuantScheme::w8a8 : target;
-      const int64_t g = int8Head ? 0 : group;
+      const bool int8Kept = isCodes(target) && nameMatches(param, int8Names);
+      const QuantScheme t = int8Head || int8Kept ? QuantScheme::w8a8 : target;
+      const int64_t g = int8Head || int8Kept ? 0 : group;
       auto [q, s] = quantizedParams(b, param, t, g);
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                       q, s ? s.getResult() : Value(), op.getBias(),

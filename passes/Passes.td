@@ -282,6 +282,9 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
                "and embeddings always do)">,
     ListOption<"keepF32", "keep-f32", "std::string",
                "Weight-name substrings that stay fp32">,
+    ListOption<"keepInt8", "keep-int8", "std::string",
+               "Under w4a8 / w8a8-g32: weight-name substrings that stay "
+               "per-channel int8 (w8a8) instead of taking the codes">,
     Option<"lmHead", "lm-head", "std::string", /*default=*/"\"bf16\"",
            "The output head's precision under scheme=w8a8: bf16 (default) "
            "or int8 (per-channel int8 like the other linear layers, half the "

@@ -14,6 +14,7 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=fp8 -split-input-file | FileCheck %s --check-prefix=FP8
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w4a8 -split-input-file | FileCheck %s --check-prefix=Q4
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 lm-head=int8" -split-input-file | FileCheck %s --check-prefix=Q8
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 keep-int8=down_proj" -split-input-file | FileCheck %s --check-prefix=Q4KEEP8
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -98,6 +99,12 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // Q8: hyc.quant.matmul %{{.*}}, %[[C]] {epilogue = #hyc<epilogue none>, quant = #hyc.quant<q8, group = 32>}
 // Q8: %[[HQ:.+]] = hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "w8a8"} -> tensor<16x8xi8>
 // Q8: hyc.quant.matmul %{{.*}}, %[[HQ]] scale(%{{.*}}) {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x16xf32>
+
+// keep-int8 under codes: the named weight is per-channel W8A8 with scales.
+// Q4KEEP8-LABEL: func.func @mlp
+// Q4KEEP8: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+// Q4KEEP8: %[[S:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<48xf32>
+// Q4KEEP8: hyc.quant.matmul %{{.*}}, %[[Q]] scale(%[[S]]) {epilogue = #hyc<epilogue none>, quant = #hyc.quant<w8a8>}
 
 // G128-LABEL: func.func @mlp
 // G128: %[[Q:.+]] = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8g128"} -> tensor<48x64xi8>
