@@ -23,8 +23,8 @@ constexpr int kN = 4096, kK = 4096, kGroup = 128;
 
 /// Runs one N x K GEMV per pass over `copies`, best of 5 rounds; returns
 /// GB/s of packed weight bytes.
-double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copies,
-                   const void *a, const BrgemmPostArgs &post) {
+double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copies, const void *a,
+                   const BrgemmPostArgs &post) {
   std::vector<float> c(kN);
   double best = 0;
   for (int round = 0; round < 5; ++round) {
@@ -35,8 +35,7 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
         kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
       bytes += double(w.n_panels * w.panel_bytes);
     }
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, bytes / s / 1e9);
   }
   return best;
@@ -74,8 +73,7 @@ int main(int argc, char **argv) {
     int64_t one = 0;
     if (kind < 2) {
       const int bits = kind == 0 ? 4 : 8;
-      d = make_grouped_brgemm_desc(isa, bits == 4 ? DataType::u4 : DataType::u8, kK, kGroup,
-                                   false);
+      d = make_grouped_brgemm_desc(isa, bits == 4 ? DataType::u4 : DataType::u8, kK, kGroup, false);
       std::vector<uint8_t> codes(size_t(kN) * kK);
       for (uint8_t &v : codes)
         v = uint8_t(rng() % (1u << bits));
