@@ -39,8 +39,8 @@ float f16_to_f32(uint16_t h) {
     const float v = std::ldexp(float(m), -24);
     return sign ? -v : v;
   }
-  const uint32_t bits =
-      sign | (e == 31 ? 0x7F800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
+  const uint32_t bits = sign | (e == 31 ? 0x7F800000u | (m << 13)
+                                        : ((e + 112) << 23) | (m << 13));
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
@@ -76,8 +76,8 @@ void check(bool ok, const std::string &what) {
 void check_shape(int bits, int64_t n, int64_t k, int64_t group) {
   check(bits == 4 || bits == 8,
         "grouped weights take 4 or 8 bit codes, found " + std::to_string(bits));
-  check(group > 0 && group % 16 == 0,
-        "group " + std::to_string(group) + " must be a positive multiple of 16");
+  check(group > 0 && group % 16 == 0, "group " + std::to_string(group) +
+                                          " must be a positive multiple of 16");
   check(n > 0 && k > 0 && k % group == 0,
         "group " + std::to_string(group) + " does not divide K=" +
             std::to_string(k) + " (N=" + std::to_string(n) + ")");
@@ -87,8 +87,8 @@ void check_shape(int bits, int64_t n, int64_t k, int64_t group) {
 
 int64_t grouped_panel_bytes(int bits, int64_t k, int64_t group,
                             bool asymmetric) {
-  const int64_t per_group = group / 4 * code_quad_bytes(bits) +
-                            kPanelCols * 2 * (asymmetric ? 2 : 1);
+  const int64_t per_group =
+      group / 4 * code_quad_bytes(bits) + kPanelCols * 2 * (asymmetric ? 2 : 1);
   return k / group * per_group;
 }
 
@@ -127,11 +127,11 @@ PackedB pack_b_grouped(const uint8_t *codes, int64_t n, int64_t k, int64_t ldc,
           int code = zero_point; // padding columns contribute 0
           if (real) {
             code = codes[col * ldc + g * group + kk];
-            check(code < 1 << bits,
-                  "code " + std::to_string(code) + " at [" +
-                      std::to_string(col) + "][" +
-                      std::to_string(g * group + kk) + "] needs more than " +
-                      std::to_string(bits) + " bits");
+            check(code < 1 << bits, "code " + std::to_string(code) + " at [" +
+                                        std::to_string(col) + "][" +
+                                        std::to_string(g * group + kk) +
+                                        "] needs more than " +
+                                        std::to_string(bits) + " bits");
           }
           const int64_t q = kk / 4, e = kk % 4;
           if (bits == 8) {

@@ -7,9 +7,12 @@
 // compensation row. Each row keeps an int32 group sum and an fp32 total per
 // 16-column vector (4 zmm per row); at a group's end the int32 sums are
 // folded into the totals in the order brgemm.h defines, with the codes'
-// registers reused for the group's scales and mins. One accumulator set
-// only: the fold order must not depend on m. u4 codes are unpacked with one
-// and (columns 0..15) and one shift + and (columns 16..31) per K quad.
+// registers reused for the group's scales and mins. The fp32 totals are one
+// set whatever m is, so the fold order never depends on the batch; the
+// int32 group sums are exact, so blocks of up to 4 rows split them over two
+// sets (even and odd quads, added at the fold) to halve the vpdpbusd chain
+// that otherwise bounds decode. u4 codes are unpacked with one and (columns
+// 0..15) and one shift + and (columns 16..31) per K quad.
 #include "codegen/x86/brgemm_jit.h"
 
 #include "codegen/pack.h"
@@ -42,9 +45,11 @@ protected:
 
   void emit_rows(int m) override {
     m_ = m;
+    int_sets_ = 6 * m <= 24 ? 2 : 1; // below the code registers
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < 2; ++j) {
-        vpxord(acc_i(i, j), acc_i(i, j), acc_i(i, j));
+        for (int s = 0; s < int_sets_; ++s)
+          vpxord(acc_i(i, j, s), acc_i(i, j, s), acc_i(i, j, s));
         vpxord(acc_f(i, j), acc_f(i, j), acc_f(i, j));
       }
     load_a_bases(m);
@@ -80,10 +85,12 @@ protected:
 
 private:
   // Registers: per row i, int32 group sums zmm(2i + j) and fp32 totals
-  // zmm(2m + 2i + j) for column vectors j = 0, 1; then two K quads of codes
-  // (zmm24..27, reused for scales and mins in the fold), the nibble mask and
-  // two temporaries.
-  Zmm acc_i(int i, int j) const { return Zmm(2 * i + j); }
+  // zmm(2m + 2i + j) for column vectors j = 0, 1, a second int32 set at
+  // zmm(4m + 2i + j); then two K quads of codes (zmm24..27, reused for
+  // scales and mins in the fold), the nibble mask and two temporaries.
+  Zmm acc_i(int i, int j, int set = 0) const {
+    return Zmm(set ? 4 * m_ + 2 * i + j : 2 * i + j);
+  }
   Zmm acc_f(int i, int j) const { return Zmm(2 * m_ + 2 * i + j); }
   Zmm code(int slot, int j) const { return Zmm(24 + 2 * slot + j); }
   Zmm scale(int j) const { return Zmm(24 + j); }
@@ -109,8 +116,8 @@ private:
     }
     for (int i = 0; i < m_; ++i)
       for (int j = 0; j < 2; ++j)
-        vpdpbusd(acc_i(i, j), code(slot, j), a_addr(i, u * 4, ptr_b),
-                 EvexEncoding);
+        vpdpbusd(acc_i(i, j, u % int_sets_), code(slot, j),
+                 a_addr(i, u * 4, ptr_b), EvexEncoding);
   }
 
   /// reg_bk points at the group's scales; reg_a_sum at a_sum[0][g].
@@ -135,6 +142,10 @@ private:
         vpslld(t, sum, zp_shift); // zp * a_sum, exact in int32
       for (int j = 0; j < 2; ++j) {
         const Zmm a = acc_i(i, j), f = acc_f(i, j);
+        if (int_sets_ > 1) { // exact: the order of int32 sums is free
+          vpaddd(a, a, acc_i(i, j, 1));
+          vpxord(acc_i(i, j, 1), acc_i(i, j, 1), acc_i(i, j, 1));
+        }
         if (!desc_.asymmetric)
           vpsubd(a, a, t);
         vcvtdq2ps(a, a);
@@ -172,6 +183,7 @@ private:
   const int64_t groups_;
   const int unroll_;
   int m_ = 0;
+  int int_sets_ = 1;
 };
 
 } // namespace

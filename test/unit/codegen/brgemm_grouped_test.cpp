@@ -60,7 +60,8 @@ enum class Fill { random, extremes };
 
 Problem make_problem(int bits, int group, int k, bool asym, int rows,
                      int n_valid, Fill fill, uint32_t seed) {
-  Problem p{bits, group, k, n_valid, rows, asym, {}, {}, {}, {}, {}, {}, {}, {}};
+  Problem p{bits, group, k,  n_valid, rows, asym, {},
+            {},   {},    {}, {},      {},   {},   {}};
   std::mt19937 rng(seed);
   const int top = (1 << bits) - 1;
   p.codes.assign(size_t(kCols) * k, 0);
@@ -77,8 +78,8 @@ Problem make_problem(int bits, int group, int k, bool asym, int rows,
   for (int n = 0; n < n_valid; ++n)
     for (int g = 0; g < p.groups(); ++g) {
       // Mixed signs and magnitudes from 2^-14 to 2^6 (normal fp16).
-      const float mag = std::ldexp(1.f + float(rng() % 1024) / 1024.f,
-                                   int(rng() % 21) - 14);
+      const float mag =
+          std::ldexp(1.f + float(rng() % 1024) / 1024.f, int(rng() % 21) - 14);
       const size_t e = size_t(n) * p.groups() + g;
       p.scales[e] = f32_to_f16(rng() % 2 ? -mag : mag);
       if (asym)
@@ -175,10 +176,11 @@ void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias) {
       for (int n = 0; n < ldc; ++n) {
         const float got = c[size_t(i) * ldc + n];
         const bool inside = i < m && n < kCols;
-        const float want = inside ? reference(p, i, n, accumulate, bias) : -777.f;
+        const float want =
+            inside ? reference(p, i, n, accumulate, bias) : -777.f;
         if (std::memcmp(&got, &want, 4) != 0 && bad++ < 3)
-          ADD_FAILURE() << "m=" << m << " C[" << i << "][" << n
-                        << "] = " << got << ", expected " << want
+          ADD_FAILURE() << "m=" << m << " C[" << i << "][" << n << "] = " << got
+                        << ", expected " << want
                         << (inside ? "" : " (outside the block)");
       }
     ASSERT_EQ(bad, 0) << "m=" << m;
@@ -191,16 +193,16 @@ struct Shape {
 };
 
 void check_grid(Isa isa) {
-  const int rows = make_grouped_brgemm_desc(isa, DataType::u4, 128, 32, false)
-                       .m_max;
+  const int rows =
+      make_grouped_brgemm_desc(isa, DataType::u4, 128, 32, false).m_max;
   uint32_t seed = 1;
   for (int bits : {4, 8})
     for (int group : {32, 128})
       for (bool asym : {false, true})
         for (int k : {group, 2 * group, group == 32 ? 32 * 32 : 4096}) {
-          const Problem p = make_problem(bits, group, k, asym, rows,
-                                         k == group ? 27 : 32, Fill::random,
-                                         seed++);
+          const Problem p =
+              make_problem(bits, group, k, asym, rows, k == group ? 27 : 32,
+                           Fill::random, seed++);
           for (int variant = 0; variant < 4; ++variant) {
             check_kernel(isa, p, variant & 1, variant & 2);
             if (::testing::Test::HasFatalFailure())
@@ -210,8 +212,8 @@ void check_grid(Isa isa) {
 }
 
 void check_extremes(Isa isa) {
-  const int rows = make_grouped_brgemm_desc(isa, DataType::u8, 128, 32, false)
-                       .m_max;
+  const int rows =
+      make_grouped_brgemm_desc(isa, DataType::u8, 128, 32, false).m_max;
   uint32_t seed = 100;
   for (int bits : {4, 8})
     for (bool asym : {false, true})
@@ -253,8 +255,8 @@ TEST(BrgemmGroupedAmx, AmxHostsRunTheVnniKernel) {
 }
 
 TEST(BrgemmGrouped, NamesSayGroupAndAsymmetry) {
-  BrgemmDesc d = make_grouped_brgemm_desc(Isa::avx512_vnni, DataType::u4, 4096,
-                                          128, true);
+  BrgemmDesc d =
+      make_grouped_brgemm_desc(Isa::avx512_vnni, DataType::u4, 4096, 128, true);
   EXPECT_EQ(brgemm_name(d), "brgemm_s8u4f32_g128a_6x32x4096_avx512vnni");
   d = make_grouped_brgemm_desc(Isa::avx2, DataType::u8, 512, 32, false, true,
                                Epilogue::bias);
@@ -330,10 +332,11 @@ void unpack(const PackedB &p, int bits, int64_t panel,
         }
         codes[size_t(c * p.k + g * p.group + kk)] = v;
       }
-      std::memcpy(&scales[size_t(c * groups + g)], src + codes_bytes + 2 * c, 2);
+      std::memcpy(&scales[size_t(c * groups + g)], src + codes_bytes + 2 * c,
+                  2);
       if (p.asymmetric)
-        std::memcpy(&mins[size_t(c * groups + g)], src + codes_bytes + 64 + 2 * c,
-                    2);
+        std::memcpy(&mins[size_t(c * groups + g)],
+                    src + codes_bytes + 64 + 2 * c, 2);
     }
   }
 }
@@ -352,9 +355,11 @@ TEST(PackGrouped, UnpacksToTheOriginalCodesScalesAndPadding) {
         scales[i] = uint16_t(rng() & 0x7BFF);
         mins[i] = uint16_t(rng() & 0xFBFF);
       }
-      const PackedB p = pack_b_grouped(codes.data(), n, k, k + 5, bits, group,
-                                       scales.data(), asym ? mins.data() : nullptr);
-      EXPECT_EQ(p.layout, bits == 4 ? BLayout::u4_grouped : BLayout::u8_grouped);
+      const PackedB p =
+          pack_b_grouped(codes.data(), n, k, k + 5, bits, group, scales.data(),
+                         asym ? mins.data() : nullptr);
+      EXPECT_EQ(p.layout,
+                bits == 4 ? BLayout::u4_grouped : BLayout::u8_grouped);
       EXPECT_EQ(p.n_panels, 2);
       EXPECT_EQ(p.panel_bytes, grouped_panel_bytes(bits, k, group, asym));
       EXPECT_EQ(p.panel_bytes, groups * (group / 4 * (bits == 4 ? 64 : 128) +
@@ -368,10 +373,12 @@ TEST(PackGrouped, UnpacksToTheOriginalCodesScalesAndPadding) {
           for (int kk = 0; kk < k; ++kk) {
             const int want = col < n ? codes[size_t(col) * (k + 5) + kk]
                                      : (asym ? 0 : 1 << (bits - 1));
-            ASSERT_EQ(uc[size_t(c * k + kk)], want) << "col " << col << " k " << kk;
+            ASSERT_EQ(uc[size_t(c * k + kk)], want)
+                << "col " << col << " k " << kk;
           }
           for (int g = 0; g < groups; ++g) {
-            const size_t e = size_t(c * groups + g), src = size_t(col * groups + g);
+            const size_t e = size_t(c * groups + g),
+                         src = size_t(col * groups + g);
             EXPECT_EQ(us[e], col < n ? scales[src] : 0) << "col " << col;
             EXPECT_EQ(um[e], col < n && asym ? mins[src] : 0) << "col " << col;
           }
@@ -384,17 +391,17 @@ TEST(PackGrouped, RejectsCodesTooWideAndBadGroups) {
   std::vector<uint8_t> codes(32 * 32, 3);
   std::vector<uint16_t> scales(32, 0x3C00);
   codes[5] = 16;
-  EXPECT_THROW(pack_b_grouped(codes.data(), 32, 32, 32, 4, 32, scales.data(),
-                              nullptr),
-               std::invalid_argument);
-  EXPECT_NO_THROW(pack_b_grouped(codes.data(), 32, 32, 32, 8, 32, scales.data(),
-                                 nullptr));
-  EXPECT_THROW(pack_b_grouped(codes.data(), 32, 32, 32, 8, 24, scales.data(),
-                              nullptr),
-               std::invalid_argument);
-  EXPECT_THROW(pack_b_grouped(codes.data(), 32, 32, 32, 6, 32, scales.data(),
-                              nullptr),
-               std::invalid_argument);
+  EXPECT_THROW(
+      pack_b_grouped(codes.data(), 32, 32, 32, 4, 32, scales.data(), nullptr),
+      std::invalid_argument);
+  EXPECT_NO_THROW(
+      pack_b_grouped(codes.data(), 32, 32, 32, 8, 32, scales.data(), nullptr));
+  EXPECT_THROW(
+      pack_b_grouped(codes.data(), 32, 32, 32, 8, 24, scales.data(), nullptr),
+      std::invalid_argument);
+  EXPECT_THROW(
+      pack_b_grouped(codes.data(), 32, 32, 32, 6, 32, scales.data(), nullptr),
+      std::invalid_argument);
 }
 
 TEST(Fp16, RoundTripsAndRoundsToNearestEven) {
@@ -435,7 +442,8 @@ TEST(QuantizeGrouped, ErrorWithinHalfAScaleAndCodesInRange) {
       const int zp = 1 << (bits - 1);
       for (int r = 0; r < n; ++r)
         for (int kk = 0; kk < k; ++kk) {
-          const size_t e = size_t(r) * k + kk, gi = size_t(r) * groups + kk / group;
+          const size_t e = size_t(r) * k + kk,
+                       gi = size_t(r) * groups + kk / group;
           ASSERT_LT(codes[e], 1 << bits);
           const double s = f16_to_f32(scales[gi]);
           const double deq = asym ? s * codes[e] - f16_to_f32(mins[gi])
