@@ -351,6 +351,7 @@ PipelineOptions pipelineOptionsFor(const CompileOptions &options) {
     pipeline.smoothAlpha = options.smoothAlpha;
   pipeline.disabled.insert(options.disabledPasses.begin(), options.disabledPasses.end());
   pipeline.keepBf16 = options.keepBf16;
+  pipeline.keepInt8 = options.keepInt8;
   pipeline.keepF32 = options.keepF32;
   return pipeline;
 }

@@ -38,7 +38,7 @@ struct PipelineOptions {
   int64_t threads = 2;
   std::string kvCache = "auto";     ///< auto | f32 | bf16
   std::set<std::string> disabled;   ///< pass names left out
-  std::vector<std::string> keepBf16, keepF32; ///< weight-name substrings
+  std::vector<std::string> keepBf16, keepF32, keepInt8; ///< weight-name substrings
   std::string quantLmHead = "bf16";  ///< bf16 | int8 (with quant w8a8)
   /// Let an optimized variant call hyrt_ref_* kernels (--allow-reference):
   /// hyc-cpu-check-no-reference-kernels is left out.
