@@ -157,14 +157,27 @@ void quantize_grouped(const float *w, int64_t n, int64_t k, int64_t ldw,
     for (int64_t g = 0; g < groups; ++g) {
       const float *src = w + r * ldw + g * group;
       uint8_t *dst = codes + r * k + g * group;
-      float lo = src[0], hi = src[0], amax = 0.f;
+      float lo = src[0], hi = src[0], amax = 0.f, extreme = 0.f;
       for (int64_t kk = 0; kk < group; ++kk) {
         lo = std::min(lo, src[kk]);
         hi = std::max(hi, src[kk]);
-        amax = std::max(amax, std::fabs(src[kk]));
+        if (std::fabs(src[kk]) > amax)
+          amax = std::fabs(src[kk]), extreme = src[kk];
       }
       uint16_t scale = 0, min = 0;
-      if (!asymmetric) {
+      if (!asymmetric && bits == 4) {
+        // 4 bits, as GGUF Q4_0: the element of largest magnitude lands on
+        // code 0 (q = -8) with a scale of its sign, so all 16 levels serve
+        // (a step of max|w| / 8, not / 7); an element of the opposite sign
+        // as large clamps to q = 7, one step off.
+        if (amax > 0.f)
+          scale = f32_to_f16(float(double(extreme) / -zp));
+        const double s = f16_to_f32(scale);
+        for (int64_t kk = 0; kk < group; ++kk) {
+          const double q = s != 0 ? std::nearbyint(double(src[kk]) / s) : 0.0;
+          dst[kk] = uint8_t(std::clamp<double>(q, -zp, zp - 1) + zp);
+        }
+      } else if (!asymmetric) {
         if (amax > 0.f)
           scale = f16_at_least(double(amax) / (zp - 1));
         const double s = f16_to_f32(scale);
