@@ -16,6 +16,8 @@
 // scalar evaluation in that order (this file builds with -ffp-contract=off).
 #include "hyrt/artifact/kernel_self_test.h"
 
+#include "../reference/f16.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -152,13 +154,6 @@ struct Aligned {
 
 constexpr uint32_t kSentinelBits = 0x7FA5A5A5u; // a NaN no kernel writes
 
-/// fp16 bits -> fp32 (exact), as vcvtph2ps widens scales and mins.
-float f16_value(uint16_t h) {
-  const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  const float v = e == 0 ? std::ldexp(float(m), -24) : std::ldexp(float(1024 + m), e - 25);
-  return h & 0x8000 ? -v : v;
-}
-
 /// Checks C[0..m)[0..NB) against want bit for bit and the rest of cbuf
 /// (M + 1 rows of ldc) against the sentinel; returns "" or the first miss.
 std::string compare_exact(const std::vector<float> &cbuf, const std::vector<float> &want, int m,
@@ -253,10 +248,10 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
         for (int k = g * G; k < (g + 1) * G; ++k)
           dot += int32_t(int8_t(a.p[size_t(i) * lda + k])) * codes[size_t(n) * K + k];
         const int32_t sum = a_sum[size_t(i) * groups + g];
-        const float sc = f16_value(scales[size_t(n) * groups + g]);
+        const float sc = hyrt::fromF16(scales[size_t(n) * groups + g]);
         if (asym) {
           f = std::fma(float(dot), sc, f);
-          f = std::fma(-f16_value(mins[size_t(n) * groups + g]), float(sum), f);
+          f = std::fma(-hyrt::fromF16(mins[size_t(n) * groups + g]), float(sum), f);
         } else {
           f = std::fma(float(dot - zp * sum), sc, f);
         }

@@ -6,6 +6,8 @@
 #include "hyrt/gemm_layout.h"
 #include "hyrt/reference.h"
 
+#include "f16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,19 +16,6 @@
 namespace {
 
 constexpr int64_t kPanel = 32, kGroup = HYRT_GEMM_CODE_GROUP;
-
-/// IEEE binary16 -> fp32, exactly (subnormals, infinities and NaN kept).
-float halfToFloat(uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(float(mant), -24);
-  else if (exp == 31)
-    v = mant ? NAN : INFINITY;
-  else
-    v = std::ldexp(float(mant + 1024), exp - 25);
-  return sign ? -v : v;
-}
 
 /// What one matrix's packed panels hold, by layout arithmetic.
 struct CodesMatrix {
@@ -56,7 +45,7 @@ struct CodesMatrix {
                        2 * (n % kPanel);
     uint16_t h;
     std::memcpy(&h, p, 2);
-    return halfToFloat(h);
+    return hyrt::fromF16(h);
   }
 };
 
