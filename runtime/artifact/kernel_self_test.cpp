@@ -154,6 +154,38 @@ struct Aligned {
 
 constexpr uint32_t kSentinelBits = 0x7FA5A5A5u; // a NaN no kernel writes
 
+/// Runs the kernel on blocks of 1, about half and all of its m_max rows,
+/// C prefilled with a sentinel NaN (and the first m rows with c_old when
+/// it accumulates): check(cbuf, m) returns "" or why the block is wrong.
+template <typename Check>
+std::string run_each_m(const hyrt_kernel_v0 &kd, const void *a, int64_t lda, const void *b,
+                       const PostArgs &post, const std::vector<float> *c_old, int *calls,
+                       Check check) {
+  const int M = kd.m_max, NB = kd.n_block;
+  const int64_t ldc = NB + 8;
+  const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void *>(kd.entry));
+  std::vector<float> cbuf(size_t(M + 1) * ldc);
+  int last_m = 0;
+  for (int m : {1, M > 2 ? M / 2 + 1 : M, M}) {
+    if (m == last_m)
+      continue;
+    last_m = m;
+    float sentinel;
+    std::memcpy(&sentinel, &kSentinelBits, 4);
+    std::fill(cbuf.begin(), cbuf.end(), sentinel);
+    if (c_old)
+      for (int i = 0; i < m; ++i)
+        for (int n = 0; n < NB; ++n)
+          cbuf[size_t(i) * ldc + n] = (*c_old)[size_t(i) * NB + n];
+    fn(a, lda, b, cbuf.data(), ldc, m, &post);
+    ++*calls;
+    const std::string why = check(cbuf, m);
+    if (!why.empty())
+      return why;
+  }
+  return "";
+}
+
 /// Checks C[0..m)[0..NB) against want bit for bit and the rest of cbuf
 /// (M + 1 rows of ldc) against the sentinel; returns "" or the first miss.
 std::string compare_exact(const std::vector<float> &cbuf, const std::vector<float> &want, int m,
@@ -264,27 +296,10 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
       want[size_t(i) * NB + n] = c;
     }
 
-  const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void *>(kd.entry));
-  std::vector<float> cbuf(size_t(M + 1) * ldc);
-  int last_m = 0;
-  for (int m : {1, M > 2 ? M / 2 + 1 : M, M}) {
-    if (m == last_m)
-      continue;
-    last_m = m;
-    float sentinel;
-    std::memcpy(&sentinel, &kSentinelBits, 4);
-    std::fill(cbuf.begin(), cbuf.end(), sentinel);
-    if (acc)
-      for (int i = 0; i < m; ++i)
-        for (int n = 0; n < NB; ++n)
-          cbuf[size_t(i) * ldc + n] = c_old[size_t(i) * NB + n];
-    fn(a.p, lda, b.p, cbuf.data(), ldc, m, &post);
-    ++*calls;
-    const std::string why = compare_exact(cbuf, want, m, M, NB, ldc);
-    if (!why.empty())
-      return why;
-  }
-  return "";
+  return run_each_m(kd, a.p, lda, b.p, post, acc ? &c_old : nullptr, calls,
+                    [&](const std::vector<float> &cbuf, int m) {
+                      return compare_exact(cbuf, want, m, M, NB, ldc);
+                    });
 }
 
 /// Runs one kernel; returns "" or why it failed (and sets *failed_kernel).
@@ -428,23 +443,8 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
       tol[e] = m <= std::ldexp(g, 24) ? 0.0 : (K + 2.0 * blocks + 4) * std::ldexp(1.0, -24) * m;
     }
 
-  const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void *>(kd.entry));
-  const int mid = M > 2 ? M / 2 + 1 : M;
-  std::vector<float> cbuf(size_t(M + 1) * ldc);
-  int last_m = 0;
-  for (int m : {1, mid, M}) {
-    if (m == last_m)
-      continue;
-    last_m = m;
-    float sentinel;
-    std::memcpy(&sentinel, &kSentinelBits, 4);
-    std::fill(cbuf.begin(), cbuf.end(), sentinel);
-    if (acc)
-      for (int i = 0; i < m; ++i)
-        for (int n = 0; n < NB; ++n)
-          cbuf[size_t(i) * ldc + n] = c_old[size_t(i) * NB + n];
-    fn(a.p, lda, b.p, cbuf.data(), ldc, m, &post);
-    ++*calls;
+  return run_each_m(kd, a.p, lda, b.p, post, acc ? &c_old : nullptr, calls,
+                    [&](const std::vector<float> &cbuf, int m) -> std::string {
     double worst = -1, worst_tol = 0, worst_want = 0, worst_got = 0;
     int wi = -1, wn = -1;
     for (int i = 0; i <= M; ++i)
@@ -482,8 +482,8 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
                     m, wi, wn, worst_got, worst_want, std::fabs(worst_got - worst_want), worst_tol);
       return msg;
     }
-  }
-  return "";
+    return "";
+  });
 }
 
 /// Ends the calling thread's use of AMX tiles (tilerelease), so that the
