@@ -16,7 +16,7 @@
 // scalar evaluation in that order (this file builds with -ffp-contract=off).
 #include "hyrt/artifact/kernel_self_test.h"
 
-#include "../reference/f16.h"
+#include "hyrt/support/f16.h"
 
 #include <algorithm>
 #include <chrono>

@@ -6,7 +6,7 @@
 #include "hyrt/gemm_layout.h"
 #include "hyrt/reference.h"
 
-#include "f16.h"
+#include "hyrt/support/f16.h"
 
 #include <algorithm>
 #include <cmath>

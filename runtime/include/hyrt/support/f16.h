@@ -1,8 +1,8 @@
 // IEEE binary16 -> fp32 for the runtime (the fp16 scales of the integer-code
 // layouts): exact, subnormals, infinities and NaN included, as vcvtph2ps
 // widens them.
-#ifndef HYRT_REFERENCE_F16_H
-#define HYRT_REFERENCE_F16_H
+#ifndef HYRT_SUPPORT_F16_H
+#define HYRT_SUPPORT_F16_H
 
 #include <cmath>
 #include <cstdint>
@@ -23,4 +23,4 @@ inline float fromF16(uint16_t h) {
 
 } // namespace hyrt
 
-#endif // HYRT_REFERENCE_F16_H
+#endif // HYRT_SUPPORT_F16_H
