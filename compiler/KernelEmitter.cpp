@@ -23,7 +23,6 @@ struct IsaInfo {
   codegen::Isa isa;
   codegen::DataType a, b;
   std::vector<const char *> features;
-  int group = 0; ///< integer codes: K-elements per in-panel scale
 };
 
 const IsaInfo *isaInfo(const std::string &name) {

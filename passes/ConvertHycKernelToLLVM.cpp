@@ -73,6 +73,9 @@ struct KernelUse {
 };
 
 /// The kernel-name spelling of a dispatch's (A, B) types.
+/// Integer codes with in-panel scales per 32 (q4 / q8 weights).
+bool isCodesLayout(StringRef bLayout) { return bLayout == "q4_g32" || bLayout == "q8_g32"; }
+
 StringRef typesName(Type a, Type b, StringRef bLayout) {
   if (bLayout == "q4_g32")
     return "s8u4f32";
@@ -171,9 +174,8 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
     // Integer codes (q4_g32, q8_g32): symmetric, one scale per 32.
-    const bool codes = op.getBLayout() == "q4_g32" || op.getBLayout() == "q8_g32";
-    kernels.push_back(
-        {name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(), codes ? 32 : 0});
+    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(),
+                       isCodesLayout(op.getBLayout()) ? 32 : 0});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }

@@ -28,15 +28,18 @@ extern "C" void hyrt_cpu_quantize_rows_s8_sums(const float *x, int64_t M, int64_
     // the same numbers), so both schemes quantize activations alike.
     uint8_t *u = reinterpret_cast<uint8_t *>(a + m * lda);
     quantizeRowU8(x + m * K, K, lda, u, a_scale + m);
+    // One pass: each group converted and summed; then the padding.
     int8_t *q = a + m * lda;
-    for (int64_t k = 0; k < lda; ++k)
-      q[k] = int8_t(int32_t(u[k]) - 128);
     for (int64_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
-      for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k)
+      for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k) {
+        q[k] = int8_t(int32_t(u[k]) - 128);
         sum += q[k];
+      }
       a_sum[m * groups + g] = sum;
     }
+    for (int64_t k = K; k < lda; ++k)
+      q[k] = int8_t(int32_t(u[k]) - 128);
   });
 }
 
