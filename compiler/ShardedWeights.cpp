@@ -120,6 +120,13 @@ public:
     // quantized from fp32 instead.
     return !splits_.count(name) && base_->read_codes_g32(name, bits, codes, scales);
   }
+  std::string stored_codes_format(const std::string &name) const override {
+    // As read_codes_g32: a split tensor is quantized from fp32 instead.
+    return !splits_.count(name) ? base_->stored_codes_format(name) : "";
+  }
+  bool read_stored_codes(const std::string &name, models::StoredCodes &out) const override {
+    return !splits_.count(name) && base_->read_stored_codes(name, out);
+  }
   bool read_fp8_block(const std::string &name, uint8_t *codes,
                       float *scale_inv) const override {
     // 128 x 128 blocks cut by a split would need new factors: quantized

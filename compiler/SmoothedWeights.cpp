@@ -61,6 +61,12 @@ public:
                       uint16_t *scales) const override {
     return !smoothed_.count(name) && base_->read_codes_g32(name, bits, codes, scales);
   }
+  std::string stored_codes_format(const std::string &name) const override {
+    return !smoothed_.count(name) ? base_->stored_codes_format(name) : "";
+  }
+  bool read_stored_codes(const std::string &name, models::StoredCodes &out) const override {
+    return !smoothed_.count(name) && base_->read_stored_codes(name, out);
+  }
 
 private:
   std::unique_ptr<models::WeightSource> base_;

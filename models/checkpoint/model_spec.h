@@ -110,6 +110,31 @@ struct WeightInfo {
   std::string source_dtype; ///< "F32", "BF16", "Q8_0", "F8_E4M3", ...
 };
 
+/// Integer weight codes with two-level scales, as a checkpoint stores them
+/// (GGUF K-quants and IQ4, AWQ), in the kernels' terms (codegen/pack.h,
+/// "Grouped integer kernels" of codegen/brgemm.h): element [n][k] is
+///   d[n][k / super] * sub_scales[n][k / group] * (value(code) - zero)
+///     - dmin[n][k / super] * sub_mins[n][k / group]          (asymmetric)
+/// with value(code) = code, or kvalues_iq4nl[code] + 128 for the iq4nl
+/// codebook, and zero = 8 (4-bit), 128 (8-bit or codebook) when symmetric,
+/// 0 when asymmetric. Formats, by name (bits, group, super, asymmetric):
+///   "q4k"   GGUF Q4_K:    4, 32, 256, yes (sc, m: the 6-bit fields)
+///   "q5k"   GGUF Q5_K:    8, 32, 256, yes (code = the 5-bit q)
+///   "q6k"   GGUF Q6_K:    8, 16, 256, no  (code = q + 96; sc: int8)
+///   "iq4xs" GGUF IQ4_XS:  4, 32, 256, no, codebook (sc = ls - 32)
+///   "iq4nl" GGUF IQ4_NL:  4, 32,  32, no, codebook (sc = 1)
+///   "q4z"   AWQ / GPTQ:   4, 32, 128, yes (d = dmin = the group's fp16
+///           scale, sc = 1, m = the zero point: w = s * (q - z))
+struct StoredCodes {
+  std::string format;
+  int64_t n = 0, k = 0;
+  std::vector<uint8_t> codes;     ///< [N][K], one per byte
+  std::vector<int8_t> sub_scales; ///< [N][K / group]
+  std::vector<uint8_t> sub_mins;  ///< [N][K / group]; empty when symmetric
+  std::vector<uint16_t> d;        ///< [N][K / super] fp16 bits
+  std::vector<uint16_t> dmin;     ///< [N][K / super]; empty when symmetric
+};
+
 /// Gives weights by canonical name, converted to fp32 (dequantized when the
 /// checkpoint stores them quantized). Implementations keep files mapped.
 class WeightSource {
@@ -160,6 +185,19 @@ public:
   virtual bool read_codes_g32(const std::string &name, int bits, uint8_t *codes,
                               uint16_t *scales) const {
     (void)name, (void)bits, (void)codes, (void)scales;
+    return false;
+  }
+  /// The integer-code format `name` [N, K] is stored in, when the kernels
+  /// can keep it exactly (StoredCodes above), else "".
+  virtual std::string stored_codes_format(const std::string &name) const {
+    (void)name;
+    return "";
+  }
+  /// True when stored_codes_format(name) is not empty: then fills `out`
+  /// with the codes and scales as stored (bit for bit). False (out
+  /// untouched) otherwise.
+  virtual bool read_stored_codes(const std::string &name, StoredCodes &out) const {
+    (void)name, (void)out;
     return false;
   }
 };
