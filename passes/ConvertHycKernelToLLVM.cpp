@@ -18,6 +18,8 @@
 #include "passes/KernelSchemes.h"
 #include "passes/Passes.h"
 
+#include "hyrt/gemm_layout.h"
+
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -69,18 +71,19 @@ struct KernelUse {
   std::string name, isa, types;
   int64_t k, mMax;
   bool accumulate = false; ///< C += A.B (dispatch without zero_init)
-  int64_t group = 0;       ///< integer codes: K-elements per in-panel scale
+  /// Integer codes (hyrt_gemm_code_format of the layout); bits 0 otherwise.
+  hyrt_code_format codes = {0, 0, 0, 0, 0};
 };
 
-/// The kernel-name spelling of a dispatch's (A, B) types.
-/// Integer codes with in-panel scales per 32 (q4 / q8 weights).
-bool isCodesLayout(StringRef bLayout) { return bLayout == "q4_g32" || bLayout == "q8_g32"; }
+/// The integer-code scheme of a dispatch's layout, or -1.
+int32_t codesSchemeOf(StringRef bLayout) {
+  return hyrt_gemm_code_scheme_of_layout(bLayout.data(), bLayout.size());
+}
 
+/// The kernel-name spelling of a dispatch's (A, B) types.
 StringRef typesName(Type a, Type b, StringRef bLayout) {
-  if (bLayout == "q4_g32")
-    return "s8u4f32";
-  if (bLayout == "q8_g32")
-    return "s8u8f32";
+  if (int32_t codes = codesSchemeOf(bLayout); codes >= 0)
+    return hyrt_gemm_code_format(codes).bits == 4 ? "s8u4f32" : "s8u8f32";
   if (a.isF32() && b.isF32())
     return "f32f32f32";
   if (a.isF32() && b.isBF16())
@@ -160,7 +163,12 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
   ArrayRef<int64_t> shape = op.getShape();
   StringRef types = typesName(op.getAType(), op.getBType(), op.getBLayout());
   std::string isa = op.getIsa() ? op.getIsa()->str() : "";
-  std::string name = "hyc_brgemm_" + types.str() + "_" + std::to_string(shape[0]) +
+  // Codes formats other than Q4_0 / Q8_0's name their panels: one type
+  // pair serves several layouts.
+  const int32_t codes = codesSchemeOf(op.getBLayout());
+  const std::string format =
+      codes > HYRT_GEMM_W8A8_G32 ? std::string(hyrt_gemm_code_layout_name(codes)) + "_" : "";
+  std::string name = "hyc_brgemm_" + types.str() + "_" + format + std::to_string(shape[0]) +
                      "x" + std::to_string(shape[1]) + "x" +
                      std::to_string(shape[2]) + "_" + isa +
                      (op.getZeroInit() ? "" : "_acc");
@@ -173,9 +181,9 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    // Integer codes (q4_g32, q8_g32): symmetric, one scale per 32.
     kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(),
-                       isCodesLayout(op.getBLayout()) ? 32 : 0});
+                       codes >= 0 ? hyrt_gemm_code_format(codes)
+                                  : hyrt_code_format{0, 0, 0, 0, 0}});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }
@@ -489,8 +497,16 @@ struct ConvertHycKernelToLLVMPass
           b.getNamedAttr("types", b.getStringAttr(k.types))};
       if (k.accumulate) // C += A.B (per-group W8A8), else C = A.B
         fields.push_back(b.getNamedAttr("accumulate", b.getUnitAttr()));
-      if (k.group) // integer codes with in-panel scales per `group`
-        fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.group)));
+      if (k.codes.bits) { // integer codes with in-panel scales per `group`
+        fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.codes.group)));
+        if (k.codes.super_group)
+          fields.push_back(
+              b.getNamedAttr("super_group", b.getI64IntegerAttr(k.codes.super_group)));
+        if (k.codes.asymmetric)
+          fields.push_back(b.getNamedAttr("asymmetric", b.getUnitAttr()));
+        if (k.codes.codebook)
+          fields.push_back(b.getNamedAttr("codebook", b.getStringAttr("iq4nl")));
+      }
       kernelAttrs.push_back(b.getDictionaryAttr(fields));
     }
     module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));

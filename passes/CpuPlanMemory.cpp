@@ -103,7 +103,7 @@ std::string layoutOf(ParamOp p) {
     // (their scales live inside them).
     if ((mm || gm) && gemmWeight(user) == p.getResult())
       if (QuantAttr q = mm ? mm.getQuant() : gm.getQuant(); q.isCodes())
-        return q.getScheme() == QuantScheme::q4 ? "q4_g32" : "q8_g32";
+        return codesLayoutOf(q.getScheme()).str();
     allBf16 = allBf16 && gemmWeight(user) == p.getResult() &&
               (mm ? mm.getQuant() : gm.getQuant()).getScheme() == QuantScheme::bf16;
   }

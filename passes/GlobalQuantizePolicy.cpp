@@ -41,6 +41,16 @@ bool isCodes(QuantScheme target) {
   return target == QuantScheme::q4 || target == QuantScheme::q8;
 }
 
+/// Under 4-bit codes, a matrix whose K is not whole groups keeps 8 bits
+/// (per-channel int8): its last group would be padded, and no 4-bit GGUF
+/// type stores such rows either (llama-quantize falls back to a wider type
+/// or refuses). stories260K's down projection (K = 172) costs 0.11 of
+/// perplexity at 4 bits (bench/README.md "4-bit weights").
+bool keepsInt8ForPartialGroups(QuantScheme target, int64_t group, ParamOp param) {
+  auto type = cast<RankedTensorType>(param.getType());
+  return target == QuantScheme::q4 && group && type.getShape().back() % group != 0;
+}
+
 /// The derivation names the artifact writer applies: per-channel
 /// ("w8a8", "w8a8.scale"), per-group-128 ("w8a8g128", ...), FP8 blocks
 /// ("fp8", "fp8.scale") or integer codes with their group scales ("q4g32",
@@ -107,7 +117,8 @@ void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
   auto param = op.getWeight().getDefiningOp<ParamOp>();
   if (!param || op.getQuant().isStoredQuantized() || nameMatches(param, keep))
     return;
-  if (isCodes(target) && nameMatches(param, keepInt8))
+  if (isCodes(target) &&
+      (nameMatches(param, keepInt8) || keepsInt8ForPartialGroups(target, group, param)))
     target = QuantScheme::w8a8, group = 0;
   QuantAttr quant = quantAttr(op.getContext(), target, group);
   if (!storesDerived(target)) {
@@ -224,7 +235,8 @@ struct HycGlobalQuantizePolicyPass
       // when the artifact is written. Integer codes: the codes alone, their
       // group scales inside (an int8 head under them is per-channel W8A8).
       OpBuilder b(op);
-      const bool int8Kept = isCodes(target) && nameMatches(param, int8Names);
+      const bool int8Kept = isCodes(target) && (nameMatches(param, int8Names) ||
+                                                keepsInt8ForPartialGroups(target, group, param));
       const QuantScheme t = int8Head || int8Kept ? QuantScheme::w8a8 : target;
       const int64_t g = int8Head || int8Kept ? 0 : group;
       auto [q, s] = quantizedParams(b, param, t, g);

@@ -99,6 +99,45 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::q8, false, Level::avx2,
      {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q8_g32",
       "hyrt_cpu_gemm_codes", HYRT_GEMM_W8A8_G32, 16, 9}},
+    // Codes kept as checkpoints store them (the same kernels with two-level
+    // scales, mins or the IQ4 codebook; hyrt_gemm_code_format): layout
+    // names are the formats'.
+    {QuantScheme::q4k, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4k",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q4K, 128, 5}},
+    {QuantScheme::q4k, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "q4k", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4K, 32, 5}},
+    {QuantScheme::q5k, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u8, "s8u8f32", "avx512vnni", "q5k",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q5K, 128, 9}},
+    {QuantScheme::q5k, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q5k", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q5K, 16, 9}},
+    {QuantScheme::q6k, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u8, "s8u8f32", "avx512vnni", "q6k",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q6K, 128, 9}},
+    {QuantScheme::q6k, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q6k", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q6K, 16, 9}},
+    {QuantScheme::iq4xs, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "iq4xs",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_IQ4XS, 128, 5}},
+    {QuantScheme::iq4xs, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "iq4xs", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_IQ4XS, 32, 5}},
+    {QuantScheme::iq4nl, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "iq4nl",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_IQ4NL, 128, 5}},
+    {QuantScheme::iq4nl, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "iq4nl", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_IQ4NL, 32, 5}},
+    {QuantScheme::q4z, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4z",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q4Z, 128, 5}},
+    {QuantScheme::q4z, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "q4z", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4Z, 32, 5}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {
@@ -127,6 +166,15 @@ const KernelScheme *schemeOn(QuantScheme quant, bool grouped, KernelTarget targe
 }
 
 } // namespace
+
+StringRef codesLayoutOf(QuantScheme scheme) {
+  const KernelScheme *ks = find(scheme, false, Level::avx512);
+  return ks && hyrt_gemm_is_codes(ks->scratchId) ? StringRef(ks->layout) : StringRef();
+}
+
+int32_t codesSchemeIdOfLayout(StringRef layout) {
+  return hyrt_gemm_code_scheme_of_layout(layout.data(), layout.size());
+}
 
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target) {
   return schemeOn(scheme, false, target);

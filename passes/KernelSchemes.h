@@ -54,6 +54,14 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k);
 /// scheme `ks` on decode-sized steps; null for every other scheme.
 const KernelScheme *fp8FusedSchemeFor(const KernelScheme &ks);
 
+/// The packed layout of an integer-code weight scheme (QuantAttr::isCodes):
+/// "q4_g32", "q8_g32", or the stored format's name ("q4k", ..., "q4z").
+llvm::StringRef codesLayoutOf(QuantScheme scheme);
+
+/// The HYRT_GEMM_* id of an integer-code layout name (codesLayoutOf), or
+/// -1 for any other layout.
+int32_t codesSchemeIdOfLayout(llvm::StringRef layout);
+
 /// The kernel scheme of a weight scheme on a target; null when there is none.
 const KernelScheme *kernelSchemeFor(QuantScheme scheme, KernelTarget target);
 

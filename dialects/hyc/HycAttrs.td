@@ -22,7 +22,13 @@ def Hyc_QuantScheme : I32EnumAttr<"QuantScheme", "weight quantization scheme", [
     I32EnumAttrCase<"w8a8", 2>,
     I32EnumAttrCase<"fp8_e4m3", 3>,
     I32EnumAttrCase<"q4", 4>,
-    I32EnumAttrCase<"q8", 5>
+    I32EnumAttrCase<"q8", 5>,
+    I32EnumAttrCase<"q4k", 6>,
+    I32EnumAttrCase<"q5k", 7>,
+    I32EnumAttrCase<"q6k", 8>,
+    I32EnumAttrCase<"iq4xs", 9>,
+    I32EnumAttrCase<"iq4nl", 10>,
+    I32EnumAttrCase<"q4z", 11>
   ]> {
   let cppNamespace = "::hyc";
   let genSpecializedAttr = 0;
@@ -116,6 +122,13 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
     token as in w8a8. The weight operand is i8 (one code per element;
     packed two per byte by the layout for q4).
 
+    `q4k`, `q5k`, `q6k`, `iq4xs`, `iq4nl` and `q4z` are integer codes kept
+    exactly as a checkpoint stores them (GGUF Q4_K, Q5_K, Q6_K, IQ4_XS,
+    IQ4_NL; AWQ / GPTQ int4 with zero points per 128): two-level scales
+    (fp16 per super-block times an integer per `group`), mins, the IQ4
+    codebook (models/checkpoint/model_spec.h StoredCodes, hyrt/gemm_layout.h
+    hyrt_gemm_code_format). `group` is the sub-group: 32, 16 for q6k.
+
     ```mlir
     #hyc.quant<bf16>
     #hyc.quant<w8a8>
@@ -137,10 +150,9 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
       return getScheme() == QuantScheme::w8a8 ||
              getScheme() == QuantScheme::fp8_e4m3;
     }
-    /// Integer codes whose scales are part of the weight (q4, q8).
-    bool isCodes() const {
-      return getScheme() == QuantScheme::q4 || getScheme() == QuantScheme::q8;
-    }
+    /// Integer codes whose scales are part of the weight (q4, q8 and the
+    /// stored formats q4k ... q4z).
+    bool isCodes() const { return ::hyc::isCodesScheme(getScheme()); }
     /// Stored in any quantized form: a quantization policy leaves it be.
     bool isStoredQuantized() const { return isQuantized() || isCodes(); }
   }];

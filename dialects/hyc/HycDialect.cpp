@@ -81,14 +81,15 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 ArrayRef<int64_t> block) {
   if (group < 0)
     return emitError() << "quant group must be positive, got " << group;
-  const bool codes = scheme == QuantScheme::q4 || scheme == QuantScheme::q8;
-  if (codes && group != 32)
-    return emitError() << stringifyQuantScheme(scheme)
-                       << " needs group = 32 (one fp16 scale per 32 K-elements), got "
-                       << group;
+  const bool codes = isCodesScheme(scheme);
+  const int64_t codesGroup = scheme == QuantScheme::q6k ? 16 : 32;
+  if (codes && group != codesGroup)
+    return emitError() << stringifyQuantScheme(scheme) << " needs group = " << codesGroup
+                       << " (one scale per " << codesGroup << " K-elements), got " << group;
   if (group != 0 && scheme != QuantScheme::w8a8 && !codes)
     return emitError() << "quant group = " << group
-                       << " is only meaningful for w8a8, q4 and q8, not "
+                       << " is only meaningful for w8a8 and the integer codes (q4, q8, "
+                          "q4k, ...), not "
                        << stringifyQuantScheme(scheme);
   if (scheme == QuantScheme::fp8_e4m3) {
     if (block.size() != 2)

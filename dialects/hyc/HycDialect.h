@@ -21,6 +21,15 @@ parseF64Parameter(mlir::AsmParser &parser) {
 #include "dialects/hyc/HycDialect.h.inc"
 #include "dialects/hyc/HycEnums.h.inc"
 
+namespace hyc {
+/// Integer codes whose scales are part of the weight: q4, q8 and the
+/// formats kept as checkpoints store them (q4k ... q4z).
+inline bool isCodesScheme(QuantScheme s) {
+  return s == QuantScheme::q4 || s == QuantScheme::q8 ||
+         (int(s) >= int(QuantScheme::q4k) && int(s) <= int(QuantScheme::q4z));
+}
+} // namespace hyc
+
 #define GET_ATTRDEF_CLASSES
 #include "dialects/hyc/HycAttrs.h.inc"
 

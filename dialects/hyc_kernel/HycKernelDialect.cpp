@@ -3,6 +3,8 @@
 #include "dialects/hyc_kernel/HycKernelDialect.h"
 #include "dialects/hyc/HycOps.h"
 
+#include "hyrt/gemm_layout.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -56,17 +58,20 @@ LogicalResult BrgemmDispatchOp::verify() {
     return emitOpError() << "no kernel for (" << getAType() << ", "
                          << getBType() << " -> " << getCType() << ")";
   StringRef layout = getBLayout();
-  if (layout == "q4_g32" || layout == "q8_g32") {
+  if (int32_t codes = hyrt_gemm_code_scheme_of_layout(layout.data(), layout.size());
+      codes >= 0) {
     if (!getAType().isInteger(8) || !getBType().isInteger(8))
       return emitOpError() << layout << " codes need i8 A and B, got (" << getAType()
                            << ", " << getBType() << ")";
-    if (k % 32 != 0)
-      return emitOpError() << layout << " codes come in whole groups of 32 along k, got "
-                           << k;
+    const int64_t unit = hyrt_gemm_code_unit(codes);
+    if (k % unit != 0)
+      return emitOpError() << layout << " codes come in whole blocks of " << unit
+                           << " along k, got " << k;
     return success();
   }
   if (layout != "row" && layout != "vnni2" && layout != "vnni4")
-    return emitOpError() << "b_layout must be row, vnni2, vnni4, q4_g32 or q8_g32, got \""
+    return emitOpError() << "b_layout must be row, vnni2, vnni4 or an integer-code layout "
+                            "(q4_g32, q8_g32, q4k, q5k, q6k, iq4xs, iq4nl, q4z), got \""
                          << layout << "\"";
   if (layout == "vnni2" && !getBType().isBF16() && !isa<Float8E4M3FNType>(getBType()))
     return emitOpError() << "vnni2 layout needs bf16 or f8E4M3FN B, got " << getBType();

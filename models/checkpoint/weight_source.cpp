@@ -2,6 +2,8 @@
 // a spec, and llama2.c tokenizer discovery, shared by the format loaders.
 #include "models/checkpoint/weight_source.h"
 
+#include "models/checkpoint/gguf_codes.h"
+
 #include <cstring>
 
 #include "models/io/gguf_dequant.h"
@@ -140,6 +142,25 @@ bool ViewWeightSource::read_codes_g32(const std::string &name, int bits, uint8_t
   }
   release(*v);
   return true;
+}
+
+std::string ViewWeightSource::stored_codes_format(const std::string &name) const {
+  const WeightInfo *info = find(name);
+  if (!info || info->shape.size() != 2)
+    return "";
+  const std::string *stored = nullptr;
+  Expected<io::TensorView> v = viewOf(name, &stored);
+  return v ? gguf_codes_format(v->dtype) : "";
+}
+
+bool ViewWeightSource::read_stored_codes(const std::string &name, StoredCodes &out) const {
+  const std::string *stored = nullptr;
+  Expected<io::TensorView> v = viewOf(name, &stored);
+  if (!v)
+    return false;
+  const bool ok = gguf_codes(*v, out);
+  release(*v);
+  return ok;
 }
 
 Status ViewWeightSource::check_readable(const std::string &name) const {

@@ -28,6 +28,8 @@ public:
                       float *scale_inv) const override;
   bool read_codes_g32(const std::string &name, int bits, uint8_t *codes,
                       uint16_t *scales) const override;
+  std::string stored_codes_format(const std::string &name) const override;
+  bool read_stored_codes(const std::string &name, StoredCodes &out) const override;
 
   /// The stored tensor behind canonical `name`, checked to be convertible
   /// to fp32; errors name the file and tensor.

@@ -74,8 +74,8 @@ static Value dispatchKernel(KernelEmitter &e, const KernelScheme &scheme,
                             int64_t rows, int64_t k) {
   OpBuilder &b = e.builder();
   StringRef layout = scheme.layout;
-  // Integer codes name their packed layout ("q4_g32", "q8_g32"): the
-  // element types alone do not tell u4 from u8 codes.
+  // Integer codes name their packed layout ("q4_g32", "q4k", ...): the
+  // element types alone do not tell the formats apart.
   const bool codes = hyrt_gemm_is_codes(scheme.scratchId);
   StringRef bLayout = codes                      ? layout
                       : layout.contains("vnni2") ? "vnni2"
@@ -331,7 +331,7 @@ struct ReferenceGemm {
   bool w8a8 = false; // per-channel W8A8
   int64_t group = 0; // W8A8 with one scale per `group` K-elements
   bool fp8 = false;  // e4m3 with 128 x 128 blocks
-  int64_t codeBits = 0; // integer codes (q4: 4, q8: 8) with in-weight scales
+  int32_t codes = -1; // integer codes with in-weight scales: their HYRT_GEMM_* id
 };
 
 } // namespace
@@ -348,13 +348,13 @@ static void callReferenceGemm(KernelEmitter &e, const ReferenceGemm &g,
       e.roundsActivationsToBf16() && g.scheme == QuantScheme::bf16;
   auto ptr = [&](Value v) { return e.ptrOf(v); };
   Value input = g.input, weight = g.weight, scale = g.scale;
-  if (g.codeBits && mm)
+  if (g.codes >= 0 && mm)
     e.call("hyrt_ref_matmul_codes",
-           {ptr(input), ptr(weight), bias, rows, n, k, e.i64(g.codeBits), parts, out});
-  else if (g.codeBits)
+           {ptr(input), ptr(weight), bias, rows, n, k, e.i64(g.codes), parts, out});
+  else if (g.codes >= 0)
     e.call("hyrt_ref_moe_grouped_matmul_codes",
            {ptr(input), ptr(weight), ptr(gm.getOffsets()), rows, w[0].value, n, k,
-            e.i64(g.codeBits), parts, out});
+            e.i64(g.codes), parts, out});
   else if (g.fp8 && mm)
     e.call("hyrt_ref_matmul_fp8",
            {ptr(input), ptr(weight), ptr(scale), bias, rows, n, k, parts, out});
@@ -409,12 +409,12 @@ static LogicalResult lowerReferenceGemm(Operation *op, KernelEmitter &e) {
   g.group = g.scheme == QuantScheme::w8a8 ? quant.getGroup() : 0;
   g.fp8 = g.scheme == QuantScheme::fp8_e4m3 && quant.getBlock().size() == 2 &&
           quant.getBlock()[0] == 128 && quant.getBlock()[1] == 128;
-  g.codeBits = g.scheme == QuantScheme::q4 ? 4 : g.scheme == QuantScheme::q8 ? 8 : 0;
+  g.codes = quant.isCodes() ? codesSchemeIdOfLayout(codesLayoutOf(g.scheme)) : -1;
   if (g.scheme != QuantScheme::f32 && g.scheme != QuantScheme::bf16 &&
-      !g.w8a8 && !g.group && !g.fp8 && !g.codeBits)
+      !g.w8a8 && !g.group && !g.fp8 && g.codes < 0)
     return op->emitError() << "the reference target computes in f32, on "
                               "bf16-rounded weights, w8a8 (per channel or "
-                              "group), q4 / q8 codes or fp8 with 128 x 128 blocks; got "
+                              "group), integer codes or fp8 with 128 x 128 blocks; got "
                            << quant;
   if (g.grouped && epilogue == Epilogue::residual_add)
     return op->emitError("the reference target has no residual_add epilogue "

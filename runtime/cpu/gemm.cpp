@@ -52,11 +52,9 @@ int64_t panelBytes(int32_t scheme, int64_t K) {
   case HYRT_GEMM_FP8_F32:
   case HYRT_GEMM_FP8_FUSED: // one byte per element, whole blocks of K = 128
     return groupsOf(scheme, K) * kFp8BlockElems;
-  case HYRT_GEMM_W4A8:     // per group: 8 K-quads of 64 bytes, fp16 scales[32]
-  case HYRT_GEMM_W8A8_G32: // per group: 8 K-quads of 128 bytes, fp16 scales[32]
-    return hyrt_gemm_activation_k(scheme, K) / HYRT_GEMM_CODE_GROUP *
-           ((HYRT_GEMM_CODE_GROUP / 4) * (scheme == HYRT_GEMM_W4A8 ? 64 : 128) + kPanel * 2);
   default:
+    if (hyrt_gemm_is_codes(scheme)) // codes with their scales, per group / super-block
+      return hyrt_gemm_code_panel_bytes(scheme, K);
     return K * kPanel * 4; // [K][32] f32
   }
 }
@@ -297,8 +295,8 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
     int32_t *aSum = reinterpret_cast<int32_t *>(base + hyrt_gemm_codes_scale_bytes(M));
     int8_t *a = reinterpret_cast<int8_t *>(base + hyrt_gemm_codes_scale_bytes(M) +
                                            hyrt_gemm_codes_sum_bytes(M, K));
-    const int64_t groups = kPadded / HYRT_GEMM_CODE_GROUP;
-    hyrt_cpu_quantize_rows_s8_sums(x, M, K, lda, HYRT_GEMM_CODE_GROUP, a, aScale, aSum);
+    const int64_t group = hyrt_gemm_code_format(scheme).group, groups = kPadded / group;
+    hyrt_cpu_quantize_rows_s8_sums(x, M, K, lda, group, a, aScale, aSum);
     return {a, lda, 1, aScale, aSum, groups};
   }
   if (scheme == HYRT_GEMM_FP8_F32 && K % HYRT_GEMM_GROUP_K != 0) {

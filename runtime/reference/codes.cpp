@@ -1,8 +1,9 @@
-// Reference GEMMs of the integer-code schemes (HYRT_GEMM_W4A8,
-// HYRT_GEMM_W8A8_G32): scalar, read the packed panels the kernels read
-// (hyrt/gemm_layout.h, codegen/pack.h pack_b_grouped) by their documented
-// layout, and follow W8A8's semantics: activations quantized per token,
-// each group's integer products summed exactly.
+// Reference GEMMs of the integer-code schemes (hyrt/gemm_layout.h
+// hyrt_gemm_is_codes: HYRT_GEMM_W4A8, HYRT_GEMM_W8A8_G32 and the stored
+// formats HYRT_GEMM_Q4K ... HYRT_GEMM_Q4Z): scalar, read the packed panels
+// the kernels read (hyrt_gemm_code_format, codegen/pack.h) by their
+// documented layout, and follow W8A8's semantics: activations quantized
+// per token, each group's integer products summed exactly.
 #include "hyrt/gemm_layout.h"
 #include "hyrt/reference.h"
 
@@ -15,60 +16,100 @@
 
 namespace {
 
-constexpr int64_t kPanel = 32, kGroup = HYRT_GEMM_CODE_GROUP;
+constexpr int64_t kPanel = 32;
+
+/// GGUF IQ4_NL / IQ4_XS's 16 values (the codebook a code indexes).
+constexpr int32_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                1,    13,   25,  38,  53,  69,  89,  113};
 
 /// What one matrix's packed panels hold, by layout arithmetic.
 struct CodesMatrix {
   const uint8_t *w;
-  int64_t bits, groups, quadBytes, groupBytes, panelBytes;
+  hyrt_code_format f;
+  int64_t unit, units, quadBytes, groupBytes, headerBytes, unitBytes, panelBytes;
 
-  CodesMatrix(const uint8_t *w, int64_t bits, int64_t K)
-      : w(w), bits(bits), groups((K + kGroup - 1) / kGroup),
-        quadBytes(bits == 4 ? 64 : 128), groupBytes(kGroup / 4 * quadBytes + kPanel * 2),
-        panelBytes(groups * groupBytes) {}
+  CodesMatrix(const uint8_t *w, int32_t scheme, int64_t K)
+      : w(w), f(hyrt_gemm_code_format(scheme)), unit(hyrt_gemm_code_unit(scheme)),
+        units((K + unit - 1) / unit), quadBytes(f.bits == 4 ? 64 : 128),
+        // one-level: codes then fp16 scales (and mins); two-level: codes
+        // then sc[32] and m[32], each super-block led by d (and dmin).
+        groupBytes(f.group / 4 * quadBytes + (f.super_group ? 64 : f.asymmetric ? 128 : 64)),
+        headerBytes(f.super_group ? (f.asymmetric ? 128 : 64) : 0),
+        unitBytes(headerBytes + unit / f.group * groupBytes),
+        panelBytes(hyrt_gemm_code_panel_bytes(scheme, K)) {}
 
+  int64_t groups() const { return units * unit / f.group; }
   int64_t bytes(int64_t N) const { return (N + kPanel - 1) / kPanel * panelBytes; }
 
-  /// The code of column n at K-element k.
-  int32_t code(int64_t n, int64_t k) const {
-    const uint8_t *group = w + (n / kPanel) * panelBytes + (k / kGroup) * groupBytes;
-    const int64_t c = n % kPanel, q = (k % kGroup) / 4, e = k % 4;
-    if (bits == 8)
-      return group[q * quadBytes + 4 * c + e];
-    const uint8_t byte = group[q * quadBytes + 4 * (c % 16) + e];
-    return c < 16 ? byte & 15 : byte >> 4;
+  /// The start of group g of column n's panel.
+  const uint8_t *groupAt(int64_t n, int64_t g) const {
+    const int64_t u = g * f.group / unit, inUnit = g - u * (unit / f.group);
+    return w + (n / kPanel) * panelBytes + u * unitBytes + headerBytes + inUnit * groupBytes;
   }
-
-  /// The fp16 scale of column n and group g.
-  float scale(int64_t n, int64_t g) const {
-    const uint8_t *p = w + (n / kPanel) * panelBytes + g * groupBytes + kGroup / 4 * quadBytes +
-                       2 * (n % kPanel);
+  float f16At(const uint8_t *p) const {
     uint16_t h;
     std::memcpy(&h, p, 2);
     return hyrt::fromF16(h);
+  }
+
+  /// The code of column n at K-element k minus the zero point (symmetric)
+  /// or as stored (asymmetric), through the codebook where there is one.
+  int32_t value(int64_t n, int64_t k) const {
+    const uint8_t *group = groupAt(n, k / f.group);
+    const int64_t c = n % kPanel, q = (k % f.group) / 4, e = k % 4;
+    int32_t code;
+    if (f.bits == 8) {
+      code = group[q * quadBytes + 4 * c + e];
+    } else {
+      const uint8_t byte = group[q * quadBytes + 4 * (c % 16) + e];
+      code = c < 16 ? byte & 15 : byte >> 4;
+    }
+    if (f.codebook)
+      return kIq4nl[code];
+    return f.asymmetric ? code : code - (f.bits == 4 ? 8 : 128);
+  }
+
+  /// The scale and (asymmetric) min of column n and group g.
+  void scaleMin(int64_t n, int64_t g, double &scale, double &min) const {
+    const uint8_t *group = groupAt(n, g), *tail = group + f.group / 4 * quadBytes;
+    const int64_t c = n % kPanel;
+    if (!f.super_group) {
+      scale = f16At(tail + 2 * c);
+      min = f.asymmetric ? f16At(tail + 64 + 2 * c) : 0.0;
+      return;
+    }
+    const int64_t u = g * f.group / unit;
+    const uint8_t *header = w + (n / kPanel) * panelBytes + u * unitBytes;
+    scale = double(f16At(header + 2 * c)) * double(int8_t(tail[c]));
+    min = f.asymmetric ? double(f16At(header + 64 + 2 * c)) * double(tail[32 + c]) : 0.0;
   }
 };
 
 } // namespace
 
 extern "C" void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const float *bias,
-                                      int64_t M, int64_t N, int64_t K, int64_t bits,
+                                      int64_t M, int64_t N, int64_t K, int64_t scheme,
                                       int64_t parts, float *out) {
-  const int32_t zero = bits == 4 ? 8 : 128;
   const int64_t rows = N / parts; // each part packed on its own panels
   std::vector<int8_t> q(size_t(M * K));
   std::vector<float> aScale(static_cast<size_t>(M));
   hyrt_ref_quantize_rows(x, M, K, q.data(), aScale.data());
+  const int64_t partBytes = CodesMatrix(w, int32_t(scheme), K).bytes(rows);
   for (int64_t part = 0; part < parts; ++part) {
-    const CodesMatrix mat(w + part * CodesMatrix(w, bits, K).bytes(rows), bits, K);
+    const CodesMatrix mat(w + part * partBytes, int32_t(scheme), K);
+    const int64_t group = mat.f.group;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t r = 0; r < rows; ++r) {
         double acc = 0;
-        for (int64_t g = 0; g < mat.groups; ++g) {
-          int64_t dot = 0;
-          for (int64_t k = g * kGroup; k < std::min(K, (g + 1) * kGroup); ++k)
-            dot += int64_t(q[size_t(m * K + k)]) * (mat.code(r, k) - zero);
-          acc += double(mat.scale(r, g)) * double(dot);
+        for (int64_t g = 0; g < mat.groups() && g * group < K; ++g) {
+          int64_t dot = 0, sum = 0;
+          for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k) {
+            dot += int64_t(q[size_t(m * K + k)]) * mat.value(r, k);
+            sum += q[size_t(m * K + k)];
+          }
+          double scale, min;
+          mat.scaleMin(r, g, scale, min);
+          acc += scale * double(dot) - min * double(sum);
         }
         const int64_t n = part * rows + r;
         out[m * N + n] = float(double(aScale[size_t(m)]) * acc) + (bias ? bias[n] : 0.0f);
@@ -79,13 +120,13 @@ extern "C" void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const fl
 extern "C" void hyrt_ref_moe_grouped_matmul_codes(const float *x, const uint8_t *w,
                                                   const int32_t *offsets, int64_t num_rows,
                                                   int64_t num_experts, int64_t N, int64_t K,
-                                                  int64_t bits, int64_t parts, float *out) {
-  const int64_t matrixBytes = parts * CodesMatrix(w, bits, K).bytes(N / parts);
+                                                  int64_t scheme, int64_t parts, float *out) {
+  const int64_t matrixBytes = parts * CodesMatrix(w, int32_t(scheme), K).bytes(N / parts);
   for (int64_t e = 0; e < num_experts; ++e) {
     const int64_t begin = offsets[e];
     const int64_t end = std::min<int64_t>(offsets[e + 1], num_rows);
     if (end > begin)
       hyrt_ref_matmul_codes(x + begin * K, w + e * matrixBytes, nullptr, end - begin, N, K,
-                            bits, parts, out + begin * N);
+                            scheme, parts, out + begin * N);
   }
 }

@@ -6,6 +6,7 @@
 #define HYRT_GEMM_LAYOUT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,14 +48,91 @@ enum {
    * block over the whole K (the kernel folds each group's int32 sum into
    * fp32 with its scale). */
   HYRT_GEMM_W4A8 = 8,
-  HYRT_GEMM_W8A8_G32 = 9
+  HYRT_GEMM_W8A8_G32 = 9,
+  /* Integer codes as GGUF K-quants, IQ4 and AWQ store them, kept exactly
+   * (hyrt_gemm_code_format below; models/checkpoint/model_spec.h
+   * StoredCodes): same activations and driver as HYRT_GEMM_W4A8, the
+   * panels differ (two-level scales, a codebook). */
+  HYRT_GEMM_Q4K = 10,   /* GGUF Q4_K */
+  HYRT_GEMM_Q5K = 11,   /* GGUF Q5_K */
+  HYRT_GEMM_Q6K = 12,   /* GGUF Q6_K */
+  HYRT_GEMM_IQ4XS = 13, /* GGUF IQ4_XS */
+  HYRT_GEMM_IQ4NL = 14, /* GGUF IQ4_NL */
+  HYRT_GEMM_Q4Z = 15    /* AWQ / GPTQ: 4-bit, scale and zero point per 128 */
 };
 
-/* K elements per scale group of the integer-code schemes. */
+/* K elements per scale group of the integer-code schemes (Q6_K's is 16). */
 enum { HYRT_GEMM_CODE_GROUP = 32 };
 
 static inline int hyrt_gemm_is_codes(int32_t scheme) {
-  return scheme == HYRT_GEMM_W4A8 || scheme == HYRT_GEMM_W8A8_G32;
+  return scheme == HYRT_GEMM_W4A8 || scheme == HYRT_GEMM_W8A8_G32 ||
+         (scheme >= HYRT_GEMM_Q4K && scheme <= HYRT_GEMM_Q4Z);
+}
+
+/* How an integer-code scheme's panels hold a weight (codegen/brgemm.h
+ * "Grouped integer kernels", codegen/pack.h): `bits`-wide unsigned codes,
+ * one sub-scale (and sub-min) per `group` K elements; `super_group` 0: the
+ * scale (and min) are fp16 per group; > 0: fp16 d (and dmin) per
+ * super-block, int8 sc (and u8 m) per group, scale = d * sc, min = dmin *
+ * m. `codebook` 1: a 4-bit code n stands for kvalues_iq4nl[n] + 128. */
+typedef struct hyrt_code_format {
+  int32_t bits, group, super_group, asymmetric, codebook;
+} hyrt_code_format;
+
+static inline hyrt_code_format hyrt_gemm_code_format(int32_t scheme) {
+  hyrt_code_format f = {0, 0, 0, 0, 0};
+  switch (scheme) {
+  case HYRT_GEMM_W4A8: f.bits = 4, f.group = 32; break;
+  case HYRT_GEMM_W8A8_G32: f.bits = 8, f.group = 32; break;
+  case HYRT_GEMM_Q4K: f.bits = 4, f.group = 32, f.super_group = 256, f.asymmetric = 1; break;
+  case HYRT_GEMM_Q5K: f.bits = 8, f.group = 32, f.super_group = 256, f.asymmetric = 1; break;
+  case HYRT_GEMM_Q6K: f.bits = 8, f.group = 16, f.super_group = 256; break;
+  case HYRT_GEMM_IQ4XS: f.bits = 4, f.group = 32, f.super_group = 256, f.codebook = 1; break;
+  case HYRT_GEMM_IQ4NL: f.bits = 4, f.group = 32, f.codebook = 1; break;
+  case HYRT_GEMM_Q4Z: f.bits = 4, f.group = 32, f.super_group = 128, f.asymmetric = 1; break;
+  default: break;
+  }
+  return f;
+}
+
+/* The packed layout's name of a code scheme (artifact manifests, kernel
+ * dispatches): "q4_g32", "q8_g32", "q4k", "q5k", "q6k", "iq4xs", "iq4nl",
+ * "q4z"; NULL for other schemes. */
+static inline const char *hyrt_gemm_code_layout_name(int32_t scheme) {
+  static const char *const names[] = {"q4_g32", "q8_g32", "q4k",   "q5k",
+                                      "q6k",    "iq4xs",  "iq4nl", "q4z"};
+  return hyrt_gemm_is_codes(scheme) ? names[scheme - HYRT_GEMM_W4A8] : NULL;
+}
+
+/* The code scheme whose layout is named `name`, or -1. */
+static inline int32_t hyrt_gemm_code_scheme_of_layout(const char *name, size_t length) {
+  for (int32_t s = HYRT_GEMM_W4A8; s <= HYRT_GEMM_Q4Z; ++s)
+    if (strlen(hyrt_gemm_code_layout_name(s)) == length &&
+        memcmp(hyrt_gemm_code_layout_name(s), name, length) == 0)
+      return s;
+  return -1;
+}
+
+/* K elements a code scheme's panels are whole in (a super-block, else a
+ * group): K is padded to it. */
+static inline int64_t hyrt_gemm_code_unit(int32_t scheme) {
+  hyrt_code_format f = hyrt_gemm_code_format(scheme);
+  return f.super_group ? f.super_group : f.group;
+}
+
+/* Bytes of one 32-column panel of a code scheme over K (padded to whole
+ * units): per group group/4 K quads of 32 x 4 codes (64 bytes for 4-bit
+ * codes, 128 for 8-bit); one-level: then fp16 scales[32] (and mins[32]);
+ * two-level: then sc[32] int8 and m[32] u8 (64 bytes), each super-block
+ * led by fp16 d[32] (and dmin[32]). */
+static inline int64_t hyrt_gemm_code_panel_bytes(int32_t scheme, int64_t K) {
+  hyrt_code_format f = hyrt_gemm_code_format(scheme);
+  const int64_t unit = hyrt_gemm_code_unit(scheme);
+  const int64_t units = (K + unit - 1) / unit;
+  const int64_t codes = f.group / 4 * (f.bits == 4 ? 64 : 128);
+  if (!f.super_group)
+    return units * (codes + (f.asymmetric ? 128 : 64));
+  return units * ((f.asymmetric ? 128 : 64) + f.super_group / f.group * (codes + 64));
 }
 
 /* K elements per weight-scale group of HYRT_GEMM_W8A8_G128, and the K and N
@@ -83,7 +161,8 @@ static inline int64_t hyrt_gemm_activation_lda(int64_t K, int64_t elem, int64_t 
  * HYRT_GEMM_W8A8_G128 and FP8 whole groups of 128 (the padding 0). */
 static inline int64_t hyrt_gemm_activation_k(int32_t scheme, int64_t K) {
   if (hyrt_gemm_is_codes(scheme))
-    return (K + HYRT_GEMM_CODE_GROUP - 1) / HYRT_GEMM_CODE_GROUP * HYRT_GEMM_CODE_GROUP;
+    return (K + hyrt_gemm_code_unit(scheme) - 1) / hyrt_gemm_code_unit(scheme) *
+           hyrt_gemm_code_unit(scheme);
   return scheme == HYRT_GEMM_W8A8_G128 || hyrt_gemm_is_fp8(scheme)
              ? (K + HYRT_GEMM_GROUP_K - 1) / HYRT_GEMM_GROUP_K * HYRT_GEMM_GROUP_K
              : K;
@@ -92,8 +171,9 @@ static inline int64_t hyrt_gemm_activation_k(int32_t scheme, int64_t K) {
 /* Integer-code schemes: bytes of the per-token scales and of the group
  * sums that precede the s8 rows in scratch (each block 64-byte aligned). */
 static inline int64_t hyrt_gemm_codes_scale_bytes(int64_t M) { return (M * 4 + 63) / 64 * 64; }
+/* (Sums per 16 K-elements, the smallest group: room for every scheme.) */
 static inline int64_t hyrt_gemm_codes_sum_bytes(int64_t M, int64_t K) {
-  return (M * ((K + HYRT_GEMM_CODE_GROUP - 1) / HYRT_GEMM_CODE_GROUP) * 4 + 63) / 64 * 64;
+  return (M * ((K + 255) / 256 * 16) * 4 + 63) / 64 * 64;
 }
 
 /* Bytes of scratch for M rows: per-token scales (64-byte aligned block) then
@@ -111,6 +191,12 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
            M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
   case HYRT_GEMM_W4A8:
   case HYRT_GEMM_W8A8_G32:
+  case HYRT_GEMM_Q4K:
+  case HYRT_GEMM_Q5K:
+  case HYRT_GEMM_Q6K:
+  case HYRT_GEMM_IQ4XS:
+  case HYRT_GEMM_IQ4NL:
+  case HYRT_GEMM_Q4Z:
     return hyrt_gemm_codes_scale_bytes(M) + hyrt_gemm_codes_sum_bytes(M, K) +
            M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
   case HYRT_GEMM_FP8:

@@ -220,22 +220,23 @@ void hyrt_ref_matmul_w8a8_grouped(const float *x, const int8_t *w_q, const float
                                   const float *bias, int64_t M, int64_t N, int64_t K,
                                   int64_t group, float *out);
 
-/* Integer codes with fp16 group scales in packed panels (HYRT_GEMM_W4A8:
- * bits 4, HYRT_GEMM_W8A8_G32: bits 8; hyrt/gemm_layout.h): weight =
- * scale[n][g] * (code - 2^(bits-1)) for groups g of HYRT_GEMM_CODE_GROUP
- * K-elements. Activations quantized per token as hyrt_ref_matmul_w8a8 does;
- * each group's integer products summed exactly, out = bias + a_scale *
- * sum_g scale[n][g] * sum_g (in double). */
-/* The weight is `parts` matrices of N / parts rows, each packed on its own
- * panels ([gate; up]: 2). */
+/* Integer codes with their scales in packed panels, scheme one of
+ * hyrt_gemm_is_codes (hyrt/gemm_layout.h hyrt_gemm_code_format: HYRT_GEMM_W4A8
+ * weight = scale[n][g] * (code - 8) with fp16 scales per 32; the stored
+ * formats with two-level scales, mins and the IQ4 codebook likewise).
+ * Activations quantized per token as hyrt_ref_matmul_w8a8 does; each
+ * group's integer products summed exactly, out = bias + a_scale *
+ * sum_g (scale * dot_g - min * sum_g a) (in double). The weight is `parts`
+ * matrices of N / parts rows, each packed on its own panels ([gate; up]:
+ * 2). */
 void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const float *bias, int64_t M,
-                           int64_t N, int64_t K, int64_t bits, int64_t parts, float *out);
+                           int64_t N, int64_t K, int64_t scheme, int64_t parts, float *out);
 /* hyrt_ref_matmul_codes per expert: w is E packed [N][K] matrices (each
  * `parts` matrices of N / parts rows). */
 void hyrt_ref_moe_grouped_matmul_codes(const float *x, const uint8_t *w,
                                        const int32_t *offsets, int64_t num_rows,
                                        int64_t num_experts, int64_t N, int64_t K,
-                                       int64_t bits, int64_t parts, float *out);
+                                       int64_t scheme, int64_t parts, float *out);
 
 /* FP8 weight-only: codes [N][K] e4m3fn, factors one per 128 x 128 block;
  * the weight is `parts` matrices of N / parts rows stacked ([gate; up]: 2),

@@ -15,6 +15,8 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w4a8 -split-input-file | FileCheck %s --check-prefix=Q4
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 lm-head=int8" -split-input-file | FileCheck %s --check-prefix=Q8
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 keep-int8=down_proj" -split-input-file | FileCheck %s --check-prefix=Q4KEEP8
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w4a8 -split-input-file | FileCheck %s --check-prefix=Q4PART
+// RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g32 -split-input-file | FileCheck %s --check-prefix=Q8PART
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -183,4 +185,24 @@ func.func @experts(%x: tensor<?x300xf32>, %off: tensor<5xi32>) -> tensor<?x200xf
   %w = hyc.param #hyc.param<"f" : "model.layers.0.mlp.experts.*.down_proj.weight"> -> tensor<4x200x300xf32>
   %y = hyc.moe.grouped_matmul %x, %w, %off {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : tensor<?x300xf32>, tensor<4x200x300xf32>, tensor<5xi32> -> tensor<?x200xf32>
   return %y : tensor<?x200xf32>
+}
+
+// -----
+
+// 4-bit codes need whole groups of 32 along K: a K = 40 matrix keeps 8
+// bits (per-channel int8), its K = 64 neighbour takes the codes; 8-bit
+// codes take both (a padded group costs them nothing).
+// Q4PART-LABEL: func.func @partial
+// Q4PART: hyc.param #hyc.param<"f" : "model.layers.0.mlp.up_proj.weight"> {hyc.quantize = "q4g32"} -> tensor<40x64xi8>
+// Q4PART: hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<64x40xi8>
+// Q4PART: quant = #hyc.quant<w8a8>
+// Q8PART-LABEL: func.func @partial
+// Q8PART: {hyc.quantize = "q8g32"} -> tensor<40x64xi8>
+// Q8PART: {hyc.quantize = "q8g32"} -> tensor<64x40xi8>
+func.func @partial(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %u = hyc.param #hyc.param<"f" : "model.layers.0.mlp.up_proj.weight"> -> tensor<40x64xf32>
+  %y = hyc.quant.matmul %x, %u {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<40x64xf32>) -> tensor<?x40xf32>
+  %d = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> -> tensor<64x40xf32>
+  %z = hyc.quant.matmul %y, %d {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x40xf32>, tensor<64x40xf32>) -> tensor<?x64xf32>
+  return %z : tensor<?x64xf32>
 }

@@ -290,7 +290,7 @@ TEST_P(CpuGemmDriver, CodesMatchTheScalarReference) {
                           out.data(), scratch.data(),
                           reinterpret_cast<hyrt_brgemm_fn>(gen.kernel->fn()),
                           gen.kernel->desc().m_max, kMinMacs);
-      hyrt_ref_matmul_codes(x.data(), p.data.data(), bias.data(), c.M, c.N, c.K, bits, 1,
+      hyrt_ref_matmul_codes(x.data(), p.data.data(), bias.data(), c.M, c.N, c.K, scheme, 1,
                             want.data());
       // Magnitude of the terms: |x| <= 1 and |w| <= 7 summed over K.
       const double mag = 7.0 * double(c.K);

@@ -10,13 +10,19 @@ func.func private @f() attributes {a = #hyc.quant<fp8_e4m3, block = [0, 128]>}
 
 // -----
 
-// expected-error@+1 {{quant group = 128 is only meaningful for w8a8, q4 and q8, not bf16}}
+// expected-error@+1 {{quant group = 128 is only meaningful for w8a8 and the integer codes (q4, q8, q4k, ...), not bf16}}
 func.func private @f() attributes {a = #hyc.quant<bf16, group = 128>}
 
 // -----
 
-// expected-error@+1 {{q4 needs group = 32 (one fp16 scale per 32 K-elements), got 128}}
+// expected-error@+1 {{q4 needs group = 32 (one scale per 32 K-elements), got 128}}
 func.func private @f() attributes {a = #hyc.quant<q4, group = 128>}
+
+// -----
+
+// Q6_K's sub-scales are per 16 elements.
+// expected-error@+1 {{q6k needs group = 16 (one scale per 16 K-elements), got 32}}
+func.func private @f() attributes {a = #hyc.quant<q6k, group = 32>}
 
 // -----
 
