@@ -681,10 +681,18 @@ void printSummary(const CompileOptions &options, const Compilation &c,
               (options.quant.rfind("w8a8", 0) == 0 || options.quant == "w4a8")
           ? "int8"
           : "bf16";
-  std::fprintf(stderr, "hyc compile: %s\n",
-               (quantLine.empty() ? "precision: " + options.quant + " (--quant " + options.quant + ")"
-                                  : quantLine)
-                   .c_str());
+  std::vector<std::string> kept = options.keepF32;
+  kept.insert(kept.end(), options.keepBf16.begin(), options.keepBf16.end());
+  std::string precision = quantLine.empty()
+                              ? "precision: " + options.quant + " (--quant " + options.quant + ")"
+                              : quantLine;
+  if (const int64_t partial = options.quant == "w4a8" && c.model.checkpoint
+                                  ? partialGroupMatrices(*c.model.checkpoint->weights, kept)
+                                  : 0)
+    precision += "; " + std::to_string(partial) + " matri" + (partial == 1 ? "x" : "ces") +
+                 " whose K is not whole groups of 32 keep" + (partial == 1 ? "s" : "") +
+                 " int8 per channel";
+  std::fprintf(stderr, "hyc compile: %s\n", precision.c_str());
   const std::string why =
       head == "int8" && !options.isGiven("quant-lm-head")
           ? " (--quant w4a8: per-channel int8; --keep-bf16 lm_head keeps it bf16)"
@@ -790,6 +798,10 @@ int runCompileCommand(int argc, char **argv, const CompileProgress &progress) {
   Compilation c{options,       ctx,      model,
                 calibration,   variants, pipelineOptionsFor(options),
                 ArtifactPlan()};
+  // Under integer codes, the weights the checkpoint stores as codes hyc
+  // holds exactly keep them (GGUF blocks, AWQ): the policy's entries.
+  if ((options.quant == "w4a8" || options.quant == "w8a8-g32") && model.checkpoint)
+    c.pipeline.storedCodes = storedCodesEntries(*model.checkpoint->weights);
   for (const IsaVariant &variant : variants) {
     step("variant " + variant.name + " (" + std::to_string(&variant - variants.data() + 1) +
          "/" + std::to_string(variants.size()) + ")");

@@ -87,6 +87,7 @@ bool addPipeline(mlir::PassManager &pm, const PipelineOptions &options,
     policy.keepInt8.assign(options.keepInt8.begin(), options.keepInt8.end());
     policy.lmHead = options.quantLmHead;
     policy.keepF32.assign(options.keepF32.begin(), options.keepF32.end());
+    policy.storedCodes.assign(options.storedCodes.begin(), options.storedCodes.end());
     pm.addPass(createHycGlobalQuantizePolicy(policy));
   }
   if (runs(Phase::Global) && enabled("hyc-global-fuse-gate-up-silu"))

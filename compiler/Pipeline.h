@@ -39,6 +39,9 @@ struct PipelineOptions {
   std::string kvCache = "auto";     ///< auto | f32 | bf16
   std::set<std::string> disabled;   ///< pass names left out
   std::vector<std::string> keepBf16, keepF32, keepInt8; ///< weight-name substrings
+  /// `tensor=format` of the weights kept as the checkpoint's own integer
+  /// codes (QuantChoice.h storedCodesEntries).
+  std::vector<std::string> storedCodes;
   std::string quantLmHead = "bf16";  ///< bf16 | int8 (with quant w8a8)
   /// Let an optimized variant call hyrt_ref_* kernels (--allow-reference):
   /// hyc-cpu-check-no-reference-kernels is left out.

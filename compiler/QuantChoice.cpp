@@ -4,10 +4,31 @@
 #include "models/checkpoint/model_spec.h"
 
 #include <algorithm>
+#include <set>
 #include <climits>
 
 namespace hyc::compiler {
 
+
+bool isQuantizedGemm(const models::WeightInfo &w) {
+  // Not norms and biases (1-D), nor the embedding, the head or the MoE
+  // router, which keep their own types (and would decide for a small model
+  // with a large vocabulary).
+  const auto has = [&](const char *part) { return w.name.find(part) != std::string::npos; };
+  return w.shape.size() >= 2 && !has("embed_tokens") && !has("lm_head") &&
+         !has("mlp.gate.weight") && !has("token_embd") && !has("output.weight");
+}
+
+int64_t partialGroupMatrices(const models::WeightSource &weights,
+                             const std::vector<std::string> &keptAsIs) {
+  int64_t count = 0;
+  for (const models::WeightInfo &w : weights.weights())
+    count += isQuantizedGemm(w) && w.shape.back() % 32 != 0 &&
+             std::none_of(keptAsIs.begin(), keptAsIs.end(), [&](const std::string &k) {
+               return w.name.find(k) != std::string::npos;
+             });
+  return count;
+}
 
 QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
                         bool calibrationBuild) {
@@ -32,21 +53,34 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
     return {"fp8", stores + ", kept as stored (128x128 block scales)"};
   if (top == "I8")
     return {"w8a8", stores + " with per-channel scales, kept as stored"};
-  // GGUF's 32-element blocks with one fp16 scale: q4 / q8 codes keep them
-  // bit for bit, so long as every GEMM matrix is such a block type (Q4_0
-  // fits 8-bit codes too: code = q + 128 with the same scale).
-  const auto only = [&](std::initializer_list<const char *> types) {
-    for (const auto &[dtype, elements] : elementsByDtype)
-      if (elements > 0 && dtype != "F32" && dtype != "F16" && dtype != "BF16" &&
-          std::none_of(types.begin(), types.end(), [&](const char *t) { return dtype == t; }))
-        return false;
-    return true;
-  };
-  if (only({"Q4_0"}))
-    return {"w4a8", stores + ": 4-bit codes with fp16 scales per 32, kept as stored"};
-  if (only({"Q4_0", "Q8_0"}))
-    return {"w8a8-g32", stores + (top == "Q8_0" ? "" : " and Q8_0") +
-                            ": int8 codes with fp16 scales per 32, kept as stored"};
+  // Block types whose codes and scales the kernels hold exactly (the
+  // q4 / q8 panels, or hyrt_gemm_code_format's stored formats): a file of
+  // only those keeps every matrix as stored, in 4-bit codes when most of
+  // its elements are 4-bit (Q4_K_M's Q6_K matrices stay Q6_K), else 8-bit.
+  static const std::set<std::string> k4 = {"Q4_0", "Q4_K", "IQ4_XS", "IQ4_NL", "AWQ_INT4"},
+                                      k8 = {"Q8_0", "Q5_K", "Q6_K"};
+  int64_t four = 0, eight = 0;
+  bool allCodes = true;
+  std::string types;
+  for (const auto &[dtype, elements] : elementsByDtype) {
+    if (elements <= 0 || dtype == "F32" || dtype == "F16" || dtype == "BF16")
+      continue;
+    (k4.count(dtype) ? four : eight) += elements;
+    allCodes = allCodes && (k4.count(dtype) || k8.count(dtype));
+    types += (types.empty() ? "" : ", ") + dtype;
+  }
+  if (allCodes && four + eight > 0) {
+    const std::string kind =
+        top == "Q4_0"   ? "4-bit codes with fp16 scales per 32"
+        : top == "Q8_0" ? "int8 codes with fp16 scales per 32"
+        : top == "AWQ_INT4" ? "AWQ int4, group 128 with zero points"
+                            : "codes with their block scales";
+    const std::string all = types == top ? stores : "the checkpoint stores its matrices as " + types;
+    if (four >= eight)
+      return {"w4a8", all + ": " + kind + ", kept as stored"};
+    // Q4_0 fits 8-bit codes too (code = q + 128 with the same scale).
+    return {"w8a8-g32", all + ": " + kind + ", kept as stored"};
+  }
   if (top == "Q8_0" || top == "Q4_0")
     return {"bf16", stores + " beside other block types (no one hyc layout holds them all "
                              "exactly: dequantized exactly, then one rounding to bf16; "
@@ -54,6 +88,38 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
   return {"bf16", stores + " (no hyc layout holds that block type exactly yet: dequantized "
                            "exactly, then one rounding to bf16; --quant f32 keeps it "
                            "exactly)"};
+}
+
+std::vector<std::string> storedCodesEntries(const models::WeightSource &weights) {
+  // Expert e's weight `...experts.<e>.<proj>.weight` belongs to the stack
+  // `...experts.*.<proj>.weight`: listed when every expert stores the same
+  // format.
+  std::map<std::string, std::string> formats; // tensor -> format ("" = mixed)
+  for (const models::WeightInfo &w : weights.weights()) {
+    if (w.shape.size() != 2)
+      continue;
+    std::string format = weights.stored_codes_format(w.name);
+    if (format.empty() && (w.source_dtype == "Q4_0" || w.source_dtype == "Q8_0"))
+      format = w.source_dtype == "Q4_0" ? "q4" : "q8";
+    if (format.empty())
+      continue;
+    std::string name = w.name;
+    if (size_t at = name.find("experts."); at != std::string::npos) {
+      const size_t digits = at + 8, end = name.find('.', digits);
+      if (end != std::string::npos && end > digits &&
+          std::all_of(name.begin() + long(digits), name.begin() + long(end),
+                      [](char c) { return c >= '0' && c <= '9'; }))
+        name.replace(digits, end - digits, "*");
+    }
+    auto [it, fresh] = formats.emplace(name, format);
+    if (!fresh && it->second != format)
+      it->second.clear();
+  }
+  std::vector<std::string> entries;
+  for (const auto &[name, format] : formats)
+    if (!format.empty())
+      entries.push_back(name + "=" + format);
+  return entries;
 }
 
 bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &error) {
@@ -73,12 +139,7 @@ bool resolveAutoQuant(CompileOptions &options, std::string *line, std::string &e
     std::map<std::string, int64_t> elements;
     std::vector<std::pair<std::string, std::string>> floatMatrices; // name, dtype
     for (const models::WeightInfo &w : loaded.value().weights->weights()) {
-      // The GEMMs --quant applies to: not norms and biases (1-D), nor the
-      // embedding, the head or the MoE router, which keep their own types
-      // (and would decide for a small model with a large vocabulary).
-      const auto has = [&](const char *part) { return w.name.find(part) != std::string::npos; };
-      if (w.shape.size() < 2 || has("embed_tokens") || has("lm_head") ||
-          has("mlp.gate.weight") || has("token_embd") || has("output.weight"))
+      if (!isQuantizedGemm(w))
         continue;
       int64_t n = 1;
       for (int64_t d : w.shape)

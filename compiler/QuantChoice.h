@@ -12,10 +12,12 @@
 #define HYC_COMPILER_QUANTCHOICE_H
 
 #include "compiler/CompileOptions.h"
+#include "models/checkpoint/model_spec.h"
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace hyc::compiler {
 
@@ -36,6 +38,23 @@ struct QuantChoice {
 /// are not counted against that: resolveAutoQuant keeps them as stored.
 QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
                         bool calibrationBuild);
+
+/// Whether --quant applies to `w`: a 2-D weight other than the embedding,
+/// the output head and the MoE router.
+bool isQuantizedGemm(const models::WeightInfo &w);
+
+/// The --quant matrices whose K is not whole groups of 32, apart from those
+/// a name in `keptAsIs` keeps f32 / bf16: under w4a8 they keep 8 bits (the
+/// quantize policy's rule; MoE experts count one each).
+int64_t partialGroupMatrices(const models::WeightSource &weights,
+                             const std::vector<std::string> &keptAsIs);
+
+/// `tensor=format` for every 2-D weight `weights` stores as integer codes
+/// hyc keeps exactly (GGUF Q4_0 / Q8_0 as "q4" / "q8", the K-quants and
+/// IQ4, AWQ: WeightSource::stored_codes_format), expert weights under their
+/// stack's name (`...experts.*.<proj>.weight`, when every expert stores the
+/// same format): the quantize policy's stored-codes entries.
+std::vector<std::string> storedCodesEntries(const models::WeightSource &weights);
 
 /// Replaces options.quant "auto" by the choice for options.input (a .mlir
 /// input has no weights: f32); `*line` gets the decision line. False with

@@ -3,6 +3,7 @@
 #include "compiler/WeightConversion.h"
 
 #include "codegen/pack.h"
+#include "hyrt/gemm_layout.h"
 #include "models/checkpoint/fp8.h"
 
 #include <algorithm>
@@ -259,6 +260,55 @@ bool codesMatrixBytes(const models::Checkpoint *ckpt, const std::string &name, c
   return true;
 }
 
+/// Stored integer-code formats ("q4k", "q5k", "q6k", "iq4xs", "iq4nl",
+/// "q4z": the layout names of hyrt/gemm_layout.h): their scheme id, else -1.
+int32_t storedCodesScheme(const std::string &derivation) {
+  const int32_t s = hyrt_gemm_code_scheme_of_layout(derivation.data(), derivation.size());
+  return s > HYRT_GEMM_W8A8_G32 ? s : -1;
+}
+
+/// One [n, k] matrix the checkpoint stores as integer codes, packed with
+/// its scales exactly as stored (models/checkpoint/model_spec.h
+/// StoredCodes, codegen/pack.h). There is no fallback: a format is only
+/// chosen for weights that store it (a tensor-parallel split cuts its
+/// super-blocks and is refused here by name).
+bool storedCodesMatrixBytes(const models::Checkpoint &ckpt, const std::string &name,
+                            int64_t n, int64_t k, const std::string &format,
+                            std::vector<uint8_t> &bytes, std::string &error) {
+  models::StoredCodes c;
+  if (!ckpt.weights->read_stored_codes(name, c) || c.format != format || c.n != n ||
+      c.k != k) {
+    error = "weight '" + name + "': the artifact keeps it as stored " + format +
+            " codes, but the checkpoint gives " +
+            (c.format.empty() ? std::string("none") : c.format + " codes") +
+            (c.format.empty() ? "" : " of [" + std::to_string(c.n) + ", " +
+                                         std::to_string(c.k) + "]") +
+            " for [" + std::to_string(n) + ", " + std::to_string(k) +
+            "] (a tensor-parallel split is not kept as codes yet: compile with --quant "
+            "bf16)";
+    return false;
+  }
+  const hyrt_code_format f = hyrt_gemm_code_format(storedCodesScheme(format));
+  try {
+    codegen::PackedB p =
+        f.super_group
+            ? codegen::pack_b_grouped_two_level(
+                  c.codes.data(), n, k, k,
+                  codegen::GroupedFormat{f.bits, f.group, f.super_group, bool(f.asymmetric),
+                                         f.codebook ? codegen::Codebook::iq4nl
+                                                    : codegen::Codebook::none},
+                  c.sub_scales.data(), f.asymmetric ? c.sub_mins.data() : nullptr,
+                  c.d.data(), f.asymmetric ? c.dmin.data() : nullptr)
+            : codegen::pack_b_grouped(c.codes.data(), n, k, k, f.bits, f.group, c.d.data(),
+                                      nullptr); // IQ4_NL: Q4_0's panels, d per 32
+    bytes.insert(bytes.end(), p.data.data(), p.data.data() + size_t(p.n_panels * p.panel_bytes));
+  } catch (const std::invalid_argument &e) {
+    error = "weight '" + name + "': " + e.what();
+    return false;
+  }
+  return true;
+}
+
 /// The bytes of one [N][K] matrix (or, for "#w8a8.scale", its scales) in
 /// the entry's layout, appended to `bytes`.
 bool matrixBytes(const float *w, int64_t n, int64_t k, const std::string &layout,
@@ -362,6 +412,8 @@ bool matrixChunk(const models::Checkpoint &ckpt, const std::string &name, int64_
   }
   if (int bits = codeBits(derivation))
     return codesMatrixBytes(&ckpt, name, nullptr, rows, k, bits, bytes, error);
+  if (storedCodesScheme(derivation) >= 0)
+    return storedCodesMatrixBytes(ckpt, name, rows, k, derivation, bytes, error);
   if (derivation == "w8a8" || derivation == "w8a8.scale") {
     std::vector<int8_t> q(size_t(rows * k));
     std::vector<float> scale(static_cast<size_t>(rows));
@@ -431,7 +483,7 @@ bool planEntryChunks(const models::Checkpoint &ckpt, const PlannedWeight &w,
         // Integer codes are converted whole: a stored Q4_0 / Q8_0 tensor
         // keeps its own codes (a row slice would re-quantize its values).
         float probe = 0;
-        if (rows * k > sliceElements && !codeBits(d) &&
+        if (rows * k > sliceElements && !codeBits(d) && storedCodesScheme(d) < 0 &&
             ckpt.weights->read_f32_rows(name, 0, 0, &probe)) {
           const int64_t slice = std::max<int64_t>(128, sliceElements / k / 128 * 128);
           for (int64_t r0 = 0; r0 < rows; r0 += slice)

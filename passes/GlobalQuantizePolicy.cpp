@@ -9,6 +9,11 @@
 
 #include "dialects/hyc/HycOps.h"
 
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <tuple>
+
 namespace hyc {
 #define GEN_PASS_DEF_HYCGLOBALQUANTIZEPOLICY
 #include "passes/Passes.h.inc"
@@ -36,9 +41,25 @@ int64_t groupsOf(int64_t k, int64_t group) { return (k + group - 1) / group; }
 constexpr int64_t kFp8Block = 128;
 
 /// Whether `target` stores integer codes with their scales inside the
-/// weight (q4, q8: no scale operand).
-bool isCodes(QuantScheme target) {
-  return target == QuantScheme::q4 || target == QuantScheme::q8;
+/// weight (q4, q8 and the stored formats: no scale operand).
+bool isCodes(QuantScheme target) { return isCodesScheme(target); }
+
+/// The stored-codes format of `param` under a codes `target` (the
+/// stored-codes option's entries), or nullopt: the scheme that keeps it
+/// exactly, and its sub-group.
+std::optional<std::pair<QuantScheme, int64_t>>
+storedCodesOf(ParamOp param, QuantScheme target, const llvm::StringMap<std::string> &stored) {
+  auto it = stored.find(param.getRef().getTensor());
+  if (!isCodes(target) || it == stored.end())
+    return std::nullopt;
+  const std::string &f = it->second;
+  std::optional<QuantScheme> s = symbolizeQuantScheme(f);
+  if (!s || !isCodes(*s))
+    return std::nullopt;
+  // Q4_0 under 8-bit codes: its nibbles read as 8-bit codes (n + 120).
+  if (*s == QuantScheme::q4 && target == QuantScheme::q8)
+    s = QuantScheme::q8;
+  return std::make_pair(*s, int64_t(*s == QuantScheme::q6k ? 16 : 32));
 }
 
 /// Under 4-bit codes, a matrix whose K is not whole groups keeps 8 bits
@@ -56,8 +77,10 @@ bool keepsInt8ForPartialGroups(QuantScheme target, int64_t group, ParamOp param)
 /// ("fp8", "fp8.scale") or integer codes with their group scales ("q4g32",
 /// "q8g32").
 std::string derivation(QuantScheme target, int64_t group, bool scale) {
-  if (isCodes(target))
+  if (target == QuantScheme::q4 || target == QuantScheme::q8)
     return std::string(target == QuantScheme::q4 ? "q4g" : "q8g") + std::to_string(group);
+  if (isCodes(target)) // a stored format, kept as the checkpoint has it
+    return stringifyQuantScheme(target).str();
   std::string d = target == QuantScheme::fp8_e4m3 ? "fp8"
                   : group                         ? "w8a8g" + std::to_string(group)
                                                   : "w8a8";
@@ -110,15 +133,21 @@ bool storesDerived(QuantScheme target) {
 }
 
 /// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights);
-/// under codes, those named by `keepInt8` per-channel W8A8 instead.
+/// under codes, those named by `keepInt8` per-channel W8A8 instead, those
+/// the checkpoint stores as codes their stored format.
 void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
                     const std::vector<std::string> &keep,
-                    const std::vector<std::string> &keepInt8) {
+                    const std::vector<std::string> &keepInt8,
+                    const llvm::StringMap<std::string> &stored) {
   auto param = op.getWeight().getDefiningOp<ParamOp>();
   if (!param || op.getQuant().isStoredQuantized() || nameMatches(param, keep))
     return;
-  if (isCodes(target) &&
-      (nameMatches(param, keepInt8) || keepsInt8ForPartialGroups(target, group, param)))
+  const auto kept = storedCodesOf(param, target, stored);
+  if (isCodes(target) && nameMatches(param, keepInt8))
+    target = QuantScheme::w8a8, group = 0;
+  else if (kept)
+    std::tie(target, group) = *kept;
+  else if (keepsInt8ForPartialGroups(target, group, param))
     target = QuantScheme::w8a8, group = 0;
   QuantAttr quant = quantAttr(op.getContext(), target, group);
   if (!storesDerived(target)) {
@@ -192,8 +221,21 @@ struct HycGlobalQuantizePolicyPass
     SmallVector<MoeGroupedMatmulOp> grouped;
     getOperation().walk([&](MoeGroupedMatmulOp op) { grouped.push_back(op); });
     const std::vector<std::string> int8Names(keepInt8.begin(), keepInt8.end());
+    llvm::StringMap<std::string> stored;
+    for (const std::string &entry : storedCodes) {
+      const size_t eq = entry.rfind('=');
+      if (eq == std::string::npos || !symbolizeQuantScheme(entry.substr(eq + 1)) ||
+          !isCodesScheme(*symbolizeQuantScheme(entry.substr(eq + 1)))) {
+        getOperation().emitError() << "hyc-global-quantize-policy: stored-codes entry '"
+                                   << entry
+                                   << "' is not tensor=format with an integer-code format "
+                                      "(q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z)";
+        return signalPassFailure();
+      }
+      stored[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
     for (MoeGroupedMatmulOp op : grouped)
-      applyToExperts(op, target, group, f32Names, int8Names);
+      applyToExperts(op, target, group, f32Names, int8Names, stored);
     for (QuantMatmulOp op : matmuls) [&] {
       auto param = op.getWeight().getDefiningOp<ParamOp>();
       if (!param || op.getQuant().isStoredQuantized() || op.getEpilogue() != Epilogue::none)
@@ -235,10 +277,18 @@ struct HycGlobalQuantizePolicyPass
       // when the artifact is written. Integer codes: the codes alone, their
       // group scales inside (an int8 head under them is per-channel W8A8).
       OpBuilder b(op);
-      const bool int8Kept = isCodes(target) && (nameMatches(param, int8Names) ||
-                                                keepsInt8ForPartialGroups(target, group, param));
-      const QuantScheme t = int8Head || int8Kept ? QuantScheme::w8a8 : target;
-      const int64_t g = int8Head || int8Kept ? 0 : group;
+      // Under codes: --keep-int8 names first, then the checkpoint's own
+      // codes (an int8 head too: GGUF's Q6_K head stays Q6_K), then the
+      // int8 head and partial groups.
+      const auto kept = storedCodesOf(param, target, stored);
+      const bool int8Kept =
+          isCodes(target) &&
+          (nameMatches(param, int8Names) ||
+           (!kept && (int8Head || keepsInt8ForPartialGroups(target, group, param))));
+      QuantScheme t = int8Kept || (int8Head && !kept) ? QuantScheme::w8a8 : target;
+      int64_t g = t == QuantScheme::w8a8 ? 0 : group;
+      if (kept && !(isCodes(target) && nameMatches(param, int8Names)))
+        std::tie(t, g) = *kept;
       auto [q, s] = quantizedParams(b, param, t, g);
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                       q, s ? s.getResult() : Value(), op.getBias(),

@@ -285,6 +285,13 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
     ListOption<"keepInt8", "keep-int8", "std::string",
                "Under w4a8 / w8a8-g32: weight-name substrings that stay "
                "per-channel int8 (w8a8) instead of taking the codes">,
+    ListOption<"storedCodes", "stored-codes", "std::string",
+               "Under w4a8 / w8a8-g32: `tensor=format` for each weight the "
+               "checkpoint stores as integer codes hyc keeps exactly (format "
+               "q4, q8, q4k, q5k, q6k, iq4xs, iq4nl or q4z; expert stacks "
+               "named `...experts.*.<proj>.weight`): that weight takes its "
+               "stored format instead of the scheme (q4 under w8a8-g32 as "
+               "8-bit codes)">,
     Option<"lmHead", "lm-head", "std::string", /*default=*/"\"bf16\"",
            "The output head's precision under scheme=w8a8: bf16 (default) "
            "or int8 (per-channel int8 like the other linear layers, half the "
