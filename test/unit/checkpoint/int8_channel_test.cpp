@@ -119,10 +119,10 @@ TEST(Int8Channel, UnsupportedFormatsAreNamed) {
   auto r = load_checkpoint(tmp.file("packed"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("pack-quantized"), std::string::npos) << r.error();
-  writeInt8Copy(opts.output_dir, tmp.file("awq"), {{"quant_method", "awq"}}, "");
-  r = load_checkpoint(tmp.file("awq"));
+  writeInt8Copy(opts.output_dir, tmp.file("bnb"), {{"quant_method", "bitsandbytes"}}, "");
+  r = load_checkpoint(tmp.file("bnb"));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("'awq'"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("'bitsandbytes'"), std::string::npos) << r.error();
 }
 
 } // namespace
