@@ -36,7 +36,9 @@ void unpack_awq_rows(const uint8_t *words, int64_t rows, int64_t cols,
 struct Int4GroupQuant {
   int64_t n = 0, k = 0, group = 0;
   std::vector<uint8_t> q;       ///< [N][K], 0..15
-  std::vector<uint8_t> zeros;   ///< [N][K / group], 0..15
+  /// [N][K / group], 0..15 (16 where a GPTQ v1 file stores 15: zero - 1
+  /// of a zero of 0, wrapped, which every v1 reader takes as 16).
+  std::vector<uint8_t> zeros;
   std::vector<uint16_t> scales; ///< [N][K / group], fp16 bits, > 0
 };
 

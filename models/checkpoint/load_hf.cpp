@@ -1,7 +1,8 @@
 // Hugging Face directory loader: config.json -> family -> spec, weights from
 // model.safetensors or a sharded index (F32/F16/BF16/F8 converted to fp32,
-// DeepSeek-style FP8 with weight_scale_inv dequantized by block, AWQ int4
-// layers listed as their `<prefix>.weight` and kept as stored codes).
+// DeepSeek-style FP8 with weight_scale_inv dequantized by block, AWQ / GPTQ /
+// compressed-tensors int4 layers listed as their `<prefix>.weight` and kept
+// as stored codes).
 //
 // hyc convention: a llama2.c-format `tokenizer.bin` beside config.json (as
 // `hyc synth` writes) is loaded as the checkpoint's tokenizer; otherwise a
@@ -101,7 +102,7 @@ protected:
 
   Status convert(const std::string &stored, const io::TensorView &v,
                  float *out) const override {
-    // AWQ int4: s * (q - z), exact in fp32.
+    // Packed int4: s * (q - z), exact in fp32.
     if (auto layer = int4_.by_codes.find(stored); layer != int4_.by_codes.end()) {
       Int4GroupQuant q;
       HYC_CKPT_TRY(read_int4_layer(model_, int4_.scheme, layer->second, q));
@@ -168,8 +169,9 @@ private:
   Int4Layers int4_;
 };
 
-/// FP8 block sizes and the AWQ scheme from quantization_config; other
-/// quantization methods are rejected.
+/// FP8 block sizes and the int4 scheme (AWQ, GPTQ, compressed-tensors
+/// pack-quantized) from quantization_config; other quantization methods are
+/// rejected.
 Status readQuantization(const io::HfConfig &config, int64_t &block_n,
                         int64_t &block_k, std::optional<Int4Scheme> &int4) {
   block_n = block_k = 128;
@@ -184,21 +186,30 @@ Status readQuantization(const io::HfConfig &config, int64_t &block_n,
     HYC_CKPT_ASSIGN(int4, read_awq_scheme(config));
     return Status();
   }
+  if (method == "gptq") {
+    HYC_CKPT_ASSIGN(int4, read_gptq_scheme(config));
+    return Status();
+  }
   if (method == "compressed-tensors") {
     std::string format;
     HYC_CKPT_ASSIGN(format,
                     config.get_string_or("quantization_config.format", ""));
+    if (format == "pack-quantized") {
+      HYC_CKPT_ASSIGN(int4, read_ct_packed_scheme(config));
+      return Status();
+    }
     if (format != "int-quantized")
       return Error(config.path() + ": compressed-tensors format '" + format +
                    "' is not supported (supported: int-quantized, i.e. "
-                   "unpacked int8 weights with per-channel weight_scale)");
+                   "unpacked int8 weights with per-channel weight_scale, and "
+                   "pack-quantized int4 groups)");
     return Status();
   }
   if (method != "fp8")
     return Error(config.path() + ": quantization_config.quant_method '" +
                  method +
                  "' is not supported yet (supported: fp8, w8a8_int8, "
-                 "compressed-tensors int-quantized, awq)");
+                 "compressed-tensors int-quantized and pack-quantized, awq, gptq)");
   if (!config.has("quantization_config.weight_block_size"))
     return Status();
   std::vector<int64_t> block;

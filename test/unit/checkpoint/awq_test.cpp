@@ -361,7 +361,7 @@ TEST(AwqLoad, MalformedLayersAreNamed) {
         for (const WeightInfo &w : required_weights(awqLlamaSpec()))
           e.push_back(f32Entry(w.name, w.shape));
       },
-      {"quant_method is 'awq', but no tensor is an AWQ layer"});
+      {"quant_method is 'awq', but no tensor ends in '.qweight'"});
 }
 
 } // namespace
