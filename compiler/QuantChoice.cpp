@@ -42,10 +42,15 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
         return false;
     return true;
   };
-  // AWQ's int4 codes with an fp16 scale and a zero point per 128 K-elements
-  // (the loader's StoredCodes "q4z"): the 4-bit kernels keep them as stored.
-  if (top == "AWQ_INT4" && only({"AWQ_INT4"}))
-    return {"w4a8", stores + ": AWQ int4, group 128 with zero points, kept as stored"};
+  // Packed int4 (AWQ, GPTQ, compressed-tensors) with an fp16 scale and a
+  // zero point per 128 K-elements (the loader's StoredCodes "q4z"): the
+  // 4-bit kernels keep them as stored.
+  for (const auto &[dtype, method] : {std::pair<const char *, const char *>{"AWQ_INT4", "AWQ"},
+                                      {"GPTQ_INT4", "GPTQ"},
+                                      {"CT_INT4", "compressed-tensors"}})
+    if (top == dtype && only({dtype}))
+      return {"w4a8", stores + ": " + method +
+                          " int4, group 128 with zero points, kept as stored"};
   if (only({"Q4_0"}))
     return {"w4a8", stores + ": 4-bit codes with fp16 scales per 32, kept as stored"};
   if (only({"Q4_0", "Q8_0"}))
