@@ -29,20 +29,19 @@ Expected<Int4Layer> checkAwq(const io::SafetensorsModel &model, const Int4Scheme
   layer.n = q->shape[1] * 8;
   const int64_t g = scheme.group;
   if (layer.k % g != 0)
-    return Error(where + "group_size " + std::to_string(g) + " does not divide K=" +
-                 std::to_string(layer.k) + " ('" + codes + "' is [K, N / 8] = " +
-                 io::shape_to_string(q->shape) + ")");
+    return Error(where + "group_size " + std::to_string(g) +
+                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes +
+                 "' is [K, N / 8] = " + io::shape_to_string(q->shape) + ")");
   const std::string dims = int4_dims(layer, codes, g);
   HYC_CKPT_TRY(check_int4_part(model, format, where, prefix + ".qzeros", "I32",
-                               {layer.k / g, layer.n / 8},
-                               "[K / group_size, N / 8], " + dims));
+                               {layer.k / g, layer.n / 8}, "[K / group_size, N / 8], " + dims));
   HYC_CKPT_TRY(check_int4_part(model, format, where, prefix + ".scales", "F16",
                                {layer.k / g, layer.n}, "[K / group_size, N], " + dims));
   return layer;
 }
 
-Status readAwq(const io::SafetensorsModel &model, const Int4Scheme &scheme,
-               const Int4Layer &layer, Int4GroupQuant &out) {
+Status readAwq(const io::SafetensorsModel &model, const Int4Scheme &scheme, const Int4Layer &layer,
+               Int4GroupQuant &out) {
   const int64_t n = layer.n, k = layer.k, groups = k / scheme.group;
   std::vector<io::TensorView> v;
   HYC_CKPT_TRY(int4_views(model, layer,
@@ -76,13 +75,16 @@ Status readAwq(const io::SafetensorsModel &model, const Int4Scheme &scheme,
 } // namespace
 
 const Int4Format &awq_format() {
-  static const Int4Format format{"AWQ",
-                                 ".qweight",
-                                 {".qweight", ".qzeros", ".scales"},
-                                 {},
-                                 {".qzeros", ".scales"},
-                                 checkAwq,
-                                 readAwq};
+  static const Int4Format format = [] {
+    Int4Format f;
+    f.name = "AWQ";
+    f.codes = ".qweight";
+    f.parts = {".qweight", ".qzeros", ".scales"};
+    f.only_with_codes = {".qzeros", ".scales"};
+    f.check = checkAwq;
+    f.read = readAwq;
+    return f;
+  }();
   return format;
 }
 

@@ -43,8 +43,8 @@ Status scalesAsF16(const io::TensorView &v, std::vector<uint16_t> &bits) {
 
 /// A BF16 / F32 scale is kept only when fp16 holds it exactly (the
 /// StoredCodes layout has fp16 scales); the first that does not is named.
-Status checkScalesFitF16(const io::SafetensorsModel &model, const std::string &name,
-                         int64_t groups, const std::string &where) {
+Status checkScalesFitF16(const io::SafetensorsModel &model, const std::string &name, int64_t groups,
+                         const std::string &where) {
   Expected<io::TensorView> v = model.tensor(name);
   if (!v)
     return v.take_error();
@@ -82,9 +82,9 @@ Expected<Int4Layer> checkCt(const io::SafetensorsModel &model, const Int4Scheme 
   // K a multiple of the group (itself of 32) leaves no padding in the last
   // word, so weight_packed alone gives K.
   if (layer.k % g != 0)
-    return Error(where + "group_size " + std::to_string(g) + " does not divide K=" +
-                 std::to_string(layer.k) + " ('" + codes + "' is [N, K / 8] = " +
-                 io::shape_to_string(q->shape) + ")");
+    return Error(where + "group_size " + std::to_string(g) +
+                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes +
+                 "' is [N, K / 8] = " + io::shape_to_string(q->shape) + ")");
   const std::string dims = int4_dims(layer, codes, g);
   const std::string shapeName = prefix + ".weight_shape";
   const io::SafetensorsTensorInfo *shape = model.find_tensor(shapeName);
@@ -92,16 +92,15 @@ Expected<Int4Layer> checkCt(const io::SafetensorsModel &model, const Int4Scheme 
     return Error(where + "'" + shapeName + "' is missing (each " + format.name +
                  " layer stores weight_packed, weight_scale and weight_shape)");
   if (shape->shape != std::vector<int64_t>{2})
-    return Error(where + "'" + shapeName + "' has shape " +
-                 io::shape_to_string(shape->shape) + ", expected [2] (the unpacked [N, K])");
+    return Error(where + "'" + shapeName + "' has shape " + io::shape_to_string(shape->shape) +
+                 ", expected [2] (the unpacked [N, K])");
   const std::string scaleName = prefix + ".weight_scale";
   const io::SafetensorsTensorInfo *scale = model.find_tensor(scaleName);
   const std::string scaleDtype =
-      scale && (scale->dtype_name == "BF16" || scale->dtype_name == "F32")
-          ? scale->dtype_name
-          : "F16";
-  HYC_CKPT_TRY(check_int4_part(model, format, where, scaleName, scaleDtype,
-                               {layer.n, groups}, "[N, K / group_size], " + dims));
+      scale && (scale->dtype_name == "BF16" || scale->dtype_name == "F32") ? scale->dtype_name
+                                                                           : "F16";
+  HYC_CKPT_TRY(check_int4_part(model, format, where, scaleName, scaleDtype, {layer.n, groups},
+                               "[N, K / group_size], " + dims));
   HYC_CKPT_TRY(checkScalesFitF16(model, scaleName, groups, where));
   const std::string zeroName = prefix + ".weight_zero_point";
   const io::SafetensorsTensorInfo *zero = model.find_tensor(zeroName);
@@ -117,19 +116,17 @@ Expected<Int4Layer> checkCt(const io::SafetensorsModel &model, const Int4Scheme 
     for (int64_t i = 0; i < layer.n * groups; ++i)
       if (int8_t(z->data[i]) < -8 || int8_t(z->data[i]) > 7)
         return Error(where + "'" + zeroName + "'[" + std::to_string(i / groups) + "][" +
-                     std::to_string(i % groups) + "] = " +
-                     std::to_string(int(int8_t(z->data[i]))) +
+                     std::to_string(i % groups) + "] = " + std::to_string(int(int8_t(z->data[i]))) +
                      ", expected an int4 zero point in -8..7");
   } else if (zero) {
-    HYC_CKPT_TRY(check_int4_part(model, format, where, zeroName, "I32",
-                                 {(layer.n + 7) / 8, groups},
+    HYC_CKPT_TRY(check_int4_part(model, format, where, zeroName, "I32", {(layer.n + 7) / 8, groups},
                                  "[ceil(N / 8), K / group_size] packed along N, " + dims));
   }
   return layer;
 }
 
-Status readCt(const io::SafetensorsModel &model, const Int4Scheme &scheme,
-              const Int4Layer &layer, Int4GroupQuant &out) {
+Status readCt(const io::SafetensorsModel &model, const Int4Scheme &scheme, const Int4Layer &layer,
+              Int4GroupQuant &out) {
   const int64_t n = layer.n, k = layer.k, groups = k / scheme.group;
   const std::string zeroName = layer.prefix + ".weight_zero_point";
   const io::SafetensorsTensorInfo *zero = model.find_tensor(zeroName);
@@ -173,13 +170,17 @@ Status readCt(const io::SafetensorsModel &model, const Int4Scheme &scheme,
 } // namespace
 
 const Int4Format &ct_packed_format() {
-  static const Int4Format format{"compressed-tensors pack-quantized",
-                                 ".weight_packed",
-                                 {".weight_packed", ".weight_scale", ".weight_shape"},
-                                 {".weight_zero_point"},
-                                 {".weight_zero_point", ".weight_shape"},
-                                 checkCt,
-                                 readCt};
+  static const Int4Format format = [] {
+    Int4Format f;
+    f.name = "compressed-tensors pack-quantized";
+    f.codes = ".weight_packed";
+    f.parts = {".weight_packed", ".weight_scale", ".weight_shape"};
+    f.optional_parts = {".weight_zero_point"};
+    f.only_with_codes = {".weight_zero_point", ".weight_shape"};
+    f.check = checkCt;
+    f.read = readCt;
+    return f;
+  }();
   return format;
 }
 

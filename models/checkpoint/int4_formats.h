@@ -15,7 +15,7 @@ namespace hyc::models::detail {
 /// One packing of int4 layers.
 struct Int4Format {
   /// For messages: "AWQ", "GPTQ", "compressed-tensors pack-quantized".
-  const char *name;
+  const char *name = "";
   /// The suffix whose tensor names a layer (`.qweight`, `.weight_packed`).
   std::string codes;
   /// The suffixes every layer has, codes first; "what a layer stores" in
@@ -28,13 +28,11 @@ struct Int4Format {
   std::vector<std::string> only_with_codes;
   /// Checks the layer named by `<prefix><codes>` (present); `where` starts
   /// every message.
-  Expected<Int4Layer> (*check)(const io::SafetensorsModel &model,
-                               const Int4Scheme &scheme,
-                               const std::string &prefix,
-                               const std::string &where);
+  Expected<Int4Layer> (*check)(const io::SafetensorsModel &model, const Int4Scheme &scheme,
+                               const std::string &prefix, const std::string &where);
   /// Unpacks a checked layer.
   Status (*read)(const io::SafetensorsModel &model, const Int4Scheme &scheme,
-                 const Int4Layer &layer, Int4GroupQuant &out);
+                 const Int4Layer &layer, Int4GroupQuant &out) = nullptr;
 };
 
 const Int4Format &awq_format();
@@ -44,9 +42,8 @@ const Int4Format &ct_packed_format();
 /// Checks that tensor `name` of a `format` layer is present with `dtype`
 /// and `shape`; `shapeWhy` says where the expected shape comes from.
 Status check_int4_part(const io::SafetensorsModel &model, const Int4Format &format,
-                       const std::string &where, const std::string &name,
-                       const std::string &dtype, const std::vector<int64_t> &shape,
-                       const std::string &shapeWhy);
+                       const std::string &where, const std::string &name, const std::string &dtype,
+                       const std::vector<int64_t> &shape, const std::string &shapeWhy);
 
 /// Views of a layer's tensors, checked to hold `bytes` each (the checks
 /// ran when the checkpoint opened; this keeps a stale layer from reading

@@ -22,8 +22,8 @@ uint32_t wordAt(const uint8_t *data, int64_t index) {
 
 /// g_idx, when stored, must be the identity grouping k / group: anything
 /// else is act-order's permutation, which these groups cannot express.
-Status checkGroupIndex(const io::SafetensorsModel &model, const Int4Layer &layer,
-                       int64_t group, const std::string &where) {
+Status checkGroupIndex(const io::SafetensorsModel &model, const Int4Layer &layer, int64_t group,
+                       const std::string &where) {
   const std::string name = layer.prefix + ".g_idx";
   if (!model.has(name))
     return Status();
@@ -35,8 +35,8 @@ Status checkGroupIndex(const io::SafetensorsModel &model, const Int4Layer &layer
   for (int64_t k = 0; k < layer.k; ++k) {
     const int32_t g = int32_t(wordAt(v->data, k));
     if (g != k / group)
-      return Error(where + "'" + name + "'[" + std::to_string(k) + "] = " +
-                   std::to_string(g) + ", expected " + std::to_string(k / group) +
+      return Error(where + "'" + name + "'[" + std::to_string(k) + "] = " + std::to_string(g) +
+                   ", expected " + std::to_string(k / group) +
                    " (k / group_size: a g_idx that reorders K is act-order, not read)");
   }
   return Status();
@@ -59,24 +59,23 @@ Expected<Int4Layer> checkGptq(const io::SafetensorsModel &model, const Int4Schem
   layer.n = q->shape[1];
   const int64_t g = scheme.group;
   if (layer.k % g != 0)
-    return Error(where + "group_size " + std::to_string(g) + " does not divide K=" +
-                 std::to_string(layer.k) + " ('" + codes + "' is [K / 8, N] = " +
-                 io::shape_to_string(q->shape) + ")");
+    return Error(where + "group_size " + std::to_string(g) +
+                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes +
+                 "' is [K / 8, N] = " + io::shape_to_string(q->shape) + ")");
   if (layer.n % 8 != 0)
     return Error(where + "N=" + std::to_string(layer.n) + " ('" + codes +
                  "' is [K / 8, N]) is not a multiple of 8, which qzeros packs per word");
   const std::string dims = int4_dims(layer, codes, g);
   HYC_CKPT_TRY(check_int4_part(model, format, where, prefix + ".qzeros", "I32",
-                               {layer.k / g, layer.n / 8},
-                               "[K / group_size, N / 8], " + dims));
+                               {layer.k / g, layer.n / 8}, "[K / group_size, N / 8], " + dims));
   HYC_CKPT_TRY(check_int4_part(model, format, where, prefix + ".scales", "F16",
                                {layer.k / g, layer.n}, "[K / group_size, N], " + dims));
   HYC_CKPT_TRY(checkGroupIndex(model, layer, g, where));
   return layer;
 }
 
-Status readGptq(const io::SafetensorsModel &model, const Int4Scheme &scheme,
-                const Int4Layer &layer, Int4GroupQuant &out) {
+Status readGptq(const io::SafetensorsModel &model, const Int4Scheme &scheme, const Int4Layer &layer,
+                Int4GroupQuant &out) {
   const int64_t n = layer.n, k = layer.k, groups = k / scheme.group;
   std::vector<io::TensorView> v;
   HYC_CKPT_TRY(int4_views(model, layer,
@@ -111,13 +110,17 @@ Status readGptq(const io::SafetensorsModel &model, const Int4Scheme &scheme,
 } // namespace
 
 const Int4Format &gptq_format() {
-  static const Int4Format format{"GPTQ",
-                                 ".qweight",
-                                 {".qweight", ".qzeros", ".scales"},
-                                 {".g_idx"},
-                                 {".qzeros", ".scales", ".g_idx"},
-                                 checkGptq,
-                                 readGptq};
+  static const Int4Format format = [] {
+    Int4Format f;
+    f.name = "GPTQ";
+    f.codes = ".qweight";
+    f.parts = {".qweight", ".qzeros", ".scales"};
+    f.optional_parts = {".g_idx"};
+    f.only_with_codes = {".qzeros", ".scales", ".g_idx"};
+    f.check = checkGptq;
+    f.read = readGptq;
+    return f;
+  }();
   return format;
 }
 

@@ -28,7 +28,9 @@ const Int4Format &formatOf(const Int4Scheme &scheme) {
 std::string partList(const Int4Format &format) {
   std::string out;
   for (size_t i = 0; i < format.parts.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == format.parts.size() ? " and " : ", ") +
+    out += (i == 0                         ? ""
+            : i + 1 == format.parts.size() ? " and "
+                                           : ", ") +
            format.parts[i].substr(1);
   return out;
 }
@@ -36,16 +38,14 @@ std::string partList(const Int4Format &format) {
 } // namespace
 
 Status check_int4_part(const io::SafetensorsModel &model, const Int4Format &format,
-                       const std::string &where, const std::string &name,
-                       const std::string &dtype, const std::vector<int64_t> &shape,
-                       const std::string &shapeWhy) {
+                       const std::string &where, const std::string &name, const std::string &dtype,
+                       const std::vector<int64_t> &shape, const std::string &shapeWhy) {
   const io::SafetensorsTensorInfo *t = model.find_tensor(name);
   if (!t)
-    return Error(where + "'" + name + "' is missing (each " + format.name +
-                 " layer stores " + partList(format) + ")");
+    return Error(where + "'" + name + "' is missing (each " + format.name + " layer stores " +
+                 partList(format) + ")");
   if (t->dtype_name != dtype)
-    return Error(where + "'" + name + "' has dtype " + t->dtype_name + ", expected " +
-                 dtype);
+    return Error(where + "'" + name + "' has dtype " + t->dtype_name + ", expected " + dtype);
   if (t->shape != shape)
     return Error(where + "'" + name + "' has shape " + io::shape_to_string(t->shape) +
                  ", expected " + io::shape_to_string(shape) + " (" + shapeWhy + ")");
@@ -62,9 +62,8 @@ Status int4_views(const io::SafetensorsModel &model, const Int4Layer &layer,
       return v.take_error();
     if (v->nbytes != bytes)
       return Error("int4 layer '" + layer.prefix + "': '" + name + "' holds " +
-                   std::to_string(v->nbytes) + " bytes, expected " +
-                   std::to_string(bytes) + " for N=" + std::to_string(layer.n) +
-                   ", K=" + std::to_string(layer.k));
+                   std::to_string(v->nbytes) + " bytes, expected " + std::to_string(bytes) +
+                   " for N=" + std::to_string(layer.n) + ", K=" + std::to_string(layer.k));
     views.push_back(*v);
   }
   return Status();
@@ -76,8 +75,8 @@ void release_int4_views(const std::vector<io::TensorView> &views) {
 }
 
 std::string int4_dims(const Int4Layer &layer, const std::string &codes, int64_t group) {
-  return "K=" + std::to_string(layer.k) + ", N=" + std::to_string(layer.n) + " from '" +
-         codes + "', group_size " + std::to_string(group);
+  return "K=" + std::to_string(layer.k) + ", N=" + std::to_string(layer.n) + " from '" + codes +
+         "', group_size " + std::to_string(group);
 }
 
 std::string int4_dtype_name(const Int4Scheme &scheme) {
@@ -87,8 +86,7 @@ std::string int4_dtype_name(const Int4Scheme &scheme) {
   return scheme.group % 128 == 0 ? base : base + "_G" + std::to_string(scheme.group);
 }
 
-Expected<Int4Layers> find_int4_layers(const io::SafetensorsModel &model,
-                                      const Int4Scheme &scheme,
+Expected<Int4Layers> find_int4_layers(const io::SafetensorsModel &model, const Int4Scheme &scheme,
                                       const std::string &origin) {
   const Int4Format &format = formatOf(scheme);
   Int4Layers layers;
@@ -98,8 +96,7 @@ Expected<Int4Layers> find_int4_layers(const io::SafetensorsModel &model,
     if (!endsWith(name, format.codes))
       continue;
     const std::string prefix = name.substr(0, name.size() - format.codes.size());
-    const std::string where =
-        origin + ": " + format.name + " layer '" + prefix + "': ";
+    const std::string where = origin + ": " + format.name + " layer '" + prefix + "': ";
     Int4Layer layer;
     HYC_CKPT_ASSIGN(layer, format.check(model, scheme, prefix, where));
     if (model.has(prefix + ".weight"))
@@ -115,8 +112,8 @@ Expected<Int4Layers> find_int4_layers(const io::SafetensorsModel &model,
     for (const std::string &suffix : format.only_with_codes)
       if (endsWith(name, suffix) && !layers.parts.count(name))
         return Error(origin + ": '" + name + "' has no '" +
-                     name.substr(0, name.size() - suffix.size()) + format.codes +
-                     "' (each " + format.name + " layer stores " + partList(format) + ")");
+                     name.substr(0, name.size() - suffix.size()) + format.codes + "' (each " +
+                     format.name + " layer stores " + partList(format) + ")");
   if (layers.by_codes.empty())
     return Error(origin + ": quantization_config.quant_method is '" + scheme.method +
                  "', but no tensor ends in '" + format.codes + "' (each " + format.name +

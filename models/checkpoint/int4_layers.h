@@ -80,15 +80,13 @@ struct Int4Layers {
 /// each other, the group dividing K); no `<prefix>.weight` beside them; no
 /// zeros or scales without their codes; at least one layer. Errors start
 /// with `origin` and name the tensor, what was expected and what was found.
-Expected<Int4Layers> find_int4_layers(const io::SafetensorsModel &model,
-                                      const Int4Scheme &scheme,
+Expected<Int4Layers> find_int4_layers(const io::SafetensorsModel &model, const Int4Scheme &scheme,
                                       const std::string &origin);
 
 /// The layer's codes, zero points and scales unpacked to [N][...] order
 /// (`layer` as find_int4_layers checked it).
-Status read_int4_layer(const io::SafetensorsModel &model,
-                       const Int4Scheme &scheme, const Int4Layer &layer,
-                       Int4GroupQuant &out);
+Status read_int4_layer(const io::SafetensorsModel &model, const Int4Scheme &scheme,
+                       const Int4Layer &layer, Int4GroupQuant &out);
 
 } // namespace hyc::models::detail
 

@@ -10,8 +10,7 @@
 
 namespace hyc::models {
 
-std::vector<int32_t> pack_awq_rows(const uint8_t *values, int64_t rows,
-                                   int64_t cols) {
+std::vector<int32_t> pack_awq_rows(const uint8_t *values, int64_t rows, int64_t cols) {
   const int64_t words = cols / 8;
   std::vector<int32_t> out(static_cast<size_t>(rows * words));
   for (int64_t r = 0; r < rows; ++r)
@@ -25,8 +24,7 @@ std::vector<int32_t> pack_awq_rows(const uint8_t *values, int64_t rows,
   return out;
 }
 
-void unpack_awq_rows(const uint8_t *words, int64_t rows, int64_t cols,
-                     uint8_t *values) {
+void unpack_awq_rows(const uint8_t *words, int64_t rows, int64_t cols, uint8_t *values) {
   const int64_t perRow = cols / 8;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < perRow; ++j) {
@@ -51,8 +49,7 @@ uint16_t f16AtLeast(float x) {
 
 } // namespace
 
-Expected<Int4GroupQuant> quantize_int4_groups(const float *w, int64_t n,
-                                              int64_t k, int64_t group) {
+Expected<Int4GroupQuant> quantize_int4_groups(const float *w, int64_t n, int64_t k, int64_t group) {
   if (n < 0 || k <= 0 || group <= 0 || k % group != 0)
     return Error("int4 group quantization: group size " + std::to_string(group) +
                  " does not divide K=" + std::to_string(k));
@@ -68,8 +65,8 @@ Expected<Int4GroupQuant> quantize_int4_groups(const float *w, int64_t n,
       float lo = 0.0f, hi = 0.0f;
       for (int64_t i = 0; i < group; ++i) {
         if (!std::isfinite(x[i]))
-          return Error("int4 group quantization: element [" + std::to_string(r) +
-                       "][" + std::to_string(g * group + i) + "] is not finite");
+          return Error("int4 group quantization: element [" + std::to_string(r) + "][" +
+                       std::to_string(g * group + i) + "] is not finite");
         lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
       }
       const uint16_t sBits = hi > lo ? f16AtLeast((hi - lo) / 15.0f) : 0x3C00;

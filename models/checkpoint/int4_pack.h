@@ -22,20 +22,18 @@ inline constexpr int kAwqNibbleColumn[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 /// Packs `rows` x `cols` 4-bit values (row-major, each 0..15; cols a
 /// multiple of 8) into AWQ GEMM words: rows x cols / 8 int32, row-major.
 /// AWQ packs qweight [K, N / 8] and qzeros [K / group, N / 8] this way.
-std::vector<int32_t> pack_awq_rows(const uint8_t *values, int64_t rows,
-                                   int64_t cols);
+std::vector<int32_t> pack_awq_rows(const uint8_t *values, int64_t rows, int64_t cols);
 
 /// The inverse: `words` is rows x cols / 8 little-endian int32 (any
 /// alignment: a view into a mapped file), `values` gets rows x cols.
-void unpack_awq_rows(const uint8_t *words, int64_t rows, int64_t cols,
-                     uint8_t *values);
+void unpack_awq_rows(const uint8_t *words, int64_t rows, int64_t cols, uint8_t *values);
 
 /// A [N][K] matrix quantized to 4 bits with one fp16 scale and one zero
 /// point per `group` consecutive K-elements of a row:
 /// w[n][k] ~ scale[n][k / group] * (q[n][k] - zero[n][k / group]).
 struct Int4GroupQuant {
   int64_t n = 0, k = 0, group = 0;
-  std::vector<uint8_t> q;       ///< [N][K], 0..15
+  std::vector<uint8_t> q; ///< [N][K], 0..15
   /// [N][K / group], 0..15 (16 where a GPTQ v1 file stores 15: zero - 1
   /// of a zero of 0, wrapped, which every v1 reader takes as 16).
   std::vector<uint8_t> zeros;
@@ -49,8 +47,7 @@ struct Int4GroupQuant {
 /// steps of the stored scale: then q = clamp(round(w / s) + z, 0, 15) is
 /// within s / 2 of w for every element. An all-zero group gets s = 1, z = 0.
 /// Fails on non-finite weights or a range too wide for an fp16 scale.
-Expected<Int4GroupQuant> quantize_int4_groups(const float *w, int64_t n,
-                                              int64_t k, int64_t group);
+Expected<Int4GroupQuant> quantize_int4_groups(const float *w, int64_t n, int64_t k, int64_t group);
 
 /// out[n][k] = fp16(scale) * (q - zero), n * k floats. Exact: an fp16
 /// times an integer of at most 4 bits needs 15 significant bits.

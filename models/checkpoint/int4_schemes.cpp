@@ -22,8 +22,8 @@ std::string lower(std::string s) {
 /// sub-block), read from `bitsField` / `groupField` of `config`.
 Status readBitsAndGroup(const io::HfConfig &config, const std::string &where,
                         const std::string &bitsField, const std::string &groupField,
-                        std::optional<int64_t> bitsDefault,
-                        std::optional<int64_t> groupDefault, Int4Scheme &scheme) {
+                        std::optional<int64_t> bitsDefault, std::optional<int64_t> groupDefault,
+                        Int4Scheme &scheme) {
   int64_t bits = 0;
   if (bitsDefault)
     HYC_CKPT_ASSIGN(bits, config.get_int_or(bitsField, *bitsDefault));
@@ -73,16 +73,15 @@ Expected<Int4Scheme> read_gptq_scheme(const io::HfConfig &config) {
   Int4Scheme scheme;
   scheme.method = "gptq";
   HYC_CKPT_TRY(readBitsAndGroup(config, where, "quantization_config.bits",
-                                "quantization_config.group_size", std::nullopt,
-                                std::nullopt, scheme));
+                                "quantization_config.group_size", std::nullopt, std::nullopt,
+                                scheme));
   bool descAct = false;
   HYC_CKPT_ASSIGN(descAct, config.get_bool_or("quantization_config.desc_act", false));
   if (descAct)
     return Error(where + "desc_act = true, expected false (act-order permutes K " +
                  "by g_idx; hyc reads GPTQ's groups in K order only)");
   std::string format;
-  HYC_CKPT_ASSIGN(format,
-                  config.get_string_or("quantization_config.checkpoint_format", "gptq"));
+  HYC_CKPT_ASSIGN(format, config.get_string_or("quantization_config.checkpoint_format", "gptq"));
   // AutoGPTQ (format "gptq") stores each zero point minus one; GPTQModel's
   // "gptq_v2" stores it as is.
   if (format == "gptq")
@@ -110,8 +109,8 @@ Expected<Int4Scheme> read_ct_packed_scheme(const io::HfConfig &config) {
     scheme.method = "compressed-tensors";
     if (!g.has("weights"))
       return Error(in + "weights is missing");
-    HYC_CKPT_TRY(readBitsAndGroup(g, in, "weights.num_bits", "weights.group_size",
-                                  std::nullopt, std::nullopt, scheme));
+    HYC_CKPT_TRY(readBitsAndGroup(g, in, "weights.num_bits", "weights.group_size", std::nullopt,
+                                  std::nullopt, scheme));
     std::string type, strategy;
     HYC_CKPT_ASSIGN(type, g.get_string_or("weights.type", "int"));
     HYC_CKPT_ASSIGN(strategy, g.get_string_or("weights.strategy", "group"));

@@ -30,8 +30,8 @@ public:
   /// `to_canonical` renames a family's own tensor names (nullptr: the
   /// stored names are canonical). Each packed int4 layer of `int4` is
   /// listed once, as the `<prefix>.weight` [N, K] an unquantized
-  /// checkpoint would have, stored as its qweight; its other tensors are
-  /// not listed.
+  /// checkpoint would have, stored as its codes tensor (qweight,
+  /// weight_packed); its other tensors are not listed.
   SafetensorsWeightSource(io::SafetensorsModel model, std::string dir,
                           int64_t block_n, int64_t block_k, Int4Layers int4,
                           std::string (*to_canonical)(const std::string &))
@@ -142,7 +142,7 @@ protected:
 private:
   /// The packed int4 layer behind canonical `name`; nullptr for any other.
   const Int4Layer *int4Layer(const std::string &name) const {
-    const std::string *stored = stored_name(name);
+    const std::string *stored = stored_of(name);
     auto it = stored ? int4_.by_codes.find(*stored) : int4_.by_codes.end();
     return it == int4_.by_codes.end() ? nullptr : &it->second;
   }

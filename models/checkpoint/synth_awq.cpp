@@ -21,8 +21,7 @@ io::SafetensorsEntry int32Entry(std::string name, std::vector<int64_t> shape,
 
 } // namespace
 
-Status quantize_entry_awq(io::SafetensorsEntry &weight,
-                          std::vector<io::SafetensorsEntry> &extra) {
+Status quantize_entry_awq(io::SafetensorsEntry &weight, std::vector<io::SafetensorsEntry> &extra) {
   static const std::string kWeight = ".weight";
   const std::string &name = weight.name;
   if (weight.shape.size() != 2 || name.size() <= kWeight.size() ||
@@ -30,9 +29,9 @@ Status quantize_entry_awq(io::SafetensorsEntry &weight,
     return Error("synth --awq: '" + name + "' is not a 2-D '<module>.weight'");
   const int64_t n = weight.shape[0], k = weight.shape[1];
   if (k % kSynthAwqGroup != 0 || n % 8 != 0)
-    return Error("synth --awq: '" + name + "' is [N, K] = " +
-                 io::shape_to_string(weight.shape) + "; AWQ needs K a multiple of " +
-                 std::to_string(kSynthAwqGroup) + " (its group size) and N a " +
+    return Error("synth --awq: '" + name + "' is [N, K] = " + io::shape_to_string(weight.shape) +
+                 "; AWQ needs K a multiple of " + std::to_string(kSynthAwqGroup) +
+                 " (its group size) and N a " +
                  "multiple of 8 (codes per int32 word): pick a preset, --ffn or " +
                  "--expert-ffn whose widths are multiples of 128 (e.g. --preset " +
                  "small --ffn 512)");
@@ -62,8 +61,8 @@ Status quantize_entry_awq(io::SafetensorsEntry &weight,
   }
   const std::string prefix = name.substr(0, name.size() - kWeight.size());
   weight = int32Entry(prefix + ".qweight", {k, n / 8}, pack_awq_rows(codes.data(), k, n));
-  extra.push_back(int32Entry(prefix + ".qzeros", {groups, n / 8},
-                             pack_awq_rows(zeros.data(), groups, n)));
+  extra.push_back(
+      int32Entry(prefix + ".qzeros", {groups, n / 8}, pack_awq_rows(zeros.data(), groups, n)));
   io::SafetensorsEntry s{prefix + ".scales", io::DType::F16, {groups, n}, {}};
   s.bytes.resize(scales.size() * 2);
   std::memcpy(s.bytes.data(), scales.data(), s.bytes.size());

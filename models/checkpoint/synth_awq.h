@@ -18,8 +18,7 @@ inline constexpr int64_t kSynthAwqGroup = 128;
 /// [K / 128, N / 8] and `<prefix>.scales` F16 [K / 128, N] to `extra`:
 /// quantize_int4_groups with group 128, packed as pack_awq_rows. Fails,
 /// naming the tensor, when K is not a multiple of 128 or N of 8.
-Status quantize_entry_awq(io::SafetensorsEntry &weight,
-                          std::vector<io::SafetensorsEntry> &extra);
+Status quantize_entry_awq(io::SafetensorsEntry &weight, std::vector<io::SafetensorsEntry> &extra);
 
 } // namespace hyc::models::detail
 

@@ -24,7 +24,7 @@ const WeightInfo *ViewWeightSource::find(const std::string &name) const {
   return it == index_.end() ? nullptr : &infos_[it->second];
 }
 
-const std::string *ViewWeightSource::stored_name(const std::string &name) const {
+const std::string *ViewWeightSource::stored_of(const std::string &name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &stored_[it->second];
 }

@@ -39,9 +39,10 @@ protected:
   /// Lists a tensor; later entries with the same canonical name are ignored.
   void add(WeightInfo info, std::string stored_name);
   /// The stored name behind canonical `name`; nullptr when absent.
-  const std::string *stored_name(const std::string &name) const;
+  const std::string *stored_of(const std::string &name) const;
   /// Whether `stored` is a packed layer the source checked when it opened
-  /// and converts itself (AWQ's int32 qweight): check_readable accepts it.
+  /// and converts itself (an int4 layer's int32 codes): check_readable
+  /// accepts it.
   virtual bool packed(const std::string &stored) const {
     (void)stored;
     return false;

@@ -33,9 +33,7 @@ uint16_t halfBits(const io::TensorView &scales, int64_t row, int64_t col) {
   return h;
 }
 
-bool isLinear(const std::string &name) {
-  return name.find("_proj.weight") != std::string::npos;
-}
+bool isLinear(const std::string &name) { return name.find("_proj.weight") != std::string::npos; }
 
 SynthOptions smallLlama(const std::string &dir, bool awq) {
   SynthOptions o;
@@ -57,9 +55,11 @@ TEST(AwqSynth, StoredCodesMatchTheWrittenWordsAndTheFp32Model) {
 
   std::ifstream in(tmp.file("awq") + "/config.json");
   const nlohmann::json config = nlohmann::json::parse(in);
-  EXPECT_EQ(config["quantization_config"],
-            (nlohmann::json{{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128},
-                            {"zero_point", true}, {"version", "gemm"}}));
+  EXPECT_EQ(config["quantization_config"], (nlohmann::json{{"quant_method", "awq"},
+                                                           {"bits", 4},
+                                                           {"group_size", 128},
+                                                           {"zero_point", true},
+                                                           {"version", "gemm"}}));
 
   HYC_CKPT_LOAD(ckpt, tmp.file("awq"));
   HYC_CKPT_LOAD(f32, tmp.file("f32"));
@@ -138,8 +138,8 @@ TEST(AwqSynth, QuantizerHoldsEveryGroupWithinHalfAStep) {
       for (int64_t i = 0; i < group; ++i)
         w[size_t(r * k + g * group + i)] = centre + width * (unit(rng) - 0.5f);
     }
-  std::fill_n(w.begin(), group, 0.0f);                                   // row 0, group 0
-  std::generate_n(w.begin() + k, group, [&] { return 0.2f + 0.1f * unit(rng); });  // > 0
+  std::fill_n(w.begin(), group, 0.0f);                                            // row 0, group 0
+  std::generate_n(w.begin() + k, group, [&] { return 0.2f + 0.1f * unit(rng); }); // > 0
   std::generate_n(w.begin() + 2 * k + group, group, [&] { return -0.3f * unit(rng); }); // < 0
   Expected<Int4GroupQuant> q = quantize_int4_groups(w.data(), n, k, group);
   ASSERT_TRUE(q.ok()) << q.error();

@@ -53,9 +53,9 @@ ModelSpec awqLlamaSpec() {
 /// One layer as the test means it: K-major like the file.
 struct Layer {
   int64_t n = 0, k = 0, group = 0;
-  std::vector<uint8_t> q;       ///< [K][N]
-  std::vector<uint8_t> z;       ///< [K / group][N]
-  std::vector<uint16_t> s;      ///< [K / group][N] fp16 bits
+  std::vector<uint8_t> q;  ///< [K][N]
+  std::vector<uint8_t> z;  ///< [K / group][N]
+  std::vector<uint16_t> s; ///< [K / group][N] fp16 bits
 };
 
 /// Packs K-major [rows][cols] nibbles as AWQ words, little-endian bytes.
@@ -104,10 +104,9 @@ std::vector<io::SafetensorsEntry> awqEntries(const std::string &prefix, const La
 /// A checkpoint whose every linear layer is AWQ with random values; the
 /// layers by canonical weight name. `edit` may change the entries and the
 /// config before they are written.
-std::map<std::string, Layer>
-writeAwqCheckpoint(const std::string &dir, int64_t group = 128,
-                   const std::function<void(std::vector<io::SafetensorsEntry> &, Json &)>
-                       &edit = nullptr) {
+std::map<std::string, Layer> writeAwqCheckpoint(
+    const std::string &dir, int64_t group = 128,
+    const std::function<void(std::vector<io::SafetensorsEntry> &, Json &)> &edit = nullptr) {
   std::map<std::string, Layer> layers;
   std::vector<io::SafetensorsEntry> entries;
   uint32_t seed = 1;
@@ -265,8 +264,7 @@ void expectAwqError(const std::function<void(std::vector<io::SafetensorsEntry> &
   expectContains(r.error(), parts);
 }
 
-io::SafetensorsEntry &entry(std::vector<io::SafetensorsEntry> &entries,
-                            const std::string &name) {
+io::SafetensorsEntry &entry(std::vector<io::SafetensorsEntry> &entries, const std::string &name) {
   for (io::SafetensorsEntry &e : entries)
     if (e.name == name)
       return e;
@@ -296,9 +294,8 @@ TEST(AwqLoad, MalformedLayersAreNamed) {
   // Group 96 is a multiple of 32 but does not divide K = 256.
   expectAwqError([](auto &, Json &c) { c["quantization_config"]["group_size"] = 96; },
                  {"AWQ layer 'model.layers.0.", "group_size 96 does not divide K=256"});
-  expectAwqError(
-      [](auto &e, Json &) { entry(e, kQ + ".qweight").dtype = io::DType::F32; },
-      {"AWQ layer '" + kQ + "'", "'" + kQ + ".qweight' has dtype F32, expected I32"});
+  expectAwqError([](auto &e, Json &) { entry(e, kQ + ".qweight").dtype = io::DType::F32; },
+                 {"AWQ layer '" + kQ + "'", "'" + kQ + ".qweight' has dtype F32, expected I32"});
   expectAwqError(
       [](auto &e, Json &) {
         io::SafetensorsEntry &s = entry(e, kQ + ".scales");
@@ -352,7 +349,9 @@ TEST(AwqLoad, MalformedLayersAreNamed) {
       {"'model.layers.0.self_attn.extra.qzeros' has no "
        "'model.layers.0.self_attn.extra.qweight'"});
   expectAwqError(
-      [](auto &e, Json &) { e.push_back(f32Entry(kQ + ".weight", {256, 256})); },
+      [](auto &e, Json &) {
+        e.push_back(f32Entry(kQ + ".weight", {256, 256}));
+      },
       {"'" + kQ + ".weight' is stored beside '" + kQ + ".qweight'"});
   // quant_method awq over a float checkpoint.
   expectAwqError(

@@ -113,10 +113,9 @@ std::vector<io::SafetensorsEntry> gptqEntries(const std::string &prefix, const L
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t c = 0; c < l.n; ++c)
       sc[size_t(g * l.n + c)] = l.s[size_t(c * groups + g)];
-  std::vector<io::SafetensorsEntry> out = {
-      words(prefix + ".qweight", {l.k / 8, l.n}, qw),
-      words(prefix + ".qzeros", {groups, l.n / 8}, qz),
-      halves(prefix + ".scales", {groups, l.n}, sc)};
+  std::vector<io::SafetensorsEntry> out = {words(prefix + ".qweight", {l.k / 8, l.n}, qw),
+                                           words(prefix + ".qzeros", {groups, l.n / 8}, qz),
+                                           halves(prefix + ".scales", {groups, l.n}, sc)};
   if (gIdx) {
     std::vector<uint32_t> idx(size_t(l.k));
     for (int64_t k = 0; k < l.k; ++k)
@@ -171,8 +170,7 @@ std::vector<io::SafetensorsEntry> ctEntries(const std::string &prefix, const Lay
   return out;
 }
 
-using Writer = std::function<std::vector<io::SafetensorsEntry>(const std::string &,
-                                                               const Layer &)>;
+using Writer = std::function<std::vector<io::SafetensorsEntry>(const std::string &, const Layer &)>;
 
 /// Every linear layer of llamaSpec() written by `write` with random values
 /// (zeros in [zLo, zHi]); the layers by canonical name.
@@ -231,15 +229,14 @@ void expectStored(const Checkpoint &ckpt, const std::map<std::string, Layer> &la
     const std::vector<float> got = readWeight(ckpt, name);
     for (int64_t i = 0; i < l.n * l.k; ++i) {
       const size_t g = size_t(i / l.k * groups + i % l.k / l.group);
-      ASSERT_EQ(got[size_t(i)], io::f16_to_f32(l.s[g]) * float(int(l.q[size_t(i)]) - l.z[g]))
-          << i;
+      ASSERT_EQ(got[size_t(i)], io::f16_to_f32(l.s[g]) * float(int(l.q[size_t(i)]) - l.z[g])) << i;
     }
   }
 }
 
 Json gptqConfig(const std::string &format) {
-  return {{"quant_method", "gptq"},  {"bits", 4},      {"group_size", 128},
-          {"desc_act", false},       {"sym", false},   {"checkpoint_format", format}};
+  return {{"quant_method", "gptq"}, {"bits", 4},    {"group_size", 128},
+          {"desc_act", false},      {"sym", false}, {"checkpoint_format", format}};
 }
 
 TEST(GptqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
@@ -249,8 +246,7 @@ TEST(GptqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
     TempDir dir;
     const auto layers = writeCheckpoint(
         dir.str(), gptqConfig("gptq"),
-        [](const std::string &p, const Layer &l) { return gptqEntries(p, l, 1, true); }, 1,
-        16);
+        [](const std::string &p, const Layer &l) { return gptqEntries(p, l, 1, true); }, 1, 16);
     HYC_CKPT_LOAD(ckpt, dir.str());
     EXPECT_TRUE(ckpt.warnings.empty()) << ckpt.warnings.front();
     expectStored(ckpt, layers, "GPTQ_INT4");
@@ -260,8 +256,7 @@ TEST(GptqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
     TempDir dir;
     const auto layers = writeCheckpoint(
         dir.str(), gptqConfig("gptq_v2"),
-        [](const std::string &p, const Layer &l) { return gptqEntries(p, l, 0, false); }, 0,
-        15);
+        [](const std::string &p, const Layer &l) { return gptqEntries(p, l, 0, false); }, 0, 15);
     HYC_CKPT_LOAD(ckpt, dir.str());
     expectStored(ckpt, layers, "GPTQ_INT4");
   }
@@ -364,8 +359,8 @@ TEST(CtPackedLoad, ReadsKnownCodesZerosAndScalesAsStored) {
     const int zLo = c.symmetric ? 8 : 0, zHi = c.symmetric ? 8 : 15;
     const auto layers = writeCheckpoint(
         dir.str(), ctConfig(c.symmetric),
-        [&](const std::string &p, const Layer &l) { return ctEntries(p, l, c.zeros, c.bf16); },
-        zLo, zHi);
+        [&](const std::string &p, const Layer &l) { return ctEntries(p, l, c.zeros, c.bf16); }, zLo,
+        zHi);
     HYC_CKPT_LOAD(ckpt, dir.str());
     EXPECT_TRUE(ckpt.warnings.empty()) << ckpt.warnings.front();
     expectStored(ckpt, layers, "CT_INT4");
@@ -391,9 +386,9 @@ TEST(CtPackedLoad, UnreadLayoutsAreNamed) {
     c["config_groups"]["group_0"]["weights"][field] = std::move(value);
     return c;
   };
-  expectError(weights("num_bits", 8), packed, nullptr,
-              {"compressed-tensors pack-quantized", "config_groups.group_0",
-               "num_bits = 8, expected 4"});
+  expectError(
+      weights("num_bits", 8), packed, nullptr,
+      {"compressed-tensors pack-quantized", "config_groups.group_0", "num_bits = 8, expected 4"});
   expectError(weights("strategy", "channel"), packed, nullptr,
               {"weights.strategy = 'channel', expected 'group'"});
   expectError(weights("actorder", "group"), packed, nullptr,
@@ -408,36 +403,34 @@ TEST(CtPackedLoad, UnreadLayoutsAreNamed) {
   // fp16 cannot hold; no weight_shape.
   const auto drop = [](const std::string &suffix) {
     return [suffix](std::vector<io::SafetensorsEntry> &e, Json &) {
-      e.erase(std::find_if(e.begin(), e.end(),
-                           [&](const auto &t) { return t.name == kQ + suffix; }));
+      e.erase(
+          std::find_if(e.begin(), e.end(), [&](const auto &t) { return t.name == kQ + suffix; }));
     };
   };
   expectError(ctConfig(false), packed, drop(".weight_zero_point"),
               {"'" + kQ + ".weight_zero_point' is missing (asymmetric"});
   expectError(ctConfig(false), packed, drop(".weight_shape"),
               {"'" + kQ + ".weight_shape' is missing"});
-  expectError(ctConfig(false),
-              [](const std::string &p, const Layer &l) {
-                return ctEntries(p, l, CtZeros::Int8, false);
-              },
-              [](auto &e, Json &) {
-                for (io::SafetensorsEntry &t : e)
-                  if (t.name == kQ + ".weight_zero_point")
-                    t.bytes[3] = uint8_t(int8_t(9));
-              },
-              {"'" + kQ + ".weight_zero_point'[1][1] = 9, expected an int4 zero point"});
-  expectError(ctConfig(false),
-              [](const std::string &p, const Layer &l) {
-                return ctEntries(p, l, CtZeros::Packed, true);
-              },
-              [](auto &e, Json &) {
-                for (io::SafetensorsEntry &t : e)
-                  if (t.name == kQ + ".weight_scale") {
-                    const uint16_t tiny = io::f32_to_bf16(std::ldexp(1.0f, -40));
-                    std::memcpy(t.bytes.data() + 2, &tiny, 2);
-                  }
-              },
-              {"'" + kQ + ".weight_scale'[0][1]", "is not an fp16 value"});
+  expectError(
+      ctConfig(false),
+      [](const std::string &p, const Layer &l) { return ctEntries(p, l, CtZeros::Int8, false); },
+      [](auto &e, Json &) {
+        for (io::SafetensorsEntry &t : e)
+          if (t.name == kQ + ".weight_zero_point")
+            t.bytes[3] = uint8_t(int8_t(9));
+      },
+      {"'" + kQ + ".weight_zero_point'[1][1] = 9, expected an int4 zero point"});
+  expectError(
+      ctConfig(false),
+      [](const std::string &p, const Layer &l) { return ctEntries(p, l, CtZeros::Packed, true); },
+      [](auto &e, Json &) {
+        for (io::SafetensorsEntry &t : e)
+          if (t.name == kQ + ".weight_scale") {
+            const uint16_t tiny = io::f32_to_bf16(std::ldexp(1.0f, -40));
+            std::memcpy(t.bytes.data() + 2, &tiny, 2);
+          }
+      },
+      {"'" + kQ + ".weight_scale'[0][1]", "is not an fp16 value"});
 }
 
 } // namespace
