@@ -57,7 +57,10 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
   // q4 / q8 panels, or hyrt_gemm_code_format's stored formats): a file of
   // only those keeps every matrix as stored, in 4-bit codes when most of
   // its elements are 4-bit (Q4_K_M's Q6_K matrices stay Q6_K), else 8-bit.
-  static const std::set<std::string> k4 = {"Q4_0", "Q4_K", "IQ4_XS", "IQ4_NL", "AWQ_INT4"},
+  // Packed int4 from Hugging Face (AWQ, GPTQ, compressed-tensors) holds an
+  // fp16 scale and a zero point per 128 K-elements (the loader's "q4z").
+  static const std::set<std::string> k4 = {"Q4_0",     "Q4_K",      "IQ4_XS", "IQ4_NL",
+                                           "AWQ_INT4", "GPTQ_INT4", "CT_INT4"},
                                       k8 = {"Q8_0", "Q5_K", "Q6_K"};
   int64_t four = 0, eight = 0;
   bool allCodes = true;
@@ -71,10 +74,12 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
   }
   if (allCodes && four + eight > 0) {
     const std::string kind =
-        top == "Q4_0"   ? "4-bit codes with fp16 scales per 32"
-        : top == "Q8_0" ? "int8 codes with fp16 scales per 32"
-        : top == "AWQ_INT4" ? "AWQ int4, group 128 with zero points"
-                            : "codes with their block scales";
+        top == "Q4_0"        ? "4-bit codes with fp16 scales per 32"
+        : top == "Q8_0"      ? "int8 codes with fp16 scales per 32"
+        : top == "AWQ_INT4"  ? "AWQ int4, group 128 with zero points"
+        : top == "GPTQ_INT4" ? "GPTQ int4, group 128 with zero points"
+        : top == "CT_INT4"   ? "compressed-tensors int4, group 128 with zero points"
+                             : "codes with their block scales";
     const std::string all = types == top ? stores : "the checkpoint stores its matrices as " + types;
     if (four >= eight)
       return {"w4a8", all + ": " + kind + ", kept as stored"};

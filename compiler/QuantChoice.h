@@ -4,7 +4,8 @@
 // never wider and never a second rounding where hyc has a format that holds
 // the stored numbers: f32 stays f32, bf16 stays bf16, DeepSeek's FP8 blocks
 // and channel-INT8 keep their codes (fp8, w8a8), GGUF Q4_0 / Q8_0 their
-// blocks (w4a8, w8a8-g32). Formats hyc cannot hold exactly yet (f16, other
+// blocks (w4a8, w8a8-g32), AWQ / GPTQ / compressed-tensors int4 their
+// codes, scales and zero points (w4a8). Formats hyc cannot hold exactly yet (f16, other
 // GGUF block types) go to bf16, and the line says so.
 //
 //===----------------------------------------------------------------------===//
@@ -33,9 +34,12 @@ struct QuantChoice {
 /// type holding most of them decides (elements, not bytes: a Q8_0 file's
 /// few f32 tensors take more bytes than their share of the model). A
 /// calibration build records fp32 activations: f32. GGUF files whose block
-/// matrices are all Q4_0 (w4a8) or Q4_0 / Q8_0 (w8a8-g32) keep them as
-/// codes; their float-stored matrices (llama-quantize leaves some in F32)
-/// are not counted against that: resolveAutoQuant keeps them as stored.
+/// matrices are all Q4_0 (w4a8) or Q4_0 / Q8_0 (w8a8-g32), and int4 files
+/// whose packed matrices are all "AWQ_INT4", "GPTQ_INT4" or "CT_INT4"
+/// (groups of 128 or a multiple: w4a8), keep them as codes; their
+/// float-stored matrices (llama-quantize leaves some in F32, AWQ its
+/// modules_to_not_convert) are not counted against that: resolveAutoQuant
+/// keeps them as stored.
 QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
                         bool calibrationBuild);
 

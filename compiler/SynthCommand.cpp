@@ -12,7 +12,7 @@ namespace hyc::compiler {
 
 static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|small] [--seed N] -o DIR
        hyc synth --preset dense-1b|moe-small|mla-small [--seed N] -o DIR
-                 [--fp8 [--dequantized-copy DIR2] | --int8]
+                 [(--fp8 | --awq) [--dequantized-copy DIR2] | --int8]
                  [--ffn N] [--expert-ffn N]
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
@@ -28,8 +28,12 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
                          weight_scale_inv blocks (DeepSeek's FP8 format)
   --int8                 store linear weights as channel-INT8: int8 values
                          with one weight_scale per output row (w8a8_int8)
-  --dequantized-copy D   with --fp8: also write the exact fp32 dequantized
-                         twin of the checkpoint to D
+  --awq                  store linear weights as AutoAWQ GEMM int4: qweight,
+                         qzeros, fp16 scales per group of 128 along K (every
+                         such K a multiple of 128: e.g. --preset small
+                         --ffn 512)
+  --dequantized-copy D   with --fp8 or --awq: also write the exact fp32
+                         dequantized twin of the checkpoint to D
   --ffn N                the dense MLP width instead of the preset's
   --expert-ffn N         each routed expert's width instead of the preset's
 )";
@@ -74,7 +78,7 @@ int runConvertGgufCommand(int argc, char **argv) {
 int runSynthCommand(int argc, char **argv) {
   cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy", "ffn",
                   "expert-ffn"},
-                 {"help", "fp8", "int8"});
+                 {"help", "fp8", "int8", "awq"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
     std::fprintf(stderr, "hyc synth: %s\n%s", error.c_str(), kSynthUsage);
@@ -106,6 +110,7 @@ int runSynthCommand(int argc, char **argv) {
   options.output_dir = out;
   options.fp8 = args.has("fp8");
   options.int8 = args.has("int8");
+  options.awq = args.has("awq");
   options.dequantize_fp8_to = args.get("dequantized-copy");
   for (const char *key : {"ffn", "expert-ffn"}) {
     if (!args.has(key))

@@ -5,6 +5,7 @@
 
 #include "models/checkpoint/family.h"
 #include "models/checkpoint/fp8.h"
+#include "models/checkpoint/synth_awq.h"
 #include "models/io/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -553,11 +554,11 @@ Expected<ModelSpec> synth_spec(const std::string &arch_name,
 Status synthesize(const SynthOptions &options) {
   if (options.output_dir.empty())
     return Error("synth: no output directory given");
-  if (options.fp8 && options.int8)
-    return Error("synth: fp8 and int8 weights are exclusive");
-  if (!options.dequantize_fp8_to.empty() && !options.fp8)
+  if (int(options.fp8) + int(options.int8) + int(options.awq) > 1)
+    return Error("synth: fp8, int8 and awq weights are exclusive");
+  if (!options.dequantize_fp8_to.empty() && !options.fp8 && !options.awq)
     return Error("synth: dequantize_fp8_to ('" + options.dequantize_fp8_to +
-                 "') needs fp8");
+                 "') needs fp8 or awq");
   Expected<ModelSpec> spec = synth_spec(options.arch, options.preset);
   if (!spec)
     return spec.take_error();
@@ -599,6 +600,8 @@ Status synthesize(const SynthOptions &options) {
       quantizeEntry(tensors.back(), scales);
     if (options.int8 && w.shape.size() == 2 && isFp8Linear(w.name))
       quantizeEntryInt8(tensors.back(), scales);
+    if (options.awq && w.shape.size() == 2 && isFp8Linear(w.name))
+      HYC_CKPT_TRY(detail::quantize_entry_awq(tensors.back(), scales));
   }
   for (io::SafetensorsEntry &s : scales)
     tensors.push_back(std::move(s));
@@ -612,6 +615,12 @@ Status synthesize(const SynthOptions &options) {
                                      {"weight_block_size", {128, 128}}};
   if (options.int8)
     config["quantization_config"] = {{"quant_method", "w8a8_int8"}};
+  if (options.awq)
+    config["quantization_config"] = {{"quant_method", "awq"},
+                                     {"bits", 4},
+                                     {"group_size", detail::kSynthAwqGroup},
+                                     {"zero_point", true},
+                                     {"version", "gemm"}};
   HYC_CKPT_TRY(
       writeText((dir / "config.json").string(), config.dump(2) + "\n"));
   HYC_CKPT_TRY(

@@ -1,6 +1,7 @@
 // Synthetic checkpoints: small random models of every supported family,
 // written as Hugging Face directories (config.json, model.safetensors F32,
-// or DeepSeek-style FP8 with `hyc synth --fp8`) plus a llama2.c
+// or DeepSeek-style FP8 with `hyc synth --fp8`, channel-INT8 with --int8,
+// AWQ int4 with --awq) plus a llama2.c
 // tokenizer.bin, so the whole compile-and-run path can be exercised without
 // downloading a model (`hyc synth`).
 #ifndef HYC_MODELS_CHECKPOINT_SYNTH_H
@@ -56,8 +57,18 @@ struct SynthOptions {
   /// the dequantized weights (scale max|w| / 127) would change them, which
   /// is what tests of "kept as stored" need. Exclusive with fp8.
   bool int8 = false;
-  /// With fp8: also write the exact dequantized fp32 checkpoint here (see
-  /// write_dequantized_copy). Empty: none. Set without fp8: an error.
+  /// AutoAWQ GEMM int4 weights (the same projections as fp8): each
+  /// `<module>.weight` [N, K] becomes `<module>.qweight` I32 [K, N / 8],
+  /// `.qzeros` I32 [K / 128, N / 8] and `.scales` F16 [K / 128, N]
+  /// (quantize_int4_groups, group 128, packed as pack_awq_rows; see
+  /// int4_pack.h), and config.json gets `quantization_config` {quant_method
+  /// awq, bits 4, group_size 128, zero_point true, version gemm}. Every
+  /// such weight needs K a multiple of 128 and N of 8: the tiny presets
+  /// (hidden 64) and small's dense MLP (688) are refused, naming the
+  /// tensor; `--preset small --ffn 512` fits. Exclusive with fp8 and int8.
+  bool awq = false;
+  /// With fp8 or awq: also write the exact dequantized fp32 checkpoint here
+  /// (see write_dequantized_copy). Empty: none. Set otherwise: an error.
   std::string dequantize_fp8_to;
 };
 
@@ -85,7 +96,8 @@ Status synthesize(const SynthOptions &options);
 /// `fp8_dir`: model.safetensors holds every tensor of `fp8_dir` as F32 (FP8
 /// weights dequantized exactly as load_checkpoint does, i.e. the fp32
 /// product e4m3 value * scale_inv; the `*_scale_inv` tensors of FP8 weights
-/// dropped; other dtypes converted exactly), config.json is the original
+/// dropped; AWQ layers as their dequantized `<module>.weight`; other dtypes
+/// converted exactly), config.json is the original
 /// minus `quantization_config` with torch_dtype float32, and tokenizer.bin /
 /// tokenizer.json / tokenizer_config.json / generation_config.json are
 /// copied when present. load_checkpoint of both gives the same spec and

@@ -26,6 +26,11 @@ const WeightInfo *ViewWeightSource::find(const std::string &name) const {
   return it == index_.end() ? nullptr : &infos_[it->second];
 }
 
+const std::string *ViewWeightSource::stored_of(const std::string &name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &stored_[it->second];
+}
+
 Expected<io::TensorView>
 ViewWeightSource::viewOf(const std::string &name,
                          const std::string **stored) const {
@@ -168,6 +173,8 @@ Status ViewWeightSource::check_readable(const std::string &name) const {
   Expected<io::TensorView> v = viewOf(name, &stored);
   if (!v)
     return v.take_error();
+  if (packed(*stored))
+    return Status();
   // A weight holds real numbers: integer storage is read only where it
   // carries its scales (channel-INT8); I32 is never a weight, and reading
   // its integers as values would run a model on garbage.

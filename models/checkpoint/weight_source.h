@@ -40,6 +40,15 @@ public:
 protected:
   /// Lists a tensor; later entries with the same canonical name are ignored.
   void add(WeightInfo info, std::string stored_name);
+  /// The stored name behind canonical `name`; nullptr when absent.
+  const std::string *stored_of(const std::string &name) const;
+  /// Whether `stored` is a packed layer the source checked when it opened
+  /// and converts itself (an int4 layer's int32 codes): check_readable
+  /// accepts it.
+  virtual bool packed(const std::string &stored) const {
+    (void)stored;
+    return false;
+  }
   /// View of a tensor by its stored name.
   virtual Expected<io::TensorView> view(const std::string &stored) const = 0;
   /// fp32 conversion of a view; sources with scaled formats override it.

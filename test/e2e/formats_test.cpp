@@ -1,7 +1,8 @@
 // The same model from different checkpoint formats compiles to the same
 // function: GGUF (as llama.cpp's converter writes it) vs Hugging Face for
-// every golden family, and DeepSeek FP8 (e4m3 + 128x128 weight_scale_inv)
-// vs its exact fp32 dequantization.
+// every golden family, DeepSeek FP8 (e4m3 + 128x128 weight_scale_inv) and
+// AutoAWQ int4 (qweight / qzeros / scales) vs their exact fp32
+// dequantizations.
 #include "test/e2e/e2e_util.h"
 #include "test/e2e/engine_util.h"
 
@@ -86,6 +87,41 @@ TEST(DeepseekFp8, CompilesAndMatchesItsFp32Dequantization) {
   // And a different seed is a different model (the comparison has teeth).
   std::string other = tempDir() + "/dsv3-fp8-seed6";
   ASSERT_EQ(runHyc({"synth", "--arch", "deepseek-v3", "--fp8", "--seed", "6", "-o", other})
+                .exit_code,
+            0);
+  auto [cWhole, cInc] = logitsOf(compileOnce(other, flags));
+  EXPECT_GT(maxAbsDiff(aWhole, cWhole), 1e-3);
+}
+
+TEST(AwqInt4, CompilesAndMatchesItsFp32Dequantization) {
+  std::string awq = tempDir() + "/llama-awq", f32 = tempDir() + "/llama-awq-as-f32";
+  CommandResult s = runHyc({"synth", "--arch", "llama", "--preset", "small", "--ffn", "512",
+                            "--awq", "--seed", "5", "-o", awq, "--dequantized-copy", f32});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::string header = readFile(awq + "/model.safetensors").substr(0, 200000);
+  EXPECT_NE(header.find(".qweight"), std::string::npos);
+  EXPECT_EQ(header.find("_proj.weight"), std::string::npos) << "a projection left unpacked";
+  // --quant auto names the stored format.
+  std::vector<std::string> compile = {"compile", awq, "-o", tempDir() + "/llama-awq-auto.art"};
+  compile.insert(compile.end(), kFlags.begin(), kFlags.end());
+  CommandResult c = runHyc(compile);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.err.find("precision: w4a8 (--quant auto: the checkpoint stores its matrices as "
+                       "AWQ_INT4: AWQ int4, group 128 with zero points, kept as stored"),
+            std::string::npos)
+      << c.err;
+  // --quant f32: the loader's s * (q - z) through the whole compiler equals
+  // the fp32 twin's weights.
+  std::vector<std::string> flags = kFlags;
+  flags.insert(flags.end(), {"--quant", "f32"});
+  auto [aWhole, aInc] = logitsOf(compileOnce(awq, flags));
+  auto [bWhole, bInc] = logitsOf(compileOnce(f32, flags));
+  ASSERT_FALSE(aWhole.empty());
+  EXPECT_EQ(maxAbsDiff(aWhole, bWhole), 0.0f);
+  EXPECT_EQ(maxAbsDiff(aInc, bInc), 0.0f);
+  std::string other = tempDir() + "/llama-awq-seed6";
+  ASSERT_EQ(runHyc({"synth", "--arch", "llama", "--preset", "small", "--ffn", "512", "--awq",
+                    "--seed", "6", "-o", other})
                 .exit_code,
             0);
   auto [cWhole, cInc] = logitsOf(compileOnce(other, flags));

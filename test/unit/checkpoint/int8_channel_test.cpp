@@ -113,16 +113,15 @@ TEST(Int8Channel, UnsupportedFormatsAreNamed) {
   opts.arch = "llama";
   opts.output_dir = tmp.file("f32");
   ASSERT_TRUE(synthesize(opts).ok());
-  writeInt8Copy(opts.output_dir, tmp.file("packed"),
-                {{"quant_method", "compressed-tensors"}, {"format", "pack-quantized"}},
-                "");
-  auto r = load_checkpoint(tmp.file("packed"));
+  writeInt8Copy(opts.output_dir, tmp.file("marlin"),
+                {{"quant_method", "compressed-tensors"}, {"format", "marlin-24"}}, "");
+  auto r = load_checkpoint(tmp.file("marlin"));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("pack-quantized"), std::string::npos) << r.error();
-  writeInt8Copy(opts.output_dir, tmp.file("awq"), {{"quant_method", "awq"}}, "");
-  r = load_checkpoint(tmp.file("awq"));
+  EXPECT_NE(r.error().find("'marlin-24'"), std::string::npos) << r.error();
+  writeInt8Copy(opts.output_dir, tmp.file("bnb"), {{"quant_method", "bitsandbytes"}}, "");
+  r = load_checkpoint(tmp.file("bnb"));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("'awq'"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("'bitsandbytes'"), std::string::npos) << r.error();
 }
 
 } // namespace

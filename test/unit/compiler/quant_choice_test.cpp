@@ -1,7 +1,8 @@
 // --quant auto's table: the checkpoint's own precision where hyc holds it
-// exactly (f32, bf16, FP8 blocks, channel-INT8, GGUF Q4_0 / Q8_0 as codes),
-// bf16 with the reason where it does not (f16, other GGUF block types); the
-// type with most GEMM bytes decides a mixed file; a calibration build is f32.
+// exactly (f32, bf16, FP8 blocks, channel-INT8, GGUF Q4_0 / Q8_0 and packed
+// int4 as codes), bf16 with the reason where it does not (f16, other GGUF
+// block types); the type with most GEMM bytes decides a mixed file; a
+// calibration build is f32.
 #include "compiler/QuantChoice.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +39,33 @@ TEST(QuantChoice, Q4_0AndQ8_0KeepTheirCodes) {
   const QuantChoice mixed = chooseQuant({{"Q4_0", 100}, {"Q6_K", 10}}, false);
   EXPECT_EQ(mixed.quant, "bf16");
   EXPECT_NE(mixed.reason.find("other block types"), std::string::npos) << mixed.reason;
+}
+
+// AWQ, GPTQ and compressed-tensors int4 (group 128, zero points) are kept
+// as codes; float matrices beside them (modules_to_not_convert) do not
+// change that. A group the q4z layout cannot hold (64, 32), or int4 mixed
+// with another quantized type, goes to bf16.
+TEST(QuantChoice, PackedInt4KeepsItsCodes) {
+  const QuantChoice awq = chooseQuant({{"AWQ_INT4", 100}}, false);
+  EXPECT_EQ(awq.quant, "w4a8");
+  EXPECT_NE(awq.reason.find("AWQ int4, group 128 with zero points, kept as stored"),
+            std::string::npos)
+      << awq.reason;
+  EXPECT_EQ(chooseQuant({{"AWQ_INT4", 100}, {"F16", 20}}, false).quant, "w4a8");
+  const QuantChoice g64 = chooseQuant({{"AWQ_INT4_G64", 100}}, false);
+  EXPECT_EQ(g64.quant, "bf16");
+  EXPECT_NE(g64.reason.find("AWQ_INT4_G64"), std::string::npos) << g64.reason;
+  EXPECT_EQ(chooseQuant({{"AWQ_INT4", 100}, {"I8", 10}}, false).quant, "bf16");
+  EXPECT_EQ(chooseQuant({{"AWQ_INT4", 100}}, true).quant, "f32");
+  const QuantChoice gptq = chooseQuant({{"GPTQ_INT4", 100}, {"F16", 20}}, false);
+  EXPECT_EQ(gptq.quant, "w4a8");
+  EXPECT_NE(gptq.reason.find("GPTQ int4, group 128 with zero points, kept as stored"),
+            std::string::npos)
+      << gptq.reason;
+  const QuantChoice ct = chooseQuant({{"CT_INT4", 100}}, false);
+  EXPECT_EQ(ct.quant, "w4a8");
+  EXPECT_NE(ct.reason.find("compressed-tensors int4"), std::string::npos) << ct.reason;
+  EXPECT_EQ(chooseQuant({{"GPTQ_INT4_G32", 100}}, false).quant, "bf16");
 }
 
 TEST(QuantChoice, MostBytesDecideAMixedFileAndCalibrationIsF32) {
