@@ -64,18 +64,56 @@ enum StepField : int64_t {
 // hyrt/abi.h's HYRT_ABI_VERSION, which the artifact's library exports.
 constexpr int64_t kAbiVersion = 4;
 
+/// How an integer-codes layout scales its codes inside the panels, as the
+/// kernel's descriptor takes it (codegen/brgemm.h "Grouped integer
+/// kernels"); group 0 for every other layout.
+struct CodesFormat {
+  int64_t group = 0;       ///< K-elements per in-panel scale
+  bool asymmetric = false; ///< panels carry mins
+  int64_t superGroup = 0;  ///< two-level scales (d * sc) per super-block; 0: fp16
+  std::string codebook;    ///< "" or a code book ("iq4nl")
+};
+
 /// A generated block kernel the module calls.
 struct KernelUse {
   std::string name, isa, types;
   int64_t k, mMax;
   bool accumulate = false; ///< C += A.B (dispatch without zero_init)
-  int64_t group = 0;       ///< integer codes: K-elements per in-panel scale
+  CodesFormat codes;       ///< integer codes: the in-panel scale format
 };
 
-/// The kernel-name spelling of a dispatch's (A, B) types.
 /// Integer codes with in-panel scales per 32 (q4 / q8 weights).
 bool isCodesLayout(StringRef bLayout) { return bLayout == "q4_g32" || bLayout == "q8_g32"; }
 
+/// The scale format of a b_layout: q4_g32 / q8_g32 are symmetric with one
+/// fp16 scale per 32. Layouts with two-level scales or a code book map here
+/// to their super_group / codebook, which travel to the kernel generator.
+CodesFormat codesFormat(StringRef bLayout) {
+  CodesFormat f;
+  if (isCodesLayout(bLayout))
+    f.group = 32;
+  return f;
+}
+
+/// What a kernel's name adds for a codes format beyond one symmetric fp16
+/// scale per group (whose names predate formats and stay as they are), in
+/// brgemm_name's spelling: "_g32s256a", "_g32_iq4", ...
+std::string formatSuffix(const CodesFormat &f) {
+  if (!f.asymmetric && !f.superGroup && f.codebook.empty())
+    return "";
+  std::string s = "_g" + std::to_string(f.group);
+  if (f.superGroup)
+    s += "s" + std::to_string(f.superGroup);
+  if (f.asymmetric)
+    s += "a";
+  if (f.codebook == "iq4nl")
+    s += "_iq4";
+  else if (!f.codebook.empty())
+    s += "_" + f.codebook;
+  return s;
+}
+
+/// The kernel-name spelling of a dispatch's (A, B) types.
 StringRef typesName(Type a, Type b, StringRef bLayout) {
   if (bLayout == "q4_g32")
     return "s8u4f32";
@@ -160,8 +198,9 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
   ArrayRef<int64_t> shape = op.getShape();
   StringRef types = typesName(op.getAType(), op.getBType(), op.getBLayout());
   std::string isa = op.getIsa() ? op.getIsa()->str() : "";
-  std::string name = "hyc_brgemm_" + types.str() + "_" + std::to_string(shape[0]) +
-                     "x" + std::to_string(shape[1]) + "x" +
+  const CodesFormat codes = codesFormat(op.getBLayout());
+  std::string name = "hyc_brgemm_" + types.str() + formatSuffix(codes) + "_" +
+                     std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
                      std::to_string(shape[2]) + "_" + isa +
                      (op.getZeroInit() ? "" : "_acc");
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
@@ -173,9 +212,7 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    // Integer codes (q4_g32, q8_g32): symmetric, one scale per 32.
-    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(),
-                       isCodesLayout(op.getBLayout()) ? 32 : 0});
+    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(), codes});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }
@@ -478,7 +515,7 @@ struct ConvertHycKernelToLLVMPass
                      [&](const char *f) { return module.lookupSymbol<LLVM::LLVMFuncOp>(f); }))
       emitStateAccessor(b, loc, "hyc_collectives_v0", "hyrt_collectives_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
-    // types, [accumulate], [group]}.
+    // types, [accumulate], [group, [asymmetric], [super_group], [codebook]]}.
     SmallVector<Attribute> kernelAttrs;
     for (const KernelUse &k : kernels) {
       SmallVector<NamedAttribute> fields = {
@@ -489,8 +526,16 @@ struct ConvertHycKernelToLLVMPass
           b.getNamedAttr("types", b.getStringAttr(k.types))};
       if (k.accumulate) // C += A.B (per-group W8A8), else C = A.B
         fields.push_back(b.getNamedAttr("accumulate", b.getUnitAttr()));
-      if (k.group) // integer codes with in-panel scales per `group`
-        fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.group)));
+      if (k.codes.group) { // integer codes with in-panel scales per `group`
+        fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.codes.group)));
+        if (k.codes.asymmetric)
+          fields.push_back(b.getNamedAttr("asymmetric", b.getUnitAttr()));
+        if (k.codes.superGroup)
+          fields.push_back(
+              b.getNamedAttr("super_group", b.getI64IntegerAttr(k.codes.superGroup)));
+        if (!k.codes.codebook.empty())
+          fields.push_back(b.getNamedAttr("codebook", b.getStringAttr(k.codes.codebook)));
+      }
       kernelAttrs.push_back(b.getDictionaryAttr(fields));
     }
     module->setAttr("hyc.kernels", b.getArrayAttr(kernelAttrs));
