@@ -22,21 +22,75 @@ std::string validate_grouped(const BrgemmDesc &d) {
     err << "grouped " << data_type_name(d.b_type)
         << " kernels take s8 A and f32 C, found A="
         << data_type_name(d.a_type) << " C=" << data_type_name(d.c_type);
-  } else if (d.n_block != 32) {
-    err << "grouped kernels take N block 32, found " << d.n_block;
-  } else if (d.group <= 0 || d.group % 16 != 0) {
-    err << "group " << d.group << " must be a positive multiple of 16";
-  } else if (d.k % d.group != 0) {
-    err << "group " << d.group << " does not divide K=" << d.k
-        << " (the driver pads K to whole groups)";
-  } else if (d.group > 65536) {
-    err << "group " << d.group
-        << " exceeds 65536, where a group's int32 sum could overflow";
+    return err.str();
   }
-  return err.str();
+  if (d.n_block != 32) {
+    err << "grouped kernels take N block 32, found " << d.n_block;
+    return err.str();
+  }
+  return validate_grouped_format(grouped_format(d), d.k);
 }
 
 } // namespace
+
+const char *codebook_name(Codebook c) {
+  switch (c) {
+  case Codebook::none:
+    return "none";
+  case Codebook::iq4nl:
+    return "iq4nl";
+  }
+  return "?";
+}
+
+bool codebook_from_name(const std::string &name, Codebook *out) {
+  for (Codebook c : {Codebook::none, Codebook::iq4nl})
+    if (name == codebook_name(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
+GroupedFormat grouped_format(const BrgemmDesc &d) {
+  GroupedFormat f;
+  f.bits = d.b_type == DataType::u4 ? 4 : 8;
+  f.group = d.group;
+  f.super_group = d.super_group;
+  f.asymmetric = d.asymmetric;
+  f.codebook = d.codebook;
+  return f;
+}
+
+std::string validate_grouped_format(const GroupedFormat &f, int64_t k) {
+  std::ostringstream err;
+  if (f.bits != 4 && f.bits != 8) {
+    err << "grouped weights take 4 or 8 bit codes, found " << f.bits;
+  } else if (f.group <= 0 || f.group % 16 != 0) {
+    err << "group " << f.group << " must be a positive multiple of 16";
+  } else if (f.group > 65536) {
+    err << "group " << f.group
+        << " exceeds 65536, where a group's int32 sum could overflow";
+  } else if (f.super_group < 0 ||
+             (f.super_group > 0 && f.super_group % f.group != 0)) {
+    err << "super group " << f.super_group
+        << " must be 0 (one-level scales) or a positive multiple of group "
+        << f.group;
+  } else if (f.super_group > 0 && k % f.super_group != 0) {
+    err << "super group " << f.super_group << " does not divide K=" << k
+        << " (the driver pads K to whole super-blocks)";
+  } else if (k % f.group != 0) {
+    err << "group " << f.group << " does not divide K=" << k
+        << " (the driver pads K to whole groups)";
+  } else if (f.codebook != Codebook::none && f.bits != 4) {
+    err << "codebook " << codebook_name(f.codebook)
+        << " looks up 4-bit codes, found " << f.bits << "-bit codes";
+  } else if (f.codebook != Codebook::none && f.asymmetric) {
+    err << "codebook " << codebook_name(f.codebook)
+        << " weights are symmetric (zero point 128), found asymmetric";
+  }
+  return err.str();
+}
 
 const char *b_layout_name(BLayout layout) {
   switch (layout) {
@@ -107,8 +161,15 @@ std::string brgemm_name(const BrgemmDesc &d) {
   std::ostringstream os;
   os << "brgemm_" << data_type_name(d.a_type) << data_type_name(d.b_type)
      << data_type_name(d.c_type);
-  if (is_grouped(d.b_layout))
-    os << "_g" << d.group << (d.asymmetric ? "a" : "");
+  if (is_grouped(d.b_layout)) {
+    os << "_g" << d.group;
+    if (d.super_group > 0)
+      os << 's' << d.super_group;
+    if (d.asymmetric)
+      os << 'a';
+    if (d.codebook == Codebook::iq4nl)
+      os << "_iq4";
+  }
   os << '_' << d.m_max << 'x' << d.n_block << 'x'
      << d.k << '_' << isa_name(d.isa);
   if (d.accumulate)
@@ -163,9 +224,14 @@ std::string validate_brgemm(const BrgemmDesc &d) {
   }
   if (is_grouped(d.b_layout))
     return validate_grouped(d);
-  if (d.group != 0 || d.asymmetric) {
-    err << "group " << d.group << (d.asymmetric ? " (asymmetric)" : "")
-        << " given for the ungrouped layout " << b_layout_name(d.b_layout);
+  if (d.group != 0 || d.asymmetric || d.super_group != 0 ||
+      d.codebook != Codebook::none) {
+    err << "group " << d.group << (d.asymmetric ? " (asymmetric)" : "");
+    if (d.super_group != 0)
+      err << " super group " << d.super_group;
+    if (d.codebook != Codebook::none)
+      err << " codebook " << codebook_name(d.codebook);
+    err << " given for the ungrouped layout " << b_layout_name(d.b_layout);
     return err.str();
   }
   const bool int8 = d.a_type == DataType::u8;

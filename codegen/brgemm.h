@@ -40,7 +40,11 @@ enum class BLayout {
   f8_vnni2,   ///< [ceil(N/32)][ceil(K/128) * 64][32][2] e4m3 (K padded to 128)
   /// Unsigned codes with per-group fp16 scales (and mins), see "Grouped
   /// integer kernels" below: per group, [group/4][32][4] u8 codes, then
-  /// scales[32] fp16, then (asymmetric) mins[32] fp16.
+  /// scales[32] fp16, then (asymmetric) mins[32] fp16. Two-level scales
+  /// (BrgemmDesc::super_group > 0), per super-block: d[32] fp16, then
+  /// (asymmetric) dmin[32] fp16, then per group its code quads followed by
+  /// sc[32] int8 and m[32] uint8 (zeros when symmetric). Every part is a
+  /// whole number of 64-byte lines, so the quads stay aligned.
   u8_grouped,
   /// As u8_grouped with 64-byte K quads: byte 4c+e (c < 16) holds
   /// code[4q+e][c] in its low nibble and code[4q+e][16+c] in its high one.
@@ -57,6 +61,18 @@ enum class Epilogue {
   bias, ///< C[m][n] += bias[n] (fp32), after any dequantization
 };
 
+/// Weight value tables a grouped u4 kernel can look its codes up in.
+enum class Codebook {
+  none,  ///< the code itself is the value
+  iq4nl, ///< GGUF IQ4_NL / IQ4_XS: code c stands for hyrt::kIq4nlU8[c]
+         ///< (hyrt/support/iq4nl.h, kvalues_iq4nl + 128), zero point 128
+};
+
+/// Spelling in kernel tables and messages: "none", "iq4nl".
+const char *codebook_name(Codebook c);
+/// The code book codebook_name() spells as `name`; false for other text.
+bool codebook_from_name(const std::string &name, Codebook *out);
+
 /// Everything that determines a kernel's machine code. Generators exist for
 /// (see codegen/tiles.cpp): avx512_bf16 bf16 x bf16; avx512_vnni u8 x s8
 /// (-> s32 or f32); avx512_core f32 x f32 and f32 x bf16; avx2 f32 x f32,
@@ -65,16 +81,24 @@ enum class Epilogue {
 /// each 128-K block's sum is scaled by post->b_scale[block]; needs VBMI);
 /// avx512_vnni and avx2 s8 x u4 and s8 x u8 grouped (-> f32, below).
 ///
-/// Grouped integer kernels (W4A8, GGUF Q4_0/Q8_0 kept exactly): A is s8 per
-/// token, B unsigned codes with one fp16 scale (and min when asymmetric)
-/// per `group` K elements and column, post->a_sum[m][g] the sum of row m's
-/// A over group g (row stride k / group). Each element follows exactly
-/// (float ops round once each, fma is fused):
+/// Grouped integer kernels (W4A8, GGUF Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/IQ4_NL/
+/// IQ4_XS and AWQ kept exactly): A is s8 per token, B unsigned codes with
+/// one scale (and min when asymmetric) per `group` K elements and column,
+/// post->a_sum[m][g] the sum of row m's A over group g (row stride
+/// k / group). A group's scale and min are either fp16 values (one-level,
+/// super_group = 0) or, with two-level scales, products of a super-block
+/// factor and the group's 8-bit sub-scale / sub-min:
+///   scale_g[n] = float(d[n]) * float(sc_g[n])     (sc int8, d fp16)
+///   min_g[n]   = float(dmin[n]) * float(m_g[n])   (m uint8, dmin fp16)
+/// (exact in fp32: 11-bit by 8-bit significands). With Codebook::iq4nl a
+/// u4 code c enters the dot product as kIq4nlU8[c] and the zero point is
+/// 128. Each element follows exactly (float ops round once each, fma is
+/// fused):
 ///   acc = +0
 ///   for g = 0, 1, ..., k/group - 1:
 ///     dot = sum_{k in g} a[m][k] * code[k][n]              (exact int32)
 ///     symmetric:  acc = fma(float(dot - zp * a_sum[m][g]), scale_g[n], acc)
-///                 (int32 subtract; zp = 8 for u4, 128 for u8)
+///                 (int32 subtract; zp = 8 for u4, 128 for u8 and iq4nl)
 ///     asymmetric: acc = fma(float(dot), scale_g[n], acc)
 ///                 acc = fma(-min_g[n], float(a_sum[m][g]), acc)
 ///   C = acc * a_scale[m];  C = C_old + C (accumulate);  C = C + bias[n]
@@ -101,7 +125,31 @@ struct BrgemmDesc {
   int group = 0;
   /// Grouped layouts only: panels carry mins (weight = scale*code - min).
   bool asymmetric = false;
+  /// Grouped layouts only: 0 for one-level fp16 scales per group; else K
+  /// elements per super-block of two-level scales (a multiple of group
+  /// dividing k: 256 for GGUF K-quants and IQ4_XS, 128 for AWQ).
+  int super_group = 0;
+  /// Grouped u4 layouts only (symmetric): the value table of the codes.
+  Codebook codebook = Codebook::none;
 };
+
+/// The weight format of a grouped layout, shared by descriptors
+/// (make_grouped_brgemm_desc) and the packer (codegen/pack.h).
+struct GroupedFormat {
+  int bits = 4;            ///< 4: u4 codes, 8: u8 codes
+  int64_t group = 32;      ///< K elements per scale (and min)
+  int64_t super_group = 0; ///< 0: one-level scales; else see BrgemmDesc
+  bool asymmetric = false; ///< mins: weight = scale * code - min
+  Codebook codebook = Codebook::none;
+};
+
+/// The format a grouped descriptor reads.
+GroupedFormat grouped_format(const BrgemmDesc &desc);
+
+/// Checks a grouped format for a reduction length k; returns an empty
+/// string when kernels and packers take it, else what is wrong (expected
+/// vs found).
+std::string validate_grouped_format(const GroupedFormat &f, int64_t k);
 
 /// Operands an epilogue reads; pointers are already offset to the block
 /// (bias and b_scale to the block's first column, a_scale to its first row).
@@ -157,9 +205,10 @@ public:
   BrgemmKernel &operator=(const BrgemmKernel &) = delete;
 
   const BrgemmDesc &desc() const { return desc_; }
-  /// `<op>_<types>[_g<group>[a]]_<M>x<N>x<K>_<isa>[_acc][_bias]`, e.g.
-  /// brgemm_bf16bf16f32_14x32x4096_avx512bf16 or (asymmetric groups of 128)
-  /// brgemm_s8u4f32_g128a_6x32x4096_avx512vnni.
+  /// `<op>_<types>[_g<group>[s<super>][a][_iq4]]_<M>x<N>x<K>_<isa>` then
+  /// `[_acc][_bias]`, e.g. brgemm_bf16bf16f32_14x32x4096_avx512bf16,
+  /// (asymmetric groups of 128) brgemm_s8u4f32_g128a_6x32x4096_avx512vnni or
+  /// (Q4_K) brgemm_s8u4f32_g32s256a_6x32x4096_avx512vnni.
   const std::string &name() const { return name_; }
   /// The entry point. Only call it when host_supports(desc().isa).
   BrgemmFn fn() const { return fn_; }

@@ -52,6 +52,8 @@ struct PackedB {
   int64_t panel_bytes = 0;
   int64_t group = 0;       ///< grouped layouts: K elements per scale group
   bool asymmetric = false; ///< grouped layouts: panels carry mins
+  int64_t super_group = 0; ///< grouped layouts: two-level scales when > 0
+  Codebook codebook = Codebook::none; ///< grouped u4 layouts: code values
   AlignedBuffer data;
 
   const uint8_t *panel(int64_t p) const {
@@ -106,6 +108,10 @@ float f16_to_f32(uint16_t x);
 /// when asymmetric, mins[32] fp16. k must be a multiple of group.
 int64_t grouped_panel_bytes(int bits, int64_t k, int64_t group,
                             bool asymmetric);
+/// The same for any format: one-level as above; two-level, per super-block
+/// d[32] fp16 (64 bytes), dmin[32] fp16 when asymmetric (64 bytes), then
+/// per group its code quads and sc[32] int8 + m[32] uint8 (64 bytes).
+int64_t grouped_panel_bytes(const GroupedFormat &format, int64_t k);
 
 /// Packs unsigned codes [N][K] (one code per byte, row stride ldc, each
 /// below 2^bits) with scales and mins [N][K/group] fp16 bits (mins nullptr:
@@ -116,6 +122,32 @@ int64_t grouped_panel_bytes(int bits, int64_t k, int64_t group,
 PackedB pack_b_grouped(const uint8_t *codes, int64_t n, int64_t k, int64_t ldc,
                        int bits, int64_t group, const uint16_t *scales_f16,
                        const uint16_t *mins_f16);
+/// The same for a one-level format (super_group 0), which may name a code
+/// book (IQ4_NL: 4-bit indices into hyrt::kIq4nlU8, symmetric); mins_f16
+/// must be given exactly when format.asymmetric. A code book has no code
+/// for its zero point 128, so its padding columns get code 0 and scale 0
+/// (still exactly 0: every term is scaled by 0).
+PackedB pack_b_grouped(const uint8_t *codes, int64_t n, int64_t k, int64_t ldc,
+                       const GroupedFormat &format, const uint16_t *scales_f16,
+                       const uint16_t *mins_f16);
+
+/// Packs codes [N][K] (as above) with two-level scales (format.super_group
+/// > 0, BrgemmDesc "Grouped integer kernels"): sub_scales and sub_mins
+/// [N][K/group] (the int8 sc and uint8 m of each group), d_f16 and dmin_f16
+/// [N][K/super_group] fp16 bits (the super-block factors). sub_mins and
+/// dmin_f16 are given exactly when format.asymmetric. Stored exactly as
+/// given, so GGUF Q4_K (u4, group 32, super 256, asymmetric), Q5_K (u8
+/// codes 0..31, likewise), Q6_K (u8 codes q + 96, group 16, symmetric),
+/// IQ4_XS (u4, iq4nl, sc = ls - 32) and AWQ (u4, group 32, super 128,
+/// asymmetric, d = dmin = the group scale, sc = 1, m = the zero point) keep
+/// their values bit for bit. Padding columns get d = dmin = 0 and sc = m =
+/// 0 (codes as pack_b_grouped), so they produce exactly 0. Throws
+/// std::invalid_argument naming the first bad argument or code.
+PackedB pack_b_grouped_two_level(const uint8_t *codes, int64_t n, int64_t k,
+                                 int64_t ldc, const GroupedFormat &format,
+                                 const int8_t *sub_scales,
+                                 const uint8_t *sub_mins, const uint16_t *d_f16,
+                                 const uint16_t *dmin_f16);
 
 /// Quantizes [N][K] fp32 weights (row stride ldw, K a multiple of group)
 /// per (row, group) to unsigned codes [N][K] (contiguous) with fp16 scales

@@ -1,6 +1,8 @@
 // The grouped integer layouts (u4_grouped, u8_grouped; brgemm.h "Grouped
 // integer kernels"): fp16 conversion, the per-group quantizer whose fp16
-// scales and mins are exactly what the kernels multiply, and the packer.
+// scales and mins are exactly what the kernels multiply, and the packers
+// (one-level fp16 scales; two-level super-block factors with 8-bit
+// sub-scales, as GGUF K-quants and AWQ store them).
 #include "codegen/pack.h"
 
 #include <algorithm>
@@ -83,65 +85,181 @@ void check_shape(int bits, int64_t n, int64_t k, int64_t group) {
             std::to_string(k) + " (N=" + std::to_string(n) + ")");
 }
 
+void check_format(const GroupedFormat &f, int64_t n, int64_t k) {
+  check(n > 0 && k > 0, "grouped weights need positive N and K, found N=" +
+                            std::to_string(n) + " K=" + std::to_string(k));
+  const std::string why = validate_grouped_format(f, k);
+  check(why.empty(), why);
+}
+
+/// What padding columns hold: the zero point where one exists as a code,
+/// else 0 (their scales are 0 either way).
+int padding_code(const GroupedFormat &f) {
+  return f.asymmetric || f.codebook != Codebook::none ? 0 : 1 << (f.bits - 1);
+}
+
+/// Writes the code quads of one group (K elements k0 .. k0 + group) of
+/// panel `panel` at dst, in the order the kernels read: u8 [group/4][32][4];
+/// u4 quads of 64 bytes, byte 4c+e holding column c in its low nibble and
+/// column 16+c in its high one.
+void write_group_codes(uint8_t *dst, const GroupedFormat &f,
+                       const uint8_t *codes, int64_t n, int64_t ldc,
+                       int64_t panel, int64_t k0) {
+  const int pad = padding_code(f);
+  for (int64_t c = 0; c < kPanelCols; ++c) {
+    const int64_t col = panel * kPanelCols + c;
+    for (int64_t kk = 0; kk < f.group; ++kk) {
+      int code = pad; // padding columns contribute 0
+      if (col < n) {
+        code = codes[col * ldc + k0 + kk];
+        check(code < 1 << f.bits,
+              "code " + std::to_string(code) + " at [" + std::to_string(col) +
+                  "][" + std::to_string(k0 + kk) + "] needs more than " +
+                  std::to_string(f.bits) + " bits");
+      }
+      const int64_t q = kk / 4, e = kk % 4;
+      if (f.bits == 8) {
+        dst[q * 128 + 4 * c + e] = uint8_t(code);
+      } else {
+        uint8_t &byte = dst[q * 64 + 4 * (c % 16) + e];
+        byte = uint8_t(c < 16 ? (byte & 0xF0) | code
+                              : (byte & 0x0F) | (code << 4));
+      }
+    }
+  }
+}
+
+/// An empty PackedB with the format's fields and zeroed panels.
+PackedB make_packed(const GroupedFormat &f, int64_t n, int64_t k) {
+  PackedB p;
+  p.layout = f.bits == 4 ? BLayout::u4_grouped : BLayout::u8_grouped;
+  p.n = n;
+  p.k = k;
+  p.group = f.group;
+  p.asymmetric = f.asymmetric;
+  p.super_group = f.super_group;
+  p.codebook = f.codebook;
+  p.n_panels = (n + kPanelCols - 1) / kPanelCols;
+  p.panel_bytes = grouped_panel_bytes(f, k);
+  p.data = AlignedBuffer(size_t(p.n_panels * p.panel_bytes));
+  return p;
+}
+
+/// fp16 values [N][count] -> one panel's [32] at dst (0 in padding).
+void put_f16_row(uint8_t *dst, const uint16_t *src, int64_t n, int64_t panel,
+                 int64_t count, int64_t index) {
+  uint16_t *out = reinterpret_cast<uint16_t *>(dst);
+  for (int64_t c = 0; c < kPanelCols; ++c) {
+    const int64_t col = panel * kPanelCols + c;
+    out[c] = col < n ? src[col * count + index] : 0;
+  }
+}
+
+/// Bytes [N][count] (int8 or uint8) -> one panel's [32] at dst (0 in padding).
+template <class T>
+void put_byte_row(uint8_t *dst, const T *src, int64_t n, int64_t panel,
+                  int64_t count, int64_t index) {
+  for (int64_t c = 0; c < kPanelCols; ++c) {
+    const int64_t col = panel * kPanelCols + c;
+    dst[c] = col < n ? uint8_t(src[col * count + index]) : 0;
+  }
+}
+
 } // namespace
 
 int64_t grouped_panel_bytes(int bits, int64_t k, int64_t group,
                             bool asymmetric) {
-  const int64_t per_group =
-      group / 4 * code_quad_bytes(bits) + kPanelCols * 2 * (asymmetric ? 2 : 1);
-  return k / group * per_group;
+  GroupedFormat f;
+  f.bits = bits;
+  f.group = group;
+  f.asymmetric = asymmetric;
+  return grouped_panel_bytes(f, k);
+}
+
+int64_t grouped_panel_bytes(const GroupedFormat &f, int64_t k) {
+  const int64_t codes = f.group / 4 * code_quad_bytes(f.bits);
+  const int64_t scale_rows = kPanelCols * 2 * (f.asymmetric ? 2 : 1);
+  if (f.super_group <= 0)
+    return k / f.group * (codes + scale_rows);
+  // Per group: codes, then sc[32] int8 and m[32] uint8.
+  const int64_t per_super =
+      scale_rows + f.super_group / f.group * (codes + 2 * kPanelCols);
+  return k / f.super_group * per_super;
 }
 
 PackedB pack_b_grouped(const uint8_t *codes, int64_t n, int64_t k, int64_t ldc,
                        int bits, int64_t group, const uint16_t *scales_f16,
                        const uint16_t *mins_f16) {
   check_shape(bits, n, k, group);
-  const bool asym = mins_f16 != nullptr;
-  const int64_t groups = k / group;
-  const int64_t codes_bytes = group / 4 * code_quad_bytes(bits);
-  const int64_t group_bytes = grouped_panel_bytes(bits, group, group, asym);
-  PackedB p;
-  p.layout = bits == 4 ? BLayout::u4_grouped : BLayout::u8_grouped;
-  p.n = n;
-  p.k = k;
-  p.group = group;
-  p.asymmetric = asym;
-  p.n_panels = (n + kPanelCols - 1) / kPanelCols;
-  p.panel_bytes = grouped_panel_bytes(bits, k, group, asym);
-  p.data = AlignedBuffer(size_t(p.n_panels * p.panel_bytes));
-  const int zero_point = asym ? 0 : 1 << (bits - 1);
+  GroupedFormat f;
+  f.bits = bits;
+  f.group = group;
+  f.asymmetric = mins_f16 != nullptr;
+  return pack_b_grouped(codes, n, k, ldc, f, scales_f16, mins_f16);
+}
+
+PackedB pack_b_grouped(const uint8_t *codes, int64_t n, int64_t k, int64_t ldc,
+                       const GroupedFormat &f, const uint16_t *scales_f16,
+                       const uint16_t *mins_f16) {
+  check_format(f, n, k);
+  check(f.super_group == 0,
+        "pack_b_grouped packs one-level scales, found super group " +
+            std::to_string(f.super_group) + " (use pack_b_grouped_two_level)");
+  check(scales_f16 != nullptr, "scales_f16 is null");
+  check((mins_f16 != nullptr) == f.asymmetric,
+        std::string(f.asymmetric ? "an asymmetric format needs mins_f16"
+                                 : "a symmetric format takes no mins_f16") +
+            ", found " + (mins_f16 ? "mins" : "null"));
+  const int64_t groups = k / f.group;
+  const int64_t codes_bytes = f.group / 4 * code_quad_bytes(f.bits);
+  const int64_t group_bytes = grouped_panel_bytes(f, f.group);
+  PackedB p = make_packed(f, n, k);
   for (int64_t pn = 0; pn < p.n_panels; ++pn)
     for (int64_t g = 0; g < groups; ++g) {
       uint8_t *dst = p.data.data() + pn * p.panel_bytes + g * group_bytes;
-      uint16_t *scales = reinterpret_cast<uint16_t *>(dst + codes_bytes);
-      uint16_t *mins = scales + kPanelCols;
-      for (int64_t c = 0; c < kPanelCols; ++c) {
-        const int64_t col = pn * kPanelCols + c;
-        const bool real = col < n;
-        if (real) {
-          scales[c] = scales_f16[col * groups + g];
-          if (asym)
-            mins[c] = mins_f16[col * groups + g];
-        }
-        for (int64_t kk = 0; kk < group; ++kk) {
-          int code = zero_point; // padding columns contribute 0
-          if (real) {
-            code = codes[col * ldc + g * group + kk];
-            check(code < 1 << bits, "code " + std::to_string(code) + " at [" +
-                                        std::to_string(col) + "][" +
-                                        std::to_string(g * group + kk) +
-                                        "] needs more than " +
-                                        std::to_string(bits) + " bits");
-          }
-          const int64_t q = kk / 4, e = kk % 4;
-          if (bits == 8) {
-            dst[q * 128 + 4 * c + e] = uint8_t(code);
-          } else {
-            uint8_t &byte = dst[q * 64 + 4 * (c % 16) + e];
-            byte = uint8_t(c < 16 ? (byte & 0xF0) | code
-                                  : (byte & 0x0F) | (code << 4));
-          }
-        }
+      write_group_codes(dst, f, codes, n, ldc, pn, g * f.group);
+      put_f16_row(dst + codes_bytes, scales_f16, n, pn, groups, g);
+      if (f.asymmetric)
+        put_f16_row(dst + codes_bytes + 64, mins_f16, n, pn, groups, g);
+    }
+  return p;
+}
+
+PackedB pack_b_grouped_two_level(const uint8_t *codes, int64_t n, int64_t k,
+                                 int64_t ldc, const GroupedFormat &f,
+                                 const int8_t *sub_scales,
+                                 const uint8_t *sub_mins, const uint16_t *d_f16,
+                                 const uint16_t *dmin_f16) {
+  check_format(f, n, k);
+  check(f.super_group > 0, "pack_b_grouped_two_level packs two-level scales, "
+                           "found super group " +
+                               std::to_string(f.super_group) +
+                               " (use pack_b_grouped)");
+  check(sub_scales != nullptr, "sub_scales is null");
+  check(d_f16 != nullptr, "d_f16 is null");
+  const char *need = f.asymmetric ? " is null (the format is asymmetric)"
+                                  : " is given (the format is symmetric)";
+  check((sub_mins != nullptr) == f.asymmetric, std::string("sub_mins") + need);
+  check((dmin_f16 != nullptr) == f.asymmetric, std::string("dmin_f16") + need);
+  const int64_t groups = k / f.group, supers = k / f.super_group;
+  const int64_t per_super = f.super_group / f.group;
+  const int64_t codes_bytes = f.group / 4 * code_quad_bytes(f.bits);
+  const int64_t header_bytes = f.asymmetric ? 128 : 64;
+  const int64_t super_bytes = grouped_panel_bytes(f, f.super_group);
+  PackedB p = make_packed(f, n, k);
+  for (int64_t pn = 0; pn < p.n_panels; ++pn)
+    for (int64_t s = 0; s < supers; ++s) {
+      uint8_t *block = p.data.data() + pn * p.panel_bytes + s * super_bytes;
+      put_f16_row(block, d_f16, n, pn, supers, s);
+      if (f.asymmetric)
+        put_f16_row(block + 64, dmin_f16, n, pn, supers, s);
+      for (int64_t j = 0; j < per_super; ++j) {
+        const int64_t g = s * per_super + j;
+        uint8_t *dst = block + header_bytes + j * (codes_bytes + 64);
+        write_group_codes(dst, f, codes, n, ldc, pn, g * f.group);
+        put_byte_row(dst + codes_bytes, sub_scales, n, pn, groups, g);
+        if (f.asymmetric)
+          put_byte_row(dst + codes_bytes + 32, sub_mins, n, pn, groups, g);
       }
     }
   return p;

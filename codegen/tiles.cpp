@@ -109,4 +109,15 @@ BrgemmDesc make_grouped_brgemm_desc(Isa isa, DataType b_type, int k, int group,
   return d;
 }
 
+BrgemmDesc make_grouped_brgemm_desc(Isa isa, const GroupedFormat &format,
+                                    int k, bool accumulate,
+                                    Epilogue epilogue) {
+  BrgemmDesc d = make_grouped_brgemm_desc(
+      isa, format.bits == 4 ? DataType::u4 : DataType::u8, k,
+      int(format.group), format.asymmetric, accumulate, epilogue);
+  d.super_group = int(format.super_group);
+  d.codebook = format.codebook;
+  return d;
+}
+
 } // namespace hyc::codegen

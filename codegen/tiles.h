@@ -44,4 +44,11 @@ BrgemmDesc make_grouped_brgemm_desc(Isa isa, DataType b_type, int k, int group,
                                     bool asymmetric, bool accumulate = false,
                                     Epilogue epilogue = Epilogue::none);
 
+/// The same for any grouped format (two-level scales, code books): the B
+/// type is u4 or u8 after format.bits; the format is not checked here
+/// (validate_brgemm does).
+BrgemmDesc make_grouped_brgemm_desc(Isa isa, const GroupedFormat &format, int k,
+                                    bool accumulate = false,
+                                    Epilogue epilogue = Epilogue::none);
+
 } // namespace hyc::codegen

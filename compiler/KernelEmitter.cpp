@@ -52,8 +52,9 @@ const IsaInfo *isaInfo(const std::string &name) {
         "amx_int8"}},
       {"avx512vnni:u8s8f32", Isa::avx512_vnni, DataType::u8, DataType::s8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
-      // Grouped-scale integer weights (the kernel's `group` and
-      // `asymmetric` attributes); AMX variants run the avx512vnni kernel.
+      // Grouped-scale integer weights (the kernel's `group`, `asymmetric`,
+      // `super_group` and `codebook` attributes); AMX variants run the
+      // avx512vnni kernel.
       {"avx512vnni:s8u4f32", Isa::avx512_vnni, DataType::s8, DataType::u4,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
       {"avx512vnni:s8u8f32", Isa::avx512_vnni, DataType::s8, DataType::u8,
@@ -94,7 +95,12 @@ void writeKernelTable(std::ostream &out, const std::vector<TableRow> &rows) {
         << "\t.long " << r.desc.m_max << ", " << r.desc.n_block << ", " << r.desc.k
         << ", " << (r.desc.accumulate ? 1 : 0) << ", "
         << (r.desc.epilogue == codegen::Epilogue::bias ? 1 : 0) << ", 0, "
-        << r.desc.group << ", " << (r.desc.asymmetric ? 1 : 0) << "\n";
+        << r.desc.group << ", " << (r.desc.asymmetric ? 1 : 0) << ", "
+        << r.desc.super_group << ", "
+        << (r.desc.codebook == codegen::Codebook::iq4nl
+                ? HYRT_KERNEL_CODEBOOK_IQ4NL
+                : HYRT_KERNEL_CODEBOOK_NONE)
+        << "\n";
   }
   out << "\t.section .rodata.hyc_kernel_strings,\"a\",@progbits\n";
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -132,10 +138,23 @@ bool emitKernels(mlir::ModuleOp module, const std::string &asmPath,
     codegen::BrgemmDesc desc = codegen::make_brgemm_desc(
         info->isa, info->a, info->b, codegen::DataType::f32, int(k), 32,
         accumulate);
-    if (auto group = d.getAs<mlir::IntegerAttr>("group"))
-      desc = codegen::make_grouped_brgemm_desc(
-          info->isa, info->b, int(k), int(group.getInt()),
-          /*asymmetric=*/bool(d.get("asymmetric")), accumulate);
+    if (auto group = d.getAs<mlir::IntegerAttr>("group")) {
+      codegen::GroupedFormat format;
+      format.bits = info->b == codegen::DataType::u4 ? 4 : 8;
+      format.group = group.getInt();
+      format.asymmetric = bool(d.get("asymmetric"));
+      // Two-level scales and code books (GGUF K-quants, IQ4, AWQ).
+      if (auto super = d.getAs<mlir::IntegerAttr>("super_group"))
+        format.super_group = super.getInt();
+      if (auto book = d.getAs<mlir::StringAttr>("codebook"))
+        if (!codegen::codebook_from_name(book.str(), &format.codebook)) {
+          error = "kernel " + name + ": unknown codebook '" + book.str() +
+                  "' (expected none or iq4nl)";
+          return false;
+        }
+      desc = codegen::make_grouped_brgemm_desc(info->isa, format, int(k),
+                                               accumulate);
+    }
     if (desc.m_max != mMax) {
       error = "kernel " + name + ": the lowering assumed " +
               std::to_string(mMax) + " rows per block, the generator makes " +

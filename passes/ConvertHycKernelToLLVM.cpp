@@ -66,18 +66,58 @@ enum StepField : int64_t {
 // hyrt/abi.h's HYRT_ABI_VERSION, which the artifact's library exports.
 constexpr int64_t kAbiVersion = 4;
 
+/// How an integer-codes layout scales its codes inside the panels, as the
+/// kernel's descriptor takes it (codegen/brgemm.h "Grouped integer
+/// kernels"); group 0 for every other layout.
+struct CodesFormat {
+  int64_t group = 0;       ///< K-elements per in-panel scale
+  bool asymmetric = false; ///< panels carry mins
+  int64_t superGroup = 0;  ///< two-level scales (d * sc) per super-block; 0: fp16
+  std::string codebook;    ///< "" or a code book ("iq4nl")
+};
+
 /// A generated block kernel the module calls.
 struct KernelUse {
   std::string name, isa, types;
   int64_t k, mMax;
   bool accumulate = false; ///< C += A.B (dispatch without zero_init)
-  /// Integer codes (hyrt_gemm_code_format of the layout); bits 0 otherwise.
-  hyrt_code_format codes = {0, 0, 0, 0, 0};
+  CodesFormat codes;       ///< integer codes: the in-panel scale format
 };
 
 /// The integer-code scheme of a dispatch's layout, or -1.
 int32_t codesSchemeOf(StringRef bLayout) {
   return hyrt_gemm_code_scheme_of_layout(bLayout.data(), bLayout.size());
+}
+
+/// The scale format of a b_layout (hyrt_gemm_code_format of its scheme;
+/// group 0 for layouts that are not integer codes): it travels to the
+/// kernel generator.
+CodesFormat codesFormat(StringRef bLayout) {
+  CodesFormat f;
+  if (int32_t scheme = codesSchemeOf(bLayout); scheme >= 0) {
+    const hyrt_code_format c = hyrt_gemm_code_format(scheme);
+    f.group = c.group, f.asymmetric = c.asymmetric, f.superGroup = c.super_group;
+    f.codebook = c.codebook ? "iq4nl" : "";
+  }
+  return f;
+}
+
+/// What a kernel's name adds for a codes format beyond one symmetric fp16
+/// scale per group (whose names predate formats and stay as they are), in
+/// brgemm_name's spelling: "_g32s256a", "_g32_iq4", ...
+std::string formatSuffix(const CodesFormat &f) {
+  if (!f.asymmetric && !f.superGroup && f.codebook.empty())
+    return "";
+  std::string s = "_g" + std::to_string(f.group);
+  if (f.superGroup)
+    s += "s" + std::to_string(f.superGroup);
+  if (f.asymmetric)
+    s += "a";
+  if (f.codebook == "iq4nl")
+    s += "_iq4";
+  else if (!f.codebook.empty())
+    s += "_" + f.codebook;
+  return s;
 }
 
 /// The kernel-name spelling of a dispatch's (A, B) types.
@@ -163,13 +203,9 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
   ArrayRef<int64_t> shape = op.getShape();
   StringRef types = typesName(op.getAType(), op.getBType(), op.getBLayout());
   std::string isa = op.getIsa() ? op.getIsa()->str() : "";
-  // Codes formats other than Q4_0 / Q8_0's name their panels: one type
-  // pair serves several layouts.
-  const int32_t codes = codesSchemeOf(op.getBLayout());
-  const std::string format =
-      codes > HYRT_GEMM_W8A8_G32 ? std::string(hyrt_gemm_code_layout_name(codes)) + "_" : "";
-  std::string name = "hyc_brgemm_" + types.str() + "_" + format + std::to_string(shape[0]) +
-                     "x" + std::to_string(shape[1]) + "x" +
+  const CodesFormat codes = codesFormat(op.getBLayout());
+  std::string name = "hyc_brgemm_" + types.str() + formatSuffix(codes) + "_" +
+                     std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
                      std::to_string(shape[2]) + "_" + isa +
                      (op.getZeroInit() ? "" : "_acc");
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
@@ -181,9 +217,7 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(),
-                       codes >= 0 ? hyrt_gemm_code_format(codes)
-                                  : hyrt_code_format{0, 0, 0, 0, 0}});
+    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(), codes});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }
@@ -486,7 +520,7 @@ struct ConvertHycKernelToLLVMPass
                      [&](const char *f) { return module.lookupSymbol<LLVM::LLVMFuncOp>(f); }))
       emitStateAccessor(b, loc, "hyc_collectives_v0", "hyrt_collectives_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
-    // types, [accumulate], [group]}.
+    // types, [accumulate], [group, [asymmetric], [super_group], [codebook]]}.
     SmallVector<Attribute> kernelAttrs;
     for (const KernelUse &k : kernels) {
       SmallVector<NamedAttribute> fields = {
@@ -497,15 +531,15 @@ struct ConvertHycKernelToLLVMPass
           b.getNamedAttr("types", b.getStringAttr(k.types))};
       if (k.accumulate) // C += A.B (per-group W8A8), else C = A.B
         fields.push_back(b.getNamedAttr("accumulate", b.getUnitAttr()));
-      if (k.codes.bits) { // integer codes with in-panel scales per `group`
+      if (k.codes.group) { // integer codes with in-panel scales per `group`
         fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.codes.group)));
-        if (k.codes.super_group)
-          fields.push_back(
-              b.getNamedAttr("super_group", b.getI64IntegerAttr(k.codes.super_group)));
         if (k.codes.asymmetric)
           fields.push_back(b.getNamedAttr("asymmetric", b.getUnitAttr()));
-        if (k.codes.codebook)
-          fields.push_back(b.getNamedAttr("codebook", b.getStringAttr("iq4nl")));
+        if (k.codes.superGroup)
+          fields.push_back(
+              b.getNamedAttr("super_group", b.getI64IntegerAttr(k.codes.superGroup)));
+        if (!k.codes.codebook.empty())
+          fields.push_back(b.getNamedAttr("codebook", b.getStringAttr(k.codes.codebook)));
       }
       kernelAttrs.push_back(b.getDictionaryAttr(fields));
     }

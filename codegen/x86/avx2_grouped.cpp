@@ -1,7 +1,8 @@
 // AVX2 + FMA + F16C generator for the grouped integer layouts (u4_grouped,
 // u8_grouped; brgemm.h "Grouped integer kernels"), the floor under the
-// AVX-512 VNNI kernel: the same int32 group sums, the same fold and the same
-// epilogue, so both give bit-identical results.
+// AVX-512 VNNI kernel: the same int32 group sums, the same fold (one-level
+// fp16 scales or two-level d * sc) and the same epilogue, so both give
+// bit-identical results.
 //
 // 16 ymm registers: the panel is walked as two 16-column halves (as in
 // x86/avx2.cpp), each over every group; a row keeps an int32 group sum and
@@ -12,6 +13,11 @@
 // There is no vpdpbusd, so the dot products are built exactly:
 // - u4: vpmaddubsw(codes, A) pair sums are at most 2 * 15 * 128 = 3840, far
 //   from int16 saturation; vpmaddwd with ones widens quads to int32.
+// - u4 with the iq4nl code book: the looked-up values + 128 reach 241, where
+//   vpmaddubsw would saturate, so the signed values (-127..113) are looked
+//   up instead and multiplied as vpmaddubsw(|a|, sign(a) * value): factors
+//   at most 128 and 127, pair sums at most 32512. The sum is then exactly
+//   dot - 128 * a_sum of brgemm.h, so the fold subtracts nothing.
 // - u8: vpmaddubsw could saturate (2 * 255 * 128 > 32767), so codes and A
 //   are widened to int16 instead: even bytes (k = 4q, 4q+2) and odd bytes
 //   (4q+1, 4q+3) of each quad in separate words, and two vpmaddwd give the
@@ -19,7 +25,9 @@
 #include "codegen/x86/brgemm_jit.h"
 
 #include "codegen/pack.h"
+#include "hyrt/support/iq4nl.h"
 
+#include <cstring>
 #include <numeric>
 
 namespace hyc::codegen::x86 {
@@ -33,7 +41,9 @@ public:
   Avx2GroupedJit(const BrgemmDesc &desc, const BrgemmTile &tile,
                  size_t max_size)
       : BrgemmJit(desc, tile, max_size), u4_(desc.b_type == DataType::u4),
-        quad_bytes_(u4_ ? 64 : 128), groups_(desc.k / desc.group),
+        two_level_(desc.super_group > 0),
+        codebook_(desc.codebook != Codebook::none), quad_bytes_(u4_ ? 64 : 128),
+        groups_(desc.k / desc.group),
         unroll_(std::gcd(desc.group / 4, tile.k_unroll)) {}
 
 protected:
@@ -42,6 +52,8 @@ protected:
     broadcast_const(Ymm(15), u4_ ? 0x00010001u : 0x00FF00FFu);
     if (u4_)
       broadcast_const(Ymm(14), 0x0F0F0F0Fu);
+    if (codebook_)
+      load_codebook();
   }
 
   void emit_rows(int m) override {
@@ -53,20 +65,43 @@ protected:
 private:
   // Registers: per row i, int32 group sums ymm(2i + j) and fp32 totals
   // ymm(2m + 2i + j) for the half's column vectors j = 0, 1; ymm8.. hold
-  // codes and A (scales, mins and a_sum in the fold); constants from ymm15.
+  // codes and A (scales, mins and a_sum in the fold); constants from ymm15
+  // down (ymm13: the code book, which the fold leaves alone).
   Ymm acc_i(int i, int j) const { return Ymm(2 * i + j); }
   Ymm acc_f(int i, int j) const { return Ymm(2 * m_ + 2 * i + j); }
   Ymm scale(int j) const { return Ymm(8 + j); }
   Ymm min_reg(int j) const { return Ymm(10 + j); }
   Ymm sum_tmp() const { return Ymm(12); }
+  Ymm codebook_values() const { return Ymm(13); }
 
   const Reg64 reg_a_sum = r13; // a_base[2]: unused with m_max <= 10
+  const Reg64 reg_hdr = r14;   // a_base[3]: the super-block's d, dmin
   const Reg64 reg_inner = r9;  // m is dead after the dispatch
+  const Reg64 reg_group = rax; // groups left in the super-block
 
   void broadcast_const(const Ymm &dst, uint32_t dword) {
     mov(eax, dword);
     vmovd(Xmm(dst.getIdx()), eax);
     vpbroadcastd(dst, Xmm(dst.getIdx()));
+  }
+
+  /// The signed code book values (kIq4nlValues) in both 128-bit lanes,
+  /// from immediates: no data, so the code stays position independent.
+  void load_codebook() {
+    uint64_t half[2];
+    std::memcpy(half, hyrt::kIq4nlValues, 16);
+    const Xmm lane(codebook_values().getIdx());
+    mov(rax, half[0]);
+    vmovq(lane, rax);
+    mov(rax, half[1]);
+    vpinsrq(lane, lane, rax, 1);
+    vinserti128(codebook_values(), codebook_values(), lane, 1);
+  }
+
+  void emit_prefetch(int half, int lines) {
+    if (half == 0 && tile_.prefetch_b > 0)
+      for (int line = 0; line < lines; ++line)
+        prefetcht0(ptr[reg_bk + 64 * line + tile_.prefetch_b]);
   }
 
   void emit_half(int half) {
@@ -78,9 +113,29 @@ private:
     load_a_bases(m_);
     mov(reg_bk, reg_b);
     mov(reg_a_sum, ptr[reg_post + offsetof(BrgemmPostArgs, a_sum)]);
+    if (!two_level_) {
+      emit_groups(half, groups_, reg_kloop);
+    } else {
+      // Super-blocks: reg_hdr keeps the block's d (and dmin) for the folds.
+      Label block_loop;
+      mov(reg_kloop, desc_.k / desc_.super_group);
+      align(16);
+      L(block_loop);
+      emit_prefetch(half, desc_.asymmetric ? 2 : 1);
+      mov(reg_hdr, reg_bk);
+      add(reg_bk, desc_.asymmetric ? 128 : 64);
+      emit_groups(half, desc_.super_group / desc_.group, reg_group);
+      dec(reg_kloop);
+      jnz(block_loop, T_NEAR);
+    }
+    emit_store(half);
+  }
+
+  /// `count` groups from reg_bk: their quads, then each one's fold.
+  void emit_groups(int half, int64_t count, const Reg64 &counter) {
     const int64_t inner = desc_.group / 4 / unroll_;
     Label group_loop;
-    mov(reg_kloop, groups_);
+    mov(counter, count);
     align(16);
     L(group_loop);
     {
@@ -99,11 +154,11 @@ private:
       }
     }
     emit_fold(half);
-    add(reg_bk, desc_.asymmetric ? 128 : 64);
+    // One-level: scales (and mins); two-level: sc and m.
+    add(reg_bk, !two_level_ && desc_.asymmetric ? 128 : 64);
     add(reg_a_sum, 4);
-    dec(reg_kloop);
+    dec(counter);
     jnz(group_loop, T_NEAR);
-    emit_store(half);
   }
 
   void emit_quad(int u, int half) {
@@ -111,16 +166,18 @@ private:
     if (half == 0 && tile_.prefetch_b > 0)
       for (int line = 0; line < quad_bytes_ / 64; ++line)
         prefetcht0(ptr[reg_bk + off + 64 * line + tile_.prefetch_b]);
-    if (u4_)
+    if (u4_ && codebook_)
+      emit_quad_codebook(off, u, half);
+    else if (u4_)
       emit_quad_u4(off, u, half);
     else
       emit_quad_u8(off, u, half);
   }
 
-  // Codes ymm8, ymm9; A ymm10, ymm11; products ymm12, ymm13; byte mask
-  // ymm14, int16 ones ymm15. Half 0 takes the low nibbles, half 1 the high.
-  void emit_quad_u4(int64_t off, int u, int half) {
-    const Ymm mask(14), ones(15);
+  /// This half's nibbles of the quad at off into ymm8 (j = 0), ymm9:
+  /// half 0 takes the low nibbles, half 1 the high.
+  void unpack_nibbles(int64_t off, int half) {
+    const Ymm mask(14);
     for (int j = 0; j < 2; ++j) {
       const Ymm c(8 + j);
       if (half == 0) {
@@ -131,12 +188,38 @@ private:
         vpand(c, c, mask);
       }
     }
+  }
+
+  // Codes ymm8, ymm9; A ymm10, ymm11; products ymm12, ymm13; byte mask
+  // ymm14, int16 ones ymm15.
+  void emit_quad_u4(int64_t off, int u, int half) {
+    const Ymm ones(15);
+    unpack_nibbles(off, half);
     for (int i = 0; i < m_; ++i) {
       const Ymm a(10 + i % 2);
       vpbroadcastd(a, a_addr(i, u * 4));
       for (int j = 0; j < 2; ++j) {
         const Ymm t(12 + j);
         vpmaddubsw(t, Ymm(8 + j), a); // codes unsigned, A signed
+        vpmaddwd(t, t, ones);
+        vpaddd(acc_i(i, j), acc_i(i, j), t);
+      }
+    }
+  }
+
+  // Signed values ymm8, ymm9; A ymm10, |A| ymm11; products ymm12 (renamed
+  // per use); code book ymm13, byte mask ymm14, int16 ones ymm15.
+  void emit_quad_codebook(int64_t off, int u, int half) {
+    const Ymm ones(15), a(10), a_abs(11), t(12);
+    unpack_nibbles(off, half);
+    for (int j = 0; j < 2; ++j)
+      vpshufb(Ymm(8 + j), codebook_values(), Ymm(8 + j));
+    for (int i = 0; i < m_; ++i) {
+      vpbroadcastd(a, a_addr(i, u * 4));
+      vpabsb(a_abs, a); // -128 -> 0x80, read as unsigned 128
+      for (int j = 0; j < 2; ++j) {
+        vpsignb(t, Ymm(8 + j), a); // value * sign(a): -127..127
+        vpmaddubsw(t, a_abs, t);
         vpmaddwd(t, t, ones);
         vpaddd(acc_i(i, j), acc_i(i, j), t);
       }
@@ -168,29 +251,51 @@ private:
     }
   }
 
-  /// reg_bk points at the group's scales; reg_a_sum at a_sum[0][g].
-  void emit_fold(int half) {
-    if (half == 0 && tile_.prefetch_b > 0) {
-      prefetcht0(ptr[reg_bk + tile_.prefetch_b]);
-      if (desc_.asymmetric)
-        prefetcht0(ptr[reg_bk + 64 + tile_.prefetch_b]);
-    }
+  /// The half's group scales (and mins) into scale(j) (and min_reg(j)).
+  /// reg_bk points at the group's fp16 scales (one-level) or sc and m
+  /// (two-level); sum_tmp() is free until the rows' fold.
+  void load_scales(int half) {
     for (int j = 0; j < 2; ++j) {
       const int col = 16 * half + 8 * j;
-      vcvtph2ps(scale(j), ptr[reg_bk + 2 * col]);
-      if (desc_.asymmetric)
-        vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 2 * col]);
+      if (!two_level_) {
+        vcvtph2ps(scale(j), ptr[reg_bk + 2 * col]);
+        if (desc_.asymmetric)
+          vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 2 * col]);
+        continue;
+      }
+      // float(d) * float(sc): exact, so one vmulps is the defined value.
+      const Ymm factor = sum_tmp();
+      vcvtph2ps(factor, ptr[reg_hdr + 2 * col]);
+      vpmovsxbd(scale(j), ptr[reg_bk + col]);
+      vcvtdq2ps(scale(j), scale(j));
+      vmulps(scale(j), scale(j), factor);
+      if (desc_.asymmetric) {
+        vcvtph2ps(factor, ptr[reg_hdr + 64 + 2 * col]);
+        vpmovzxbd(min_reg(j), ptr[reg_bk + 32 + col]);
+        vcvtdq2ps(min_reg(j), min_reg(j));
+        vmulps(min_reg(j), min_reg(j), factor);
+      }
     }
+  }
+
+  /// reg_a_sum points at a_sum[0][g].
+  void emit_fold(int half) {
+    // The lines the quads' prefetches skip.
+    emit_prefetch(half, !two_level_ && desc_.asymmetric ? 2 : 1);
+    load_scales(half);
     const Ymm t = sum_tmp();
     for (int i = 0; i < m_; ++i) {
-      vpbroadcastd(t, ptr[reg_a_sum + int64_t(i) * groups_ * 4]);
+      // Code book sums already are dot - 128 * a_sum (emit_quad_codebook).
+      const bool subtract = !desc_.asymmetric && !codebook_;
+      if (desc_.asymmetric || subtract)
+        vpbroadcastd(t, ptr[reg_a_sum + int64_t(i) * groups_ * 4]);
       if (desc_.asymmetric)
         vcvtdq2ps(t, t);
-      else
+      else if (subtract)
         vpslld(t, t, u4_ ? 3 : 7); // zp * a_sum, exact in int32
       for (int j = 0; j < 2; ++j) {
         const Ymm a = acc_i(i, j), f = acc_f(i, j);
-        if (!desc_.asymmetric)
+        if (subtract)
           vpsubd(a, a, t);
         vcvtdq2ps(a, a);
         vfmadd231ps(f, a, scale(j));
@@ -226,6 +331,8 @@ private:
   }
 
   const bool u4_;
+  const bool two_level_;
+  const bool codebook_;
   const int quad_bytes_;
   const int64_t groups_;
   const int unroll_;

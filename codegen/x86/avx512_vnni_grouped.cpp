@@ -1,6 +1,8 @@
 // AVX-512 VNNI generator for the grouped integer layouts (u4_grouped,
 // u8_grouped; brgemm.h "Grouped integer kernels"): s8 activations x
-// unsigned weight codes with one fp16 scale (and min) per group of K.
+// unsigned weight codes with one scale (and min) per group of K, either
+// fp16 (one-level) or a super-block's fp16 factor times the group's 8-bit
+// sub-scale (two-level), and u4 codes optionally looked up in a code book.
 //
 // vpdpbusd multiplies unsigned bytes by signed ones, so the codes are its
 // register operand and A its m32bcst memory operand: no bias on A and no
@@ -12,11 +14,19 @@
 // int32 group sums are exact, so blocks of up to 4 rows split them over two
 // sets (even and odd quads, added at the fold) to halve the vpdpbusd chain
 // that otherwise bounds decode. u4 codes are unpacked with one and (columns
-// 0..15) and one shift + and (columns 16..31) per K quad.
+// 0..15) and one shift + and (columns 16..31) per K quad; a code book is
+// one vpshufb more per register (the 16 values fit one 128-bit lane).
+//
+// Two-level scales cost a few instructions per group and 16 columns,
+// whatever m is: the group's scale is built at its fold from the
+// super-block's d (reread from L1, so no register stays pinned) and the
+// group's sub-scale bytes, exactly as brgemm.h defines it.
 #include "codegen/x86/brgemm_jit.h"
 
 #include "codegen/pack.h"
+#include "hyrt/support/iq4nl.h"
 
+#include <cstring>
 #include <numeric>
 
 namespace hyc::codegen::x86 {
@@ -30,7 +40,9 @@ public:
   Avx512VnniGroupedJit(const BrgemmDesc &desc, const BrgemmTile &tile,
                        size_t max_size)
       : BrgemmJit(desc, tile, max_size), u4_(desc.b_type == DataType::u4),
-        quad_bytes_(u4_ ? 64 : 128), groups_(desc.k / desc.group),
+        two_level_(desc.super_group > 0),
+        codebook_(desc.codebook != Codebook::none), quad_bytes_(u4_ ? 64 : 128),
+        groups_(desc.k / desc.group),
         // Quads per unrolled step: the table's unroll, capped so it divides
         // the group's quads (group / 4 is a multiple of 4).
         unroll_(std::gcd(desc.group / 4, tile.k_unroll)) {}
@@ -41,6 +53,8 @@ protected:
       return;
     mov(eax, 0x0F0F0F0Fu);
     vpbroadcastd(nibble_mask(), eax);
+    if (codebook_)
+      load_codebook();
   }
 
   void emit_rows(int m) override {
@@ -55,9 +69,71 @@ protected:
     load_a_bases(m);
     mov(reg_bk, reg_b);
     mov(reg_a_sum, ptr[reg_post + offsetof(BrgemmPostArgs, a_sum)]);
+    if (!two_level_) {
+      emit_groups(groups_, reg_kloop);
+    } else {
+      // Super-blocks: reg_hdr keeps the block's d (and dmin) for the folds.
+      Label block_loop;
+      mov(reg_kloop, desc_.k / desc_.super_group);
+      align(16);
+      L(block_loop);
+      emit_prefetch(desc_.asymmetric ? 2 : 1);
+      mov(reg_hdr, reg_bk);
+      add(reg_bk, desc_.asymmetric ? 128 : 64);
+      emit_groups(desc_.super_group / desc_.group, reg_group);
+      dec(reg_kloop);
+      jnz(block_loop, T_NEAR);
+    }
+    emit_store();
+  }
+
+private:
+  // Registers: per row i, int32 group sums zmm(2i + j) and fp32 totals
+  // zmm(2m + 2i + j) for column vectors j = 0, 1, a second int32 set at
+  // zmm(4m + 2i + j); then two K quads of codes (zmm24..27, reused for
+  // scales and mins in the fold), the nibble mask, two temporaries and the
+  // code book's values in every 128-bit lane.
+  Zmm acc_i(int i, int j, int set = 0) const {
+    return Zmm(set ? 4 * m_ + 2 * i + j : 2 * i + j);
+  }
+  Zmm acc_f(int i, int j) const { return Zmm(2 * m_ + 2 * i + j); }
+  Zmm code(int slot, int j) const { return Zmm(24 + 2 * slot + j); }
+  Zmm scale(int j) const { return Zmm(24 + j); }
+  Zmm min_reg(int j) const { return Zmm(26 + j); }
+  Zmm nibble_mask() const { return Zmm(28); }
+  Zmm tmp(int i) const { return Zmm(29 + i % 2); }
+  Zmm codebook_values() const { return Zmm(31); }
+
+  const Reg64 reg_a_sum = r13; // a_base[2]: unused with m_max <= 10
+  const Reg64 reg_hdr = r14;   // a_base[3]: the super-block's d, dmin
+  const Reg64 reg_inner = r9;  // m is dead after the dispatch
+  const Reg64 reg_group = rax; // groups left in the super-block
+
+  /// kIq4nlU8 in every 128-bit lane of codebook_values(), built from
+  /// immediates: the code stays position independent and data free.
+  void load_codebook() {
+    uint64_t half[2];
+    std::memcpy(half, hyrt::kIq4nlU8, 16);
+    const Xmm lane(codebook_values().getIdx());
+    mov(rax, half[0]);
+    vmovq(lane, rax);
+    mov(rax, half[1]);
+    vpinsrq(lane, lane, rax, 1);
+    vshufi32x4(codebook_values(), codebook_values(), codebook_values(), 0);
+  }
+
+  /// Prefetches `lines` 64-byte lines at reg_bk, tile_.prefetch_b ahead.
+  void emit_prefetch(int lines) {
+    if (tile_.prefetch_b > 0)
+      for (int line = 0; line < lines; ++line)
+        prefetcht0(ptr[reg_bk + 64 * line + tile_.prefetch_b]);
+  }
+
+  /// `count` groups from reg_bk: their quads, then each one's fold.
+  void emit_groups(int64_t count, const Reg64 &counter) {
     const int64_t inner = desc_.group / 4 / unroll_;
     Label group_loop;
-    mov(reg_kloop, groups_);
+    mov(counter, count);
     align(16);
     L(group_loop);
     {
@@ -68,7 +144,7 @@ protected:
       }
       for (int u = 0; u < unroll_; ++u)
         emit_quad(u, u % 2);
-      advance_a_bases(m, unroll_ * 4);
+      advance_a_bases(m_, unroll_ * 4);
       add(reg_bk, unroll_ * quad_bytes_);
       if (inner > 1) {
         dec(reg_inner);
@@ -76,30 +152,12 @@ protected:
       }
     }
     emit_fold();
-    add(reg_bk, desc_.asymmetric ? 128 : 64);
+    // One-level: scales (and mins); two-level: sc and m.
+    add(reg_bk, !two_level_ && desc_.asymmetric ? 128 : 64);
     add(reg_a_sum, 4);
-    dec(reg_kloop);
+    dec(counter);
     jnz(group_loop, T_NEAR);
-    emit_store();
   }
-
-private:
-  // Registers: per row i, int32 group sums zmm(2i + j) and fp32 totals
-  // zmm(2m + 2i + j) for column vectors j = 0, 1, a second int32 set at
-  // zmm(4m + 2i + j); then two K quads of codes (zmm24..27, reused for
-  // scales and mins in the fold), the nibble mask and two temporaries.
-  Zmm acc_i(int i, int j, int set = 0) const {
-    return Zmm(set ? 4 * m_ + 2 * i + j : 2 * i + j);
-  }
-  Zmm acc_f(int i, int j) const { return Zmm(2 * m_ + 2 * i + j); }
-  Zmm code(int slot, int j) const { return Zmm(24 + 2 * slot + j); }
-  Zmm scale(int j) const { return Zmm(24 + j); }
-  Zmm min_reg(int j) const { return Zmm(26 + j); }
-  Zmm nibble_mask() const { return Zmm(28); }
-  Zmm tmp(int i) const { return Zmm(29 + i % 2); }
-
-  const Reg64 reg_a_sum = r13; // a_base[2]: unused with m_max <= 10
-  const Reg64 reg_inner = r9;  // m is dead after the dispatch
 
   void emit_quad(int u, int slot) {
     const int64_t off = int64_t(u) * quad_bytes_;
@@ -110,6 +168,9 @@ private:
       vpsrlw(code(slot, 1), ptr[reg_bk + off], 4);
       vpandd(code(slot, 1), code(slot, 1), nibble_mask());
       vpandd(code(slot, 0), nibble_mask(), ptr[reg_bk + off]);
+      if (codebook_)
+        for (int j = 0; j < 2; ++j)
+          vpshufb(code(slot, j), codebook_values(), code(slot, j));
     } else {
       vmovdqu8(code(slot, 0), ptr[reg_bk + off]);
       vmovdqu8(code(slot, 1), ptr[reg_bk + off + 64]);
@@ -120,19 +181,37 @@ private:
                  a_addr(i, u * 4, ptr_b), EvexEncoding);
   }
 
-  /// reg_bk points at the group's scales; reg_a_sum at a_sum[0][g].
-  void emit_fold() {
-    if (tile_.prefetch_b > 0) { // the lines the quads' prefetches skip
-      prefetcht0(ptr[reg_bk + tile_.prefetch_b]);
-      if (desc_.asymmetric)
-        prefetcht0(ptr[reg_bk + 64 + tile_.prefetch_b]);
-    }
+  /// The group's scales (and mins) into scale(j) (and min_reg(j)). reg_bk
+  /// points at the group's fp16 scales (one-level) or sc and m (two-level).
+  void load_scales() {
     for (int j = 0; j < 2; ++j) {
-      vcvtph2ps(scale(j), ptr[reg_bk + 32 * j]);
-      if (desc_.asymmetric)
-        vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 32 * j]);
+      if (!two_level_) {
+        vcvtph2ps(scale(j), ptr[reg_bk + 32 * j]);
+        if (desc_.asymmetric)
+          vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 32 * j]);
+        continue;
+      }
+      // float(d) * float(sc): exact, so one vmulps is the defined value.
+      const Zmm factor = tmp(j);
+      vcvtph2ps(factor, ptr[reg_hdr + 32 * j]);
+      vpmovsxbd(scale(j), ptr[reg_bk + 16 * j]);
+      vcvtdq2ps(scale(j), scale(j));
+      vmulps(scale(j), scale(j), factor);
+      if (desc_.asymmetric) {
+        vcvtph2ps(factor, ptr[reg_hdr + 64 + 32 * j]);
+        vpmovzxbd(min_reg(j), ptr[reg_bk + 32 + 16 * j]);
+        vcvtdq2ps(min_reg(j), min_reg(j));
+        vmulps(min_reg(j), min_reg(j), factor);
+      }
     }
-    const int zp_shift = u4_ ? 3 : 7; // zero point 8 or 128
+  }
+
+  /// reg_a_sum points at a_sum[0][g].
+  void emit_fold() {
+    // The lines the quads' prefetches skip.
+    emit_prefetch(!two_level_ && desc_.asymmetric ? 2 : 1);
+    load_scales();
+    const int zp_shift = u4_ && !codebook_ ? 3 : 7; // zero point 8 or 128
     for (int i = 0; i < m_; ++i) {
       const Address sum = ptr_b[reg_a_sum + int64_t(i) * groups_ * 4];
       const Zmm t = tmp(i);
@@ -179,6 +258,8 @@ private:
   }
 
   const bool u4_;
+  const bool two_level_;
+  const bool codebook_;
   const int quad_bytes_;
   const int64_t groups_;
   const int unroll_;

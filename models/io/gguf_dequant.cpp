@@ -8,6 +8,8 @@
 // multiply-add would round once where ggml rounds twice.
 #include "models/io/gguf_dequant.h"
 
+#include "hyrt/support/iq4nl.h"
+
 #include <cstring>
 #include <string>
 
@@ -17,8 +19,9 @@ namespace {
 
 constexpr int64_t kQK = 256; // k-quant super-block
 
-const int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                 1,    13,   25,  38,  53,  69,  89,  113};
+// The IQ4_NL code book lives in hyrt/support/iq4nl.h, shared with the
+// grouped kernels that read these codes as stored.
+using hyrt::kIq4nlValues;
 const int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
                                  0, -1, -2, -3, -4, -6, -8, -12};
 
@@ -94,8 +97,8 @@ void blockIq4Nl(const uint8_t *b, float *y) {
   const float d = half(b);
   const uint8_t *qs = b + 2;
   for (int j = 0; j < 16; ++j) {
-    y[j] = d * float(kIq4NlValues[qs[j] & 0xF]);
-    y[j + 16] = d * float(kIq4NlValues[qs[j] >> 4]);
+    y[j] = d * float(kIq4nlValues[qs[j] & 0xF]);
+    y[j + 16] = d * float(kIq4nlValues[qs[j] >> 4]);
   }
 }
 
@@ -238,8 +241,8 @@ void blockIq4Xs(const uint8_t *b, float *y) {
                    int((scalesH >> (2 * s)) & 3) << 4;
     const float dl = d * float(ls - 32);
     for (int j = 0; j < 16; ++j) {
-      y[j] = dl * float(kIq4NlValues[qs[j] & 0xF]);
-      y[j + 16] = dl * float(kIq4NlValues[qs[j] >> 4]);
+      y[j] = dl * float(kIq4nlValues[qs[j] & 0xF]);
+      y[j + 16] = dl * float(kIq4nlValues[qs[j] >> 4]);
     }
   }
 }

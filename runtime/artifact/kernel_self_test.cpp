@@ -10,13 +10,15 @@
 // kernel's fp32 result must be exact whatever order it sums in; otherwise
 // it must lie within (K + 4) * 2^-24 * sum |terms| (each add rounds once).
 //
-// Grouped integer kernels (s8 x u4 / u8 codes with fp16 group scales, the
+// Grouped integer kernels (s8 x u4 / u8 codes with fp16 group scales or
+// two-level d * sc scales, optionally through the IQ4_NL code book; the
 // u4_grouped / u8_grouped layouts) define their fp32 operation order
 // exactly (codegen/brgemm.h), so they are compared bit for bit with a
 // scalar evaluation in that order (this file builds with -ffp-contract=off).
 #include "hyrt/artifact/kernel_self_test.h"
 
 #include "hyrt/support/f16.h"
+#include "hyrt/support/iq4nl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -210,16 +212,41 @@ std::string compare_exact(const std::vector<float> &cbuf, const std::vector<floa
   return "";
 }
 
-/// A grouped kernel (u4_grouped / u8_grouped panel, one N block of 32) on
-/// a random problem with code and activation extremes, against the scalar
-/// evaluation in the kernels' order (codegen/brgemm.h).
+/// Where a grouped panel (codegen/pack.h, brgemm.h "Grouped integer
+/// kernels") keeps group g's parts: its code quads; one-level, its fp16
+/// scales and mins; two-level, its int8 sc and uint8 m and its
+/// super-block's fp16 d and dmin.
+struct GroupedPanel {
+  int64_t G, S; // group, super-block (0: one-level)
+  bool asym;
+  int64_t codes_bytes;
+
+  int64_t header() const { return asym ? 128 : 64; }
+  int64_t group_bytes() const { return codes_bytes + (S ? 64 : header()); }
+  int64_t super_bytes() const { return header() + S / G * group_bytes(); }
+  int64_t panel_bytes(int64_t K) const { return S ? K / S * super_bytes() : K / G * group_bytes(); }
+  int64_t super_base(int64_t g) const { return g / (S / G) * super_bytes(); }
+  int64_t codes(int64_t g) const {
+    return S ? super_base(g) + header() + g % (S / G) * group_bytes() : g * group_bytes();
+  }
+  int64_t scales(int64_t g) const { return codes(g) + codes_bytes; }
+  int64_t mins(int64_t g) const { return scales(g) + (S ? 32 : 64); }
+};
+
+/// A grouped kernel (u4_grouped / u8_grouped panel, one N block of 32, one-
+/// or two-level scales, code book or not) on a random problem with code,
+/// sub-scale and activation extremes, against the scalar evaluation in the
+/// kernels' order (codegen/brgemm.h).
 std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
   const int M = kd.m_max, K = kd.k, G = kd.group, groups = K / G, NB = 32;
+  const int S = kd.super_group, supers = S ? K / S : 0;
   const bool u4 = t[1] == Elem::u4, asym = kd.asymmetric != 0;
-  const int top = u4 ? 15 : 255, zp = asym ? 0 : (top + 1) / 2;
-  const int64_t quad_bytes = u4 ? 64 : 128, codes_bytes = G / 4 * quad_bytes;
-  const int64_t group_bytes = codes_bytes + (asym ? 128 : 64), lda = K + 8, ldc = NB + 8;
-  Stream rng{0xD1B54A32D192ED03ull ^ (uint64_t(K) << 20) ^ uint64_t(G * 131 + M)};
+  const bool book = kd.codebook == HYRT_KERNEL_CODEBOOK_IQ4NL;
+  const int top = u4 ? 15 : 255, zp = asym ? 0 : book ? 128 : (top + 1) / 2;
+  const GroupedPanel layout{G, S, asym, G / 4 * (u4 ? 64 : 128)};
+  const int64_t lda = K + 8, ldc = NB + 8;
+  Stream rng{0xD1B54A32D192ED03ull ^ (uint64_t(K) << 20) ^ uint64_t(G * 131 + M) ^
+             (uint64_t(S) << 40) ^ (uint64_t(kd.codebook) << 52)};
 
   Aligned a(size_t(M * lda));
   std::fill(a.raw.begin(), a.raw.end(), 0x7F); // a kernel reading past K sums these
@@ -230,33 +257,59 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
       a.p[size_t(i) * lda + k] = uint8_t(int8_t(v));
       a_sum[size_t(i) * groups + k / G] += v;
     }
-  Aligned b(size_t(groups * group_bytes));
+  Aligned b(size_t(layout.panel_bytes(K)));
   std::fill(b.raw.begin(), b.raw.end(), 0);
-  std::vector<uint8_t> codes(size_t(NB) * K);
-  std::vector<uint16_t> scales(size_t(NB) * groups), mins(scales.size());
+  // Per column: the code values the kernel multiplies, and each group's
+  // scale and min as fp32 (brgemm.h: fp16, or d * sc and dmin * m).
+  std::vector<int> values(size_t(NB) * K);
+  std::vector<float> scales(size_t(NB) * groups), mins(scales.size());
+  // Normal fp16 of mixed sign, 2^-10 to 2^4 (scales) or 2^-10 to 2^2 (mins).
+  auto random_f16 = [&](int top_exp) {
+    return uint16_t((rng.range(0, 1) << 15) | (rng.range(5, top_exp) << 10) | rng.range(0, 1023));
+  };
+  for (int c = 0; c < NB; ++c)
+    for (int s = 0; s < supers; ++s) {
+      const uint16_t d = random_f16(19), dmin = random_f16(17);
+      std::memcpy(b.p + s * layout.super_bytes() + 2 * c, &d, 2);
+      if (asym)
+        std::memcpy(b.p + s * layout.super_bytes() + 64 + 2 * c, &dmin, 2);
+    }
   for (int g = 0; g < groups; ++g) {
-    uint8_t *grp = b.p + g * group_bytes;
+    uint8_t *grp = b.p + layout.codes(g);
     for (int c = 0; c < NB; ++c) {
       for (int kk = 0; kk < G; ++kk) {
         const int k = g * G + kk;
         const int code = k < 4 ? (k % 2 ? top : 0) : rng.range(0, top);
-        codes[size_t(c) * K + k] = uint8_t(code);
+        values[size_t(c) * K + k] = book ? hyrt::kIq4nlU8[code] : code;
         const int64_t q = kk / 4, e = kk % 4;
         if (u4)
           grp[q * 64 + 4 * (c % 16) + e] |= uint8_t(c < 16 ? code : code << 4);
         else
           grp[q * 128 + 4 * c + e] = uint8_t(code);
       }
-      // Normal fp16 of mixed sign from 2^-10 to 2^4.
-      const uint16_t sc = uint16_t((rng.range(0, 1) << 15) | (rng.range(5, 19) << 10) |
-                                   rng.range(0, 1023));
-      const uint16_t mn = uint16_t((rng.range(0, 1) << 15) | (rng.range(5, 17) << 10) |
-                                   rng.range(0, 1023));
-      scales[size_t(c) * groups + g] = sc;
-      std::memcpy(grp + codes_bytes + 2 * c, &sc, 2);
-      if (asym) {
-        mins[size_t(c) * groups + g] = mn;
-        std::memcpy(grp + codes_bytes + 64 + 2 * c, &mn, 2);
+      float &sc = scales[size_t(c) * groups + g], &mn = mins[size_t(c) * groups + g];
+      if (S) {
+        // The first group of each super-block takes the byte extremes.
+        const int first = g % (S / G) == 0;
+        const int8_t sub = int8_t(first ? (c % 2 ? 127 : -128) : rng.range(-128, 127));
+        const uint8_t sub_min = uint8_t(first ? (c % 2 ? 255 : 0) : rng.range(0, 255));
+        b.p[layout.scales(g) + c] = uint8_t(sub);
+        if (asym)
+          b.p[layout.mins(g) + c] = sub_min;
+        const uint8_t *block = b.p + layout.super_base(g);
+        uint16_t d, dmin;
+        std::memcpy(&d, block + 2 * c, 2);
+        std::memcpy(&dmin, block + 64 + 2 * c, 2);
+        sc = hyrt::fromF16(d) * float(sub);
+        mn = asym ? hyrt::fromF16(dmin) * float(sub_min) : 0.f;
+      } else {
+        const uint16_t h = random_f16(19), hm = random_f16(17);
+        std::memcpy(b.p + layout.scales(g) + 2 * c, &h, 2);
+        sc = hyrt::fromF16(h);
+        if (asym) {
+          std::memcpy(b.p + layout.mins(g) + 2 * c, &hm, 2);
+          mn = hyrt::fromF16(hm);
+        }
       }
     }
   }
@@ -278,12 +331,12 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
       for (int g = 0; g < groups; ++g) {
         int32_t dot = 0;
         for (int k = g * G; k < (g + 1) * G; ++k)
-          dot += int32_t(int8_t(a.p[size_t(i) * lda + k])) * codes[size_t(n) * K + k];
+          dot += int32_t(int8_t(a.p[size_t(i) * lda + k])) * values[size_t(n) * K + k];
         const int32_t sum = a_sum[size_t(i) * groups + g];
-        const float sc = hyrt::fromF16(scales[size_t(n) * groups + g]);
+        const float sc = scales[size_t(n) * groups + g];
         if (asym) {
           f = std::fma(float(dot), sc, f);
-          f = std::fma(-hyrt::fromF16(mins[size_t(n) * groups + g]), float(sum), f);
+          f = std::fma(-mins[size_t(n) * groups + g], float(sum), f);
         } else {
           f = std::fma(float(dot - zp * sum), sc, f);
         }
@@ -517,8 +570,13 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
         (!grouped || t[1] == Elem::u4 || t[1] == Elem::u8) &&
         std::strcmp(layout_for(t[1]), k.b_layout) == 0 && k.m_max > 0 && k.k > 0 &&
         k.n_block > 0 && k.n_block % 32 == 0 && (t[1] != Elem::f8 || k.k % 128 == 0) &&
-        (grouped ? k.n_block == 32 && k.group > 0 && k.group % 16 == 0 && k.k % k.group == 0
-                 : k.group == 0 && k.asymmetric == 0) &&
+        (grouped ? k.n_block == 32 && k.group > 0 && k.group % 16 == 0 && k.k % k.group == 0 &&
+                       (k.super_group == 0 || (k.super_group > 0 && k.super_group % k.group == 0 &&
+                                               k.k % k.super_group == 0)) &&
+                       (k.codebook == HYRT_KERNEL_CODEBOOK_NONE ||
+                        (k.codebook == HYRT_KERNEL_CODEBOOK_IQ4NL && t[1] == Elem::u4 &&
+                         k.asymmetric == 0))
+                 : k.group == 0 && k.asymmetric == 0 && k.super_group == 0 && k.codebook == 0) &&
         (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE || k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS);
     if (!known) {
       r.untested.push_back(k.name ? k.name : "(unnamed kernel)");
@@ -526,7 +584,10 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
     }
     const std::string family =
         std::string(k.isa) + " " + k.types + " " + k.b_layout + " N" + std::to_string(k.n_block) +
-        (grouped ? " g" + std::to_string(k.group) + (k.asymmetric ? "a" : "") : "") +
+        (grouped ? " g" + std::to_string(k.group) +
+                       (k.super_group ? "s" + std::to_string(k.super_group) : "") +
+                       (k.asymmetric ? "a" : "") + (k.codebook ? " iq4" : "")
+                 : "") +
         (k.accumulate ? " acc" : "") + (k.epilogue ? " bias" : "");
     // Grouped kernels have no K tails: their code differs only by the number
     // of groups, so the smallest K stands for the family.

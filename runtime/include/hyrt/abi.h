@@ -237,9 +237,18 @@ typedef hyrt_collectives_v0 *(*hyrt_collectives_fn_v0)(void);
  * post->a_sum, the fourth pointer: {bias, a_scale, b_scale, a_sum}.
  * Owned by the library.
  * 1: rows gained group and asymmetric (the rows' stride changed, so a
- * version 0 table is not read as version 1). */
-#define HYRT_KERNEL_TABLE_VERSION 1
+ * version 0 table is not read as version 1).
+ * 2: rows gained super_group and codebook (two-level scales and the IQ4_NL
+ * code book, GGUF K-quants / IQ4 / AWQ kept as stored); the stride changed
+ * again, and a version 1 reader would test such a kernel against the wrong
+ * layout. */
+#define HYRT_KERNEL_TABLE_VERSION 2
 enum { HYRT_KERNEL_EPILOGUE_NONE = 0, HYRT_KERNEL_EPILOGUE_BIAS = 1 };
+/* hyrt_kernel_v0.codebook: the value table of a grouped u4 kernel's codes. */
+enum {
+  HYRT_KERNEL_CODEBOOK_NONE = 0,  /* the code is the value */
+  HYRT_KERNEL_CODEBOOK_IQ4NL = 1, /* hyrt/support/iq4nl.h, zero point 128 */
+};
 
 typedef struct hyrt_kernel_v0 {
   const char *name;   /* its symbol, e.g. hyc_brgemm_bf16bf16f32_14x32x64_avx512bf16 */
@@ -256,6 +265,9 @@ typedef struct hyrt_kernel_v0 {
   int32_t reserved;   /* 0 */
   int32_t group;      /* grouped layouts: K elements per scale group; else 0 */
   int32_t asymmetric; /* grouped layouts: 1 when panels carry mins */
+  int32_t super_group; /* grouped layouts: K elements per super-block of
+                        * two-level scales (d * sc); 0: one-level fp16 */
+  int32_t codebook;    /* grouped u4 layouts: HYRT_KERNEL_CODEBOOK_*; else 0 */
 } hyrt_kernel_v0;
 
 typedef struct hyrt_kernel_table_v0 {

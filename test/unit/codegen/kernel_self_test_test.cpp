@@ -6,6 +6,7 @@
 // emulated tile machine where the host lacks AMX (amx_trap.h). A copy of a
 // kernel with its accumulation broken (vdpbf16ps -> vpdpwssd) is refused.
 #include "amx_trap.h"
+#include "grouped_test_util.h"
 
 #include "codegen/brgemm.h"
 #include "codegen/tiles.h"
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -63,6 +65,9 @@ struct Table {
     row.epilogue = epi == Epilogue::bias ? HYRT_KERNEL_EPILOGUE_BIAS : HYRT_KERNEL_EPILOGUE_NONE;
     row.group = d.group;
     row.asymmetric = d.asymmetric;
+    row.super_group = d.super_group;
+    row.codebook =
+        d.codebook == Codebook::iq4nl ? HYRT_KERNEL_CODEBOOK_IQ4NL : HYRT_KERNEL_CODEBOOK_NONE;
     rows.push_back(row);
     kernels.push_back(std::move(g.kernel));
   }
@@ -127,6 +132,16 @@ void add_families(Table &t, bool amx) {
           for (bool acc : {false, true})
             for (Epilogue epi : {Epilogue::none, Epilogue::bias})
               t.add_grouped(isa, b, 2 * group, group, asym, acc, epi);
+    // Two-level scales and the code book, as GGUF and AWQ weights use them:
+    // Q4_K, Q5_K, Q6_K, IQ4_XS, AWQ, IQ4_NL.
+    for (const GroupedFormat &f :
+         {grouped(4, 32, 256, true), grouped(8, 32, 256, true), grouped(8, 16, 256, false),
+          grouped(4, 32, 256, false, Codebook::iq4nl), grouped(4, 32, 128, true),
+          grouped(4, 32, 0, false, Codebook::iq4nl)})
+      for (bool acc : {false, true})
+        for (Epilogue epi : {Epilogue::none, Epilogue::bias})
+          t.add_desc(make_grouped_brgemm_desc(isa, f, 2 * int(std::max(f.super_group, f.group)),
+                                              acc, epi));
   }
 }
 
@@ -160,6 +175,24 @@ TEST(KernelSelfTestGenerated, EveryAmxFamilyPasses) {
 
 // A grouped kernel listed with the wrong group (64-element groups built, 32
 // declared) is refused: the self-test packs the group the table states.
+// A two-level kernel listed as one-level, and a code book kernel listed
+// without its code book, are refused: the self-test packs what the table
+// states.
+TEST(KernelSelfTestGenerated, AFormatTheTableMisstatesIsRefused) {
+  if (!host_supports(Isa::avx2))
+    GTEST_SKIP() << "no AVX2 here";
+  for (const GroupedFormat &f :
+       {grouped(4, 32, 256, true), grouped(4, 32, 0, false, Codebook::iq4nl)}) {
+    Table t;
+    t.add_desc(make_grouped_brgemm_desc(Isa::avx2, f, 512));
+    t.rows.back().super_group = 0;
+    t.rows.back().codebook = HYRT_KERNEL_CODEBOOK_NONE;
+    const hyrt::KernelSelfTestResult r = hyrt::self_test_kernels(t.table());
+    EXPECT_FALSE(r.passed) << t.kernels.back()->name();
+    EXPECT_NE(r.failure.find("bit-exact"), std::string::npos) << r.failure;
+  }
+}
+
 TEST(KernelSelfTestGenerated, AGroupedKernelWithTheWrongGroupIsRefused) {
   if (!host_supports(Isa::avx2))
     GTEST_SKIP() << "no AVX2 here";

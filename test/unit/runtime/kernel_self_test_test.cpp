@@ -6,6 +6,8 @@
 // through it in test/unit/codegen (KernelSelfTest.*) and in artifacts by the
 // e2e test kernel_self_test_test.cpp.
 #include "hyrt/artifact/kernel_self_test.h"
+#include "hyrt/support/f16.h"
+#include "hyrt/support/iq4nl.h"
 
 #include <gtest/gtest.h>
 
@@ -58,6 +60,58 @@ void u8s8_kernel(const void *a, int64_t lda, const void *b, void *c, int64_t ldc
       for (int k = 0; k < K; ++k)
         s += int32_t(A[i * lda + k]) * B[((k >> 2) * 32 + n) * 4 + (k & 3)];
       C[i * ldc + n] = float(s - comp[n]) * post->b_scale[n] * post->a_scale[i];
+    }
+}
+
+/// The grouped kernels' post arguments: a_sum is the fourth pointer.
+struct GroupedPost {
+  const float *bias, *a_scale, *b_scale;
+  const int32_t *a_sum;
+};
+
+enum GroupedFault { kHonestGroups, kDropSubScale, kSkipCodebook };
+
+/// s8 x u4 with two-level scales (group 32, super-block 256, K = 512), as
+/// GGUF Q4_K (Asym) or IQ4_XS (Book) store them, written from
+/// codegen/brgemm.h's order with std::fma; C = A.B.
+template <bool Asym, bool Book, GroupedFault F>
+void two_level_kernel(const void *a, int64_t lda, const void *b, void *c, int64_t ldc, int64_t m,
+                      const GroupedPost *post) {
+  constexpr int K = 512, G = 32, S = 256, groups = K / G, per = S / G;
+  constexpr int64_t header = Asym ? 128 : 64, codes = G / 4 * 64, group_bytes = codes + 64;
+  const int8_t *A = static_cast<const int8_t *>(a);
+  const uint8_t *B = static_cast<const uint8_t *>(b);
+  float *C = static_cast<float *>(c);
+  auto f16 = [](const uint8_t *p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return hyrt::fromF16(h);
+  };
+  for (int i = 0; i < m; ++i)
+    for (int n = 0; n < 32; ++n) {
+      float acc = 0.f;
+      for (int g = 0; g < groups; ++g) {
+        const uint8_t *block = B + g / per * (header + per * group_bytes);
+        const uint8_t *grp = block + header + g % per * group_bytes;
+        int32_t dot = 0;
+        for (int kk = 0; kk < G; ++kk) {
+          const uint8_t byte = grp[kk / 4 * 64 + 4 * (n % 16) + kk % 4];
+          const int code = n < 16 ? byte & 15 : byte >> 4;
+          const int value = Book && F != kSkipCodebook ? hyrt::kIq4nlU8[code] : code;
+          dot += int32_t(A[i * lda + g * G + kk]) * value;
+        }
+        const int sub = F == kDropSubScale ? 1 : int8_t(grp[codes + n]);
+        const float scale = f16(block + 2 * n) * float(sub);
+        const int32_t sum = post->a_sum[i * groups + g];
+        if (Asym) {
+          const float min = f16(block + 64 + 2 * n) * float(grp[codes + 32 + n]);
+          acc = std::fma(float(dot), scale, acc);
+          acc = std::fma(-min, float(sum), acc);
+        } else {
+          acc = std::fma(float(dot - (Book ? 128 : 8) * sum), scale, acc);
+        }
+      }
+      C[i * ldc + n] = acc * post->a_scale[i];
     }
 }
 
@@ -164,6 +218,51 @@ TEST(KernelSelfTest, OneKernelPerFamilyAndKClass) {
   EXPECT_EQ(r2.kernels, 2);
   EXPECT_FALSE(r2.passed); // the K = 70 body run as K = 71 misses a term
   EXPECT_EQ(r2.failed_kernel, "k71");
+}
+
+hyrt_kernel_v0 two_level_entry(const char *name, const void *fn, bool asym, bool book) {
+  hyrt_kernel_v0 e = entry(name, fn, "s8u4f32", "u4_grouped", 512, 4, false);
+  e.group = 32;
+  e.asymmetric = asym;
+  e.super_group = 256;
+  e.codebook = book ? HYRT_KERNEL_CODEBOOK_IQ4NL : HYRT_KERNEL_CODEBOOK_NONE;
+  return e;
+}
+
+// Two-level scales (Q4_K) and the code book (IQ4_XS): honest kernels pass,
+// one that drops the sub-scales or skips the code book is caught bit-exactly.
+TEST(KernelSelfTest, TwoLevelAndCodebookKernelsAreCheckedBitExactly) {
+  const auto r = run(
+      {two_level_entry("q4k", addr(&two_level_kernel<true, false, kHonestGroups>), true, false),
+       two_level_entry("iq4xs", addr(&two_level_kernel<false, true, kHonestGroups>), false, true)});
+  EXPECT_TRUE(r.passed) << r.failure;
+  EXPECT_EQ(r.families, 2);
+  EXPECT_NE(hyrt::describe_self_test(r).find("g32s256a"), std::string::npos)
+      << hyrt::describe_self_test(r);
+  const auto sub = run({two_level_entry(
+      "q4k_nosub", addr(&two_level_kernel<true, false, kDropSubScale>), true, false)});
+  EXPECT_FALSE(sub.passed);
+  EXPECT_NE(sub.failure.find("q4k_nosub (m=1)"), std::string::npos) << sub.failure;
+  const auto book = run({two_level_entry(
+      "iq4xs_nobook", addr(&two_level_kernel<false, true, kSkipCodebook>), false, true)});
+  EXPECT_FALSE(book.passed);
+  EXPECT_NE(book.failure.find("bit-exact"), std::string::npos) << book.failure;
+}
+
+// A code book on u8 codes, or a super-block that does not divide K, is no
+// kernel this runtime can test: listed, not failed.
+TEST(KernelSelfTest, ImpossibleGroupedFormatsAreListedNotRun) {
+  auto u8_book =
+      two_level_entry("u8_book", addr(&two_level_kernel<false, true, kHonestGroups>), false, true);
+  u8_book.types = "s8u8f32";
+  u8_book.b_layout = "u8_grouped";
+  auto bad_super = two_level_entry("bad_super", addr(&two_level_kernel<true, false, kHonestGroups>),
+                                   true, false);
+  bad_super.super_group = 96;
+  const auto r = run({u8_book, bad_super});
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.kernels, 0);
+  EXPECT_EQ(r.untested.size(), 2u);
 }
 
 } // namespace
