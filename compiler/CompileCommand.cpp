@@ -675,7 +675,7 @@ void printSummary(const CompileOptions &options, const Compilation &c,
   const bool tied = c.model.checkpoint && c.model.checkpoint->spec.tie_word_embeddings;
   const bool keepF32Head = std::any_of(options.keepF32.begin(), options.keepF32.end(),
                                        [](const std::string &k) { return k == "lm_head"; });
-  const std::string head =
+  std::string head =
       options.quant == "f32" || keepF32Head ? "f32"
       : options.quantLmHead == "int8" &&
               (options.quant.rfind("w8a8", 0) == 0 || options.quant == "w4a8")
@@ -693,10 +693,18 @@ void printSummary(const CompileOptions &options, const Compilation &c,
                  " whose K is not whole groups of 32 keep" + (partial == 1 ? "s" : "") +
                  " int8 per channel";
   std::fprintf(stderr, "hyc compile: %s\n", precision.c_str());
-  const std::string why =
+  std::string why =
       head == "int8" && !options.isGiven("quant-lm-head")
           ? " (--quant w4a8: per-channel int8; --keep-bf16 lm_head keeps it bf16)"
           : "";
+  // A head the checkpoint stores as codes hyc keeps (GGUF's Q6_K) stays so.
+  for (const std::string &entry : c.pipeline.storedCodes)
+    if (head != "f32" && options.quantLmHead == "int8" &&
+        (entry.rfind("lm_head.weight=", 0) == 0 ||
+         (tied && entry.rfind("model.embed_tokens.weight=", 0) == 0))) {
+      head = entry.substr(entry.find('=') + 1) + " codes";
+      why = " (as the checkpoint stores it)";
+    }
   std::fprintf(stderr, "hyc compile: output head: %s%s%s\n", head.c_str(), why.c_str(),
                !tied ? "" : head == "f32" ? " (tied: reads the embedding table)"
                                           : " (tied: its own copy of the embedding table)");

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
 namespace hyc::compiler {
 
@@ -299,8 +300,10 @@ bool storedCodesMatrixBytes(const models::Checkpoint &ckpt, const std::string &n
                                                     : codegen::Codebook::none},
                   c.sub_scales.data(), f.asymmetric ? c.sub_mins.data() : nullptr,
                   c.d.data(), f.asymmetric ? c.dmin.data() : nullptr)
-            : codegen::pack_b_grouped(c.codes.data(), n, k, k, f.bits, f.group, c.d.data(),
-                                      nullptr); // IQ4_NL: Q4_0's panels, d per 32
+            : codegen::pack_b_grouped(c.codes.data(), n, k, k,
+                                      codegen::GroupedFormat{f.bits, f.group, 0, false,
+                                                             codegen::Codebook::iq4nl},
+                                      c.d.data(), nullptr); // IQ4_NL: d per 32
     bytes.insert(bytes.end(), p.data.data(), p.data.data() + size_t(p.n_panels * p.panel_bytes));
   } catch (const std::invalid_argument &e) {
     error = "weight '" + name + "': " + e.what();

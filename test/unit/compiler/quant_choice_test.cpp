@@ -18,7 +18,7 @@ TEST(QuantChoice, TheStoredTypeDecides) {
   const QuantChoice f16 = chooseQuant({{"F16", 100}}, false);
   EXPECT_EQ(f16.quant, "bf16");
   EXPECT_NE(f16.reason.find("--quant f32 keeps them exactly"), std::string::npos) << f16.reason;
-  for (const char *block : {"Q4_K", "Q6_K", "IQ4_XS", "Q5_0"}) {
+  for (const char *block : {"Q5_0", "Q4_1", "Q2_K", "Q3_K"}) {
     const QuantChoice c = chooseQuant({{block, 100}}, false);
     EXPECT_EQ(c.quant, "bf16") << block;
     EXPECT_NE(c.reason.find(block), std::string::npos) << c.reason;
@@ -26,17 +26,22 @@ TEST(QuantChoice, TheStoredTypeDecides) {
   EXPECT_EQ(chooseQuant({}, false).quant, "f32");
 }
 
-// GGUF's fp16-scaled blocks of 32 are kept as codes: Q4_0 alone in 4 bits,
-// Q8_0 (alone, or beside Q4_0, which 8-bit codes also hold) in 8 bits; a
-// file that mixes them with another block type cannot keep every tensor in
-// one layout, and goes to bf16 saying why.
-TEST(QuantChoice, Q4_0AndQ8_0KeepTheirCodes) {
+// Block types the kernels hold exactly (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K,
+// IQ4_XS, IQ4_NL) are kept as codes, each matrix in its own format: 4-bit
+// when most elements are 4-bit types, else 8-bit; a file that mixes them
+// with another block type goes to bf16 saying why.
+TEST(QuantChoice, BlockTypesTheKernelsHoldKeepTheirCodes) {
   const QuantChoice q4 = chooseQuant({{"Q4_0", 100}}, false);
   EXPECT_EQ(q4.quant, "w4a8");
   EXPECT_NE(q4.reason.find("kept as stored"), std::string::npos) << q4.reason;
   EXPECT_EQ(chooseQuant({{"Q8_0", 100}}, false).quant, "w8a8-g32");
-  EXPECT_EQ(chooseQuant({{"Q4_0", 100}, {"Q8_0", 10}}, false).quant, "w8a8-g32");
-  const QuantChoice mixed = chooseQuant({{"Q4_0", 100}, {"Q6_K", 10}}, false);
+  EXPECT_EQ(chooseQuant({{"Q4_0", 100}, {"Q8_0", 10}}, false).quant, "w4a8");
+  EXPECT_EQ(chooseQuant({{"Q4_0", 10}, {"Q8_0", 100}}, false).quant, "w8a8-g32");
+  for (const char *block : {"Q4_K", "IQ4_XS", "IQ4_NL"})
+    EXPECT_EQ(chooseQuant({{block, 100}, {"Q6_K", 20}}, false).quant, "w4a8") << block;
+  for (const char *block : {"Q5_K", "Q6_K"})
+    EXPECT_EQ(chooseQuant({{block, 100}}, false).quant, "w8a8-g32") << block;
+  const QuantChoice mixed = chooseQuant({{"Q4_0", 100}, {"Q5_0", 10}}, false);
   EXPECT_EQ(mixed.quant, "bf16");
   EXPECT_NE(mixed.reason.find("other block types"), std::string::npos) << mixed.reason;
 }
@@ -71,8 +76,12 @@ TEST(QuantChoice, PackedInt4KeepsItsCodes) {
 TEST(QuantChoice, MostBytesDecideAMixedFileAndCalibrationIsF32) {
   // A Q4_K_M file: mostly Q4_K with some Q6_K and f32 tensors.
   const QuantChoice q4km = chooseQuant({{"Q4_K", 700}, {"Q6_K", 200}, {"F32", 100}}, false);
-  EXPECT_EQ(q4km.quant, "bf16");
-  EXPECT_NE(q4km.reason.find("as Q4_K"), std::string::npos) << q4km.reason;
+  EXPECT_EQ(q4km.quant, "w4a8");
+  EXPECT_NE(q4km.reason.find("as Q4_K, Q6_K"), std::string::npos) << q4km.reason;
+  // A Q2_K file cannot be kept: bf16, naming the type that holds most.
+  const QuantChoice q2k = chooseQuant({{"Q2_K", 700}, {"Q3_K", 200}}, false);
+  EXPECT_EQ(q2k.quant, "bf16");
+  EXPECT_NE(q2k.reason.find("as Q2_K"), std::string::npos) << q2k.reason;
   EXPECT_EQ(chooseQuant({{"F32", 600}, {"BF16", 500}}, false).quant, "f32");
   EXPECT_EQ(chooseQuant({{"F32", 400}, {"BF16", 500}}, false).quant, "bf16");
   EXPECT_EQ(chooseQuant({{"BF16", 500}}, true).quant, "f32");
