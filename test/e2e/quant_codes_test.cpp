@@ -10,6 +10,7 @@
 
 #include "hyrt/cli/npy.h"
 #include "models/io/gguf.h"
+#include "models/io/safetensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -428,6 +429,96 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(n.begin(), n.end(), '-', '_');
       return n;
     });
+
+
+// `hyc synth --awq` (AutoAWQ GEMM packing: int32 words of 8 output columns
+// in the nibble order 0, 2, 4, 6, 1, 3, 5, 7; an fp16 scale and a 4-bit
+// zero point per 128 K-elements) compiled with no --quant keeps every code,
+// zero point and scale as stored: layer 0's q_proj is unpacked here from
+// the safetensors words and from the packed panel by its definition (per
+// 32 columns and super-block of 128: d[32] and dmin[32] fp16 = the group's
+// scale; per group of 32: 8 K quads of 64 bytes, sc[32] = 1 and m[32] =
+// the zero point). Then every variant follows the fp32 twin (the exact
+// dequantization, --quant f32) to the W8A8 bar.
+TEST(AwqInt4, DefaultCompileKeepsCodesAndZeroPointsBitForBit) {
+  const std::string awq = tempDir() + "/awq-kept", f32 = tempDir() + "/awq-kept-f32";
+  CommandResult r = runHyc({"synth", "--arch", "llama", "--preset", "small", "--ffn", "512",
+                            "--awq", "--seed", "7", "-o", awq, "--dequantized-copy", f32});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string out = awq + ".hyc", ref = f32 + ".hyc";
+  std::vector<std::string> compile = {"compile", awq, "-o", out};
+  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
+  r = runHyc(compile);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("precision: w4a8 (--quant auto"), std::string::npos) << r.err;
+
+  auto st = io::SafetensorsFile::open(awq + "/model.safetensors");
+  ASSERT_TRUE(st.ok()) << st.error();
+  const std::string prefix = "model.layers.0.self_attn.q_proj.";
+  auto qweight = st.value().tensor(prefix + "qweight"), qzeros = st.value().tensor(prefix + "qzeros"),
+       scales = st.value().tensor(prefix + "scales");
+  ASSERT_TRUE(qweight.ok() && qzeros.ok() && scales.ok());
+  const int64_t k = qweight.value().shape[0], n = qweight.value().shape[1] * 8;
+  const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+  auto nibble = [&](const io::TensorView &v, int64_t row, int64_t col) {
+    uint32_t word;
+    std::memcpy(&word, v.data + (row * (n / 8) + col / 8) * 4, 4);
+    for (int i = 0; i < 8; ++i)
+      if (order[i] == col % 8)
+        return int((word >> (4 * i)) & 15);
+    return -1;
+  };
+  const std::string bytes = artifactTensor(out, prefix + "weight#q4z");
+  const int64_t groupBytes = 8 * 64 + 64, superBytes = 128 + 4 * groupBytes;
+  const int64_t panelBytes = k / 128 * superBytes;
+  ASSERT_EQ(int64_t(bytes.size()), (n + 31) / 32 * panelBytes);
+  const auto *w = reinterpret_cast<const uint8_t *>(bytes.data());
+  int64_t mismatches = 0, nonzeroZeros = 0;
+  for (int64_t col = 0; col < n; ++col)
+    for (int64_t s = 0; s < k / 128; ++s) {
+      const uint8_t *super = w + (col / 32) * panelBytes + s * superBytes;
+      const int64_t c = col % 32;
+      const uint8_t *scale = scales.value().data + (s * n + col) * 2;
+      mismatches += std::memcmp(super + 2 * c, scale, 2) != 0;
+      mismatches += std::memcmp(super + 64 + 2 * c, scale, 2) != 0;
+      const int zero = nibble(qzeros.value(), s, col);
+      nonzeroZeros += zero != 0;
+      for (int g = 0; g < 4; ++g) {
+        const uint8_t *group = super + 128 + g * groupBytes;
+        mismatches += int8_t(group[512 + c]) != 1 || group[512 + 32 + c] != zero;
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t b = group[(l / 4) * 64 + 4 * (c % 16) + l % 4];
+          mismatches +=
+              (c < 16 ? b & 15 : b >> 4) != nibble(qweight.value(), s * 128 + g * 32 + l, col);
+        }
+      }
+    }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(nonzeroZeros, 0) << "zero points all 0: the check has no teeth";
+
+  compile = {"compile", f32, "-o", ref, "--quant", "f32", "--target", "reference"};
+  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
+  ASSERT_EQ(runHyc(compile).exit_code, 0);
+  LoadedModel exact = loadModel(ref, 16, "reference");
+  ASSERT_TRUE(exact.engine);
+  std::vector<int32_t> seq;
+  for (int i = 0; i < 48; ++i)
+    seq.push_back(int32_t(1 + (i * 37) % 500));
+  const std::vector<float> want = wholeSequenceLogits(*exact.engine, seq);
+  const int64_t vocab = int64_t(want.size() / seq.size());
+  for (const std::string &isa : variantsOf(out).run) {
+    LoadedModel m = loadModel(out, 16, isa);
+    ASSERT_TRUE(m.engine) << isa;
+    const std::vector<float> got = wholeSequenceLogits(*m.engine, seq);
+    double worst = 1;
+    for (size_t p = 0; p < seq.size(); ++p)
+      worst = std::min(worst, hyc::test::cosine(got.data() + p * vocab, want.data() + p * vocab,
+                                                size_t(vocab)));
+    std::printf("awq %s vs its fp32 dequantization: worst per-position cosine %.6f\n",
+                isa.c_str(), worst);
+    EXPECT_GE(worst, 0.99) << isa;
+  }
+}
 
 } // namespace
 } // namespace hyc::e2e
