@@ -285,8 +285,9 @@ struct HycGlobalQuantizePolicyPass
           isCodes(target) &&
           (nameMatches(param, int8Names) ||
            (!kept && (int8Head || keepsInt8ForPartialGroups(target, group, param))));
-      QuantScheme t = int8Kept || (int8Head && !kept) ? QuantScheme::w8a8 : target;
-      int64_t g = t == QuantScheme::w8a8 ? 0 : group;
+      const bool perChannel = int8Kept || (int8Head && !kept);
+      QuantScheme t = perChannel ? QuantScheme::w8a8 : target;
+      int64_t g = perChannel ? 0 : group;
       if (kept && !(isCodes(target) && nameMatches(param, int8Names)))
         std::tie(t, g) = *kept;
       auto [q, s] = quantizedParams(b, param, t, g);

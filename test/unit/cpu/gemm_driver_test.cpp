@@ -311,7 +311,7 @@ TEST_P(CpuGemmDriver, CodesMatchTheScalarReference) {
                             reinterpret_cast<hyrt_brgemm_fn>(gen.kernel->fn()),
                             gen.kernel->desc().m_max, kMinMacs);
       hyrt_ref_moe_grouped_matmul_codes(x.data(), stacked.data(), offsets, c.M, 2, c.N, c.K,
-                                        bits, 1, gwant.data());
+                                        scheme, 1, gwant.data());
       for (size_t i = 0; i < grouped.size(); ++i)
         ASSERT_NEAR(grouped[i], gwant[i], codesBound(mag, groups))
             << "grouped, bits=" << bits << " M=" << c.M << " at " << i;
