@@ -132,6 +132,23 @@ bool storesDerived(QuantScheme target) {
   return target == QuantScheme::w8a8 || target == QuantScheme::fp8_e4m3 || isCodes(target);
 }
 
+/// The scheme and group a weight takes under `target` (a scheme that stores
+/// derived weights): under codes, the names --keep-int8 gives are
+/// per-channel int8; then the checkpoint's own codes (an int8 head too:
+/// GGUF's Q6_K head stays Q6_K); then an int8 head and 4-bit matrices of
+/// partial groups are per-channel int8; else the target.
+std::pair<QuantScheme, int64_t> schemeFor(ParamOp param, QuantScheme target, int64_t group,
+                                          bool int8Head, const std::vector<std::string> &keepInt8,
+                                          const llvm::StringMap<std::string> &stored) {
+  if (isCodes(target) && nameMatches(param, keepInt8))
+    return {QuantScheme::w8a8, 0};
+  if (auto kept = storedCodesOf(param, target, stored))
+    return *kept;
+  if (int8Head || keepsInt8ForPartialGroups(target, group, param))
+    return {QuantScheme::w8a8, 0};
+  return {target, group};
+}
+
 /// The expert GEMMs of an MoE layer take the scheme too ([E, N, K] weights);
 /// under codes, those named by `keepInt8` per-channel W8A8 instead, those
 /// the checkpoint stores as codes their stored format.
@@ -142,13 +159,7 @@ void applyToExperts(MoeGroupedMatmulOp op, QuantScheme target, int64_t group,
   auto param = op.getWeight().getDefiningOp<ParamOp>();
   if (!param || op.getQuant().isStoredQuantized() || nameMatches(param, keep))
     return;
-  const auto kept = storedCodesOf(param, target, stored);
-  if (isCodes(target) && nameMatches(param, keepInt8))
-    target = QuantScheme::w8a8, group = 0;
-  else if (kept)
-    std::tie(target, group) = *kept;
-  else if (keepsInt8ForPartialGroups(target, group, param))
-    target = QuantScheme::w8a8, group = 0;
+  std::tie(target, group) = schemeFor(param, target, group, false, keepInt8, stored);
   QuantAttr quant = quantAttr(op.getContext(), target, group);
   if (!storesDerived(target)) {
     op.setQuantAttr(quant);
@@ -277,19 +288,7 @@ struct HycGlobalQuantizePolicyPass
       // when the artifact is written. Integer codes: the codes alone, their
       // group scales inside (an int8 head under them is per-channel W8A8).
       OpBuilder b(op);
-      // Under codes: --keep-int8 names first, then the checkpoint's own
-      // codes (an int8 head too: GGUF's Q6_K head stays Q6_K), then the
-      // int8 head and partial groups.
-      const auto kept = storedCodesOf(param, target, stored);
-      const bool int8Kept =
-          isCodes(target) &&
-          (nameMatches(param, int8Names) ||
-           (!kept && (int8Head || keepsInt8ForPartialGroups(target, group, param))));
-      const bool perChannel = int8Kept || (int8Head && !kept);
-      QuantScheme t = perChannel ? QuantScheme::w8a8 : target;
-      int64_t g = perChannel ? 0 : group;
-      if (kept && !(isCodes(target) && nameMatches(param, int8Names)))
-        std::tie(t, g) = *kept;
+      const auto [t, g] = schemeFor(param, target, group, int8Head, int8Names, stored);
       auto [q, s] = quantizedParams(b, param, t, g);
       auto mm = QuantMatmulOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                       q, s ? s.getResult() : Value(), op.getBias(),

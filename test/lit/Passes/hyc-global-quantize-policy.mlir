@@ -17,6 +17,9 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 keep-int8=down_proj" -split-input-file | FileCheck %s --check-prefix=Q4KEEP8
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w4a8 -split-input-file | FileCheck %s --check-prefix=Q4PART
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g32 -split-input-file | FileCheck %s --check-prefix=Q8PART
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 lm-head=int8 stored-codes=model.layers.0.mlp.down_proj.weight=q6k,lm_head.weight=q4k" -split-input-file | FileCheck %s --check-prefix=STORED
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 stored-codes=model.layers.0.mlp.down_proj.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDW8
+// RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.mlp.down_proj.weight=q3k" 2>&1 | FileCheck %s --check-prefix=STOREDBAD
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -101,6 +104,18 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // Q8: hyc.quant.matmul %{{.*}}, %[[C]] {epilogue = #hyc<epilogue none>, quant = #hyc.quant<q8, group = 32>}
 // Q8: %[[HQ:.+]] = hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "w8a8"} -> tensor<16x8xi8>
 // Q8: hyc.quant.matmul %{{.*}}, %[[HQ]] scale(%{{.*}}) {{.*}}quant = #hyc.quant<w8a8>{{.*}} -> tensor<?x16xf32>
+
+// stored-codes under codes: each named weight keeps the checkpoint's own
+// format (an int8 head included); under a non-codes scheme they are
+// ignored; an entry that names no integer-code format is refused.
+// STORED-LABEL: func.func @mlp
+// STORED: hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "q6k"} -> tensor<48x64xi8>
+// STORED: quant = #hyc.quant<q6k, group = 16>
+// STORED: hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "q4k"} -> tensor<16x8xi8>
+// STORED: quant = #hyc.quant<q4k, group = 32>
+// STOREDW8-LABEL: func.func @mlp
+// STOREDW8: {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+// STOREDBAD: stored-codes entry 'model.layers.0.mlp.down_proj.weight=q3k' is not tensor=format
 
 // keep-int8 under codes: the named weight is per-channel W8A8 with scales.
 // Q4KEEP8-LABEL: func.func @mlp
