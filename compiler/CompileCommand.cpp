@@ -698,8 +698,10 @@ void printSummary(const CompileOptions &options, const Compilation &c,
           ? " (--quant w4a8: per-channel int8; --keep-bf16 lm_head keeps it bf16)"
           : "";
   // A head the checkpoint stores as codes hyc keeps (GGUF's Q6_K) stays so.
+  const bool bf16Kept = std::any_of(options.keepBf16.begin(), options.keepBf16.end(),
+                                    [](const std::string &k) { return k == "lm_head"; });
   for (const std::string &entry : c.pipeline.storedCodes)
-    if (head != "f32" && options.quantLmHead == "int8" &&
+    if (head != "f32" && !bf16Kept &&
         (entry.rfind("lm_head.weight=", 0) == 0 ||
          (tied && entry.rfind("model.embed_tokens.weight=", 0) == 0))) {
       head = entry.substr(entry.find('=') + 1) + " codes";

@@ -272,7 +272,12 @@ struct HycGlobalQuantizePolicyPass
       // Sensitive layers (router, lm_head, and what --keep-bf16 adds) stay
       // 16-bit.
       const bool int8Head = lmHead == "int8" && nameMatches(param, headNames);
-      if (nameMatches(param, bf16Names) && !int8Head) {
+      // A sensitive layer the checkpoint stores as codes hyc keeps (GGUF's
+      // Q6_K head) stays as stored unless --keep-bf16 names it.
+      const std::vector<std::string> userBf16(keepBf16.begin(), keepBf16.end());
+      const bool storedSensitive =
+          storedCodesOf(param, target, stored).has_value() && !nameMatches(param, userBf16);
+      if (nameMatches(param, bf16Names) && !int8Head && !storedSensitive) {
         if (target != QuantScheme::f32)
           op.setQuantAttr(bf16);
         return;

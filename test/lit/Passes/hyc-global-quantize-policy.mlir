@@ -19,6 +19,8 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g32 -split-input-file | FileCheck %s --check-prefix=Q8PART
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 lm-head=int8 stored-codes=model.layers.0.mlp.down_proj.weight=q6k,lm_head.weight=q4k" -split-input-file | FileCheck %s --check-prefix=STORED
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 stored-codes=model.layers.0.mlp.down_proj.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDW8
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDHEAD
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 keep-bf16=lm_head stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDBF
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.mlp.down_proj.weight=q3k" 2>&1 | FileCheck %s --check-prefix=STOREDBAD
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
@@ -115,6 +117,13 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // STORED: quant = #hyc.quant<q4k, group = 32>
 // STOREDW8-LABEL: func.func @mlp
 // STOREDW8: {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
+// A stored head stays as stored under a bf16 head default too, unless
+// keep-bf16 names it.
+// STOREDHEAD-LABEL: func.func @mlp
+// STOREDHEAD: hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "q6k"} -> tensor<16x8xi8>
+// STOREDBF-LABEL: func.func @mlp
+// STOREDBF-NOT: hyc.quantize = "q6k"
+// STOREDBF: hyc.quant.matmul {{.*}}quant = #hyc.quant<bf16>{{.*}} -> tensor<?x16xf32>
 // STOREDBAD: stored-codes entry 'model.layers.0.mlp.down_proj.weight=q3k' is not tensor=format
 
 // keep-int8 under codes: the named weight is per-channel W8A8 with scales.
