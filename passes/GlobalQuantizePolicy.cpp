@@ -232,6 +232,7 @@ struct HycGlobalQuantizePolicyPass
     SmallVector<MoeGroupedMatmulOp> grouped;
     getOperation().walk([&](MoeGroupedMatmulOp op) { grouped.push_back(op); });
     const std::vector<std::string> int8Names(keepInt8.begin(), keepInt8.end());
+    const std::vector<std::string> userBf16(keepBf16.begin(), keepBf16.end());
     llvm::StringMap<std::string> stored;
     for (const std::string &entry : storedCodes) {
       const size_t eq = entry.rfind('=');
@@ -274,7 +275,6 @@ struct HycGlobalQuantizePolicyPass
       const bool int8Head = lmHead == "int8" && nameMatches(param, headNames);
       // A sensitive layer the checkpoint stores as codes hyc keeps (GGUF's
       // Q6_K head) stays as stored unless --keep-bf16 names it.
-      const std::vector<std::string> userBf16(keepBf16.begin(), keepBf16.end());
       const bool storedSensitive =
           storedCodesOf(param, target, stored).has_value() && !nameMatches(param, userBf16);
       if (nameMatches(param, bf16Names) && !int8Head && !storedSensitive) {

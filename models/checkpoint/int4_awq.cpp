@@ -16,22 +16,12 @@ Expected<Int4Layer> checkAwq(const io::SafetensorsModel &model, const Int4Scheme
                              const std::string &prefix, const std::string &where) {
   const Int4Format &format = awq_format();
   const std::string codes = prefix + ".qweight";
-  const io::SafetensorsTensorInfo *q = model.find_tensor(codes);
-  if (q->dtype_name != "I32")
-    return Error(where + "'" + codes + "' has dtype " + q->dtype_name +
-                 ", expected I32 (8 int4 codes per word)");
-  if (q->shape.size() != 2 || q->shape[0] <= 0 || q->shape[1] <= 0)
-    return Error(where + "'" + codes + "' has shape " + io::shape_to_string(q->shape) +
-                 ", expected [K, N / 8] with K and N positive");
-  Int4Layer layer;
-  layer.prefix = prefix;
-  layer.k = q->shape[0];
-  layer.n = q->shape[1] * 8;
+  Expected<Int4Layer> packed =
+      int4_packed_layer(model, where, prefix, codes, {0, false, "[K, N / 8]"}, scheme.group);
+  if (!packed)
+    return packed.take_error();
+  Int4Layer layer = *packed;
   const int64_t g = scheme.group;
-  if (layer.k % g != 0)
-    return Error(where + "group_size " + std::to_string(g) +
-                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes +
-                 "' is [K, N / 8] = " + io::shape_to_string(q->shape) + ")");
   const std::string dims = int4_dims(layer, codes, g);
   HYC_CKPT_TRY(check_int4_part(model, format, where, prefix + ".qzeros", "I32",
                                {layer.k / g, layer.n / 8}, "[K / group_size, N / 8], " + dims));

@@ -67,24 +67,12 @@ Expected<Int4Layer> checkCt(const io::SafetensorsModel &model, const Int4Scheme 
                             const std::string &prefix, const std::string &where) {
   const Int4Format &format = ct_packed_format();
   const std::string codes = prefix + ".weight_packed";
-  const io::SafetensorsTensorInfo *q = model.find_tensor(codes);
-  if (q->dtype_name != "I32")
-    return Error(where + "'" + codes + "' has dtype " + q->dtype_name +
-                 ", expected I32 (8 int4 codes per word)");
-  if (q->shape.size() != 2 || q->shape[0] <= 0 || q->shape[1] <= 0)
-    return Error(where + "'" + codes + "' has shape " + io::shape_to_string(q->shape) +
-                 ", expected [N, K / 8] with K and N positive");
-  Int4Layer layer;
-  layer.prefix = prefix;
-  layer.n = q->shape[0];
-  layer.k = q->shape[1] * 8;
+  Expected<Int4Layer> packed =
+      int4_packed_layer(model, where, prefix, codes, {1, true, "[N, K / 8]"}, scheme.group);
+  if (!packed)
+    return packed.take_error();
+  Int4Layer layer = *packed;
   const int64_t g = scheme.group, groups = layer.k / g;
-  // K a multiple of the group (itself of 32) leaves no padding in the last
-  // word, so weight_packed alone gives K.
-  if (layer.k % g != 0)
-    return Error(where + "group_size " + std::to_string(g) +
-                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes +
-                 "' is [N, K / 8] = " + io::shape_to_string(q->shape) + ")");
   const std::string dims = int4_dims(layer, codes, g);
   const std::string shapeName = prefix + ".weight_shape";
   const io::SafetensorsTensorInfo *shape = model.find_tensor(shapeName);

@@ -56,6 +56,22 @@ Status int4_views(const io::SafetensorsModel &model, const Int4Layer &layer,
 /// them), as the weight source does for the tensors it converts.
 void release_int4_views(const std::vector<io::TensorView> &views);
 
+/// Where a format's codes tensor (I32, 8 int4 codes per word) keeps K and
+/// N: `kDim` is K's dimension (0 or 1), `kPacked` whether the words pack
+/// along K (else along N); `shape` spells it, e.g. "[K, N / 8]".
+struct Int4Packing {
+  int kDim;
+  bool kPacked;
+  const char *shape;
+};
+
+/// The layer of `prefix` whose codes are `codes`: I32, 2-D and positive,
+/// K and N read through `packing`, K a multiple of `group`; errors name the
+/// tensor, what was found and what was expected.
+Expected<Int4Layer> int4_packed_layer(const io::SafetensorsModel &model, const std::string &where,
+                                      const std::string &prefix, const std::string &codes,
+                                      const Int4Packing &packing, int64_t group);
+
 /// "K=4096, N=11008 from '<codes>', group_size 128": where a part's
 /// expected shape comes from.
 std::string int4_dims(const Int4Layer &layer, const std::string &codes, int64_t group);

@@ -46,22 +46,12 @@ Expected<Int4Layer> checkGptq(const io::SafetensorsModel &model, const Int4Schem
                               const std::string &prefix, const std::string &where) {
   const Int4Format &format = gptq_format();
   const std::string codes = prefix + ".qweight";
-  const io::SafetensorsTensorInfo *q = model.find_tensor(codes);
-  if (q->dtype_name != "I32")
-    return Error(where + "'" + codes + "' has dtype " + q->dtype_name +
-                 ", expected I32 (8 int4 codes per word)");
-  if (q->shape.size() != 2 || q->shape[0] <= 0 || q->shape[1] <= 0)
-    return Error(where + "'" + codes + "' has shape " + io::shape_to_string(q->shape) +
-                 ", expected [K / 8, N] with K and N positive");
-  Int4Layer layer;
-  layer.prefix = prefix;
-  layer.k = q->shape[0] * 8;
-  layer.n = q->shape[1];
+  Expected<Int4Layer> packed =
+      int4_packed_layer(model, where, prefix, codes, {0, true, "[K / 8, N]"}, scheme.group);
+  if (!packed)
+    return packed.take_error();
+  Int4Layer layer = *packed;
   const int64_t g = scheme.group;
-  if (layer.k % g != 0)
-    return Error(where + "group_size " + std::to_string(g) +
-                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes +
-                 "' is [K / 8, N] = " + io::shape_to_string(q->shape) + ")");
   if (layer.n % 8 != 0)
     return Error(where + "N=" + std::to_string(layer.n) + " ('" + codes +
                  "' is [K / 8, N]) is not a multiple of 8, which qzeros packs per word");

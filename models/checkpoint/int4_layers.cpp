@@ -74,6 +74,28 @@ void release_int4_views(const std::vector<io::TensorView> &views) {
     io::release_mapped_pages(v.data, v.nbytes);
 }
 
+Expected<Int4Layer> int4_packed_layer(const io::SafetensorsModel &model, const std::string &where,
+                                      const std::string &prefix, const std::string &codes,
+                                      const Int4Packing &packing, int64_t group) {
+  const io::SafetensorsTensorInfo *q = model.find_tensor(codes);
+  if (q->dtype_name != "I32")
+    return Error(where + "'" + codes + "' has dtype " + q->dtype_name +
+                 ", expected I32 (8 int4 codes per word)");
+  if (q->shape.size() != 2 || q->shape[0] <= 0 || q->shape[1] <= 0)
+    return Error(where + "'" + codes + "' has shape " + io::shape_to_string(q->shape) +
+                 ", expected " + packing.shape + " with K and N positive");
+  Int4Layer layer;
+  layer.prefix = prefix;
+  const int64_t kStored = q->shape[size_t(packing.kDim)], nStored = q->shape[size_t(1 - packing.kDim)];
+  layer.k = packing.kPacked ? kStored * 8 : kStored;
+  layer.n = packing.kPacked ? nStored : nStored * 8;
+  if (layer.k % group != 0)
+    return Error(where + "group_size " + std::to_string(group) +
+                 " does not divide K=" + std::to_string(layer.k) + " ('" + codes + "' is " +
+                 packing.shape + " = " + io::shape_to_string(q->shape) + ")");
+  return layer;
+}
+
 std::string int4_dims(const Int4Layer &layer, const std::string &codes, int64_t group) {
   return "K=" + std::to_string(layer.k) + ", N=" + std::to_string(layer.n) + " from '" + codes +
          "', group_size " + std::to_string(group);

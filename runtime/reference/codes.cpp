@@ -8,6 +8,7 @@
 #include "hyrt/reference.h"
 
 #include "hyrt/support/f16.h"
+#include "hyrt/support/iq4nl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,10 +18,6 @@
 namespace {
 
 constexpr int64_t kPanel = 32;
-
-/// GGUF IQ4_NL / IQ4_XS's 16 values (the codebook a code indexes).
-constexpr int32_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                1,    13,   25,  38,  53,  69,  89,  113};
 
 /// What one matrix's packed panels hold, by layout arithmetic.
 struct CodesMatrix {
@@ -65,7 +62,7 @@ struct CodesMatrix {
       code = c < 16 ? byte & 15 : byte >> 4;
     }
     if (f.codebook)
-      return kIq4nl[code];
+      return hyrt::kIq4nlValues[code];
     return f.asymmetric ? code : code - (f.bits == 4 ? 8 : 128);
   }
 
