@@ -7,11 +7,14 @@
 #include <xbyak/xbyak.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,16 +51,19 @@ public:
   }
 };
 
-/// void read(const void *p, int64_t blocks_of_256_bytes).
+/// void read(const void *p, int64_t blocks_of_512_bytes): eight independent
+/// accumulators, so that only the memory system limits the loads (STREAM's
+/// sum kernel, vectorized).
 class ReadLoop : public Xbyak::CodeGenerator {
 public:
+  static constexpr size_t kBlock = 512;
   ReadLoop() {
     using namespace Xbyak;
     Label loop;
     L(loop);
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 8; ++i)
       vpaddq(Zmm(i), Zmm(i), ptr[rdi + i * 64]);
-    add(rdi, 256);
+    add(rdi, int(kBlock));
     dec(rsi);
     jnz(loop);
     vzeroupper();
@@ -124,17 +130,56 @@ HostPeaks measure_compute_peaks(int threads) {
 }
 
 struct StreamReader::Impl {
-  Impl(int threads, size_t bytes) : threads(threads), bytes(bytes), buf(bytes) {}
+  Impl(int threads, size_t bytes) : threads(threads), bytes(bytes), buf(bytes) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set))
+          cpus.push_back(c);
+  }
   int threads;
   size_t bytes;
   AlignedBuffer buf; // 2 MiB aligned, MADV_HUGEPAGE, touched
   ReadLoop code;
+  std::vector<int> cpus; // the process's CPUs: thread t pinned to cpus[t]
+  size_t next = 0;       // where the next window starts
+
+  /// Reads [offset, offset + span) with every thread on its contiguous
+  /// share, each pinned to its own CPU; GB/s over the span from the first
+  /// thread's start to the last one's end, timed inside the threads (thread
+  /// creation is not part of the read).
+  double read(size_t offset, size_t span) {
+    auto fn = code.getCode<void (*)(const void *, int64_t)>();
+    const size_t part = span / size_t(threads);
+    std::vector<double> start(static_cast<size_t>(threads), 0.0);
+    std::vector<double> end(static_cast<size_t>(threads), 0.0);
+    std::atomic<int> arrived{0};
+    onThreads(threads, [&](int t) {
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[size_t(t) % cpus.size()], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      }
+      arrived.fetch_add(1);
+      while (arrived.load() < threads) // all start together
+        std::this_thread::yield();
+      start[size_t(t)] = now();
+      fn(buf.data() + offset + part * size_t(t), int64_t(part / ReadLoop::kBlock));
+      end[size_t(t)] = now();
+    });
+    const double dt = *std::max_element(end.begin(), end.end()) -
+                      *std::min_element(start.begin(), start.end());
+    return dt > 0 ? double(part * size_t(threads)) / dt * 1e-9 : 0;
+  }
 };
 
 StreamReader::StreamReader(int threads, size_t bytes) {
   if (!executes_avx512_fma())
     return;
-  bytes = std::max<size_t>(bytes / (256 * size_t(threads)), 1) * 256 * threads;
+  const size_t unit = ReadLoop::kBlock * size_t(threads);
+  bytes = std::max<size_t>(bytes / unit, 1) * unit;
   impl_ = std::make_unique<Impl>(threads, bytes);
 }
 
@@ -143,17 +188,22 @@ StreamReader::~StreamReader() = default;
 double StreamReader::read_gbps(int reps) {
   if (!impl_)
     return 0;
-  auto fn = impl_->code.getCode<void (*)(const void *, int64_t)>();
   double best = 0;
-  const size_t part = impl_->bytes / impl_->threads;
-  for (int rep = 0; rep < reps; ++rep) {
-    const double t0 = now();
-    onThreads(impl_->threads, [&](int t) {
-      fn(impl_->buf.data() + part * t, int64_t(part / 256));
-    });
-    best = std::max(best, impl_->bytes / (now() - t0) * 1e-9);
-  }
+  for (int rep = 0; rep < reps; ++rep)
+    best = std::max(best, impl_->read(0, impl_->bytes));
   return best;
+}
+
+double StreamReader::read_window_gbps(size_t bytes) {
+  if (!impl_)
+    return 0;
+  const size_t unit = ReadLoop::kBlock * size_t(impl_->threads);
+  const size_t span = std::clamp<size_t>(bytes / unit * unit, unit, impl_->bytes);
+  if (impl_->next + span > impl_->bytes)
+    impl_->next = 0;
+  const double gbps = impl_->read(impl_->next, span);
+  impl_->next += span;
+  return gbps;
 }
 
 double measure_read_gbps(int threads, size_t bytes, int reps) {

@@ -3,7 +3,9 @@
 // Efficiencies are ratios to limits measured on the same machine in the
 // same run (the benchmark machines are shared and swing minute to minute):
 // Xbyak loops of 24 independent zmm FMA / dot-product chains per thread, and
-// a streaming read of a huge-page buffer. Used by `hyc bench` and by
+// a streaming read of a huge-page buffer (eight independent accumulators per
+// thread, threads pinned to their own CPUs, timed inside the threads;
+// bench/bandwidth holds it against a plain C++ read). Used by `hyc bench` and by
 // bench/kernels. Threads are std::threads (no OpenMP runtime is started).
 //
 //===----------------------------------------------------------------------===//
@@ -63,6 +65,10 @@ public:
   StreamReader &operator=(const StreamReader &) = delete;
   /// Best of `reps` reads of the whole buffer, GB/s; 0 without AVX-512.
   double read_gbps(int reps = 2);
+  /// One read of the next `bytes` of the buffer (windows taken in turn, so
+  /// a window is never in cache when the buffer is larger than the caches),
+  /// GB/s: a short probe to take between the steps it judges.
+  double read_window_gbps(size_t bytes);
 
 private:
   struct Impl;

@@ -3,8 +3,9 @@
 // Runs an artifact on synthetic prompts and reports TTFT, TPOT (mean, p50,
 // p99), prefill and decode tokens/s, and two efficiencies against limits
 // measured in the same invocation: decode bytes of weights read per token x
-// tokens/s over the streaming read bandwidth (measured between the rounds,
-// since bandwidth swings minute to minute on shared hosts), and prefill
+// tokens/s over the streaming read bandwidth (probed between the decode
+// steps it judges, since bandwidth swings within seconds on shared hosts:
+// BenchYardstick.h), and prefill
 // FLOPs per token x tokens/s over the peak of the GEMM kernels' instruction.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,7 @@
 #include "compiler/BenchCommand.h"
 #include "compiler/BenchCost.h"
 #include "compiler/BenchProfile.h"
+#include "compiler/BenchYardstick.h"
 
 #include "codegen/host_peaks.h"
 #include "compiler/Args.h"
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -42,9 +45,11 @@ Feeds B sequences of N synthetic prompt tokens, then decodes M tokens for
 all of them together, R times, and reports:
   TTFT (prefill of one sequence), TPOT (one decode step) mean / p50 / p99,
   prefill and decode tokens/s, decode bytes of weights read per token and
-  their share of the streaming read bandwidth measured between the rounds
-  (huge pages), prefill FLOPs per token and their share of the measured
-  peak of the instruction the artifact's GEMM kernels use.
+  their share of the streaming read bandwidth (short reads of a huge-page
+  buffer before, between and after each round's decode steps; the median
+  of the rounds' paired ratios; above 100% is flagged as a measurement
+  error), prefill FLOPs per token and their share of the measured peak of
+  the instruction the artifact's GEMM kernels use.
 
   --input N     prompt tokens per sequence (default 128)
   --output M    generated tokens per sequence (default 64)
@@ -292,7 +297,12 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
            (double(rounds + 1) * stepsPerRound);
   };
 
-  std::vector<double> bandwidth = {measuredBandwidth};
+  // Single process: bandwidth probes between the decode steps. Ranks in
+  // lockstep cannot stop for them: tensor parallel keeps the figure
+  // measured before the ranks started.
+  std::unique_ptr<BandwidthYardstick> yardstick;
+  if (tp.size == 1)
+    yardstick = std::make_unique<BandwidthYardstick>(threads);
   double collectivePrefill = 0, collectiveDecode = 0; // seconds, all rounds
 
   // Synthetic prompts: ids spread over the vocabulary, seeded by sequence.
@@ -351,6 +361,8 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
     }
     if (marking)
       PhaseProfile::start(marks);
+    if (yardstick)
+      yardstick->beginRound(output);
     for (int64_t step = 0; step < output; ++step) {
       if (step % 16 == 0)
         progress(label + ": decode " + std::to_string(step) + "/" +
@@ -380,6 +392,18 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
           return 1;
         shortNext[0] = greedy(logits, 0, size_t(vocab));
       }
+      if (yardstick) { // outside the step's time and the profile's marks
+        if (marking)
+          marks->enabled = 0;
+        yardstick->afterStep(step);
+        if (marking)
+          marks->enabled = 1;
+      }
+    }
+    if (yardstick) {
+      yardstick->endRound(round.decodeSeconds);
+      if (r < 0)
+        yardstick->discardRounds();
     }
     if (shortSeq >= 0)
       (void)engine->release(shortSeq);
@@ -389,10 +413,8 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
       (void)engine->release(s);
     if (r >= 0)
       results.push_back(round);
-    if (tp.size == 1) { // ranks in lockstep cannot stop for it (see above)
-      bandwidth.push_back(codegen::measure_read_gbps(threads, size_t(1) << 30, 2));
+    if (tp.size == 1) // ranks in lockstep cannot stop for it (see above)
       codegen::keep_best_peaks(peaks, codegen::measure_compute_peaks(threads));
-    }
   }
   if (terminal && !json)
     std::fprintf(stderr, "\r%-80s\r", "");
@@ -406,7 +428,6 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
     decodeRates.push_back(double(output * batch) / r.decodeSeconds);
   }
   const double prefillTokS = median(prefillRates), decodeTokS = median(decodeRates);
-  const double streamGbs = median(bandwidth);
   ModelCost cost = modelCost(m, artifact->variant(), batch, input);
   if (tp.size > 1) { // every rank reads its own weights: the machine's total
     float sums[2] = {float(cost.decodeBytesPerStep), float(cost.flopsPerToken)};
@@ -427,7 +448,22 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   const double bytesPerToken = cost.decodeBytesPerStep / double(batch);
   std::string peakName;
   const double peak = kernelPeak(artifact->variant(), peaks, peakName);
-  const double bwEff = streamGbs > 0 ? bytesPerToken * decodeTokS / (streamGbs * 1e9) : 0;
+  YardstickJudgement yard;
+  if (yardstick)
+    yard = yardstick->judge(cost.decodeBytesPerStep);
+  const double streamGbs = yard.rounds > 0 ? yard.probeGbs : measuredBandwidth;
+  const double bwEff = yard.rounds > 0   ? yard.efficiency
+                       : streamGbs > 0 ? bytesPerToken * decodeTokS / (streamGbs * 1e9)
+                                       : 0;
+  char yardJson[256];
+  std::snprintf(yardJson, sizeof(yardJson),
+                ", \"bw_yardstick\": \"%s\", \"bw_probes\": %d, "
+                "\"decode_bw_efficiency_min\": %.4f, \"decode_bw_efficiency_max\": %.4f, "
+                "\"decode_bw_measurement_error\": %s",
+                yard.rounds > 0 ? "probes between decode steps" : "before the ranks started",
+                yard.probes, yard.rounds > 0 ? yard.lowest : bwEff,
+                yard.rounds > 0 ? yard.highest : bwEff,
+                (yard.rounds > 0 ? yard.overOne : bwEff > 1.0) ? "true" : "false");
   const double computeEff =
       peak > 0 ? cost.flopsPerToken * prefillTokS / (peak * 1e9) : 0;
   const double tpotMean =
@@ -454,7 +490,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
         "\"peak_gflops\": %.3f, \"peak_instruction\": \"%s\", "
         "\"prefill_compute_efficiency\": %.4f, \"kv_cache_dtype\": \"%s\", "
         "\"huge_pages\": %s, \"variant_reason\": \"%s\", \"tp\": %d, "
-        "\"collective_prefill_share\": %.4f, \"collective_decode_share\": %.4f%s%s%s}\n",
+        "\"collective_prefill_share\": %.4f, \"collective_decode_share\": %.4f%s%s%s%s}\n",
         args.positionals()[0].c_str(), artifact->variant().name.c_str(), threads,
         static_cast<long long>(input), static_cast<long long>(output),
         static_cast<long long>(batch), static_cast<long long>(rounds),
@@ -464,7 +500,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
         m.kv_cache.dtype.c_str(), hugePages ? "true" : "false",
         artifact->variant_reason().c_str(), tp.size,
         prefillTotal > 0 ? collectivePrefill / prefillTotal : 0,
-        decodeTotal > 0 ? collectiveDecode / decodeTotal : 0, shortJson,
+        decodeTotal > 0 ? collectiveDecode / decodeTotal : 0, yardJson, shortJson,
         profiling ? ", " : "",
         profiling ? profileJson(prefillProfile, decodeProfile).c_str() : "");
     return 0;
@@ -484,10 +520,24 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
               percentile(tpot, 0.99) * 1e3);
   std::printf("  prefill %.1f tok/s   decode %.1f tok/s\n", prefillTokS, decodeTokS);
-  std::printf("  decode: %.1f MB of weights per token, %.1f GB/s of %.1f GB/s "
-              "streaming read = %.0f%%\n",
-              bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, streamGbs,
-              bwEff * 100);
+  if (yard.rounds > 0) {
+    std::printf("  decode: %.1f MB of weights per token, %.1f GB/s; streaming read "
+                "probed %d times between its steps: %.1f GB/s (%.1f-%.1f)\n",
+                bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, yard.probes,
+                streamGbs, yard.probeMinGbs, yard.probeMaxGbs);
+    std::printf("  decode / streaming read = %.0f%% (median of %d rounds' paired ratios, "
+                "%.0f-%.0f%%)\n",
+                bwEff * 100, yard.rounds, yard.lowest * 100, yard.highest * 100);
+  } else {
+    std::printf("  decode: %.1f MB of weights per token, %.1f GB/s of %.1f GB/s "
+                "streaming read (measured before the ranks started) = %.0f%%\n",
+                bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, streamGbs,
+                bwEff * 100);
+  }
+  if (yard.rounds > 0 ? yard.overOne : bwEff > 1.0)
+    std::printf("  MEASUREMENT ERROR: decode read faster than the streaming read in some "
+                "round; no engine can, so the yardstick missed the decode's moments (a "
+                "neighbour on the host?): rerun, do not quote this efficiency\n");
   std::printf("  prefill: %.2f GFLOP per token, %.1f GFLOP/s of %.0f (%s peak) = "
               "%.0f%%\n",
               cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,

@@ -1,0 +1,187 @@
+// hyc_read_bench: the streaming-read yardstick of `hyc bench` held against an
+// independent read kernel in the same minute (issue 31).
+//
+// `hyc bench` judges decode by its share of the host's streaming read
+// bandwidth, measured by codegen::StreamReader (an Xbyak zmm read loop on a
+// huge-page buffer, threads pinned). A yardstick is only as good as its
+// agreement with an independent measurement taken in the same moments: this
+// binary alternates the probe with a plain C++ STREAM-style read (its own
+// buffer and allocation, portable C++ compiled by the compiler, one pinned
+// std::thread per core summing its contiguous share with eight independent
+// accumulators, as STREAM's "read" / McCalpin's sum kernel does) and prints
+// the paired ratios. This host's bandwidth swings within seconds, so only
+// the pairs' ratios are comparable, not figures from different minutes.
+//
+//   hyc_read_bench [--threads N] [--mib M] [--pairs P] [--json]
+#include "codegen/host_peaks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The CPUs this process may run on, in order.
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set))
+        cpus.push_back(c);
+  return cpus;
+}
+
+/// The plain read: a buffer of its own (mmap, MADV_HUGEPAGE, written once so
+/// every page is backed), read by pinned threads.
+class PlainReader {
+public:
+  PlainReader(int threads, size_t bytes) : threads_(threads) {
+    words_ = bytes / sizeof(uint64_t) / (8 * size_t(threads)) * 8 * size_t(threads);
+    void *p = mmap(nullptr, words_ * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      std::perror("mmap");
+      std::exit(1);
+    }
+    madvise(p, words_ * sizeof(uint64_t), MADV_HUGEPAGE);
+    data_ = static_cast<uint64_t *>(p);
+    for (size_t i = 0; i < words_; ++i)
+      data_[i] = i;
+  }
+  ~PlainReader() { munmap(data_, words_ * sizeof(uint64_t)); }
+
+  /// Best of `reps` whole-buffer reads, GB/s.
+  double read_gbps(int reps) {
+    const std::vector<int> cpus = allowedCpus();
+    const size_t part = words_ / size_t(threads_);
+    double best = 0;
+    for (int rep = 0; rep < reps; ++rep) {
+      std::vector<uint64_t> sums(static_cast<size_t>(threads_), 0);
+      const double t0 = now();
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads_; ++t)
+        pool.emplace_back([&, t] {
+          if (!cpus.empty()) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpus[size_t(t) % cpus.size()], &one);
+            pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+          }
+          sums[size_t(t)] = sum(data_ + part * size_t(t), part);
+        });
+      for (std::thread &th : pool)
+        th.join();
+      const double dt = now() - t0;
+      checksum_ += sums[0];
+      best = std::max(best, double(words_ * sizeof(uint64_t)) / dt * 1e-9);
+    }
+    return best;
+  }
+  uint64_t checksum() const { return checksum_; }
+
+private:
+  // Eight independent sums: no loop-carried dependence limits the loads.
+  static uint64_t sum(const uint64_t *p, size_t n) {
+    uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i += 8)
+      for (int j = 0; j < 8; ++j)
+        a[j] += p[i + size_t(j)];
+    return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+  }
+
+  int threads_;
+  size_t words_ = 0;
+  uint64_t *data_ = nullptr;
+  uint64_t checksum_ = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty())
+    return 0;
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  size_t mib = 1024;
+  int pairs = 10;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> long {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "hyc_read_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return std::strtol(argv[++i], nullptr, 10);
+    };
+    if (a == "--threads")
+      threads = int(std::clamp(value(), 1L, 1024L));
+    else if (a == "--mib")
+      mib = size_t(std::clamp(value(), 64L, 65536L));
+    else if (a == "--pairs")
+      pairs = int(std::clamp(value(), 1L, 1000L));
+    else if (a == "--json")
+      json = true;
+    else {
+      std::fprintf(stderr, "usage: hyc_read_bench [--threads N] [--mib M] [--pairs P] [--json]\n");
+      return 2;
+    }
+  }
+  hyc::codegen::StreamReader probe(threads, mib << 20);
+  PlainReader plain(threads, mib << 20);
+  std::vector<double> ratios, probes, plains;
+  for (int p = 0; p < pairs; ++p) {
+    // probe, plain, probe: the plain read against the mean of the probes
+    // that bracket it, so a bandwidth phase change between them shows as
+    // disagreement of the two probes rather than as a biased ratio.
+    const double a = probe.read_gbps(1);
+    const double b = plain.read_gbps(1);
+    const double c = probe.read_gbps(1);
+    if (a <= 0) {
+      std::fprintf(stderr, "hyc_read_bench: the probe cannot run here (no AVX-512)\n");
+      return 77;
+    }
+    probes.push_back(0.5 * (a + c));
+    plains.push_back(b);
+    ratios.push_back(0.5 * (a + c) / b);
+    if (!json)
+      std::printf("pair %2d: probe %6.1f / %6.1f GB/s, plain C++ %6.1f GB/s, ratio %.3f\n",
+                  p + 1, a, c, b, ratios.back());
+  }
+  const double med = median(ratios);
+  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  if (json)
+    std::printf("{\"threads\": %d, \"mib\": %zu, \"pairs\": %d, \"probe_gbs_median\": %.3f, "
+                "\"plain_gbs_median\": %.3f, \"ratio_median\": %.4f, \"ratio_min\": %.4f, "
+                "\"ratio_max\": %.4f, \"checksum\": %llu}\n",
+                threads, mib, pairs, median(probes), median(plains), med, *lo, *hi,
+                static_cast<unsigned long long>(plain.checksum() & 1));
+  else
+    std::printf("probe / plain C++ read: median %.3f (%.3f-%.3f) over %d pairs; "
+                "probe median %.1f GB/s, plain %.1f GB/s (%d threads, %zu MiB)\n",
+                med, *lo, *hi, pairs, median(probes), median(plains), threads, mib);
+  return 0;
+}
