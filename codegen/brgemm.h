@@ -102,9 +102,20 @@ bool codebook_from_name(const std::string &name, Codebook *out);
 ///     asymmetric: acc = fma(float(dot), scale_g[n], acc)
 ///                 acc = fma(-min_g[n], float(a_sum[m][g]), acc)
 ///   C = acc * a_scale[m];  C = C_old + C (accumulate);  C = C + bias[n]
-/// so weight = scale * (code - zp), or scale * code - min. The order of
-/// the groups never depends on m, so a row's result does not depend on the
-/// batch. AMX hosts run the avx512_vnni kernel (grouped_kernel_isa).
+/// so weight = scale * (code - zp), or scale * code - min.
+///
+/// Two-level kernels also quantize A per group rather than per row (the
+/// formats GGUF K-quants and AWQ store; llama.cpp quantizes activations per
+/// 256-block for them, and per-row scales lose the small groups of a row
+/// with outliers): post->a_sum[m] holds pairs {int32 sum, fp32 scale as_g}
+/// per group (row stride 2 * k / group), post->a_scale is not read, and
+///     symmetric:  acc = fma(float(dot - zp * a_sum) * as_g, scale_g[n], acc)
+///     asymmetric: acc = fma(float(dot) * as_g, scale_g[n], acc)
+///                 acc = fma(-min_g[n], float(a_sum) * as_g, acc)
+///   C = acc;  C = C_old + C (accumulate);  C = C + bias[n]
+/// (each product rounded once before its fma). The order of the groups
+/// never depends on m, so a row's result does not depend on the batch. AMX
+/// hosts run the avx512_vnni kernel (grouped_kernel_isa).
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
   int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max
@@ -158,7 +169,8 @@ struct BrgemmPostArgs {
   const float *a_scale = nullptr; ///< [m], u8 x s8 -> f32 kernels
   const float *b_scale = nullptr; ///< [n_block], u8 x s8 -> f32 kernels;
                                   ///< [K / 128] block factors, bf16 x f8
-  /// Grouped kernels: [m][k / group] sums of each row's s8 A per group.
+  /// Grouped kernels: [m][k / group] sums of each row's s8 A per group;
+  /// two-level ones [m][k / group] pairs {sum, scale bits} (see above).
   /// Appended last: generated code reads the fields by offset.
   const int32_t *a_sum = nullptr;
 };

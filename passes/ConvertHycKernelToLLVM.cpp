@@ -18,6 +18,7 @@
 #include "passes/KernelSchemes.h"
 #include "passes/Passes.h"
 
+#include "hyrt/abi.h"
 #include "hyrt/gemm_layout.h"
 
 #include "dialects/hyc_kernel/HycKernelDialect.h"
@@ -63,8 +64,8 @@ enum StepField : int64_t {
   kLogitRows = 96,
 };
 
-// hyrt/abi.h's HYRT_ABI_VERSION, which the artifact's library exports.
-constexpr int64_t kAbiVersion = 4;
+// The ABI the artifact's library exports (the runtime refuses others).
+constexpr int64_t kAbiVersion = HYRT_ABI_VERSION;
 
 /// How an integer-codes layout scales its codes inside the panels, as the
 /// kernel's descriptor takes it (codegen/brgemm.h "Grouped integer

@@ -156,7 +156,7 @@ private:
     emit_fold(half);
     // One-level: scales (and mins); two-level: sc and m.
     add(reg_bk, !two_level_ && desc_.asymmetric ? 128 : 64);
-    add(reg_a_sum, 4);
+    add(reg_a_sum, sum_bytes());
     dec(counter);
     jnz(group_loop, T_NEAR);
   }
@@ -279,25 +279,42 @@ private:
   }
 
   /// reg_a_sum points at a_sum[0][g].
+  /// Bytes per group in a row of post->a_sum: the sum, and with two-level
+  /// scales A's scale after it.
+  int sum_bytes() const { return two_level_ ? 8 : 4; }
+
+  /// A's group scale (two-level): a register the fold leaves free, the
+  /// mins' second one when symmetric, the code book's when asymmetric
+  /// (asymmetric formats have no code book).
+  Ymm act_scale() const { return desc_.asymmetric ? codebook_values() : min_reg(0); }
+
   void emit_fold(int half) {
     // The lines the quads' prefetches skip.
     emit_prefetch(half, !two_level_ && desc_.asymmetric ? 2 : 1);
     load_scales(half);
     const Ymm t = sum_tmp();
     for (int i = 0; i < m_; ++i) {
+      const int64_t row = int64_t(i) * groups_ * sum_bytes();
+      if (two_level_)
+        vbroadcastss(act_scale(), ptr[reg_a_sum + row + 4]);
       // Code book sums already are dot - 128 * a_sum (emit_quad_codebook).
       const bool subtract = !desc_.asymmetric && !codebook_;
       if (desc_.asymmetric || subtract)
-        vpbroadcastd(t, ptr[reg_a_sum + int64_t(i) * groups_ * 4]);
-      if (desc_.asymmetric)
+        vpbroadcastd(t, ptr[reg_a_sum + row]);
+      if (desc_.asymmetric) {
         vcvtdq2ps(t, t);
-      else if (subtract)
+        if (two_level_)
+          vmulps(t, t, act_scale());
+      } else if (subtract) {
         vpslld(t, t, u4_ ? 3 : 7); // zp * a_sum, exact in int32
+      }
       for (int j = 0; j < 2; ++j) {
         const Ymm a = acc_i(i, j), f = acc_f(i, j);
         if (subtract)
           vpsubd(a, a, t);
         vcvtdq2ps(a, a);
+        if (two_level_)
+          vmulps(a, a, act_scale());
         vfmadd231ps(f, a, scale(j));
         if (desc_.asymmetric)
           vfnmadd231ps(f, min_reg(j), t);
@@ -314,11 +331,13 @@ private:
     const Ymm s = sum_tmp();
     mov(c_row, reg_c);
     for (int i = 0; i < m_; ++i) {
-      vbroadcastss(s, ptr[a_scale + i * 4]);
+      if (!two_level_) // two-level: A's scales went in at the folds
+        vbroadcastss(s, ptr[a_scale + i * 4]);
       for (int j = 0; j < 2; ++j) {
         const int off = 64 * half + 32 * j;
         const Ymm f = acc_f(i, j);
-        vmulps(f, f, s);
+        if (!two_level_)
+          vmulps(f, f, s);
         if (desc_.accumulate)
           vaddps(f, f, ptr[c_row + off]);
         if (desc_.epilogue == Epilogue::bias)

@@ -20,7 +20,9 @@
 // Two-level scales cost a few instructions per group and 16 columns,
 // whatever m is: the group's scale is built at its fold from the
 // super-block's d (reread from L1, so no register stays pinned) and the
-// group's sub-scale bytes, exactly as brgemm.h defines it.
+// group's sub-scale bytes, exactly as brgemm.h defines it. Their kernels
+// take A's scale per group too: one more vmulps per row and vector at the
+// fold (its scale an embedded broadcast), none at the store.
 #include "codegen/x86/brgemm_jit.h"
 
 #include "codegen/pack.h"
@@ -154,7 +156,7 @@ private:
     emit_fold();
     // One-level: scales (and mins); two-level: sc and m.
     add(reg_bk, !two_level_ && desc_.asymmetric ? 128 : 64);
-    add(reg_a_sum, 4);
+    add(reg_a_sum, sum_bytes());
     dec(counter);
     jnz(group_loop, T_NEAR);
   }
@@ -206,6 +208,10 @@ private:
     }
   }
 
+  /// Bytes per group in a row of post->a_sum: the sum, and with two-level
+  /// scales A's scale after it.
+  int sum_bytes() const { return two_level_ ? 8 : 4; }
+
   /// reg_a_sum points at a_sum[0][g].
   void emit_fold() {
     // The lines the quads' prefetches skip.
@@ -213,12 +219,17 @@ private:
     load_scales();
     const int zp_shift = u4_ && !codebook_ ? 3 : 7; // zero point 8 or 128
     for (int i = 0; i < m_; ++i) {
-      const Address sum = ptr_b[reg_a_sum + int64_t(i) * groups_ * 4];
+      const int64_t row = int64_t(i) * groups_ * sum_bytes();
+      const Address sum = ptr_b[reg_a_sum + row];
+      const Address a_scale = ptr_b[reg_a_sum + row + 4]; // two-level only
       const Zmm t = tmp(i);
-      if (desc_.asymmetric)
+      if (desc_.asymmetric) {
         vcvtdq2ps(t, sum);
-      else
+        if (two_level_)
+          vmulps(t, t, a_scale);
+      } else {
         vpslld(t, sum, zp_shift); // zp * a_sum, exact in int32
+      }
       for (int j = 0; j < 2; ++j) {
         const Zmm a = acc_i(i, j), f = acc_f(i, j);
         if (int_sets_ > 1) { // exact: the order of int32 sums is free
@@ -228,6 +239,8 @@ private:
         if (!desc_.asymmetric)
           vpsubd(a, a, t);
         vcvtdq2ps(a, a);
+        if (two_level_)
+          vmulps(a, a, a_scale);
         vfmadd231ps(f, a, scale(j));
         if (desc_.asymmetric)
           vfnmadd231ps(f, min_reg(j), t); // f - min * a_sum, one rounding
@@ -245,7 +258,8 @@ private:
     for (int i = 0; i < m_; ++i) {
       for (int j = 0; j < 2; ++j) {
         const Zmm f = acc_f(i, j);
-        vmulps(f, f, ptr_b[a_scale + i * 4]);
+        if (!two_level_) // two-level: A's scales went in at the folds
+          vmulps(f, f, ptr_b[a_scale + i * 4]);
         if (desc_.accumulate)
           vaddps(f, f, ptr[c_row + j * 64]);
         if (desc_.epilogue == Epilogue::bias)

@@ -250,12 +250,16 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
 
   Aligned a(size_t(M * lda));
   std::fill(a.raw.begin(), a.raw.end(), 0x7F); // a kernel reading past K sums these
-  std::vector<int32_t> a_sum(size_t(M) * groups, 0);
+  // a_sum per row: the group sums, or with two-level scales pairs {sum,
+  // A's group scale} (brgemm.h).
+  const int per_group = S ? 2 : 1;
+  std::vector<int32_t> a_sum(size_t(M) * groups * per_group, 0);
+  std::vector<float> a_group_scale(size_t(M) * groups);
   for (int i = 0; i < M; ++i)
     for (int k = 0; k < K; ++k) {
       const int v = k < 4 ? (k % 2 ? 127 : -128) : rng.range(-128, 127);
       a.p[size_t(i) * lda + k] = uint8_t(int8_t(v));
-      a_sum[size_t(i) * groups + k / G] += v;
+      a_sum[(size_t(i) * groups + k / G) * per_group] += v;
     }
   Aligned b(size_t(layout.panel_bytes(K)));
   std::fill(b.raw.begin(), b.raw.end(), 0);
@@ -319,6 +323,11 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
     v = rng.eighth();
   for (float &v : a_scale)
     v = std::ldexp(1.f + float(rng.range(0, 255)) / 256.f, rng.range(-9, -5));
+  for (size_t g = 0; S && g < a_group_scale.size(); ++g) {
+    float &v = a_group_scale[g];
+    v = std::ldexp(1.f + float(rng.range(0, 255)) / 256.f, rng.range(-12, -2));
+    std::memcpy(&a_sum[2 * g + 1], &v, 4);
+  }
   for (float &v : c_old)
     v = rng.eighth();
   const PostArgs post{bias.data(), a_scale.data(), nullptr, a_sum.data()};
@@ -332,16 +341,19 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
         int32_t dot = 0;
         for (int k = g * G; k < (g + 1) * G; ++k)
           dot += int32_t(int8_t(a.p[size_t(i) * lda + k])) * values[size_t(n) * K + k];
-        const int32_t sum = a_sum[size_t(i) * groups + g];
+        const int32_t sum = a_sum[(size_t(i) * groups + g) * per_group];
         const float sc = scales[size_t(n) * groups + g];
+        // Two-level: each product by A's group scale rounded on its own.
+        const float as = S ? a_group_scale[size_t(i) * groups + g] : 1.f;
+        auto by_as = [&](float x) { return S ? x * as : x; };
         if (asym) {
-          f = std::fma(float(dot), sc, f);
-          f = std::fma(-mins[size_t(n) * groups + g], float(sum), f);
+          f = std::fma(by_as(float(dot)), sc, f);
+          f = std::fma(-mins[size_t(n) * groups + g], by_as(float(sum)), f);
         } else {
-          f = std::fma(float(dot - zp * sum), sc, f);
+          f = std::fma(by_as(float(dot - zp * sum)), sc, f);
         }
       }
-      float c = f * a_scale[size_t(i)];
+      float c = S ? f : f * a_scale[size_t(i)];
       if (acc)
         c = c_old[size_t(i) * NB + n] + c;
       if (with_bias)

@@ -295,8 +295,13 @@ Activations prepareActivations(int32_t scheme, const float *x, int64_t M,
     int32_t *aSum = reinterpret_cast<int32_t *>(base + hyrt_gemm_codes_scale_bytes(M));
     int8_t *a = reinterpret_cast<int8_t *>(base + hyrt_gemm_codes_scale_bytes(M) +
                                            hyrt_gemm_codes_sum_bytes(M, K));
-    const int64_t group = hyrt_gemm_code_format(scheme).group, groups = kPadded / group;
-    hyrt_cpu_quantize_rows_s8_sums(x, M, K, lda, group, a, aScale, aSum);
+    const hyrt_code_format f = hyrt_gemm_code_format(scheme);
+    const int64_t groups = kPadded / f.group;
+    if (f.super_group) { // two-level kernels: A's scale per group (brgemm.h)
+      hyrt_cpu_quantize_groups_s8_sums(x, M, K, lda, f.group, groups, a, aSum);
+      return {a, lda, 1, nullptr, aSum, 2 * groups};
+    }
+    hyrt_cpu_quantize_rows_s8_sums(x, M, K, lda, f.group, a, aScale, aSum);
     return {a, lda, 1, aScale, aSum, groups};
   }
   if (scheme == HYRT_GEMM_FP8_F32 && K % HYRT_GEMM_GROUP_K != 0) {
@@ -618,13 +623,13 @@ extern "C" void hyrt_cpu_grouped_gemm_tokens(
     const int64_t t = rows[r] / top_k;
     std::memcpy(pairRows + r * rowBytes, static_cast<const char *>(tok.a) + t * rowBytes,
                 size_t(rowBytes));
-    if (pairScale)
+    if (pairScale && tok.scale) // two-level code schemes: scales in the sums
       pairScale[r] = tok.scale[t];
     if (pairSum)
       std::memcpy(pairSum + r * sums, tok.sum + t * sums, size_t(sums) * sizeof(int32_t));
   });
   A.a = pairRows;
-  A.scale = pairScale;
+  A.scale = tok.scale ? pairScale : nullptr;
   A.sum = pairSum;
   runGroupedItems(scheme, A, pairs, K, offsets, num_experts, w_packed, w_scale, N,
                   silu_mul != 0, out, kernel, m_max, parallel_min_macs);

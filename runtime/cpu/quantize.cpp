@@ -7,6 +7,7 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 using namespace hyrt::cpu;
@@ -40,6 +41,33 @@ extern "C" void hyrt_cpu_quantize_rows_s8_sums(const float *x, int64_t M, int64_
     }
     for (int64_t k = K; k < lda; ++k)
       q[k] = int8_t(int32_t(u[k]) - 128);
+  });
+}
+
+extern "C" void hyrt_cpu_quantize_groups_s8_sums(const float *x, int64_t M, int64_t K,
+                                                 int64_t lda, int64_t group,
+                                                 int64_t groups, int8_t *a,
+                                                 int32_t *a_sum) {
+  parallelRows(M, K, [&](int64_t m) {
+    uint8_t *u = reinterpret_cast<uint8_t *>(a + m * lda);
+    int32_t *pairs = a_sum + m * 2 * groups;
+    for (int64_t g = 0; g < groups; ++g) {
+      // Each group quantized as a row of its own (quantizeRowU8: the same
+      // rounding as per-token scales), then turned into s8 and summed.
+      const int64_t k0 = g * group, len = std::max<int64_t>(0, std::min(group, K - k0));
+      float scale = 1.0f;
+      if (len > 0)
+        quantizeRowU8(x + m * K + k0, len, group, u + k0, &scale);
+      int32_t sum = 0;
+      for (int64_t k = k0; k < k0 + group; ++k) {
+        a[m * lda + k] = k < K ? int8_t(int32_t(u[k]) - 128) : 0;
+        sum += a[m * lda + k];
+      }
+      pairs[2 * g] = sum;
+      std::memcpy(&pairs[2 * g + 1], &scale, sizeof(float));
+    }
+    for (int64_t k = groups * group; k < lda; ++k)
+      a[m * lda + k] = 0;
   });
 }
 

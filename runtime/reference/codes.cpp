@@ -2,8 +2,9 @@
 // hyrt_gemm_is_codes: HYRT_GEMM_W4A8, HYRT_GEMM_W8A8_G32 and the stored
 // formats HYRT_GEMM_Q4K ... HYRT_GEMM_Q4Z): scalar, read the packed panels
 // the kernels read (hyrt_gemm_code_format, codegen/pack.h) by their
-// documented layout, and follow W8A8's semantics: activations quantized
-// per token, each group's integer products summed exactly.
+// documented layout, and follow the kernels' semantics: activations
+// quantized per token (per group for the two-level formats), each group's
+// integer products summed exactly.
 #include "hyrt/gemm_layout.h"
 #include "hyrt/reference.h"
 
@@ -88,17 +89,28 @@ extern "C" void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const fl
                                       int64_t M, int64_t N, int64_t K, int64_t scheme,
                                       int64_t parts, float *out) {
   const int64_t rows = N / parts; // each part packed on its own panels
+  const hyrt_code_format f = hyrt_gemm_code_format(int32_t(scheme));
+  const int64_t group = f.group, groups = (K + group - 1) / group;
+  // Activations per token, or per group for the two-level formats
+  // (codegen/brgemm.h): each group then quantized as a row of its own.
   std::vector<int8_t> q(size_t(M * K));
-  std::vector<float> aScale(static_cast<size_t>(M));
-  hyrt_ref_quantize_rows(x, M, K, q.data(), aScale.data());
+  std::vector<float> aScale(size_t(M * groups));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t g = 0; g < (f.super_group ? groups : 1); ++g) {
+      const int64_t k0 = f.super_group ? g * group : 0;
+      const int64_t len = f.super_group ? std::min(group, K - k0) : K;
+      float s;
+      hyrt_ref_quantize_rows(x + m * K + k0, 1, len, q.data() + m * K + k0, &s);
+      for (int64_t gg = g; gg < (f.super_group ? g + 1 : groups); ++gg)
+        aScale[size_t(m * groups + gg)] = s;
+    }
   const int64_t partBytes = CodesMatrix(w, int32_t(scheme), K).bytes(rows);
   for (int64_t part = 0; part < parts; ++part) {
     const CodesMatrix mat(w + part * partBytes, int32_t(scheme), K);
-    const int64_t group = mat.f.group;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t r = 0; r < rows; ++r) {
         double acc = 0;
-        for (int64_t g = 0; g < mat.groups() && g * group < K; ++g) {
+        for (int64_t g = 0; g < groups; ++g) {
           int64_t dot = 0, sum = 0;
           for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k) {
             dot += int64_t(q[size_t(m * K + k)]) * mat.value(r, k);
@@ -106,10 +118,10 @@ extern "C" void hyrt_ref_matmul_codes(const float *x, const uint8_t *w, const fl
           }
           double scale, min;
           mat.scaleMin(r, g, scale, min);
-          acc += scale * double(dot) - min * double(sum);
+          acc += double(aScale[size_t(m * groups + g)]) * (scale * double(dot) - min * double(sum));
         }
         const int64_t n = part * rows + r;
-        out[m * N + n] = float(double(aScale[size_t(m)]) * acc) + (bias ? bias[n] : 0.0f);
+        out[m * N + n] = float(acc) + (bias ? bias[n] : 0.0f);
       }
   }
 }

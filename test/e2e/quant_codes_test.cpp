@@ -205,7 +205,9 @@ TEST_P(GgufCodes, DefaultCompileKeepsTheBlocksBitForBit) {
   // The dense file is also held to that bar against numpy; the MoE one is
   // not: its router sits on near ties, where a rounding flips an expert
   // (even bf16 weights with fp32 activations give a worst cosine of 0.85
-  // there), so only the same-scheme reference is a fair yardstick.
+  // there), so only the same-scheme reference is a fair yardstick for the
+  // values. Both keep numpy's argmax at >= 85% of positions (issue 29;
+  // llama.cpp on these files: 57-64 of 64).
   r = runHyc({"compile", file, "-o", out + ".hyc", "--max-seq-len", "96",
               "--max-batch-tokens", "64", "--kv-cache", "f32", "--print-schedule"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -231,10 +233,17 @@ TEST_P(GgufCodes, DefaultCompileKeepsTheBlocksBitForBit) {
     const std::vector<float> got = wholeSequenceLogits(*m.engine, seq);
     ASSERT_EQ(got.size(), numpy.data.size());
     const double vsSame = worstCosine(got, same), vsNumpy = worstCosine(got, numpy.data);
+    int64_t argmaxEqual = 0;
+    for (size_t p = 0; p < seq.size(); ++p) {
+      const float *a = got.data() + p * vocab, *b = numpy.data.data() + p * vocab;
+      argmaxEqual += std::max_element(a, a + vocab) - a == std::max_element(b, b + vocab) - b;
+    }
     std::printf("%s %s default (%s) %s: worst per-position cosine %.6f vs the reference "
-                "target, %.6f vs numpy\n",
-                c.model.c_str(), c.type.c_str(), c.quant.c_str(), isa.c_str(), vsSame, vsNumpy);
+                "target, %.6f vs numpy, argmax equal %lld/%zu\n",
+                c.model.c_str(), c.type.c_str(), c.quant.c_str(), isa.c_str(), vsSame, vsNumpy,
+                static_cast<long long>(argmaxEqual), seq.size());
     EXPECT_GE(vsSame, 0.99) << isa;
+    EXPECT_GE(argmaxEqual * 100, int64_t(seq.size()) * 85) << isa;
     if (!moe)
       EXPECT_GE(vsNumpy, 0.99) << isa;
   }
@@ -258,20 +267,23 @@ INSTANTIATE_TEST_SUITE_P(
 // exactly dequantized weights. The weights are the file's, so the int8
 // activations are the only extra error, the same kind llama.cpp has on
 // these files: its measured max abs 0.11-0.16 and rms 0.021-0.030
-// (golden-gguf README). Its Q8_K scales cover 256 activations, ours a
-// whole row (K = 256 here, 768 for the down projection: at most three of
-// its blocks, sqrt(3) on independent rounding errors), so the bars are
-// max abs 0.16 * sqrt(3) < 0.3 and rms 0.030 * sqrt(3) < 0.06, with the
-// argmax equal at >= 85% of positions (llama.cpp: 60/64 and up). The MoE
+// (golden-gguf README). Its activation scales cover 256 (Q8_K) or 32
+// (Q8_0) elements; ours cover a group of 32 (two-level formats) or a whole
+// row (one-level IQ4_NL; K = 256 here, 768 for the down projection: at
+// most three of its 256-blocks, sqrt(3) on independent rounding errors),
+// so the bars are llama.cpp's own figures times sqrt(3): max abs 0.16 *
+// sqrt(3) < 0.3 and rms 0.030 * sqrt(3) < 0.06 on the dense file, with the
+// argmax equal at >= 85% of positions (llama.cpp: 59/64 and up). The MoE
 // file's router sits on near ties, where activation rounding flips experts
-// (llama.cpp on the same files: max abs up to 2.5, rms 0.097-0.14, argmax
-// 59-60/64); there the bar is the reference target of the same scheme
-// (the same int8 activations, exact integer sums in double) at the W8A8
-// bar of this file (per-position cosine >= 0.99: fp32 sums in another
-// order still flip a near tie), and the numpy figures are printed
-// (bench/README.md "4-bit weights" has them).
+// (llama.cpp on the same files: max abs 1.7-2.1, rms 0.097-0.14, argmax
+// 59-60/64): its bars are llama.cpp's figures on that very file times
+// sqrt(3), the same argmax bar, and the reference target of the same
+// scheme (the same int8 activations, exact integer sums in double) at the
+// W8A8 bar of this file (per-position cosine >= 0.99: fp32 sums in another
+// order still flip a near tie).
 struct KQuantCase {
   std::string model, type;
+  double llamaMaxAbs = 0, llamaRms = 0; ///< llama.cpp vs numpy, sequence 64
 };
 
 class GgufKQuants : public ::testing::TestWithParam<KQuantCase> {};
@@ -408,10 +420,10 @@ TEST_P(GgufKQuants, DefaultCompileKeepsEveryFormatAndFollowsNumpy) {
                                                   same.data() + p * vocab, vocab));
       std::printf("  vs the reference target: worst per-position cosine %.6f\n", worst);
       EXPECT_GE(worst, 0.99) << isa;
-      continue;
     }
-    EXPECT_LT(d.maxAbs, 0.3) << isa;
-    EXPECT_LT(d.rms, 0.06) << isa;
+    const double sqrt3 = std::sqrt(3.0);
+    EXPECT_LT(d.maxAbs, moe ? c.llamaMaxAbs * sqrt3 : 0.3) << isa;
+    EXPECT_LT(d.rms, moe ? c.llamaRms * sqrt3 : 0.06) << isa;
     EXPECT_GE(d.argmaxEqual * 100, int64_t(seq.size()) * 85) << isa;
   }
 }
@@ -421,9 +433,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(KQuantCase{"llama-quant-tiny", "Q4_K_M"},
                       KQuantCase{"llama-quant-tiny", "IQ4_XS"},
                       KQuantCase{"llama-quant-tiny", "IQ4_NL"},
-                      KQuantCase{"qwen3moe-quant-tiny", "Q4_K_M"},
-                      KQuantCase{"qwen3moe-quant-tiny", "IQ4_XS"},
-                      KQuantCase{"qwen3moe-quant-tiny", "IQ4_NL"}),
+                      // golden-gguf/qwen3moe-quant-tiny/README.md
+                      KQuantCase{"qwen3moe-quant-tiny", "Q4_K_M", 1.7, 0.097},
+                      KQuantCase{"qwen3moe-quant-tiny", "IQ4_XS", 1.9, 0.13},
+                      KQuantCase{"qwen3moe-quant-tiny", "IQ4_NL", 2.1, 0.14}),
     [](const ::testing::TestParamInfo<KQuantCase> &info) {
       std::string n = info.param.model + "_" + info.param.type;
       std::replace(n.begin(), n.end(), '-', '_');

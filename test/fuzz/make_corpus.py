@@ -420,7 +420,7 @@ def tokenizer_config():
 
 # ------------------------------------------------------------ artifact ---
 def manifest(variants=True):
-    m = {"format": "hyc-artifact", "abi_version": 4, "target": "portable",
+    m = {"format": "hyc-artifact", "abi_version": 5, "target": "portable",
          "entry_points": {"extend": "hyc_extend_v0", "decode": "hyc_decode_v0"},
          "limits": {"max_seq_len": 16, "max_batch_tokens": 8, "max_seqs": 2},
          "model": {"arch": "llama", "source": "x.gguf", "vocab_size": 8, "hidden_size": 4,

@@ -51,8 +51,11 @@ extern "C" {
 
 /* 2: hyrt_step_v0 gained logit_rows (extend computes only the rows asked
  * for). 3: hyrt_collectives_v0 gained all_to_all_v (the runtime writes it
- * into the artifact's struct, which must have room). 4: and all_gather. */
-#define HYRT_ABI_VERSION 4
+ * into the artifact's struct, which must have room). 4: and all_gather.
+ * 5: two-level grouped kernels (GGUF K-quants, IQ4_XS, AWQ) take A's scale
+ * per group in {sum, scale} pairs (codegen/brgemm.h): an older artifact's
+ * kernels would misread the runtime's activations. */
+#define HYRT_ABI_VERSION 5
 
 /* One forward step over a batch of sequences. Tokens of one sequence are
  * contiguous and in position order. For decode every sequence has exactly one

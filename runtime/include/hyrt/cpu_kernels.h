@@ -128,6 +128,17 @@ void hyrt_cpu_quantize_rows_s8_sums(const float *x, int64_t M, int64_t K, int64_
                                     int64_t group, int8_t *a, float *a_scale,
                                     int32_t *a_sum);
 
+/* The two-level code schemes' activations (hyrt_code_format.super_group >
+ * 0: GGUF K-quants, IQ4_XS, AWQ): each group of `group` K-elements of a row
+ * quantized on its own as hyrt_cpu_quantize_rows_u8 quantizes a row (scale
+ * = max|x| / 127 over the group), kept as s8; rows of `lda` >= groups *
+ * group bytes padded with 0; a_sum[m][2g] = the group's sum of q,
+ * a_sum[m][2g+1] = its scale's fp32 bits (codegen/brgemm.h two-level
+ * kernels), for every g < groups (those wholly past K: sum 0, scale 1). */
+void hyrt_cpu_quantize_groups_s8_sums(const float *x, int64_t M, int64_t K, int64_t lda,
+                                      int64_t group, int64_t groups, int8_t *a,
+                                      int32_t *a_sum);
+
 /* hyrt_ref_rms_norm (or hyrt_ref_silu_mul) with its fp32 rows quantized by
  * hyrt_cpu_quantize_rows_u8 (lda = dim) instead of stored: the producer
  * of W8A8 activations writing them in the drivers' layout. residual_out

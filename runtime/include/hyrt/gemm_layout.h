@@ -171,9 +171,10 @@ static inline int64_t hyrt_gemm_activation_k(int32_t scheme, int64_t K) {
 /* Integer-code schemes: bytes of the per-token scales and of the group
  * sums that precede the s8 rows in scratch (each block 64-byte aligned). */
 static inline int64_t hyrt_gemm_codes_scale_bytes(int64_t M) { return (M * 4 + 63) / 64 * 64; }
-/* (Sums per 16 K-elements, the smallest group: room for every scheme.) */
+/* (Pairs {sum, scale} per 16 K-elements, the smallest group, over K padded
+ * to 256: room for every scheme, per-group activation scales included.) */
 static inline int64_t hyrt_gemm_codes_sum_bytes(int64_t M, int64_t K) {
-  return (M * ((K + 255) / 256 * 16) * 4 + 63) / 64 * 64;
+  return (M * ((K + 255) / 256 * 16) * 2 * 4 + 63) / 64 * 64;
 }
 
 /* Bytes of scratch for M rows: per-token scales (64-byte aligned block) then

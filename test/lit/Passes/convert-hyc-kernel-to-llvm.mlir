@@ -9,7 +9,7 @@
 // exports hyc_profile_v0 (abi.h) returning the runtime's profile state.
 
 // CHECK: module attributes {hyc.arena_bytes = 4096 : i64, hyc.kernels = [{isa = "avx512vnni", k = 64 : i64, m_max = 14 : i64, name = "hyc_brgemm_u8s8f32_14x32x64_avx512vnni", types = "u8s8f32"}]}
-// CHECK-DAG: llvm.mlir.global external constant @hyc_abi_version(4 : i32)
+// CHECK-DAG: llvm.mlir.global external constant @hyc_abi_version(5 : i32)
 // CHECK-DAG: llvm.mlir.global external constant @hyc_arena_bytes(4096 : i64)
 // CHECK-DAG: llvm.func @hyrt_profile_state() -> !llvm.ptr
 // CHECK: llvm.func @hyc_profile_v0() -> !llvm.ptr {

@@ -11,7 +11,7 @@
 // of dead values are reused.
 // CHECK-SAME: hyc.arena_bytes = [[ARENA:512]] : i64
 // CHECK-SAME: hyc.weights = ["embed", "norm", "wq", "wk", "wv", "wo"]
-// CHECK-DAG: llvm.mlir.global external constant @hyc_abi_version(4 : i32)
+// CHECK-DAG: llvm.mlir.global external constant @hyc_abi_version(5 : i32)
 // CHECK-DAG: llvm.mlir.global external constant @hyc_arena_bytes([[ARENA]] : i64)
 // CHECK-DAG: llvm.mlir.global internal constant @hyc_const_{{[0-9]+}}(dense<[1.000000e+00, 0.00999999977]> : tensor<2xf32>)
 // CHECK: llvm.func @hyc_extend_v0(%[[STEP:.+]]: !llvm.ptr, %[[KV:.+]]: !llvm.ptr, %[[W:.+]]: !llvm.ptr, %[[ARENA_PTR:.+]]: !llvm.ptr) -> i32

@@ -156,25 +156,32 @@ uint16_t random_scale(std::mt19937 &rng) {
   return f32_to_f16(rng() % 2 ? -mag : mag);
 }
 
-/// A scalar activation quantizer: q = round(x / s), s = max|x| / 127, and
-/// a_sum[m][g] the sum of q over each group.
+/// A scalar activation quantizer: q = round(x / s), s = max|x| / 127 per
+/// row (one-level formats) or per group (two-level), and a_sum[m][g] the
+/// sum of q over each group.
 void quantize_activations(const std::vector<float> &x, Problem &p) {
   const int k = p.k(), groups = p.w.groups(), group = int(p.w.f.group);
+  const int span = p.w.two_level() ? group : k; // elements per scale
   p.a.assign(size_t(p.rows) * k, 0);
   p.a_sum.assign(size_t(p.rows) * groups, 0);
   p.a_scale.assign(size_t(p.rows), 0.f);
-  for (int m = 0; m < p.rows; ++m) {
-    float amax = 0.f;
-    for (int kk = 0; kk < k; ++kk)
-      amax = std::max(amax, std::fabs(x[size_t(m) * k + kk]));
-    const float s = amax > 0 ? amax / 127.f : 1.f;
-    p.a_scale[size_t(m)] = s;
-    for (int kk = 0; kk < k; ++kk) {
-      const int q = int(std::nearbyint(x[size_t(m) * k + kk] / s));
-      p.a[size_t(m) * k + kk] = int8_t(std::clamp(q, -127, 127));
-      p.a_sum[size_t(m) * groups + kk / group] += p.a[size_t(m) * k + kk];
+  p.a_group_scale.assign(p.w.two_level() ? size_t(p.rows) * groups : 0, 0.f);
+  for (int m = 0; m < p.rows; ++m)
+    for (int k0 = 0; k0 < k; k0 += span) {
+      float amax = 0.f;
+      for (int kk = k0; kk < k0 + span; ++kk)
+        amax = std::max(amax, std::fabs(x[size_t(m) * k + kk]));
+      const float s = amax > 0 ? amax / 127.f : 1.f;
+      if (p.w.two_level())
+        p.a_group_scale[size_t(m) * groups + k0 / group] = s;
+      else
+        p.a_scale[size_t(m)] = s;
+      for (int kk = k0; kk < k0 + span; ++kk) {
+        const int q = int(std::nearbyint(x[size_t(m) * k + kk] / s));
+        p.a[size_t(m) * k + kk] = int8_t(std::clamp(q, -127, 127));
+        p.a_sum[size_t(m) * groups + kk / group] += p.a[size_t(m) * k + kk];
+      }
     }
-  }
 }
 
 /// Saturated activations (127 and -128), then the row sums.
@@ -253,10 +260,11 @@ Problem make_problem(const GroupedFormat &f, int k, int rows, int n_valid,
 
 namespace {
 
-/// C from a finished accumulator: the epilogue of brgemm.h.
+/// C from a finished accumulator: the epilogue of brgemm.h (two-level
+/// kernels applied A's scales at the folds).
 float epilogue(const Problem &p, float acc, int m, int n, bool accumulate,
                bool bias) {
-  float c = acc * p.a_scale[size_t(m)];
+  float c = p.w.two_level() ? acc : acc * p.a_scale[size_t(m)];
   if (accumulate)
     c = p.c_old[size_t(m) * kGroupedCols + n] + c;
   if (bias)
@@ -275,14 +283,29 @@ float reference(const Problem &p, int m, int n, bool accumulate, bool bias) {
     for (int kk = g * group; kk < (g + 1) * group; ++kk)
       dot += int32_t(p.a[size_t(m) * k + kk]) * w.value(n, kk);
     const int32_t sum = p.a_sum[size_t(m) * w.groups() + g];
+    // Two-level: each product by A's group scale, rounded on its own.
+    const float as = w.two_level() ? p.a_group_scale[size_t(m) * w.groups() + g] : 1.f;
+    auto by_as = [&](float v) { return w.two_level() ? v * as : v; };
     if (!w.f.asymmetric) {
-      acc = std::fma(float(dot - w.zero_point() * sum), w.scale(n, g), acc);
+      acc = std::fma(by_as(float(dot - w.zero_point() * sum)), w.scale(n, g), acc);
     } else {
-      acc = std::fma(float(dot), w.scale(n, g), acc);
-      acc = std::fma(-w.min(n, g), float(sum), acc);
+      acc = std::fma(by_as(float(dot)), w.scale(n, g), acc);
+      acc = std::fma(-w.min(n, g), by_as(float(sum)), acc);
     }
   }
   return epilogue(p, acc, m, n, accumulate, bias);
+}
+
+std::vector<int32_t> Problem::post_sums(int rows) const {
+  const int groups = w.groups();
+  if (!w.two_level())
+    return {a_sum.begin(), a_sum.begin() + size_t(rows) * groups};
+  std::vector<int32_t> pairs(size_t(rows) * groups * 2);
+  for (size_t e = 0; e < size_t(rows) * groups; ++e) {
+    pairs[2 * e] = a_sum[e];
+    std::memcpy(&pairs[2 * e + 1], &a_group_scale[e], 4);
+  }
+  return pairs;
 }
 
 void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias) {
@@ -302,8 +325,10 @@ void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias) {
     GuardedBuffer a_buf(size_t((m - 1) * lda + k));
     for (int i = 0; i < m; ++i)
       std::memcpy(a_buf.data() + i * lda, &p.a[size_t(i) * k], size_t(k));
-    GuardedBuffer sum_buf(size_t(m) * groups * 4);
-    std::memcpy(sum_buf.data(), p.a_sum.data(), size_t(m) * groups * 4);
+    // Guarded too: a kernel reading past the last row's sums faults.
+    const std::vector<int32_t> sums = p.post_sums(m);
+    GuardedBuffer sum_buf(sums.size() * 4);
+    std::memcpy(sum_buf.data(), sums.data(), sums.size() * 4);
     std::vector<float> c(size_t(m + 1) * ldc, -777.f);
     for (int i = 0; i < m; ++i)
       for (int n = 0; n < kGroupedCols; ++n)

@@ -53,14 +53,19 @@ PackedB pack_weights(const GroupedWeights &w, int n_valid);
 GroupedWeights unpack_panel(const PackedB &p, int64_t panel);
 
 /// One panel's problem: weights (padding columns beyond n_valid hold what
-/// the packer puts there), s8 A with per-token scales and per-group sums.
+/// the packer puts there), s8 A with per-token scales (two-level formats:
+/// per-group scales, brgemm.h) and per-group sums.
 struct Problem {
   GroupedWeights w;
   int n_valid, rows;
   std::vector<int8_t> a;
-  std::vector<int32_t> a_sum;
-  std::vector<float> a_scale, bias, c_old;
+  std::vector<int32_t> a_sum;           ///< [rows][groups]
+  std::vector<float> a_scale;           ///< [rows], one-level formats
+  std::vector<float> a_group_scale;     ///< [rows][groups], two-level ones
+  std::vector<float> bias, c_old;
   int k() const { return w.k; }
+  /// post->a_sum as the kernel reads it: the sums, or {sum, scale} pairs.
+  std::vector<int32_t> post_sums(int rows) const;
 };
 
 enum class Fill { random, extremes };
