@@ -28,7 +28,7 @@ const char kServeUsage[] =
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
     "                 [--http-threads 64] [--max-connections 1024]\n"
     "                 [--request-timeout 10]\n"
-    "                 [--no-mixed-steps]\n"
+    "                 [--no-mixed-steps] [--lenient]\n"
     "                 [--no-prefix-cache] [--no-verify] [--tp N]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
@@ -50,6 +50,8 @@ const char kServeUsage[] =
     "  --request-timeout S  seconds from a request's first byte to its last\n"
     "                    (default 10); a slower one gets a 408\n"
     "  --no-mixed-steps  prefill and decode in separate engine steps\n"
+    "  --lenient         ignore request fields OpenAI does not document\n"
+    "                    (default: a 400 naming the field, as OpenAI does)\n"
     "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
     "                    requests with a common prefix)\n"
     "  --no-verify       skip the weights.bin checksums (faster start)\n"
@@ -97,7 +99,8 @@ struct ServeFlags {
   int64_t max_body_bytes = 0, max_connections = 1024;
   double request_timeout = 10;
   int64_t port = 8000, page_size = 16, kv_pages = 0, http_threads = 64;
-  bool no_mixed = false, no_prefix_cache = false, no_verify = false;
+  bool no_mixed = false, no_prefix_cache = false, no_verify = false,
+       lenient = false;
   int64_t tp = 0;
 };
 
@@ -118,6 +121,7 @@ void add_serve_flags(cli::ArgParser &parser, ServeFlags &f) {
   parser.add_switch("--no-mixed-steps", &f.no_mixed);
   parser.add_switch("--no-prefix-cache", &f.no_prefix_cache);
   parser.add_switch("--no-verify", &f.no_verify);
+  parser.add_switch("--lenient", &f.lenient);
 }
 
 } // namespace
@@ -227,7 +231,7 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   so.mixed_steps = !no_mixed;
   so.prefix_cache = !no_prefix_cache;
   serve::HttpServer server(session.engine.get(), session.artifact.get(),
-                           model_name, api_key, so);
+                           model_name, api_key, so, f.lenient);
   http::ListenerOptions lo;
   lo.host = host;
   lo.port = int(port);

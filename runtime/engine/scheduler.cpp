@@ -42,7 +42,9 @@ size_t held_back_for_stops(const std::string &text,
 
 struct Scheduler::Active {
   int64_t id = 0;
+  int64_t choice = 0;
   Request req;
+  std::shared_ptr<TokenConstraint> constraint;
   EventCallback on_event;
   Sampler sampler;
   int64_t seq = -1;
@@ -58,6 +60,7 @@ struct Scheduler::Active {
   std::string text;          ///< generated text (with a tokenizer)
   size_t emitted = 0;        ///< bytes of `text` already sent
   bool done = false;
+  std::vector<SampledToken> logprobs; ///< of tokens not yet emitted
   Active(const SamplerConfig &c) : sampler(c) {}
 };
 
@@ -105,26 +108,52 @@ Status Scheduler::submit(Request request, EventCallback on_event,
   if (!request.stop_strings.empty() && !tokenizer_)
     return Status::Error(
         "stop strings need a tokenizer and this artifact has none");
-  auto a = std::make_unique<Active>(request.sampler);
-  if (Status s = a->sampler.validate(); !s.ok())
+  if (request.n < 1 || request.n > Request::kMaxChoices)
+    return Status::Error("n: expected 1 to " + str(Request::kMaxChoices) +
+                         " choices, found " + str(request.n));
+  if (request.logprobs < -1 || request.logprobs > Request::kMaxTopLogprobs)
+    return Status::Error("logprobs: expected -1 (none) to " +
+                         str(Request::kMaxTopLogprobs) + ", found " +
+                         str(request.logprobs));
+  if (request.n > 1 && request.constraint && !request.constraint_factory)
+    return Status::Error("n > 1 with a constraint needs a constraint_factory "
+                         "(each choice keeps its own constraint state)");
+  if (Status s = Sampler(request.sampler).validate(engine_->vocab_size()); !s.ok())
     return s;
-  a->req = std::move(request);
-  a->on_event = std::move(on_event);
-  a->prev_token = a->req.prompt.back();
-  a->reserved = pages_for(*a);
+  std::vector<std::unique_ptr<Active>> choices;
+  for (int64_t c = 0; c < request.n; ++c) {
+    SamplerConfig sc = request.sampler;
+    sc.stream = uint64_t(c);
+    auto a = std::make_unique<Active>(sc);
+    a->choice = c;
+    a->req = request;
+    a->constraint = c == 0 ? request.constraint
+                    : request.constraint_factory ? request.constraint_factory()
+                                                 : nullptr;
+    if (request.constraint && !a->constraint)
+      return Status::Error("constraint_factory made no constraint for choice " +
+                           str(c));
+    a->sampler.set_prompt(a->req.prompt);
+    a->on_event = on_event;
+    a->prev_token = a->req.prompt.back();
+    a->reserved = pages_for(*a);
+    choices.push_back(std::move(a));
+  }
   const int64_t pool = engine_->kv_cache().config().num_pages;
-  if (a->reserved > pool)
-    return Status::Error("request needs " + str(a->reserved) +
+  if (choices[0]->reserved > pool)
+    return Status::Error("request needs " + str(choices[0]->reserved) +
                          " KV pages but the pool has only " + str(pool));
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) // nothing would ever step it
       return Status::Error("the scheduler has stopped (the server is "
                            "shutting down)");
-    a->id = next_id_++;
-    *id = a->id;
-    inbox_.push_back(std::move(a));
-    ++stats_.queued;
+    *id = next_id_++;
+    for (auto &a : choices) {
+      a->id = *id;
+      inbox_.push_back(std::move(a));
+      ++stats_.queued;
+    }
   }
   wake_.notify_all();
   return Status::Ok();
@@ -218,7 +247,9 @@ void Scheduler::emit(Active &a, const std::vector<int32_t> &tokens,
                      bool finished, const std::string &reason) {
   RequestEvent e;
   e.request_id = a.id;
+  e.choice = a.choice;
   e.tokens = tokens;
+  e.logprobs.swap(a.logprobs);
   // Unfinished, hold back what could still become a stop string or
   // complete a character; finished, everything left goes out.
   size_t end = a.text.size();
@@ -248,6 +279,7 @@ void Scheduler::finish(Active &a, const std::string &reason,
     a.failed = true;
     RequestEvent e;
     e.request_id = a.id;
+    e.choice = a.choice;
     e.finished = true;
     e.finish_reason = reason;
     e.error = error;
@@ -261,12 +293,28 @@ void Scheduler::finish(Active &a, const std::string &reason,
   emit(a, {}, true, reason);
 }
 
-bool Scheduler::accept_token(Active &a, int32_t token) {
+bool Scheduler::sample_and_accept(Active &a, float *logits) {
+  const int64_t V = engine_->vocab_size();
+  SampledToken t = a.sampler.step(logits, V, a.constraint.get(), a.req.logprobs);
+  if (t.token < 0) {
+    finish(a, "error",
+           "no token may come next: logit_bias or the constraint masked out "
+           "the whole vocabulary");
+    return false;
+  }
+  const int32_t token = t.token;
   const auto &stops = a.req.stop_tokens;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     emit(a, {}, true, "stop");
     return false;
   }
+  if (a.constraint && !a.constraint->accept(token)) {
+    finish(a, "error", "the constraint rejected the sampled token " +
+                           str(token));
+    return false;
+  }
+  if (a.req.logprobs >= 0)
+    a.logprobs.push_back(std::move(t));
   ++a.generated;
   ++generated_total_;
   a.output.push_back(token);
@@ -288,6 +336,12 @@ bool Scheduler::accept_token(Active &a, int32_t token) {
       return false;
     }
   }
+  // A constraint that is satisfied and admits nothing more ends the
+  // request as a stop token would.
+  if (a.constraint && a.constraint->complete() && !a.constraint->can_continue()) {
+    emit(a, {token}, true, "stop");
+    return false;
+  }
   const bool length = a.generated >= a.req.max_tokens ||
                       engine_->seq_length(a.seq) >= engine_->limits().max_seq_len;
   emit(a, {token}, length, length ? "length" : "");
@@ -295,6 +349,25 @@ bool Scheduler::accept_token(Active &a, int32_t token) {
     return false;
   a.pending = token;
   return true;
+}
+
+bool Scheduler::sibling_pages(const Active &a, std::vector<int32_t> *pages) const {
+  pages->clear();
+  for (const auto &r : running_) {
+    if (r->id != a.id || r->choice != 0)
+      continue;
+    if (r->done || r->failed)
+      return true; // ending: its pages may go any moment; use the cache
+    const int64_t want = (int64_t(a.req.prompt.size()) - 1) / page_size_;
+    if (int64_t(r->prefilled) / page_size_ < want &&
+        r->prefilled < r->req.prompt.size())
+      return false; // not prefilled that far yet
+    const std::vector<int32_t> &table = engine_->kv_cache().block_table(r->seq);
+    pages->assign(table.begin(),
+                  table.begin() + std::min<int64_t>(want, int64_t(table.size())));
+    return true;
+  }
+  return true; // choice 0 is not running (ended, or still queued ahead)
 }
 
 void Scheduler::admit_inbox() {
@@ -323,23 +396,30 @@ void Scheduler::admit_inbox() {
   // overtaken by smaller requests, so it cannot starve.
   while (!waiting_.empty() && int64_t(running_.size()) < lim.max_seqs) {
     Active &head = *waiting_.front();
+    // A later choice shares what its choice 0 prefilled (the prompt is
+    // computed once); until then it waits, and so does the queue behind it
+    // (choice 0 runs, so that is soon).
+    std::vector<int32_t> shared;
+    if (head.choice > 0 && !sibling_pages(head, &shared))
+      break;
     // At least the last prompt token is computed (its logits give the
     // first token), so the block holding it is never taken from the cache.
-    const std::vector<int32_t> shared =
-        prefix_ ? prefix_->lookup(head.req.prompt,
-                                  (int64_t(head.req.prompt.size()) - 1) / page_size_)
-                : std::vector<int32_t>{};
-    // Shared pages that only the cache held stop being evictable.
+    const bool from_cache = shared.empty() && prefix_;
+    if (from_cache)
+      shared = prefix_->lookup(head.req.prompt,
+                               (int64_t(head.req.prompt.size()) - 1) / page_size_);
+    // Shared pages that only the cache held stop being evictable (a
+    // sibling's pages are held by its sequence: never evictable).
     int64_t revived = 0;
     for (int32_t p : shared)
-      revived += kv.page_refs(p) == 1 ? 1 : 0;
+      revived += from_cache && kv.page_refs(p) == 1 ? 1 : 0;
     if (head.reserved - int64_t(shared.size()) + revived > unreserved_pages())
       break;
     std::unique_ptr<Active> a = std::move(waiting_.front());
     waiting_.pop_front();
     a->seq = engine_->add_sequence();
     if (!shared.empty()) {
-      // Cannot fail: a fresh sequence, pages the cache holds.
+      // Cannot fail: a fresh sequence, pages the cache or choice 0 holds.
       (void)engine_->share_prefix(a->seq, shared);
       a->shared = int64_t(shared.size());
       a->prefilled = size_t(a->shared * page_size_);
@@ -418,7 +498,7 @@ Status Scheduler::step(bool *did_work) {
       size_t row = 0;
       for (Active *a : decodes) {
         a->pending = -1;
-        accept_token(*a, a->sampler.sample(&logits[row++ * V], V));
+        sample_and_accept(*a, &logits[row++ * V]);
       }
       for (size_t i = 0; i < prefills.size(); ++i, ++row) {
         Active *a = prefills[i];
@@ -427,7 +507,7 @@ Status Scheduler::step(bool *did_work) {
         prompt_total_ += int64_t(n);
         cache_prompt_blocks(*a);
         if (a->prefilled == a->req.prompt.size())
-          accept_token(*a, a->sampler.sample(&logits[row * V], V));
+          sample_and_accept(*a, &logits[row * V]);
       }
     }
   }

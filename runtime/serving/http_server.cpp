@@ -1,6 +1,9 @@
 // The OpenAI-compatible routes of `hyc serve` (serving/http_server.h).
 #include "http_server.h"
 
+#include "openai_response.h"
+#include "tokenize_api.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -30,6 +33,8 @@ std::string endpoint_of(const std::string &path) {
     return "models";
   if (path == "/health")
     return "health";
+  if (path == "/tokenize" || path == "/detokenize")
+    return "tokenize";
   return "other";
 }
 
@@ -37,10 +42,22 @@ std::string dump(const json &j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-json usage_of(const RequestEvent &e) {
-  return {{"prompt_tokens", e.prompt_tokens},
-          {"completion_tokens", e.completion_tokens},
-          {"total_tokens", e.prompt_tokens + e.completion_tokens}};
+/// The 500 of a request the engine failed.
+http::Reply server_error(const std::string &message) {
+  serve::ApiError err;
+  err.status = 500;
+  err.type = "server_error";
+  err.message = message;
+  return {500, "application/json", dump(err.body()), {}};
+}
+
+/// Usage over all choices: the prompt counts once.
+json usage_of(const std::vector<serve::ChoiceState> &choices,
+              int64_t prompt_tokens) {
+  int64_t completion = 0;
+  for (const serve::ChoiceState &c : choices)
+    completion += c.completion_tokens;
+  return serve::usage_json(prompt_tokens, completion);
 }
 
 } // namespace
@@ -67,7 +84,10 @@ http::Reply HttpServer::error_reply(int status, const std::string &message) {
 }
 
 std::optional<http::Reply> HttpServer::screen(const http::Request &head) {
-  if (api_key_.empty() || head.path.rfind("/v1/", 0) != 0 ||
+  // The model's routes need the key; /health and /metrics do not.
+  const bool model_route = head.path.rfind("/v1/", 0) == 0 ||
+                           head.path == "/tokenize" || head.path == "/detokenize";
+  if (api_key_.empty() || !model_route ||
       constant_time_equal(head.header("authorization"), "Bearer " + api_key_))
     return std::nullopt;
   serve::ApiError e;
@@ -112,6 +132,8 @@ void HttpServer::handle(const http::Request &req, http::Responder &res) {
     return res.send(models());
   if (post && (req.path == "/v1/completions" || req.path == "/v1/chat/completions"))
     return generate(req, res, req.path == "/v1/chat/completions");
+  if (post && (req.path == "/tokenize" || req.path == "/detokenize"))
+    return tokens(req, res, req.path == "/tokenize");
   serve::ApiError e;
   e.status = 404;
   e.message = "no route " + req.method + " " + req.path;
@@ -133,26 +155,16 @@ void HttpServer::record_finish(const Pending &p, const RequestEvent &last) {
                           last.completion_tokens, ttft, tpot);
 }
 
-json HttpServer::chunk(const serve::ParsedRequest &pr, const std::string &id,
-                       const std::string &delta, const json &finish,
-                       bool first) const {
-  json choice = {{"index", 0}, {"finish_reason", finish}};
-  if (pr.chat) {
-    json d = json::object();
-    if (first)
-      d["role"] = "assistant";
-    if (!delta.empty() || first)
-      d["content"] = delta;
-    choice["delta"] = d;
-  } else {
-    choice["text"] = delta;
-    choice["logprobs"] = nullptr;
-  }
-  return {{"id", id},
-          {"object", pr.chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", created_},
-          {"model", limits_.model_name},
-          {"choices", json::array({choice})}};
+void HttpServer::tokens(const http::Request &req, http::Responder &res,
+                        bool tokenize) {
+  json body;
+  std::optional<serve::ApiError> e =
+      tokenize ? serve::tokenize(req.body, limits_, &body)
+               : serve::detokenize(req.body, limits_, &body);
+  if (e)
+    return res.send(error("tokenize", *e));
+  metrics_.count_response("tokenize", 200);
+  res.send({200, "application/json", dump(body), {}});
 }
 
 void HttpServer::generate(const http::Request &req, http::Responder &res,
@@ -185,10 +197,14 @@ void HttpServer::generate(const http::Request &req, http::Responder &res,
   if (pr.stream)
     return stream(pr, rid, pending, res);
 
-  std::string text;
-  RequestEvent e;
+  const serve::ResponseBuilder build(limits_, pr, rid, created_);
+  std::vector<serve::ChoiceState> choices(size_t(pr.request.n),
+                                          build.start_choice());
+  int64_t open = pr.request.n;
+  std::string failure;
   bool cancelled = false;
-  while (true) {
+  RequestEvent e;
+  while (open > 0) {
     if (!pending->pop(&e, std::chrono::milliseconds(100))) {
       if (!cancelled && res.client_gone()) { // nobody to answer: free its pages
         scheduler_.cancel(pending->id);
@@ -196,72 +212,73 @@ void HttpServer::generate(const http::Request &req, http::Responder &res,
       }
       continue;
     }
-    text += e.text;
-    if (e.finished)
-      break;
+    build.add(choices[size_t(e.choice)], e);
+    if (e.finished) {
+      --open;
+      if (e.finish_reason == "error" && failure.empty()) {
+        failure = e.error;
+        scheduler_.cancel(pending->id); // the other choices are moot
+      }
+    }
   }
-  if (e.finish_reason == "error") {
-    serve::ApiError err;
-    err.status = 500;
-    err.type = "server_error";
-    err.message = e.error;
-    return res.send({500, "application/json", dump(err.body()), {}});
-  }
-  json choice = {{"index", 0}, {"finish_reason", e.finish_reason}};
-  if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
-  }
-  json body = {{"id", rid},
-               {"object", chat ? "chat.completion" : "text_completion"},
-               {"created", created_},
-               {"model", limits_.model_name},
-               {"choices", json::array({choice})},
-               {"usage", usage_of(e)}};
-  res.send({200, "application/json", dump(body), {}});
+  if (!failure.empty())
+    return res.send(server_error(failure));
+  res.send({200, "application/json",
+            dump(build.final_body(choices, usage_of(choices, int64_t(pr.request.prompt.size())))),
+            {}});
 }
 
-// Streaming: one SSE event per scheduler event. A client that goes away (a
-// failed write, or a closed socket seen while we wait) cancels its request,
-// which frees its pages at the next step.
+// Streaming: one SSE event per scheduler event, each naming its choice. A
+// client that goes away (a failed write, or a closed socket seen while we
+// wait) cancels its request, which frees its pages at the next step.
 void HttpServer::stream(const serve::ParsedRequest &pr, const std::string &rid,
                         const std::shared_ptr<Pending> &pending,
                         http::Responder &res) {
   auto send = [&](const json &j) {
     return res.send_chunk("data: " + dump(j) + "\n\n");
   };
+  const serve::ResponseBuilder build(limits_, pr, rid, created_);
+  std::vector<serve::ChoiceState> choices(size_t(pr.request.n),
+                                          build.start_choice());
+  int64_t open = pr.request.n;
   bool ok = res.begin_chunks(200, "text/event-stream",
                              {{"Cache-Control", "no-cache"}});
-  bool first = true;
   RequestEvent e;
   while (ok) {
     if (!pending->pop(&e, std::chrono::milliseconds(100))) {
       ok = !res.client_gone();
       continue;
     }
+    serve::ChoiceState &c = choices[size_t(e.choice)];
+    if (e.finished)
+      --open;
     if (e.finished && e.finish_reason == "error") {
       serve::ApiError err;
       err.status = 500;
       err.type = "server_error";
       err.message = e.error;
-      ok = send(err.body());
-    } else if (!e.text.empty() || first || e.finished) {
-      ok = send(chunk(pr, rid, e.text,
-                      e.finished ? json(e.finish_reason) : json(), first));
-      first = false;
+      if (send(err.body()) && res.send_chunk("data: [DONE]\n\n"))
+        res.end_chunks();
+      break; // the stream ends here; the other choices are cancelled
     }
-    if (ok && e.finished && pr.include_usage) {
-      json u = chunk(pr, rid, "", json(), false);
-      u["choices"] = json::array();
-      u["usage"] = usage_of(e);
-      ok = send(u);
+    // The echoed prompt leads the choice's first chunk.
+    const std::string lead = c.started ? "" : c.text;
+    const json logprobs = build.add(c, e);
+    if (!e.text.empty() || !c.started || e.finished || !logprobs.is_null()) {
+      ok = send(build.chunk(e.choice, lead + e.text,
+                            e.finished ? json(e.finish_reason) : json(),
+                            !c.started, logprobs));
+      c.started = true;
     }
-    if (ok && e.finished) {
-      res.send_chunk("data: [DONE]\n\n");
-      res.end_chunks();
-      return;
+    if (ok && open == 0) {
+      if (pr.include_usage)
+        ok = send(build.usage_chunk(
+            usage_of(choices, int64_t(pr.request.prompt.size()))));
+      if (ok) {
+        res.send_chunk("data: [DONE]\n\n");
+        res.end_chunks();
+        return;
+      }
     }
   }
   scheduler_.cancel(pending->id);

@@ -34,7 +34,6 @@ struct Pending {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<RequestEvent> events;
-  bool finished = false;
   int64_t id = 0;
   Clock::time_point arrival = Clock::now(), first_token, last_token;
   int64_t tokens = 0;
@@ -48,7 +47,6 @@ struct Pending {
       tokens += int64_t(e.tokens.size());
     }
     events.push_back(e);
-    finished = finished || e.finished;
     cv.notify_all();
   }
   /// Next event, waiting at most `timeout`; false when none came.
@@ -63,17 +61,19 @@ struct Pending {
 };
 
 /// The routes of one server: /v1/completions, /v1/chat/completions,
-/// /v1/models, /health and /metrics.
+/// /v1/models, /tokenize, /detokenize, /health and /metrics.
 class HttpServer {
 public:
   HttpServer(Engine *engine, const Artifact *artifact, std::string model_name,
-             std::string api_key, SchedulerOptions so)
+             std::string api_key, SchedulerOptions so, bool lenient = false)
       : scheduler_(engine, artifact->tokenizer(), so),
         api_key_(std::move(api_key)) {
     const Manifest &m = artifact->manifest();
     const Tokenizer *tok = artifact->tokenizer();
     limits_.model_name = std::move(model_name);
     limits_.max_seq_len = m.limits.max_seq_len;
+    limits_.vocab_size = m.model.vocab_size;
+    limits_.lenient = lenient;
     limits_.tokenizer = tok;
     limits_.bos_id = tok ? tok->bos_id() : m.model.bos_token_id;
     limits_.eos_id = tok ? tok->eos_id() : m.model.eos_token_id;
@@ -111,11 +111,9 @@ private:
   void generate(const http::Request &req, http::Responder &res, bool chat);
   void stream(const serve::ParsedRequest &pr, const std::string &rid,
               const std::shared_ptr<Pending> &pending, http::Responder &res);
+  void tokens(const http::Request &req, http::Responder &res, bool tokenize);
   http::Reply models();
   void record_finish(const Pending &p, const RequestEvent &last);
-  nlohmann::json chunk(const serve::ParsedRequest &pr, const std::string &id,
-                       const std::string &delta, const nlohmann::json &finish,
-                       bool first) const;
 
   Scheduler scheduler_;
   std::string api_key_;

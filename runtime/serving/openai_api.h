@@ -1,6 +1,8 @@
 // OpenAI-compatible request parsing and validation for `hyc serve`: JSON
 // bodies of /v1/completions and /v1/chat/completions become scheduler
 // Requests, or an ApiError that becomes a 4xx with an OpenAI error body.
+// The prompt (text, token ids or chat messages) is openai_api.cpp; the
+// sampling fields openai_sampling.cpp; which fields exist openai_fields.cpp.
 #pragma once
 
 #include "hyrt/text/chat_template.h"
@@ -40,6 +42,10 @@ std::string render_chat_prompt(const std::vector<ChatMessage> &messages);
 struct ServeLimits {
   std::string model_name;
   int64_t max_seq_len = 0;
+  int64_t vocab_size = 0;
+  /// Unknown request fields are ignored rather than refused (hyc serve
+  /// --lenient).
+  bool lenient = false;
   const Tokenizer *tokenizer = nullptr; ///< null: token-id prompts only
   int32_t bos_id = -1, eos_id = -1;
   /// The checkpoint's chat template (null: render_chat_prompt). Rendered
@@ -56,7 +62,34 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false; ///< stream_options.include_usage
   bool chat = false;
+  /// Completions: the prompt's text goes before the generated text.
+  bool echo = false;
+  std::string prompt_text; ///< with echo: the prompt as text
 };
+
+/// A prompt's token ids (and, when given as text, its text).
+struct Prompt {
+  std::vector<int32_t> tokens;
+  std::string text;
+  bool from_text = false;
+};
+
+/// The prompt of a body: chat (`messages`, rendered by the chat template
+/// or render_chat_prompt) or completions (`prompt`: text or token ids,
+/// bounds-checked). `add_special` adds the BOS to text that no template
+/// rendered; `generation_prompt` is the template's add_generation_prompt.
+std::optional<ApiError> build_prompt(const nlohmann::json &body, bool chat,
+                                     const ServeLimits &limits,
+                                     bool add_special, bool generation_prompt,
+                                     Prompt *out);
+
+/// The sampling fields of a body into `out->request`: temperature, top_p,
+/// top_k, min_p, penalties, logit_bias, seed, n, logprobs / top_logprobs,
+/// stop, stop_token_ids, ignore_eos (openai_sampling.cpp).
+std::optional<ApiError> parse_sampling(const nlohmann::json &body,
+                                       const ServeLimits &limits,
+                                       uint64_t default_seed,
+                                       ParsedRequest *out);
 
 /// Parses a /v1/completions (chat = false) or /v1/chat/completions body.
 /// `default_seed` seeds sampled requests that give no seed.

@@ -2,7 +2,9 @@
 // client. Every greedy answer must equal `hyc run` on the same prompt
 // alone. Mode "e2e": completions and chat, streaming and not, 16 concurrent
 // requests, 4xx for bad requests (the server keeps serving), a client that
-// disconnects mid-stream frees its pages. Mode "soak": more concurrent
+// disconnects mid-stream frees its pages; the request surface beyond plain
+// generation (logprobs, n, penalties, seeds, strict fields, /tokenize:
+// sampling_e2e.mjs). Mode "soak": more concurrent
 // requests than the KV pool holds, for a bounded time: zero errors, zero
 // pages in use at the end, identical greedy outputs.
 // Args: HYC ART NODE_MODULES MODE
@@ -13,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
+import { samplingChecks } from './sampling_e2e.mjs';
 
 const [hyc, art, modules, mode = 'e2e'] = process.argv.slice(2);
 const require = createRequire(modules + '/');
@@ -364,6 +367,7 @@ async function e2e() {
   assert.equal(await ask(client, single[0]), expected(single[0]));
   console.log('ok: malformed and oversized requests get 4xx, the server keeps serving');
 
+  await samplingChecks({ hyc, art, base, client, model: MODEL, key: KEY, launch });
   await hostile(base);
   await slowClients(base, client);
   await pipelined(base);

@@ -2,12 +2,14 @@
 // are admitted when their KV pages can be reserved, and share steps (decodes
 // of running sequences plus prefill chunks of new ones) up to the artifact's
 // max_batch_tokens / max_seqs; stop tokens and strings, max tokens,
-// per-request sampling and cancellation.
+// per-request sampling (logit processors, a TokenConstraint, logprobs),
+// n choices over one prompt, and cancellation.
 #pragma once
 
 #include "hyrt/engine/engine.h"
 #include "hyrt/engine/prefix_cache.h"
 #include "hyrt/engine/sampler.h"
+#include "hyrt/engine/token_constraint.h"
 #include "hyrt/status.h"
 #include "hyrt/text/tokenizer.h"
 
@@ -35,13 +37,35 @@ struct Request {
   /// Text that ends the request ("stop") when it appears in the generated
   /// text; the text is cut before it. Needs the scheduler's tokenizer.
   std::vector<std::string> stop_strings;
+  /// Choices: n sequences continue the prompt, which is prefilled once
+  /// (choices 1..n-1 share its full KV pages with choice 0 and recompute
+  /// only its last, partial block). Choice i samples from PCG32 stream i of
+  /// the seed. Events name their choice; cancel(id) ends them all.
+  int64_t n = 1;
+  static constexpr int64_t kMaxChoices = 16;
+  /// Log-probabilities with every token: -1 none, 0 the token's own, k in
+  /// [1, kMaxTopLogprobs] also the k most likely tokens.
+  int64_t logprobs = -1;
+  static constexpr int64_t kMaxTopLogprobs = 20;
+  /// What may come next (null: anything). Masks the logits after
+  /// logit_bias and the penalties; a sampled token it rejects ends the
+  /// request with an error; once complete() and !can_continue(), the
+  /// request ends ("stop"). With n > 1 it must be null or n separate
+  /// constraints are needed: give `constraint_factory` instead.
+  std::shared_ptr<TokenConstraint> constraint;
+  /// Makes the constraint of choices 1..n-1 (each needs its own state);
+  /// choice 0 takes `constraint`.
+  std::function<std::shared_ptr<TokenConstraint>()> constraint_factory;
 };
 
 /// What a request produced since the last event. Events of one request
 /// arrive in order; the last one has `finished` set.
 struct RequestEvent {
   int64_t request_id = 0;
+  int64_t choice = 0;          ///< which of the request's n choices
   std::vector<int32_t> tokens; ///< newly generated ids
+  /// With Request::logprobs >= 0: one per entry of `tokens`.
+  std::vector<SampledToken> logprobs;
   /// New text that is final: text that might still turn into a stop string,
   /// or an incomplete UTF-8 sequence, is held back until it cannot.
   std::string text;
@@ -145,8 +169,12 @@ private:
   void finish(Active &a, const std::string &reason, const std::string &error);
   void emit(Active &a, const std::vector<int32_t> &tokens, bool finished,
             const std::string &reason);
-  /// Feeds one sampled token; false when the request ended.
-  bool accept_token(Active &a, int32_t token);
+  /// Samples from `logits` (the row of `a`, processed in place) and feeds
+  /// the token on; false when the request ended.
+  bool sample_and_accept(Active &a, float *logits);
+  /// Pages that choice > 0 of a request shares with its choice 0, which
+  /// must have prefilled them first: false while `a` must wait for that.
+  bool sibling_pages(const Active &a, std::vector<int32_t> *pages) const;
   int64_t pages_for(const Active &a) const;
   /// Pages that can be handed out without touching running requests'
   /// reservations: free and evictable pages less what running requests may

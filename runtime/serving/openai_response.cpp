@@ -1,0 +1,160 @@
+// OpenAI response bodies (see openai_response.h).
+#include "openai_response.h"
+
+#include <cmath>
+
+namespace hyrt::serve {
+
+using nlohmann::json;
+
+namespace {
+
+/// JSON has no -inf: OpenAI reports a token that could not be drawn as
+/// -9999.0.
+double finite_logprob(float lp) {
+  return std::isfinite(lp) ? double(lp) : -9999.0;
+}
+
+json bytes_of(const std::string &s) {
+  json b = json::array();
+  for (unsigned char c : s)
+    b.push_back(int(c));
+  return b;
+}
+
+} // namespace
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+ResponseBuilder::ResponseBuilder(const ServeLimits &limits,
+                                 const ParsedRequest &request, std::string id,
+                                 int64_t created)
+    : limits_(limits), request_(request), id_(std::move(id)),
+      created_(created) {}
+
+std::string ResponseBuilder::piece(int32_t prev, int32_t token) const {
+  // Without a tokenizer a token has no text; vLLM's spelling then.
+  return limits_.tokenizer ? limits_.tokenizer->decode(prev, token)
+                           : "token_id:" + std::to_string(token);
+}
+
+json ResponseBuilder::chat_entry(int32_t prev, const SampledToken &t) const {
+  const std::string text = piece(prev, t.token);
+  json top = json::array();
+  for (const TokenLogprob &alt : t.top) {
+    const std::string alt_text = piece(prev, alt.token);
+    top.push_back({{"token", alt_text},
+                   {"logprob", finite_logprob(alt.logprob)},
+                   {"bytes", bytes_of(alt_text)}});
+  }
+  return {{"token", text},
+          {"logprob", finite_logprob(t.logprob)},
+          {"bytes", bytes_of(text)},
+          {"top_logprobs", top}};
+}
+
+ChoiceState ResponseBuilder::start_choice() const {
+  ChoiceState c;
+  c.prev_token = request_.request.prompt.back();
+  if (request_.echo) {
+    c.text = request_.prompt_text;
+    c.text_offset = int64_t(c.text.size());
+  }
+  if (request_.request.logprobs >= 0)
+    c.logprobs = request_.chat ? json{{"content", json::array()}, {"refusal", nullptr}}
+                               : json{{"tokens", json::array()},
+                                      {"token_logprobs", json::array()},
+                                      {"top_logprobs", json::array()},
+                                      {"text_offset", json::array()}};
+  return c;
+}
+
+json ResponseBuilder::add(ChoiceState &c, const RequestEvent &e) const {
+  c.text += e.text;
+  c.completion_tokens = e.completion_tokens;
+  if (e.finished)
+    c.finish_reason = e.finish_reason;
+  if (request_.request.logprobs < 0 || e.logprobs.empty())
+    return json();
+  json part = request_.chat ? json{{"content", json::array()}}
+                            : json{{"tokens", json::array()},
+                                   {"token_logprobs", json::array()},
+                                   {"top_logprobs", json::array()},
+                                   {"text_offset", json::array()}};
+  for (const SampledToken &t : e.logprobs) {
+    if (request_.chat) {
+      part["content"].push_back(chat_entry(c.prev_token, t));
+    } else {
+      const std::string text = piece(c.prev_token, t.token);
+      json top = json::object();
+      for (const TokenLogprob &alt : t.top)
+        top[piece(c.prev_token, alt.token)] = finite_logprob(alt.logprob);
+      part["tokens"].push_back(text);
+      part["token_logprobs"].push_back(finite_logprob(t.logprob));
+      part["top_logprobs"].push_back(top);
+      part["text_offset"].push_back(c.text_offset);
+      c.text_offset += int64_t(text.size());
+    }
+    c.prev_token = t.token;
+  }
+  for (auto it = part.begin(); it != part.end(); ++it)
+    for (const json &v : *it)
+      c.logprobs[it.key()].push_back(v);
+  return part;
+}
+
+json ResponseBuilder::final_body(const std::vector<ChoiceState> &choices,
+                                 const json &usage) const {
+  json list = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceState &c = choices[i];
+    json choice = {{"index", i},
+                   {"finish_reason", c.finish_reason},
+                   {"logprobs", c.logprobs}};
+    if (request_.chat)
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    list.push_back(choice);
+  }
+  return {{"id", id_},
+          {"object", request_.chat ? "chat.completion" : "text_completion"},
+          {"created", created_},
+          {"model", limits_.model_name},
+          {"choices", list},
+          {"usage", usage}};
+}
+
+json ResponseBuilder::chunk(int64_t index, const std::string &delta,
+                            const json &finish, bool first,
+                            const json &logprobs) const {
+  json choice = {{"index", index}, {"finish_reason", finish}, {"logprobs", logprobs}};
+  if (request_.chat) {
+    json d = json::object();
+    if (first)
+      d["role"] = "assistant";
+    if (!delta.empty() || first)
+      d["content"] = delta;
+    choice["delta"] = d;
+  } else {
+    choice["text"] = delta;
+  }
+  return {{"id", id_},
+          {"object", request_.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created_},
+          {"model", limits_.model_name},
+          {"choices", json::array({choice})}};
+}
+
+json ResponseBuilder::usage_chunk(const json &usage) const {
+  json u = chunk(0, "", json(), false, json());
+  u["choices"] = json::array();
+  u["usage"] = usage;
+  return u;
+}
+
+} // namespace hyrt::serve
