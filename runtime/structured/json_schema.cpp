@@ -7,7 +7,7 @@
 
 namespace hyrt::structured {
 
-Status compile_json_schema(std::string_view schema_text,
+Status compile_json_schema_text(std::string_view schema_text,
                            const SchemaLimits &limits,
                            std::shared_ptr<const Grammar> *out) {
   if (schema_text.size() > limits.max_schema_bytes)

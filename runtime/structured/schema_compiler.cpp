@@ -183,17 +183,27 @@ Frag SchemaCompiler::value(const Json &schema, const std::string &path,
 
 Frag SchemaCompiler::ref(const std::string &target, const std::string &path,
                          int depth) {
+  const int32_t rule = ref_rule(target, path, depth);
+  return rule < 0 ? b_.empty() : b_.call(rule);
+}
+
+int32_t SchemaCompiler::ref_rule(const std::string &target,
+                                 const std::string &path, int depth) {
   if (auto it = ref_rules_.find(target); it != ref_rules_.end())
-    return b_.call(it->second);
-  if (target.empty() || target[0] != '#')
-    return fail(path, "\"$ref\": \"" + target +
-                          "\": only references inside the schema (\"#...\") "
-                          "are supported");
+    return it->second;
+  if (target.empty() || target[0] != '#') {
+    fail(path, "\"$ref\": \"" + target +
+                   "\": only references inside the schema (\"#...\") "
+                   "are supported");
+    return -1;
+  }
   const Json *at = &doc_;
   std::string rest = target.substr(1);
   while (!rest.empty()) {
-    if (rest[0] != '/')
-      return fail(path, "\"$ref\": \"" + target + "\" is not a JSON pointer");
+    if (rest[0] != '/') {
+      fail(path, "\"$ref\": \"" + target + "\" is not a JSON pointer");
+      return -1;
+    }
     const size_t next = rest.find('/', 1);
     const std::string token = unescape_pointer(rest.substr(1, next - 1));
     rest = next == std::string::npos ? "" : rest.substr(next);
@@ -204,7 +214,8 @@ Frag SchemaCompiler::ref(const std::string &target, const std::string &path,
                token.size() < 10 && std::stoul(token) < at->size()) {
       at = &(*at)[std::stoul(token)];
     } else {
-      return fail(path, "\"$ref\": \"" + target + "\" points to nothing");
+      fail(path, "\"$ref\": \"" + target + "\" points to nothing");
+      return -1;
     }
   }
   // A rule per target, made before its body so that the body may refer to
@@ -214,7 +225,7 @@ Frag SchemaCompiler::ref(const std::string &target, const std::string &path,
   // A chain of references counts toward the depth limit (each is compiled
   // once; recursion itself nests at run time, on the bounded stack).
   b_.set_rule_body(rule, value(*at, target, depth + 1));
-  return b_.call(rule);
+  return rule;
 }
 
 Frag SchemaCompiler::of_type(const std::string &type, const Json &schema,
@@ -378,6 +389,14 @@ Frag SchemaCompiler::array(const Json &schema, const std::string &path,
     const Json &items = schema["items"];
     if (items.is_boolean() && !items.get<bool>()) {
       more_allowed = false;
+    } else if (items.is_object() && items.size() == 1 &&
+               items.contains("$ref") && items["$ref"].is_string()) {
+      // Items that are a reference call its rule directly: one stack frame
+      // per level of a recursive structure, not two.
+      item_rule = ref_rule(items["$ref"].get<std::string>(), path + "/items",
+                           depth + 1);
+      if (item_rule < 0)
+        return b_.empty();
     } else {
       item_rule = b_.new_rule("items of " + path);
       b_.set_rule_body(item_rule, value(items, path + "/items", depth + 1));

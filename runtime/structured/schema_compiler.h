@@ -30,6 +30,8 @@ public:
 private:
   Frag fail(const std::string &path, const std::string &message);
   Frag ref(const std::string &target, const std::string &path, int depth);
+  int32_t ref_rule(const std::string &target, const std::string &path,
+                   int depth);
   Frag of_type(const std::string &type, const nlohmann::ordered_json &schema,
                const std::string &path, int depth);
   Frag object(const nlohmann::ordered_json &schema, const std::string &path,

@@ -53,14 +53,14 @@ struct SchemaLimits {
 
 /// Compiles a schema document (JSON text: key order is kept, and it sets
 /// the order of properties in the output).
-Status compile_json_schema(std::string_view schema_text,
-                           const SchemaLimits &limits,
+Status compile_json_schema_text(std::string_view schema_text,
+                                const SchemaLimits &limits,
                            std::shared_ptr<const Grammar> *out);
 /// The same, from an already parsed document (nlohmann::ordered_json keeps
 /// the declared property order; a nlohmann::json converted to it has lost
 /// that order and gets alphabetical order, which validates as well).
 Status compile_json_schema(const nlohmann::ordered_json &schema,
-                           const SchemaLimits &limits,
+                                const SchemaLimits &limits,
                            std::shared_ptr<const Grammar> *out);
 /// JSON mode ({"type": "json_object"}): any JSON object.
 std::shared_ptr<const Grammar> json_object_grammar(const SchemaLimits &limits);
