@@ -25,9 +25,10 @@ ALLOWED = {
     "text": set(),
     "artifact": {"text"},
     "engine": {"text", "artifact"},
+    "structured": {"text", "engine"},
     "parallel": {"artifact", "engine"},
-    "serving": {"text", "artifact", "engine"},
-    "cli": {"text", "artifact", "engine", "parallel", "serving"},
+    "serving": {"text", "artifact", "engine", "structured"},
+    "cli": {"text", "artifact", "engine", "parallel", "serving", "structured"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
