@@ -17,8 +17,8 @@ Before the sweep, probes find what the server takes: token-id prompts
 (else random-word text prompts, whose length is fitted to and then read
 back from the server's usage.prompt_tokens), usage in the stream, one
 event per token. Per-server request fields go in --extra-body JSON
-(llama-server: '{"n_predict": 128}'; --no-ignore-eos drops ignore_eos
-for a server that refuses it). Failed requests are counted and listed,
+(e.g. llama-server's '{"n_predict": 128}'); --no-ignore-eos drops
+ignore_eos for a server that refuses it. Failed requests are counted and listed,
 never dropped; the exit status is 1 when any failed, 2 when the setup
 (probe, arguments) failed. Python standard library only.
 """
