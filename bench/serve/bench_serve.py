@@ -45,14 +45,18 @@ class SetupError(Exception):
     pass
 
 
-def int_list(s):
-    try:
-        v = [int(x) for x in s.split(",") if x]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, found {s!r}")
-    if not v or any(x < 1 or x > 4096 for x in v):
-        raise argparse.ArgumentTypeError(f"expected values in 1..4096, found {s!r}")
-    return v
+def int_list(limit):
+    """An argparse type: positive integers up to limit, separated by commas."""
+    def parse(s):
+        try:
+            v = [int(x) for x in s.split(",") if x]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected integers separated by commas, found {s!r}")
+        if not v or any(x < 1 or x > limit for x in v):
+            raise argparse.ArgumentTypeError(f"expected values in 1..{limit}, found {s!r}")
+        return v
+    return parse
 
 
 def parse_args(argv):
@@ -69,10 +73,11 @@ def parse_args(argv):
                     help="comma-separated IN/OUT token lengths or 'sharegpt' (default 128/128)")
     ap.add_argument("--range-ratio", type=float, default=1.0,
                     help="IN/OUT lengths uniform in [ratio*L, L] (default 1: fixed)")
-    ap.add_argument("--concurrency", type=int_list, default=[1, 4, 16, 64],
+    ap.add_argument("--concurrency", type=int_list(4096), default=[1, 4, 16, 64],
                     help="levels to sweep (default 1,4,16,64)")
-    ap.add_argument("--num-requests", type=int, default=0,
-                    help="requests per level (default: 4 x concurrency, at least 8)")
+    ap.add_argument("--num-requests", type=int_list(1 << 20), default=None,
+                    help="requests per level: one count, or one per --concurrency level "
+                         "(default: 4 x concurrency, at least 8)")
     ap.add_argument("--duration", type=float, default=0,
                     help="seconds per level to keep sending (instead of --num-requests); "
                          "requests in flight then finish")
@@ -125,8 +130,11 @@ def parse_args(argv):
         ap.error(f"--range-ratio: expected a value in (0, 1], found {args.range_ratio}")
     if args.num_requests and args.duration:
         ap.error("--num-requests and --duration: give one")
-    if args.num_requests < 0 or args.duration < 0 or args.rate < 0 or args.shared_prefix < 0:
-        ap.error("--num-requests, --duration, --rate and --shared-prefix must be >= 0")
+    if args.num_requests and len(args.num_requests) not in (1, len(args.concurrency)):
+        ap.error(f"--num-requests: expected one count or {len(args.concurrency)} (one per "
+                 f"--concurrency level), found {len(args.num_requests)}")
+    if args.duration < 0 or args.rate < 0 or args.shared_prefix < 0:
+        ap.error("--duration, --rate and --shared-prefix must be >= 0")
     if args.timeout <= 0 or args.read_timeout <= 0:
         ap.error("--timeout and --read-timeout must be > 0")
     if args.max_model_len and args.max_model_len < 8:
@@ -263,9 +271,12 @@ class Bench:
                       f"{r.finish_reason}): EOS may not be ignored "
                       "(--extra-body for this server's field)")
 
-    def run_level(self, spec, concurrency):
+    def run_level(self, spec, level, concurrency):
         a = self.args
-        planned = a.num_requests or max(8, 4 * concurrency)
+        if a.num_requests:
+            planned = a.num_requests[level if len(a.num_requests) > 1 else 0]
+        else:
+            planned = max(8, 4 * concurrency)
         results, lock = [], threading.Lock()
         next_index = [0]
         t0 = time.perf_counter()
@@ -353,8 +364,8 @@ def main(argv=None):
             report["skipped"].append({"lengths": spec, "reason": reason})
             continue
         bench.warm(spec)
-        for c in args.concurrency:
-            level = bench.run_level(spec, c)
+        for n, c in enumerate(args.concurrency):
+            level = bench.run_level(spec, n, c)
             report["levels"].append(level)
             print(f"  {spec} concurrency {c}: {level['completed']} ok, {level['failed']} failed, "
                   f"{level['output_throughput']:.1f} output tok/s", file=sys.stderr)
