@@ -103,8 +103,10 @@ def parse_args(argv):
                     help="JSON object merged into every request body (per-server fields)")
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds one request may take in all (default 600)")
-    ap.add_argument("--read-timeout", type=float, default=120,
-                    help="seconds without a byte before a request fails (default 120)")
+    ap.add_argument("--read-timeout", type=float, default=600,
+                    help="seconds without a byte before a request fails (default 600: "
+                         "a request queued behind full batches may wait long for its "
+                         "first byte)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="FILE", help="write the full report (every request) here")
     ap.add_argument("--dry-run", type=int, metavar="N", default=0,

@@ -1,7 +1,9 @@
 """Figures of bench_serve.py: one concurrency level's summary, and its table.
 
 Definitions (those of vLLM's and SGLang's serving benchmarks):
-  TTFT  send -> first event carrying output
+  TTFT  send -> first event carrying output (an event with text, or the
+        first event with a choice: hyc sends a token's event even when its
+        text is empty, and so does a chat server's role-only first chunk)
   E2E   send -> end of the stream
   TPOT  (E2E - TTFT) / (output tokens - 1), per request with >= 2 tokens
   ITL   every gap between consecutive events carrying output, all requests

@@ -165,6 +165,25 @@ def test_chat_text_prompts(url):
     check(L["input_tokens"] == sum(r["input_tokens"] for r in L["requests"]), "chat input sum")
 
 
+def test_duration_and_rate(url):
+    out = os.path.join(WORK, "bench_pace.json")
+    # --rate 40: request i leaves no earlier than i / 40 s after the start.
+    rc, stdout, stderr = bench(url, "--lengths", "16/4", "--concurrency", "4",
+                               "--num-requests", "6", "--rate", "40", "--json", out)
+    check(rc == 0, f"paced exit {rc}: {stdout}{stderr}")
+    rows = json.load(open(out))["levels"][0]["requests"]
+    late = [r for r in rows if r["start_s"] < r["index"] / 40 - 1e-4]
+    check(len(rows) == 6 and not late, f"requests sent before their time: {late}")
+    # --duration: keep sending for 0.3 s, then let those in flight finish.
+    rc, stdout, stderr = bench(url, "--lengths", "16/4", "--concurrency", "2",
+                               "--duration", "0.3", "--json", out)
+    check(rc == 0, f"duration exit {rc}: {stdout}{stderr}")
+    L = json.load(open(out))["levels"][0]
+    check(L["planned"] is None and L["sent"] == L["completed"] >= 2 and
+          all(r["start_s"] <= 0.3 for r in L["requests"]) and
+          L["output_tokens"] == 4 * L["completed"], f"duration level {L}")
+
+
 def test_failures_counted(url):
     out = os.path.join(WORK, "bench_fail.json")
     # Claiming a larger context than the server's: every request is a 400.
@@ -211,6 +230,7 @@ def main():
     try:
         test_sweep(url)
         test_chat_text_prompts(url)
+        test_duration_and_rate(url)
         test_failures_counted(url)
         test_wrong_key(url)
     finally:
