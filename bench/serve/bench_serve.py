@@ -107,7 +107,10 @@ def parse_args(argv):
                     help="seconds without a byte before a request fails (default 600: "
                          "a request queued behind full batches may wait long for its "
                          "first byte)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seeds the request lengths")
+    ap.add_argument("--prompt-seed", type=int, default=None,
+                    help="seeds the prompts' content (default: a fresh one each run, so "
+                         "a prefix cache filled by an earlier run finds nothing)")
     ap.add_argument("--json", metavar="FILE", help="write the full report (every request) here")
     ap.add_argument("--dry-run", type=int, metavar="N", default=0,
                     help="print N sampled (input, output) lengths per spec as JSON and exit")
@@ -141,6 +144,8 @@ def parse_args(argv):
         ap.error("--timeout and --read-timeout must be > 0")
     if args.max_model_len and args.max_model_len < 8:
         ap.error(f"--max-model-len: expected at least 8, found {args.max_model_len}")
+    if args.prompt_seed is None:
+        args.prompt_seed = int.from_bytes(os.urandom(4), "little")
     if not args.url and not args.dry_run:
         ap.error("URL is required (except with --dry-run)")
     if args.endpoint == "chat" and args.prompt == "token-ids":
@@ -228,7 +233,7 @@ class Bench:
         a = self.args
         r = None
         if a.prompt in ("auto", "token-ids") and a.endpoint == "completions":
-            self.prompts = serve_workload.PromptMaker("token_ids", a.seed, a.id_lo, a.id_hi,
+            self.prompts = serve_workload.PromptMaker("token_ids", a.prompt_seed, a.id_lo, a.id_hi,
                                                       a.shared_prefix)
             r, err = self._probe(self.prompts.make(16, "probe"))
             if err and a.prompt == "token-ids":
@@ -239,8 +244,8 @@ class Bench:
             elif r.prompt_tokens is not None and r.prompt_tokens != 16:
                 self.note(f"a 16-token id prompt counted as {r.prompt_tokens} prompt tokens")
         if r is None:
-            self.prompts = serve_workload.PromptMaker("text", a.seed, shared_prefix=a.shared_prefix)
-            rng = random.Random(a.seed)
+            self.prompts = serve_workload.PromptMaker("text", a.prompt_seed, shared_prefix=a.shared_prefix)
+            rng = random.Random(a.prompt_seed)
             ra, err = self._probe(self.prompts.words(16, rng))
             if err:
                 raise SetupError(f"a text prompt failed: {err}")
@@ -354,7 +359,7 @@ def main(argv=None):
         "url": args.url, "model": bench.model, "endpoint": args.endpoint,
         "prompt_mode": bench.prompts.mode, "max_model_len": bench.max_len,
         "max_model_len_from": bench.max_len_from, "ignore_eos": not args.no_ignore_eos,
-        "extra_body": args.extra_body, "seed": args.seed, "rate": args.rate,
+        "extra_body": args.extra_body, "seed": args.seed, "prompt_seed": args.prompt_seed, "rate": args.rate,
         "per_token_streaming": bench.per_token_streaming, "notes": bench.notes,
         "levels": [], "skipped": [],
     }

@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 HYC, ART, ROOT, WORK = sys.argv[1:5]
 BENCH = os.path.join(ROOT, "bench", "serve", "bench_serve.py")
@@ -132,11 +133,24 @@ def check_level(L, concurrency, n, n_in, n_out):
           f"{tag}: at most {max_overlap(rows)} requests were open at once")
 
 
+def prefix_cache_hits(url):
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        m = re.search(rb"^hyc_prefix_cache_hit_tokens_total (\d+)", r.read(), re.M)
+    check(m, "no hyc_prefix_cache_hit_tokens_total in /metrics")
+    return int(m.group(1))
+
+
 def test_sweep(url):
     out = os.path.join(WORK, "bench_sweep.json")
-    rc, stdout, stderr = bench(url, "--lengths", "24/12,1024/128", "--concurrency", "1,4",
-                               "--num-requests", "8", "--json", out)
-    check(rc == 0, f"sweep exit {rc}: {stdout}{stderr}")
+    flags = ("--lengths", "24/12,1024/128", "--concurrency", "1,4", "--num-requests", "8")
+    # Run twice: the second run's prompts must be new to the server's prefix
+    # cache (an earlier run's cached prompts would shorten its TTFT).
+    hits = prefix_cache_hits(url)
+    for _ in range(2):
+        rc, stdout, stderr = bench(url, *flags, "--json", out)
+        check(rc == 0, f"sweep exit {rc}: {stdout}{stderr}")
+    check(prefix_cache_hits(url) == hits, "a second run reused the first run's prompts: "
+          f"{prefix_cache_hits(url) - hits} prefix cache hit tokens")
     rep = json.load(open(out))
     check(rep["model"] == MODEL and rep["prompt_mode"] == "token_ids" and
           rep["max_model_len"] == MAX_LEN and rep["per_token_streaming"] is True,
