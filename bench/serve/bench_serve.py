@@ -244,7 +244,8 @@ class Bench:
             elif r.prompt_tokens is not None and r.prompt_tokens != 16:
                 self.note(f"a 16-token id prompt counted as {r.prompt_tokens} prompt tokens")
         if r is None:
-            self.prompts = serve_workload.PromptMaker("text", a.prompt_seed, shared_prefix=a.shared_prefix)
+            self.prompts = serve_workload.PromptMaker("text", a.prompt_seed,
+                                                      shared_prefix=a.shared_prefix)
             rng = random.Random(a.prompt_seed)
             ra, err = self._probe(self.prompts.words(16, rng))
             if err:
@@ -304,9 +305,10 @@ class Bench:
                         time.sleep(delay)
                 n_in, n_out = serve_workload.sample_length(spec, i, a.seed, self.max_len,
                                                            a.range_ratio)
-                # Prompts differ between levels so no level reuses another's
-                # cached prefixes; lengths repeat so levels share a workload.
-                r = self.send(self.prompts.make(n_in, f"{spec}/{concurrency}/{i}"), n_out)
+                # Prompts differ between levels (a level repeated in the list
+                # too) so no level reuses another's cached prefixes; lengths
+                # repeat so levels share a workload.
+                r = self.send(self.prompts.make(n_in, f"{spec}/{level}/{i}"), n_out)
                 with lock:
                     results.append((i, n_in, n_out, r))
 
@@ -359,7 +361,8 @@ def main(argv=None):
         "url": args.url, "model": bench.model, "endpoint": args.endpoint,
         "prompt_mode": bench.prompts.mode, "max_model_len": bench.max_len,
         "max_model_len_from": bench.max_len_from, "ignore_eos": not args.no_ignore_eos,
-        "extra_body": args.extra_body, "seed": args.seed, "prompt_seed": args.prompt_seed, "rate": args.rate,
+        "extra_body": args.extra_body, "seed": args.seed, "prompt_seed": args.prompt_seed,
+        "rate": args.rate,
         "per_token_streaming": bench.per_token_streaming, "notes": bench.notes,
         "levels": [], "skipped": [],
     }
