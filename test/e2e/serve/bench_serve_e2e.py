@@ -129,8 +129,12 @@ def check_level(L, concurrency, n, n_in, n_out):
     # Gaps sum to last event - first event, which E2E - TTFT bounds.
     check(itl["mean"] * itl["n"] <= sum(e - t for e, t in zip(e2e, ttft)) + 0.01 * n,
           f"{tag}: ITL gaps sum past the streams' length")
-    check(max_overlap(rows) == concurrency,
-          f"{tag}: at most {max_overlap(rows)} requests were open at once")
+    # Never more open than the clients; at c > 1 some must overlap (all C
+    # at once is likely, not certain: a request of a few ms can end before
+    # a late-started client thread sends its first).
+    overlap = max_overlap(rows)
+    check(overlap <= concurrency and (overlap >= 2 or concurrency == 1),
+          f"{tag}: at most {overlap} requests were open at once")
 
 
 def prefix_cache_hits(url):
@@ -194,9 +198,13 @@ def test_duration_and_rate(url):
                                "--duration", "0.3", "--json", out)
     check(rc == 0, f"duration exit {rc}: {stdout}{stderr}")
     L = json.load(open(out))["levels"][0]
-    check(L["planned"] is None and L["sent"] == L["completed"] >= 2 and
-          all(r["start_s"] <= 0.3 for r in L["requests"]) and
-          L["output_tokens"] == 4 * L["completed"], f"duration level {L}")
+    # A request decided on before 0.3 s is sent a moment later (its prompt
+    # is built in between): 50 ms of slack for a loaded host.
+    late = [r["start_s"] for r in L["requests"] if r["start_s"] > 0.35]
+    check(L["planned"] is None and L["sent"] == L["completed"] >= 2 and not late and
+          L["output_tokens"] == 4 * L["completed"],
+          f"duration level: planned {L['planned']}, sent {L['sent']}, completed "
+          f"{L['completed']}, output tokens {L['output_tokens']}, started late {late[:5]}")
 
 
 def test_failures_counted(url):
