@@ -12,6 +12,8 @@ BUILD=$2
 SHARED=$3
 MODE=${4:-e2e}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=stories_artifact.sh
+source "$HERE/stories_artifact.sh"
 
 skip() {
   echo "SKIPPED: $*"
@@ -43,23 +45,7 @@ if [ "$MODE" = e2e-tp2 ]; then
   TP=(--tp 2)
   MODE=e2e
 fi
-# max_seqs 4 and 32-token prefill chunks: 16 concurrent requests must
-# queue and share steps; a 512-position context (the model's) leaves room
-# for a stream long enough to be cut off by its client. The host's own
-# kernels (portable target, bf16 weights): a row's logits do not depend on
-# the batch it lands in, so a greedy answer batched with others must equal
-# `hyc run` alone bit for bit. The amx variant is the exception
-# (docs/architecture.md), so an AMX host runs avx512-bf16.
-if [ ! -f "$ART/manifest.json" ] || [ "$MODEL" -nt "$ART/manifest.json" ] ||
-   [ "$HYC" -nt "$ART/manifest.json" ]; then
-  rm -rf "$ART"
-  "$HYC" compile "$MODEL" -o "$ART" --max-seq-len 512 --max-seqs 4 \
-    --max-batch-tokens 32 --target portable --quant bf16 "${TP[@]}" \
-    >"$WORK/compile.log" 2>&1 || { cat "$WORK/compile.log"; exit 1; }
-fi
-if grep -q -w amx_tile /proc/cpuinfo; then
-  export HYC_ISA=avx512-bf16
-fi
+stories_artifact "$HYC" "$MODEL" "$ART" "$WORK/compile.log" "${TP[@]}"
 
 export NODE_PATH=$NPM_DIR/node_modules
 exec node "$HERE/openai_e2e.mjs" "$HYC" "$ART" "$NPM_DIR/node_modules" "$MODE"
