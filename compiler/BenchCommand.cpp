@@ -395,16 +395,13 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
       if (yardstick) { // outside the step's time and the profile's marks
         if (marking)
           marks->enabled = 0;
-        yardstick->afterStep(step);
+        yardstick->afterStep(step, dt);
         if (marking)
           marks->enabled = 1;
       }
     }
-    if (yardstick) {
-      yardstick->endRound(round.decodeSeconds);
-      if (r < 0)
-        yardstick->discardRounds();
-    }
+    if (yardstick && r < 0)
+      yardstick->discard();
     if (shortSeq >= 0)
       (void)engine->release(shortSeq);
     if (marking)
@@ -451,19 +448,22 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   YardstickJudgement yard;
   if (yardstick)
     yard = yardstick->judge(cost.decodeBytesPerStep);
-  const double streamGbs = yard.rounds > 0 ? yard.probeGbs : measuredBandwidth;
-  const double bwEff = yard.rounds > 0   ? yard.efficiency
+  const bool bracketed = yard.segments > 0;
+  const double streamGbs = bracketed ? yard.probeGbs : measuredBandwidth;
+  const double bwEff = bracketed        ? yard.efficiency
                        : streamGbs > 0 ? bytesPerToken * decodeTokS / (streamGbs * 1e9)
                                        : 0;
-  char yardJson[256];
+  const bool bwError = bracketed ? yard.overOne : bwEff > 1.0;
+  char yardJson[384];
   std::snprintf(yardJson, sizeof(yardJson),
-                ", \"bw_yardstick\": \"%s\", \"bw_probes\": %d, "
-                "\"decode_bw_efficiency_min\": %.4f, \"decode_bw_efficiency_max\": %.4f, "
+                ", \"bw_yardstick\": \"%s\", \"bw_segments\": %d, "
+                "\"bw_segments_skipped\": %d, \"decode_bw_efficiency_min\": %.4f, "
+                "\"decode_bw_efficiency_max\": %.4f, \"bw_segments_over_one\": %.4f, "
                 "\"decode_bw_measurement_error\": %s",
-                yard.rounds > 0 ? "probes between decode steps" : "before the ranks started",
-                yard.probes, yard.rounds > 0 ? yard.lowest : bwEff,
-                yard.rounds > 0 ? yard.highest : bwEff,
-                (yard.rounds > 0 ? yard.overOne : bwEff > 1.0) ? "true" : "false");
+                bracketed ? "probes between decode steps" : "before the ranks started",
+                yard.segments, yard.skipped, bracketed ? yard.lowest : bwEff,
+                bracketed ? yard.highest : bwEff, yard.shareOverOne,
+                bwError ? "true" : "false");
   const double computeEff =
       peak > 0 ? cost.flopsPerToken * prefillTokS / (peak * 1e9) : 0;
   const double tpotMean =
@@ -520,24 +520,25 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
               percentile(tpot, 0.99) * 1e3);
   std::printf("  prefill %.1f tok/s   decode %.1f tok/s\n", prefillTokS, decodeTokS);
-  if (yard.rounds > 0) {
+  if (bracketed) {
     std::printf("  decode: %.1f MB of weights per token, %.1f GB/s; streaming read "
-                "probed %d times between its steps: %.1f GB/s (%.1f-%.1f)\n",
-                bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, yard.probes,
-                streamGbs, yard.probeMinGbs, yard.probeMaxGbs);
-    std::printf("  decode / streaming read = %.0f%% (median of %d rounds' paired ratios, "
-                "%.0f-%.0f%%)\n",
-                bwEff * 100, yard.rounds, yard.lowest * 100, yard.highest * 100);
+                "probed between its steps: %.1f GB/s (%.1f-%.1f)\n",
+                bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, streamGbs,
+                yard.probeMinGbs, yard.probeMaxGbs);
+    std::printf("  decode / streaming read = %.0f%% (median of %d segments' paired ratios, "
+                "%.0f-%.0f%%; %d skipped across a bandwidth change)\n",
+                bwEff * 100, yard.segments, yard.lowest * 100, yard.highest * 100,
+                yard.skipped);
   } else {
     std::printf("  decode: %.1f MB of weights per token, %.1f GB/s of %.1f GB/s "
                 "streaming read (measured before the ranks started) = %.0f%%\n",
                 bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, streamGbs,
                 bwEff * 100);
   }
-  if (yard.rounds > 0 ? yard.overOne : bwEff > 1.0)
-    std::printf("  MEASUREMENT ERROR: decode read faster than the streaming read in some "
-                "round; no engine can, so the yardstick missed the decode's moments (a "
-                "neighbour on the host?): rerun, do not quote this efficiency\n");
+  if (bwError)
+    std::printf("  MEASUREMENT ERROR: decode read faster than the streaming read; no "
+                "engine can, so the yardstick missed the decode's moments (a neighbour "
+                "on the host?): rerun, do not quote this efficiency\n");
   std::printf("  prefill: %.2f GFLOP per token, %.1f GFLOP/s of %.0f (%s peak) = "
               "%.0f%%\n",
               cost.flopsPerToken * 1e-9, cost.flopsPerToken * prefillTokS * 1e-9,

@@ -3,17 +3,18 @@
 #include "compiler/BenchYardstick.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace hyc::compiler {
 
 namespace {
 
-// Much larger than any last-level cache of this class of host (32 MiB per
-// CCD on Zen 4/5, 60-105 MiB on Xeons), short enough (3-7 ms) to sit
-// between decode steps: about 8 probes cost a few percent of a round.
-constexpr size_t kWindowBytes = size_t(256) << 20;
+// Four times the largest last-level cache of this class of host (32 MiB
+// per CCD on Zen 4/5; Xeons' 60-105 MiB are shared by more cores than a
+// bench uses), short enough (2-4 ms) to sit between decode steps.
+constexpr size_t kWindowBytes = size_t(128) << 20;
 constexpr size_t kBufferBytes = size_t(1) << 30;
-constexpr int64_t kProbesPerRound = 8;
+constexpr int64_t kStepsPerSegment = 2;
 
 double median(std::vector<double> v) {
   if (v.empty())
@@ -25,60 +26,66 @@ double median(std::vector<double> v) {
 
 } // namespace
 
+YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
+                                 double bytesPerStep) {
+  YardstickJudgement j;
+  std::vector<double> ratios, probes;
+  for (const YardstickSegment &s : segments) {
+    if (s.before <= 0 || s.after <= 0 || s.seconds <= 0 || s.steps <= 0)
+      continue; // no probe could run, or no decode between them
+    if (std::fabs(s.before - s.after) > kYardstickMaxDisagreement * std::max(s.before, s.after)) {
+      ++j.skipped;
+      continue;
+    }
+    const double decodeGbs = bytesPerStep * double(s.steps) / s.seconds * 1e-9;
+    ratios.push_back(decodeGbs / (0.5 * (s.before + s.after)));
+    probes.push_back(s.before);
+    probes.push_back(s.after);
+  }
+  j.segments = int(ratios.size());
+  if (j.segments == 0)
+    return j;
+  j.probes = int(probes.size());
+  j.probeGbs = median(probes);
+  j.probeMinGbs = *std::min_element(probes.begin(), probes.end());
+  j.probeMaxGbs = *std::max_element(probes.begin(), probes.end());
+  j.efficiency = median(ratios);
+  j.lowest = *std::min_element(ratios.begin(), ratios.end());
+  j.highest = *std::max_element(ratios.begin(), ratios.end());
+  j.shareOverOne =
+      double(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r > 1.0; })) /
+      double(ratios.size());
+  j.overOne = j.efficiency > 1.0;
+  return j;
+}
+
 BandwidthYardstick::BandwidthYardstick(int threads)
     : reader_(std::make_unique<codegen::StreamReader>(threads, kBufferBytes)) {
   if (reader_->read_window_gbps(kWindowBytes) <= 0) // also warms the code
     reader_.reset();
 }
 
-void BandwidthYardstick::probe() {
-  if (reader_)
-    current_.gbs.push_back(reader_->read_window_gbps(kWindowBytes));
+double BandwidthYardstick::probe() {
+  return reader_ ? reader_->read_window_gbps(kWindowBytes) : 0;
 }
 
 void BandwidthYardstick::beginRound(int64_t steps) {
+  steps_ = steps;
   current_ = {};
-  current_.steps = steps;
-  every_ = std::max<int64_t>(1, steps / kProbesPerRound);
-  probe();
+  current_.before = probe();
 }
 
-void BandwidthYardstick::afterStep(int64_t step) {
-  if ((step + 1) % every_ == 0 && step + 1 < current_.steps)
-    probe();
-}
-
-void BandwidthYardstick::endRound(double decodeSeconds) {
-  probe();
-  current_.decodeSeconds = decodeSeconds;
+void BandwidthYardstick::afterStep(int64_t step, double seconds) {
+  current_.seconds += seconds;
+  ++current_.steps;
+  if ((step + 1) % kStepsPerSegment != 0 && step + 1 < steps_)
+    return;
+  current_.after = probe();
   if (reader_)
-    rounds_.push_back(current_);
-}
-
-YardstickJudgement judgeRounds(const std::vector<YardstickRound> &rounds,
-                               double bytesPerStep) {
-  YardstickJudgement j;
-  std::vector<double> all;
-  for (const YardstickRound &r : rounds) {
-    const double probe = median(r.gbs);
-    if (probe <= 0 || r.decodeSeconds <= 0)
-      continue;
-    const double decodeGbs = bytesPerStep * double(r.steps) / r.decodeSeconds * 1e-9;
-    j.ratios.push_back(decodeGbs / probe);
-    all.insert(all.end(), r.gbs.begin(), r.gbs.end());
-  }
-  j.rounds = int(j.ratios.size());
-  if (j.rounds == 0)
-    return j;
-  j.probes = int(all.size());
-  j.probeGbs = median(all);
-  j.probeMinGbs = *std::min_element(all.begin(), all.end());
-  j.probeMaxGbs = *std::max_element(all.begin(), all.end());
-  j.efficiency = median(j.ratios);
-  j.lowest = *std::min_element(j.ratios.begin(), j.ratios.end());
-  j.highest = *std::max_element(j.ratios.begin(), j.ratios.end());
-  j.overOne = j.highest > 1.0;
-  return j;
+    segments_.push_back(current_);
+  const double next = current_.after;
+  current_ = {};
+  current_.before = next;
 }
 
 } // namespace hyc::compiler

@@ -1,16 +1,18 @@
 //===- BenchYardstick.h - decode's share of bandwidth, judged in its moments ===//
 //
 // This class of host streams memory at 40-50 GB/s in some minutes and 70-85
-// in others, switching within seconds, so a bandwidth read taken between
-// rounds can land in another phase than the decode it judges (efficiencies
-// over 100% were printed that way). The yardstick here is taken in the same
-// moments as the decode: a short streaming read (a 256 MiB window of a
-// 1 GiB huge-page buffer, codegen::StreamReader) before a round's decode,
-// after every few of its steps and after its last step. Each round's decode
-// bandwidth is divided by the median of its own probes, and the efficiency
-// is the median of those paired ratios over the rounds. A ratio above 1 is
-// a measurement error (no engine reads faster than a streaming read), and
-// is reported as one.
+// in others (and, with a noisy neighbour, 5-10), switching within seconds,
+// so a bandwidth read taken between rounds can land in another phase than
+// the decode it judges (efficiencies over 100% were printed that way). The
+// yardstick here is taken in the same moments as the decode: a short
+// streaming read (a 128 MiB window of a 1 GiB huge-page buffer,
+// codegen::StreamReader, ~3 ms) before a round's first decode step and
+// after every second step. Each segment of steps between two probes is
+// judged by their mean; a segment whose two probes disagree by more than
+// 20% straddles a phase change and is not judged (counted as skipped). The
+// efficiency is the median of the judged segments' ratios. A median above
+// 1 is a measurement error (no engine reads faster than a streaming read),
+// and is reported as one.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HYC_COMPILER_BENCHYARDSTICK_H
@@ -24,60 +26,60 @@
 
 namespace hyc::compiler {
 
-/// One round's probes (GB/s) and its decode: `steps` steps in
-/// `decodeSeconds`, the probes' time excluded.
-struct YardstickRound {
-  std::vector<double> gbs;
-  double decodeSeconds = 0;
+/// Decode steps between two probes: `steps` steps in `seconds` (the
+/// probes' time excluded), the probes before and after them in GB/s.
+struct YardstickSegment {
+  double before = 0, after = 0;
+  double seconds = 0;
   int64_t steps = 0;
 };
 
 /// What the probes say about the decode.
 struct YardstickJudgement {
-  int rounds = 0;        ///< rounds judged (those with probes and a decode)
-  int probes = 0;        ///< probes taken in them
-  double probeGbs = 0;   ///< median over all their probes
+  int segments = 0;      ///< judged (probes agreeing, a decode between)
+  int skipped = 0;       ///< not judged: their probes disagree (phase change)
+  int probes = 0;        ///< probes of the judged segments
+  double probeGbs = 0;   ///< median over those probes
   double probeMinGbs = 0, probeMaxGbs = 0;
-  double efficiency = 0; ///< median of the rounds' decode / probe ratios
+  double efficiency = 0; ///< median of the judged segments' decode / probe
   double lowest = 0, highest = 0;
-  std::vector<double> ratios; ///< per judged round
-  bool overOne = false;  ///< some ratio above 1: a measurement error
+  double shareOverOne = 0; ///< of judged segments above 1 (noise)
+  bool overOne = false;  ///< the efficiency itself above 1: an error
 };
 
-/// Each round's decode bandwidth (`bytesPerStep` read per step) over the
-/// median of its own probes; the efficiency is the median of those ratios.
-YardstickJudgement judgeRounds(const std::vector<YardstickRound> &rounds,
-                               double bytesPerStep);
+/// Probes further apart than this (|a - b| / max(a, b)) mark a phase change.
+constexpr double kYardstickMaxDisagreement = 0.2;
+
+/// Each segment's decode bandwidth (`bytesPerStep` read per step) over the
+/// mean of its two probes; the efficiency is the median of those ratios.
+YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
+                                 double bytesPerStep);
 
 class BandwidthYardstick {
 public:
   /// Probes with `threads` threads; without AVX-512 (the probe's loop) it
-  /// takes no probes and judge() returns rounds = 0.
+  /// takes no probes and judge() returns segments = 0.
   explicit BandwidthYardstick(int threads);
 
   /// A round of `steps` decode steps starts: the probe before it.
   void beginRound(int64_t steps);
-  /// Decode step `step` (0-based) of the round ended: probes every few
-  /// steps (about eight per round; the steps are timed without them).
-  void afterStep(int64_t step);
-  /// The round's decode took `decodeSeconds` (the probes excluded): the
-  /// probe after it, and the round is recorded.
-  void endRound(double decodeSeconds);
-  /// Forgets the rounds so far (a warm-up round).
-  void discardRounds() { rounds_.clear(); }
+  /// Decode step `step` (0-based) of the round took `seconds`; after every
+  /// second step and the round's last, a probe closes the segment.
+  void afterStep(int64_t step, double seconds);
+  /// Forgets the segments so far (a warm-up round).
+  void discard() { segments_.clear(); }
 
-  /// judgeRounds over the rounds recorded.
   YardstickJudgement judge(double bytesPerStep) const {
-    return judgeRounds(rounds_, bytesPerStep);
+    return judgeSegments(segments_, bytesPerStep);
   }
 
 private:
-  void probe();
+  double probe();
 
   std::unique_ptr<codegen::StreamReader> reader_;
-  std::vector<YardstickRound> rounds_;
-  YardstickRound current_;
-  int64_t every_ = 1;
+  std::vector<YardstickSegment> segments_;
+  YardstickSegment current_;
+  int64_t steps_ = 0;
 };
 
 } // namespace hyc::compiler

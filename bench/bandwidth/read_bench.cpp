@@ -8,7 +8,7 @@
 // binary alternates the probe with a plain C++ STREAM-style read (its own
 // buffer and allocation, portable C++ compiled by the compiler, one pinned
 // std::thread per core summing its contiguous share with eight independent
-// accumulators, as STREAM's "read" / McCalpin's sum kernel does) and prints
+// accumulators, vectorized by the compiler, as STREAM's sum kernel) and prints
 // the paired ratios. This host's bandwidth swings within seconds, so only
 // the pairs' ratios are comparable, not figures from different minutes.
 //
@@ -99,6 +99,11 @@ public:
 
 private:
   // Eight independent sums: no loop-carried dependence limits the loads.
+  // Compiled for the widest vectors the host has (as STREAM is built with
+  // -march=native; target_clones picks the clone at load, so the binary
+  // and a shared compiler cache stay portable): 16-byte loads need four
+  // load-buffer entries per line and read ~10% less than 64-byte ones.
+  __attribute__((target_clones("avx512f", "avx2", "default")))
   static uint64_t sum(const uint64_t *p, size_t n) {
     uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < n; i += 8)
