@@ -647,6 +647,10 @@ Status synthesize(const SynthOptions &options) {
       if (ec)
         return Error("synth: cannot copy " + options.hf_tokenizer_dir + "/" +
                      name + ": " + ec.message());
+      // A read-only source must not make the copy one a rerun cannot
+      // replace.
+      fs::permissions(dir / name, fs::perms::owner_read | fs::perms::owner_write,
+                      fs::perm_options::add, ec);
     }
   }
   if (!options.dequantize_fp8_to.empty())

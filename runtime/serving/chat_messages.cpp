@@ -134,6 +134,13 @@ std::optional<ApiError> read_messages(const json &body,
         return e;
       tm["name"] = name;
     }
+    if (m.contains("reasoning_content") && !m["reasoning_content"].is_null()) {
+      if (!m["reasoning_content"].is_string() || cm.role != "assistant")
+        return bad(at + ".reasoning_content",
+                   at + ".reasoning_content: expected a string, on an "
+                        "assistant message");
+      tm["reasoning_content"] = m["reasoning_content"].get<std::string>();
+    }
     const bool calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
     if (calls && cm.role != "assistant")
       return bad(at + ".tool_calls", at + ".tool_calls: only assistant messages "

@@ -49,10 +49,13 @@ constexpr std::string_view kTokenize[] = {
 constexpr std::string_view kDetokenize[] = {"model", "tokens"};
 // A message: role and content, the author's name, and the fields of
 // assistant tool calls and tool results (chat_messages.cpp);
-// function_call and refusal are accepted and not rendered.
+// function_call and refusal are accepted and not rendered. reasoning_content
+// is what this server (and vLLM, DeepSeek) answers with: a client sends
+// the reply back as it got it, and templates that keep reasoning read it.
 constexpr std::string_view kMessage[] = {"role", "content", "name",
                                          "tool_calls", "tool_call_id",
-                                         "function_call", "refusal"};
+                                         "function_call", "refusal",
+                                         "reasoning_content"};
 constexpr std::string_view kStreamOptions[] = {"include_usage",
                                                "include_obfuscation"};
 
