@@ -13,7 +13,8 @@ namespace hyc::compiler {
 static const char *kSynthUsage = R"(usage: hyc synth --arch ARCH [--preset tiny|small] [--seed N] -o DIR
        hyc synth --preset dense-1b|moe-small|mla-small [--seed N] -o DIR
                  [(--fp8 | --awq) [--dequantized-copy DIR2] | --int8]
-                 [--ffn N] [--expert-ffn N]
+                 [--ffn N] [--expert-ffn N] [--vocab-size N]
+                 [--tokenizer HF_TOKENIZER_DIR]
 
 Writes a Hugging Face-style checkpoint (config.json with upstream field
 names, model.safetensors, and a llama2.c tokenizer.bin) with seeded weights.
@@ -36,6 +37,11 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
                          dequantized twin of the checkpoint to D
   --ffn N                the dense MLP width instead of the preset's
   --expert-ffn N         each routed expert's width instead of the preset's
+  --vocab-size N         the vocabulary size instead of the preset's (a real
+                         tokenizer's ids must fit: Qwen3's 151936)
+  --tokenizer DIR        copy DIR's tokenizer.json and tokenizer_config.json
+                         (chat template included) instead of writing a
+                         llama2.c tokenizer.bin
 )";
 
 static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16]
@@ -77,7 +83,7 @@ int runConvertGgufCommand(int argc, char **argv) {
 
 int runSynthCommand(int argc, char **argv) {
   cli::Args args({"arch", "preset", "seed", "o", "output", "dequantized-copy", "ffn",
-                  "expert-ffn"},
+                  "expert-ffn", "vocab-size", "tokenizer"},
                  {"help", "fp8", "int8", "awq"});
   std::string error;
   if (!args.parse(argc, argv, 1, error)) {
@@ -112,7 +118,8 @@ int runSynthCommand(int argc, char **argv) {
   options.int8 = args.has("int8");
   options.awq = args.has("awq");
   options.dequantize_fp8_to = args.get("dequantized-copy");
-  for (const char *key : {"ffn", "expert-ffn"}) {
+  options.hf_tokenizer_dir = args.get("tokenizer");
+  for (const char *key : {"ffn", "expert-ffn", "vocab-size"}) {
     if (!args.has(key))
       continue;
     int64_t width = 0;
@@ -120,8 +127,10 @@ int runSynthCommand(int argc, char **argv) {
       std::fprintf(stderr, "hyc synth: %s\n", error.c_str());
       return 2;
     }
-    (std::string(key) == "ffn" ? options.intermediate_size
-                               : options.expert_intermediate_size) = width;
+    const std::string k = key;
+    (k == "ffn"          ? options.intermediate_size
+     : k == "vocab-size" ? options.vocab_size
+                         : options.expert_intermediate_size) = width;
   }
   auto status = models::synthesize(options);
   if (!status.ok()) {

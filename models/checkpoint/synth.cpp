@@ -577,9 +577,21 @@ Status synthesize(const SynthOptions &options) {
                    (spec->moe ? ", expected at least 1" : " for a model without experts"));
     spec->moe->expert_intermediate_size = *options.expert_intermediate_size;
   }
+  if (options.vocab_size) {
+    // tokenizer.bin needs its 259 fixed pieces; 2^21 keeps a test model's
+    // embedding within reason.
+    if (*options.vocab_size < 259 || *options.vocab_size > (int64_t(1) << 21))
+      return Error("synth: vocab size " + std::to_string(*options.vocab_size) +
+                   ", expected 259 to 2097152");
+    spec->vocab_size = *options.vocab_size;
+  }
   const detail::Family *family = detail::family_by_arch(spec->arch);
   if (!family)
     return Error("synth: no family registered for arch '" + spec->arch + "'");
+  if (!options.hf_tokenizer_dir.empty())
+    for (const char *name : {"tokenizer.json", "tokenizer_config.json"})
+      if (!fs::is_regular_file(fs::path(options.hf_tokenizer_dir) / name))
+        return Error("synth: " + options.hf_tokenizer_dir + " has no " + name);
 
   std::error_code ec;
   fs::create_directories(options.output_dir, ec);
@@ -623,8 +635,24 @@ Status synthesize(const SynthOptions &options) {
                                      {"version", "gemm"}};
   HYC_CKPT_TRY(
       writeText((dir / "config.json").string(), config.dump(2) + "\n"));
-  HYC_CKPT_TRY(
-      writeTokenizer((dir / "tokenizer.bin").string(), spec->vocab_size));
+  if (options.hf_tokenizer_dir.empty()) {
+    HYC_CKPT_TRY(
+        writeTokenizer((dir / "tokenizer.bin").string(), spec->vocab_size));
+  } else {
+    // The loader prefers tokenizer.bin: an old one must not shadow these.
+    fs::remove(dir / "tokenizer.bin", ec);
+    for (const char *name : {"tokenizer.json", "tokenizer_config.json"}) {
+      fs::copy_file(fs::path(options.hf_tokenizer_dir) / name, dir / name,
+                    fs::copy_options::overwrite_existing, ec);
+      if (ec)
+        return Error("synth: cannot copy " + options.hf_tokenizer_dir + "/" +
+                     name + ": " + ec.message());
+      // A read-only source must not make the copy one a rerun cannot
+      // replace.
+      fs::permissions(dir / name, fs::perms::owner_read | fs::perms::owner_write,
+                      fs::perm_options::add, ec);
+    }
+  }
   if (!options.dequantize_fp8_to.empty())
     HYC_CKPT_TRY(
         write_dequantized_copy(options.output_dir, options.dequantize_fp8_to));

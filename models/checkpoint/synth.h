@@ -35,6 +35,13 @@ struct SynthOptions {
   /// Override the preset's dense MLP width and each routed expert's
   /// (uneven widths exercise tensor parallel's padded shards).
   std::optional<int64_t> intermediate_size, expert_intermediate_size;
+  /// Overrides the preset's vocabulary size (embedding and head rows): a
+  /// real tokenizer's ids must fit (Qwen3's: 151936).
+  std::optional<int64_t> vocab_size;
+  /// A Hugging Face tokenizer to ship instead of the llama2.c one: its
+  /// tokenizer.json and tokenizer_config.json (with the chat template) are
+  /// copied, and no tokenizer.bin is written. Empty: tokenizer.bin.
+  std::string hf_tokenizer_dir;
   /// Directory to write; created if needed, existing files replaced.
   std::string output_dir;
   /// DeepSeek-style FP8 weights (any arch): every attention / MLP / expert

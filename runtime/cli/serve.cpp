@@ -28,7 +28,7 @@ const char kServeUsage[] =
     "                 [--model-name NAME] [--page-size 16] [--kv-pages N]\n"
     "                 [--http-threads 64] [--max-connections 1024]\n"
     "                 [--request-timeout 10]\n"
-    "                 [--no-mixed-steps] [--lenient]\n"
+    "                 [--no-mixed-steps] [--lenient] [--chat-template F]\n"
     "                 [--no-prefix-cache] [--no-verify] [--tp N]\n"
     "  --host H          address to bind (default 127.0.0.1, loopback only)\n"
     "  --port N          port (default 8000; 0 picks a free one)\n"
@@ -52,6 +52,8 @@ const char kServeUsage[] =
     "  --no-mixed-steps  prefill and decode in separate engine steps\n"
     "  --lenient         ignore request fields OpenAI does not document\n"
     "                    (default: a 400 naming the field, as OpenAI does)\n"
+    "  --chat-template F render chat messages with the Jinja template in\n"
+    "                    file F instead of the checkpoint's\n"
     "  --no-prefix-cache recompute every prompt (no KV pages shared between\n"
     "                    requests with a common prefix)\n"
     "  --no-verify       skip the weights.bin checksums (faster start)\n"
@@ -94,7 +96,8 @@ bool is_loopback(const std::string &host) {
 
 /// `hyc serve`'s flags and their defaults.
 struct ServeFlags {
-  std::string host = "127.0.0.1", api_key, api_key_file, model_name;
+  std::string host = "127.0.0.1", api_key, api_key_file, model_name,
+              chat_template;
   bool api_key_given = false;
   int64_t max_body_bytes = 0, max_connections = 1024;
   double request_timeout = 10;
@@ -122,6 +125,7 @@ void add_serve_flags(cli::ArgParser &parser, ServeFlags &f) {
   parser.add_switch("--no-prefix-cache", &f.no_prefix_cache);
   parser.add_switch("--no-verify", &f.no_verify);
   parser.add_switch("--lenient", &f.lenient);
+  parser.add_string("--chat-template", &f.chat_template);
 }
 
 } // namespace
@@ -230,8 +234,13 @@ int cli_serve(const std::vector<std::string> &args, std::ostream &out,
   SchedulerOptions so;
   so.mixed_steps = !no_mixed;
   so.prefix_cache = !no_prefix_cache;
+  std::string chat_template;
+  if (!f.chat_template.empty())
+    if (Status s = cli::read_regular_file(f.chat_template, 1 << 20, &chat_template);
+        !s.ok())
+      return fail("--chat-template: " + s.message());
   serve::HttpServer server(session.engine.get(), session.artifact.get(),
-                           model_name, api_key, so, f.lenient);
+                           model_name, api_key, so, f.lenient, chat_template);
   http::ListenerOptions lo;
   lo.host = host;
   lo.port = int(port);

@@ -62,6 +62,51 @@ json usage_of(const std::vector<serve::ChoiceState> &choices,
 
 } // namespace
 
+HttpServer::HttpServer(Engine *engine, const Artifact *artifact,
+                       std::string model_name, std::string api_key,
+                       SchedulerOptions so, bool lenient,
+                       std::string chat_template)
+      : scheduler_(engine, artifact->tokenizer(), so),
+        api_key_(std::move(api_key)) {
+    const Manifest &m = artifact->manifest();
+    const Tokenizer *tok = artifact->tokenizer();
+    limits_.model_name = std::move(model_name);
+    limits_.max_seq_len = m.limits.max_seq_len;
+    limits_.vocab_size = m.model.vocab_size;
+    limits_.lenient = lenient;
+    limits_.tokenizer = tok;
+    limits_.bos_id = tok ? tok->bos_id() : m.model.bos_token_id;
+    limits_.eos_id = tok ? tok->eos_id() : m.model.eos_token_id;
+    // The checkpoint's chat template, compiled once (a template the
+    // renderer cannot run falls back to the plain format, with a warning).
+    // (hyc serve --chat-template replaces the checkpoint's.)
+    if (chat_template.empty() && tok)
+      chat_template = tok->data().chat_template;
+    if (tok && !chat_template.empty()) {
+      auto t = std::make_shared<ChatTemplate>();
+      if (Status st = t->compile(chat_template); st.ok())
+        limits_.chat_template = std::move(t);
+      else
+        std::fprintf(stderr,
+                     "hyc serve: warning: chat template not used (%s); chat "
+                     "messages are rendered as \"role: content\" lines\n",
+                     st.message().c_str());
+    }
+    // Constrained output stops at the ids that end a request.
+    if (tok) {
+      std::vector<int32_t> stops;
+      for (int32_t id : {limits_.eos_id, limits_.bos_id})
+        if (id >= 0 && id < tok->vocab_size() &&
+            std::find(stops.begin(), stops.end(), id) == stops.end())
+          stops.push_back(id);
+      limits_.structured = std::make_shared<StructuredSupport>(
+          tok, std::move(stops),
+          limits_.chat_template
+              ? TemplateTraits::of(chat_template)
+              : TemplateTraits());
+    }
+  }
+
 http::Reply HttpServer::error(const std::string &endpoint,
                               const serve::ApiError &e) {
   metrics_.count_response(endpoint, e.status);
@@ -198,8 +243,9 @@ void HttpServer::generate(const http::Request &req, http::Responder &res,
     return stream(pr, rid, pending, res);
 
   const serve::ResponseBuilder build(limits_, pr, rid, created_);
-  std::vector<serve::ChoiceState> choices(size_t(pr.request.n),
-                                          build.start_choice());
+  std::vector<serve::ChoiceState> choices;
+  for (int64_t i = 0; i < pr.request.n; ++i)
+    choices.push_back(build.start_choice(i));
   int64_t open = pr.request.n;
   std::string failure;
   bool cancelled = false;
@@ -212,7 +258,8 @@ void HttpServer::generate(const http::Request &req, http::Responder &res,
       }
       continue;
     }
-    build.add(choices[size_t(e.choice)], e);
+    serve::ReplyDelta delta;
+    build.add(choices[size_t(e.choice)], e, &delta);
     if (e.finished) {
       --open;
       if (e.finish_reason == "error" && failure.empty()) {
@@ -238,8 +285,9 @@ void HttpServer::stream(const serve::ParsedRequest &pr, const std::string &rid,
     return res.send_chunk("data: " + dump(j) + "\n\n");
   };
   const serve::ResponseBuilder build(limits_, pr, rid, created_);
-  std::vector<serve::ChoiceState> choices(size_t(pr.request.n),
-                                          build.start_choice());
+  std::vector<serve::ChoiceState> choices;
+  for (int64_t i = 0; i < pr.request.n; ++i)
+    choices.push_back(build.start_choice(i));
   int64_t open = pr.request.n;
   bool ok = res.begin_chunks(200, "text/event-stream",
                              {{"Cache-Control", "no-cache"}});
@@ -263,10 +311,12 @@ void HttpServer::stream(const serve::ParsedRequest &pr, const std::string &rid,
     }
     // The echoed prompt leads the choice's first chunk.
     const std::string lead = c.started ? "" : c.text;
-    const json logprobs = build.add(c, e);
-    if (!e.text.empty() || !c.started || e.finished || !logprobs.is_null()) {
-      ok = send(build.chunk(e.choice, lead + e.text,
-                            e.finished ? json(e.finish_reason) : json(),
+    serve::ReplyDelta delta;
+    const json logprobs = build.add(c, e, &delta);
+    delta.content = lead + delta.content;
+    if (!delta.empty() || !c.started || e.finished || !logprobs.is_null()) {
+      ok = send(build.chunk(e.choice, delta,
+                            e.finished ? json(c.finish_reason) : json(),
                             !c.started, logprobs));
       c.started = true;
     }

@@ -10,9 +10,11 @@
 #include "http_listener.h"
 #include "metrics.h"
 #include "openai_api.h"
+#include "structured_support.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -65,31 +67,8 @@ struct Pending {
 class HttpServer {
 public:
   HttpServer(Engine *engine, const Artifact *artifact, std::string model_name,
-             std::string api_key, SchedulerOptions so, bool lenient = false)
-      : scheduler_(engine, artifact->tokenizer(), so),
-        api_key_(std::move(api_key)) {
-    const Manifest &m = artifact->manifest();
-    const Tokenizer *tok = artifact->tokenizer();
-    limits_.model_name = std::move(model_name);
-    limits_.max_seq_len = m.limits.max_seq_len;
-    limits_.vocab_size = m.model.vocab_size;
-    limits_.lenient = lenient;
-    limits_.tokenizer = tok;
-    limits_.bos_id = tok ? tok->bos_id() : m.model.bos_token_id;
-    limits_.eos_id = tok ? tok->eos_id() : m.model.eos_token_id;
-    // The checkpoint's chat template, compiled once (a template the
-    // renderer cannot run falls back to the plain format, with a warning).
-    if (tok && !tok->data().chat_template.empty()) {
-      auto t = std::make_shared<ChatTemplate>();
-      if (Status st = t->compile(tok->data().chat_template); st.ok())
-        limits_.chat_template = std::move(t);
-      else
-        std::fprintf(stderr,
-                     "hyc serve: warning: chat template not used (%s); chat "
-                     "messages are rendered as \"role: content\" lines\n",
-                     st.message().c_str());
-    }
-  }
+             std::string api_key, SchedulerOptions so, bool lenient = false,
+             std::string chat_template = "");
 
   /// The listener's three callbacks: the screen of a request head (the API
   /// key, before any body is read), the routes, and the error replies of

@@ -5,75 +5,39 @@
 
 #include "openai_fields.h"
 #include "request_fields.h"
+#include "structured_request.h"
 
 namespace hyrt::serve {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
-/// Text of a message's content: a string, or an array of {"type": "text",
-/// "text": ...} parts joined.
-std::optional<ApiError> content_text(const json &c, size_t i,
-                                     std::string *out) {
-  const std::string param = "messages[" + std::to_string(i) + "].content";
-  if (c.is_string()) {
-    *out = c.get<std::string>();
-    return std::nullopt;
-  }
-  if (!c.is_array())
-    return bad(param, param + ": expected a string or an array of text "
-                              "parts, found " + c.type_name());
-  for (const json &part : c) {
-    if (!part.is_object() || part.value("type", json()) != "text" ||
-        !part.contains("text") || !part["text"].is_string())
-      return bad(param, param + ": only {\"type\": \"text\", \"text\": ...} "
-                                "parts are supported");
-    *out += part["text"].get<std::string>();
-  }
-  return std::nullopt;
-}
-
 /// The chat messages rendered to prompt text; `templated` when the
-/// checkpoint's template did it (it places the BOS itself).
+/// checkpoint's template did it (it places the BOS itself). Active tools
+/// go to the template as `tools`.
 std::optional<ApiError> render_messages(const json &body,
                                         const ServeLimits &limits,
                                         bool generation_prompt,
+                                        const ToolsRequest *tools,
                                         std::string *text, bool *templated) {
-  const json *msgs = field(body, "messages");
-  if (!msgs || !msgs->is_array() || msgs->empty())
-    return bad("messages", "messages: expected a non-empty array of "
-                           "{role, content} objects");
+  ojson messages;
   std::vector<ChatMessage> list;
-  for (size_t i = 0; i < msgs->size(); ++i) {
-    const json &m = (*msgs)[i];
-    const std::string at = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-      return bad(at, at + ": expected an object with a string role");
-    ChatMessage cm;
-    cm.role = m["role"].get<std::string>();
-    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" &&
-        cm.role != "developer")
-      return bad(at + ".role", at + ".role: expected system, developer, "
-                                    "user or assistant, found '" +
-                                    cm.role + "'");
-    if (m.contains("content") && !m["content"].is_null())
-      if (auto e = content_text(m["content"], i, &cm.content))
-        return e;
-    list.push_back(std::move(cm));
-  }
+  if (auto e = read_messages(body, limits.structured.get(), &messages, &list))
+    return e;
   *templated = false;
   if (!limits.chat_template) {
     *text = render_chat_prompt(list);
     return std::nullopt;
   }
-  json vars = {{"messages", json::array()},
-               {"add_generation_prompt", generation_prompt}};
-  for (const ChatMessage &m : list)
-    vars["messages"].push_back({{"role", m.role}, {"content", m.content}});
+  ojson vars = {{"messages", std::move(messages)},
+                {"add_generation_prompt", generation_prompt}};
+  if (tools && tools->active())
+    vars["tools"] = tools->tools;
   const std::vector<std::string> &tokens = limits.tokenizer->data().tokens;
   auto special = [&](int32_t id) {
-    return id >= 0 && size_t(id) < tokens.size() ? json(tokens[size_t(id)]) : json();
+    return id >= 0 && size_t(id) < tokens.size() ? ojson(tokens[size_t(id)]) : ojson();
   };
   vars["bos_token"] = special(limits.bos_id);
   vars["eos_token"] = special(limits.eos_id);
@@ -82,9 +46,11 @@ std::optional<ApiError> render_messages(const json &body,
       return bad("chat_template_kwargs", "chat_template_kwargs: expected an "
                                          "object, found " + std::string(kw->type_name()));
     for (auto it = kw->begin(); it != kw->end(); ++it)
-      vars[it.key()] = it.value();
+      vars[it.key()] = ojson::parse(it.value().dump());
   }
-  if (Status st = limits.chat_template->render(vars.dump(), text); !st.ok())
+  if (Status st = limits.chat_template->render(
+          vars.dump(-1, ' ', false, ojson::error_handler_t::replace), text);
+      !st.ok())
     return bad("messages", "the chat template could not render these "
                            "messages: " + st.message());
   *templated = true;
@@ -144,13 +110,14 @@ std::string render_chat_prompt(const std::vector<ChatMessage> &messages) {
 std::optional<ApiError> build_prompt(const json &body, bool chat,
                                      const ServeLimits &limits,
                                      bool add_special, bool generation_prompt,
-                                     Prompt *out) {
+                                     const ToolsRequest *tools, Prompt *out,
+                                     bool *templated_out) {
   *out = Prompt();
   const char *param = chat ? "messages" : "prompt";
   bool templated = false;
   if (chat) {
-    if (auto e = render_messages(body, limits, generation_prompt, &out->text,
-                                 &templated))
+    if (auto e = render_messages(body, limits, generation_prompt, tools,
+                                 &out->text, &templated))
       return e;
     out->from_text = true;
   } else {
@@ -198,6 +165,8 @@ std::optional<ApiError> build_prompt(const json &body, bool chat,
     e.code = "context_length_exceeded";
     return e;
   }
+  if (templated_out)
+    *templated_out = templated;
   return std::nullopt;
 }
 
@@ -229,15 +198,24 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
     }
   }
 
+  ToolsRequest tools;
+  if (chat)
+    if (auto e = parse_tools(body_text, body, &tools))
+      return e;
   // The prompt: text (tokenized as `hyc run` does: BOS first) or token ids.
   Prompt prompt;
+  bool templated = false;
   if (auto e = build_prompt(body, chat, limits, /*add_special=*/true,
-                            /*generation_prompt=*/true, &prompt))
+                            /*generation_prompt=*/true, &tools, &prompt,
+                            &templated))
     return e;
-  r.prompt = std::move(prompt.tokens);
+  r.prompt = prompt.tokens;
   if (auto e = parse_max_tokens(body, chat, limits, &r))
     return e;
   if (auto e = parse_sampling(body, limits, default_seed, out))
+    return e;
+  if (auto e = plan_structured(body_text, body, limits, tools, prompt,
+                               templated, out))
     return e;
 
   if (!chat) {

@@ -5,8 +5,9 @@
 // sampling fields openai_sampling.cpp; which fields exist openai_fields.cpp.
 #pragma once
 
-#include "hyrt/text/chat_template.h"
 #include "hyrt/engine/scheduler.h"
+#include "hyrt/structured/tool_calls.h"
+#include "hyrt/text/chat_template.h"
 #include "hyrt/text/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,9 @@
 #include <string>
 
 namespace hyrt::serve {
+
+class StructuredSupport;
+struct ToolsRequest;
 
 /// A client error: HTTP status, OpenAI error type / code and the offending
 /// parameter (empty when none).
@@ -28,7 +32,8 @@ struct ApiError {
   nlohmann::json body() const;
 };
 
-/// One chat message ("role", text "content").
+/// One chat message ("role", text "content"), as the plain format (no
+/// template) writes it.
 struct ChatMessage {
   std::string role, content;
 };
@@ -54,6 +59,24 @@ struct ServeLimits {
   /// `chat_template_kwargs` (e.g. Qwen3's enable_thinking); the text is
   /// tokenized without adding BOS (the template places it).
   std::shared_ptr<const ChatTemplate> chat_template;
+  /// The template's traits, the vocabulary as bytes and the compiled
+  /// schemas (structured_support.h); null without a tokenizer.
+  std::shared_ptr<StructuredSupport> structured;
+};
+
+/// What a chat reply is parsed for, beyond its text.
+struct OutputPlan {
+  /// The template reasons in <think> blocks: reasoning_content is split
+  /// from content (starts_in_reasoning: the prompt opened the block, as
+  /// DeepSeek-R1's does; reasoning_closed: it closed an empty one, as
+  /// Qwen3's does with enable_thinking false).
+  bool split_reasoning = false;
+  bool starts_in_reasoning = false;
+  bool reasoning_closed = false;
+  /// Tool calls in this format become tool_calls (kNone: not parsed).
+  structured::ToolCallFormat tool_format = structured::ToolCallFormat::kNone;
+  /// false: only the first call is returned.
+  bool parallel_tool_calls = true;
 };
 
 /// A validated request.
@@ -65,6 +88,7 @@ struct ParsedRequest {
   /// Completions: the prompt's text goes before the generated text.
   bool echo = false;
   std::string prompt_text; ///< with echo: the prompt as text
+  OutputPlan output;
 };
 
 /// A prompt's token ids (and, when given as text, its text).
@@ -77,11 +101,23 @@ struct Prompt {
 /// The prompt of a body: chat (`messages`, rendered by the chat template
 /// or render_chat_prompt) or completions (`prompt`: text or token ids,
 /// bounds-checked). `add_special` adds the BOS to text that no template
-/// rendered; `generation_prompt` is the template's add_generation_prompt.
+/// rendered; `generation_prompt` is the template's add_generation_prompt;
+/// `tools` (null: none) go to the template when active. `templated` (may
+/// be null) tells whether the checkpoint's template rendered it.
 std::optional<ApiError> build_prompt(const nlohmann::json &body, bool chat,
                                      const ServeLimits &limits,
                                      bool add_special, bool generation_prompt,
-                                     Prompt *out);
+                                     const ToolsRequest *tools, Prompt *out,
+                                     bool *templated = nullptr);
+
+/// The messages of a chat body: roles system, developer, user, assistant
+/// (with tool_calls) and tool (with tool_call_id), checked and bounded,
+/// as the template's `messages` (shaped by `template_traits`, may be null)
+/// and as plain messages (chat_messages.cpp).
+std::optional<ApiError> read_messages(const nlohmann::json &body,
+                                      const StructuredSupport *support,
+                                      nlohmann::ordered_json *for_template,
+                                      std::vector<ChatMessage> *plain);
 
 /// The sampling fields of a body into `out->request`: temperature, top_p,
 /// top_k, min_p, penalties, logit_bias, seed, n, logprobs / top_logprobs,

@@ -29,11 +29,10 @@ constexpr std::string_view kCommonHonoured[] = {
 //  prediction: a latency hint; the output does not depend on it.
 //  reasoning_effort, verbosity: knobs of OpenAI's reasoning models; a
 //    checkpoint that has one takes it through chat_template_kwargs.
-//  response_format, tools, tool_choice, parallel_tool_calls, functions,
-//    function_call: structured output and tool calls come with the
-//    constraint compiler (runtime/structured/); until then these are
-//    accepted as before, without effect.
 //  modalities: ["text"] is all there is (checked below).
+// Honoured by structured_request.cpp: response_format (both routes, as
+// vLLM takes it), tools, tool_choice, parallel_tool_calls. Refused below:
+// functions / function_call, the deprecated form of tools.
 constexpr std::string_view kChatOnly[] = {
     "messages", "max_completion_tokens", "top_logprobs",
     "chat_template_kwargs", "user", "safety_identifier", "metadata", "store",
@@ -42,16 +41,21 @@ constexpr std::string_view kChatOnly[] = {
     "parallel_tool_calls", "functions", "function_call", "modalities",
     "audio", "web_search_options"};
 constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo", "best_of",
-                                                 "suffix", "user"};
+                                                 "suffix", "user",
+                                                 "response_format"};
 constexpr std::string_view kTokenize[] = {
     "model", "prompt", "messages", "add_special_tokens",
-    "add_generation_prompt", "chat_template_kwargs"};
+    "add_generation_prompt", "chat_template_kwargs", "tools"};
 constexpr std::string_view kDetokenize[] = {"model", "tokens"};
 // A message: role and content, the author's name, and the fields of
-// assistant tool calls and tool results (kept for the tools engineer).
+// assistant tool calls and tool results (chat_messages.cpp);
+// function_call and refusal are accepted and not rendered. reasoning_content
+// is what this server (and vLLM, DeepSeek) answers with: a client sends
+// the reply back as it got it, and templates that keep reasoning read it.
 constexpr std::string_view kMessage[] = {"role", "content", "name",
                                          "tool_calls", "tool_call_id",
-                                         "function_call", "refusal"};
+                                         "function_call", "refusal",
+                                         "reasoning_content"};
 constexpr std::string_view kStreamOptions[] = {"include_usage",
                                                "include_obfuscation"};
 
@@ -116,6 +120,11 @@ std::optional<ApiError> check_fields(const json &body, Route route,
   if (field(body, "web_search_options"))
     return bad("web_search_options",
                "web_search_options: web search is not supported by this server");
+  for (const char *old : {"functions", "function_call"})
+    if (field(body, old))
+      return bad(old, std::string(old) + ": the deprecated form of tools is "
+                                         "not supported; use tools and "
+                                         "tool_choice");
   if (const json *m = field(body, "modalities"))
     if (*m != json::array({"text"}))
       return bad("modalities", "modalities: expected [\"text\"] (the only "

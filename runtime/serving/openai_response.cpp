@@ -57,8 +57,13 @@ json ResponseBuilder::chat_entry(int32_t prev, const SampledToken &t) const {
           {"top_logprobs", top}};
 }
 
-ChoiceState ResponseBuilder::start_choice() const {
+ChoiceState ResponseBuilder::start_choice(int64_t index) const {
+  (void)index;
   ChoiceState c;
+  const OutputPlan &plan = request_.output;
+  if (request_.chat && (plan.split_reasoning ||
+                        plan.tool_format != structured::ToolCallFormat::kNone))
+    c.output = std::make_shared<ChoiceOutput>(plan);
   c.prev_token = request_.request.prompt.back();
   if (request_.echo) {
     c.text = request_.prompt_text;
@@ -73,11 +78,47 @@ ChoiceState ResponseBuilder::start_choice() const {
   return c;
 }
 
-json ResponseBuilder::add(ChoiceState &c, const RequestEvent &e) const {
-  c.text += e.text;
+void ResponseBuilder::take(ChoiceState &c, ChoiceDelta d, int64_t choice,
+                           ReplyDelta *out) const {
+  c.text += d.content;
+  c.reasoning += d.reasoning;
+  out->content += d.content;
+  out->reasoning += d.reasoning;
+  // Unique within this server's life: the response's number, the choice,
+  // the call's index.
+  const std::string rid = id_.substr(id_.find('-') + 1);
+  for (structured::ToolCall &call : d.calls) {
+    const size_t k = c.tool_calls.size();
+    json entry = {{"id", "call_" + rid + "_" + std::to_string(choice) + "_" +
+                             std::to_string(k)},
+                  {"type", "function"},
+                  {"function",
+                   {{"name", std::move(call.name)},
+                    {"arguments", std::move(call.arguments)}}}};
+    c.tool_calls.push_back(entry);
+    entry["index"] = k;
+    out->tool_calls.push_back(std::move(entry));
+  }
+}
+
+json ResponseBuilder::add(ChoiceState &c, const RequestEvent &e,
+                          ReplyDelta *delta) const {
+  *delta = ReplyDelta();
+  if (c.output) {
+    take(c, c.output->feed(e.text), e.choice, delta);
+    if (e.finished)
+      take(c, c.output->finish(), e.choice, delta);
+  } else {
+    c.text += e.text;
+    delta->content = e.text;
+  }
   c.completion_tokens = e.completion_tokens;
-  if (e.finished)
+  if (e.finished) {
     c.finish_reason = e.finish_reason;
+    // OpenAI's reason when the model stopped to call tools.
+    if (c.finish_reason == "stop" && !c.tool_calls.empty())
+      c.finish_reason = "tool_calls";
+  }
   if (request_.request.logprobs < 0 || e.logprobs.empty())
     return json();
   json part = request_.chat ? json{{"content", json::array()}}
@@ -115,10 +156,20 @@ json ResponseBuilder::final_body(const std::vector<ChoiceState> &choices,
     json choice = {{"index", i},
                    {"finish_reason", c.finish_reason},
                    {"logprobs", c.logprobs}};
-    if (request_.chat)
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else
+    if (request_.chat) {
+      json message = {{"role", "assistant"},
+                      {"content", c.text.empty() && !c.tool_calls.empty()
+                                      ? json()
+                                      : json(c.text)}};
+      if (request_.output.split_reasoning)
+        message["reasoning_content"] =
+            c.reasoning.empty() ? json() : json(c.reasoning);
+      if (!c.tool_calls.empty())
+        message["tool_calls"] = c.tool_calls;
+      choice["message"] = std::move(message);
+    } else {
       choice["text"] = c.text;
+    }
     list.push_back(choice);
   }
   return {{"id", id_},
@@ -129,7 +180,7 @@ json ResponseBuilder::final_body(const std::vector<ChoiceState> &choices,
           {"usage", usage}};
 }
 
-json ResponseBuilder::chunk(int64_t index, const std::string &delta,
+json ResponseBuilder::chunk(int64_t index, const ReplyDelta &delta,
                             const json &finish, bool first,
                             const json &logprobs) const {
   json choice = {{"index", index}, {"finish_reason", finish}, {"logprobs", logprobs}};
@@ -137,11 +188,16 @@ json ResponseBuilder::chunk(int64_t index, const std::string &delta,
     json d = json::object();
     if (first)
       d["role"] = "assistant";
-    if (!delta.empty() || first)
-      d["content"] = delta;
+    if (!delta.content.empty() || (first && delta.reasoning.empty() &&
+                                   delta.tool_calls.empty()))
+      d["content"] = delta.content;
+    if (!delta.reasoning.empty())
+      d["reasoning_content"] = delta.reasoning;
+    if (!delta.tool_calls.empty())
+      d["tool_calls"] = delta.tool_calls;
     choice["delta"] = d;
   } else {
-    choice["text"] = delta;
+    choice["text"] = delta.content;
   }
   return {{"id", id_},
           {"object", request_.chat ? "chat.completion.chunk" : "text_completion"},
@@ -151,7 +207,7 @@ json ResponseBuilder::chunk(int64_t index, const std::string &delta,
 }
 
 json ResponseBuilder::usage_chunk(const json &usage) const {
-  json u = chunk(0, "", json(), false, json());
+  json u = chunk(0, ReplyDelta(), json(), false, json());
   u["choices"] = json::array();
   u["usage"] = usage;
   return u;

@@ -4,18 +4,36 @@
 // tokens / token_logprobs / top_logprobs / text_offset arrays).
 #pragma once
 
+#include "choice_output.h"
 #include "openai_api.h"
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace hyrt::serve {
 
+/// What one event added to a choice's reply.
+struct ReplyDelta {
+  std::string content; ///< chat content, or the completion's text
+  std::string reasoning;
+  /// Whole calls: [{"index", "id", "type": "function", "function":
+  /// {"name", "arguments"}}].
+  nlohmann::json tool_calls = nlohmann::json::array();
+  bool empty() const {
+    return content.empty() && reasoning.empty() && tool_calls.empty();
+  }
+};
+
 /// What one choice has produced so far.
 struct ChoiceState {
-  std::string text;
+  std::string text; ///< completions: the text; chat: the content
+  std::string reasoning;
+  nlohmann::json tool_calls = nlohmann::json::array();
+  /// Splits a chat reply (null: the text is all content).
+  std::shared_ptr<ChoiceOutput> output;
   std::string finish_reason; ///< "" while it runs
   int64_t completion_tokens = 0;
   int32_t prev_token = -1;   ///< the token before the next (for its text)
@@ -30,18 +48,21 @@ public:
   ResponseBuilder(const ServeLimits &limits, const ParsedRequest &request,
                   std::string id, int64_t created);
 
-  /// A choice's state before its first token (echo included).
-  ChoiceState start_choice() const;
+  /// Choice `index`'s state before its first token (echo included).
+  ChoiceState start_choice(int64_t index) const;
   /// Adds an event's tokens, text and logprobs to `c`; returns the
-  /// logprobs of just these tokens (null without logprobs), for a chunk.
-  nlohmann::json add(ChoiceState &c, const RequestEvent &e) const;
+  /// logprobs of just these tokens (null without logprobs), for a chunk,
+  /// and what the event added to the reply in `delta`.
+  nlohmann::json add(ChoiceState &c, const RequestEvent &e,
+                     ReplyDelta *delta) const;
   /// The whole response of a finished request.
   nlohmann::json final_body(const std::vector<ChoiceState> &choices,
                             const nlohmann::json &usage) const;
-  /// One streamed chunk of choice `index`: `delta` text, `finish` reason
+  /// One streamed chunk of choice `index`: `delta` (chat: content,
+  /// reasoning_content and tool_calls; completions: text), `finish` reason
   /// (null while running), `first` adds the chat role, `logprobs` (null
   /// when none).
-  nlohmann::json chunk(int64_t index, const std::string &delta,
+  nlohmann::json chunk(int64_t index, const ReplyDelta &delta,
                        const nlohmann::json &finish, bool first,
                        const nlohmann::json &logprobs) const;
   /// A chunk with no choices and the usage (stream_options.include_usage).
@@ -49,6 +70,9 @@ public:
 
 private:
   std::string piece(int32_t prev, int32_t token) const;
+  /// Adds `d`'s text and calls to `c` and `out` (ids assigned here).
+  void take(ChoiceState &c, ChoiceDelta d, int64_t choice,
+            ReplyDelta *out) const;
   nlohmann::json chat_entry(int32_t prev, const SampledToken &t) const;
 
   const ServeLimits &limits_;

@@ -3,6 +3,7 @@
 
 #include "openai_fields.h"
 #include "request_fields.h"
+#include "structured_request.h"
 
 namespace hyrt::serve {
 
@@ -47,9 +48,14 @@ std::optional<ApiError> tokenize(const std::string &text,
     return e;
   if (auto e = get_bool(body, "add_generation_prompt", &generation_prompt))
     return e;
+  // vLLM's: tools render as a chat request would render them.
+  ToolsRequest tools;
+  if (chat)
+    if (auto e = parse_tools(text, body, &tools))
+      return e;
   Prompt prompt;
   if (auto e = build_prompt(body, chat, limits, add_special, generation_prompt,
-                            &prompt))
+                            &tools, &prompt))
     return e;
   *out = {{"tokens", prompt.tokens},
           {"count", prompt.tokens.size()},
