@@ -69,7 +69,7 @@ struct GroupedPost {
   const int32_t *a_sum;
 };
 
-enum GroupedFault { kHonestGroups, kDropSubScale, kSkipCodebook };
+enum GroupedFault { kHonestGroups, kDropSubScale, kSkipCodebook, kPerRowActScale };
 
 /// s8 x u4 with two-level scales (group 32, super-block 256, K = 512), as
 /// GGUF Q4_K (Asym) or IQ4_XS (Book) store them, written from
@@ -102,16 +102,20 @@ void two_level_kernel(const void *a, int64_t lda, const void *b, void *c, int64_
         }
         const int sub = F == kDropSubScale ? 1 : int8_t(grp[codes + n]);
         const float scale = f16(block + 2 * n) * float(sub);
-        const int32_t sum = post->a_sum[i * groups + g];
+        // {sum, A's group scale} pairs (brgemm.h two-level kernels).
+        const int32_t sum = post->a_sum[(i * groups + g) * 2];
+        float as = 1.f;
+        if (F != kPerRowActScale)
+          std::memcpy(&as, &post->a_sum[(i * groups + g) * 2 + 1], 4);
         if (Asym) {
           const float min = f16(block + 64 + 2 * n) * float(grp[codes + 32 + n]);
-          acc = std::fma(float(dot), scale, acc);
-          acc = std::fma(-min, float(sum), acc);
+          acc = std::fma(float(dot) * as, scale, acc);
+          acc = std::fma(-min, float(sum) * as, acc);
         } else {
-          acc = std::fma(float(dot - (Book ? 128 : 8) * sum), scale, acc);
+          acc = std::fma(float(dot - (Book ? 128 : 8) * sum) * as, scale, acc);
         }
       }
-      C[i * ldc + n] = acc * post->a_scale[i];
+      C[i * ldc + n] = F == kPerRowActScale ? acc * post->a_scale[i] : acc;
     }
 }
 
@@ -247,6 +251,12 @@ TEST(KernelSelfTest, TwoLevelAndCodebookKernelsAreCheckedBitExactly) {
       "iq4xs_nobook", addr(&two_level_kernel<false, true, kSkipCodebook>), false, true)});
   EXPECT_FALSE(book.passed);
   EXPECT_NE(book.failure.find("bit-exact"), std::string::npos) << book.failure;
+  // One scale per row instead of A's per-group scales (the one-level
+  // kernels' epilogue): caught.
+  const auto row = run({two_level_entry(
+      "q4k_rowscale", addr(&two_level_kernel<true, false, kPerRowActScale>), true, false)});
+  EXPECT_FALSE(row.passed);
+  EXPECT_NE(row.failure.find("q4k_rowscale (m=1)"), std::string::npos) << row.failure;
 }
 
 // A code book on u8 codes, or a super-block that does not divide K, is no
