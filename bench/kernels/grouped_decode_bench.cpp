@@ -136,9 +136,13 @@ int main(int argc, char **argv) {
     if (grouped) {
       const GroupedFormat &f = kFormats[kind];
       d = make_grouped_brgemm_desc(isa, f, kK);
-      a_sum.assign(size_t(kK / f.group), 0);
+      // Two-level kernels read {sum, A's group scale} pairs (brgemm.h).
+      const size_t per = f.super_group ? 2 : 1;
+      a_sum.assign(size_t(kK / f.group) * per, 0);
       for (int k = 0; k < kK; ++k)
-        a_sum[size_t(k / f.group)] += a[k];
+        a_sum[size_t(k / f.group) * per] += a[k];
+      for (size_t g = 0; per == 2 && g < size_t(kK / f.group); ++g)
+        std::memcpy(&a_sum[2 * g + 1], &a_scale, sizeof(float));
       one = grouped_panel_bytes(f, kK) * (kN / 32);
       const int n_copies = std::max(1, int(copies_mb * 1e6 / double(one)));
       const PackedB first = random_weights(f, rng);
