@@ -41,7 +41,9 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
                          tokenizer's ids must fit: Qwen3's 151936)
   --tokenizer DIR        copy DIR's tokenizer.json and tokenizer_config.json
                          (chat template included) instead of writing a
-                         llama2.c tokenizer.bin
+                         llama2.c tokenizer.bin; without --vocab-size the
+                         vocabulary grows to hold the tokenizer's ids
+                         (rounded up to 128)
 )";
 
 static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16]

@@ -226,6 +226,37 @@ std::vector<std::string> tokenizerPieces(size_t count) {
   return out;
 }
 
+/// Ids a Hugging Face tokenizer.json uses: one past the largest id of its
+/// model's vocabulary (BPE / WordPiece: {piece: id}; Unigram: [[piece,
+/// score], ...] in id order) and its added tokens; "" or what is wrong.
+std::string tokenizerIds(const std::string &path, int64_t *ids) {
+  std::ifstream in(path, std::ios::binary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return path + ": not a JSON object";
+  int64_t top = -1;
+  auto model = j.find("model");
+  if (model != j.end() && model->is_object()) {
+    auto vocab = model->find("vocab");
+    if (vocab != model->end() && vocab->is_object()) {
+      for (const auto &kv : vocab->items())
+        if (kv.value().is_number_integer())
+          top = std::max<int64_t>(top, kv.value().get<int64_t>());
+    } else if (vocab != model->end() && vocab->is_array()) {
+      top = int64_t(vocab->size()) - 1;
+    }
+  }
+  auto added = j.find("added_tokens");
+  if (added != j.end() && added->is_array())
+    for (const auto &t : *added)
+      if (t.is_object() && t.contains("id") && t["id"].is_number_integer())
+        top = std::max<int64_t>(top, t["id"].get<int64_t>());
+  if (top < 0)
+    return path + ": no model.vocab or added_tokens ids";
+  *ids = top + 1;
+  return "";
+}
+
 Status writeTokenizer(const std::string &path, int64_t vocab_size) {
   constexpr int64_t kFixed = 3 + 256;
   if (vocab_size < kFixed)
@@ -588,10 +619,29 @@ Status synthesize(const SynthOptions &options) {
   const detail::Family *family = detail::family_by_arch(spec->arch);
   if (!family)
     return Error("synth: no family registered for arch '" + spec->arch + "'");
-  if (!options.hf_tokenizer_dir.empty())
+  if (!options.hf_tokenizer_dir.empty()) {
     for (const char *name : {"tokenizer.json", "tokenizer_config.json"})
       if (!fs::is_regular_file(fs::path(options.hf_tokenizer_dir) / name))
         return Error("synth: " + options.hf_tokenizer_dir + " has no " + name);
+    // The embedding must hold every id of the copied tokenizer, or
+    // `hyc compile` would have to drop it: the preset's vocabulary grows to
+    // the tokenizer's ids (rounded up to 128 rows, as real configs pad),
+    // and a --vocab-size below them is refused.
+    int64_t ids = 0;
+    if (std::string why = tokenizerIds(options.hf_tokenizer_dir + "/tokenizer.json", &ids);
+        !why.empty())
+      return Error("synth: " + why);
+    if (ids > (int64_t(1) << 21))
+      return Error("synth: " + options.hf_tokenizer_dir + "/tokenizer.json uses " +
+                   std::to_string(ids) + " ids, expected at most 2097152");
+    if (options.vocab_size && *options.vocab_size < ids)
+      return Error("synth: --vocab-size " + std::to_string(*options.vocab_size) +
+                   " is smaller than the ids of " + options.hf_tokenizer_dir +
+                   "/tokenizer.json (" + std::to_string(ids) + "): expected at least " +
+                   std::to_string(ids));
+    if (!options.vocab_size)
+      spec->vocab_size = std::max(spec->vocab_size, (ids + 127) / 128 * 128);
+  }
 
   std::error_code ec;
   fs::create_directories(options.output_dir, ec);

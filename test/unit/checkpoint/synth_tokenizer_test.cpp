@@ -55,3 +55,48 @@ TEST(CheckpointSynthTokenizer, EncodeDecodeRoundTrip) {
 
 } // namespace
 } // namespace hyc::models::test
+
+namespace hyc::models::test {
+namespace {
+
+// A copied Hugging Face tokenizer must fit the embedding, or the compile
+// would drop it: without --vocab-size the preset's vocabulary grows to the
+// tokenizer's ids (Qwen3: 151,669 ids -> 151,680 rows), a --vocab-size
+// below them is refused naming both numbers, one at or above them is kept.
+TEST(CheckpointSynthTokenizer, AHuggingFaceTokenizerFitsTheVocabulary) {
+  HYC_CKPT_REQUIRE_SHARED(qwen3, "tokenizers/qwen3");
+  {
+    TempDir dir;
+    SynthOptions o;
+    o.arch = "qwen3";
+    o.preset = "tiny";
+    o.hf_tokenizer_dir = qwen3;
+    o.output_dir = dir.str();
+    auto st = synthesize(o);
+    ASSERT_TRUE(st.ok()) << st.error();
+    HYC_CKPT_LOAD(ckpt, dir.str());
+    EXPECT_EQ(ckpt.spec.vocab_size, 151680);
+  }
+  {
+    TempDir dir;
+    SynthOptions o;
+    o.arch = "qwen3";
+    o.preset = "tiny";
+    o.hf_tokenizer_dir = qwen3;
+    o.vocab_size = 151668;
+    o.output_dir = dir.str();
+    auto st = synthesize(o);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().find("--vocab-size 151668 is smaller than the ids"), std::string::npos)
+        << st.error();
+    EXPECT_NE(st.error().find("expected at least 151669"), std::string::npos) << st.error();
+    o.vocab_size = 151669;
+    st = synthesize(o);
+    ASSERT_TRUE(st.ok()) << st.error();
+    HYC_CKPT_LOAD(ckpt, dir.str());
+    EXPECT_EQ(ckpt.spec.vocab_size, 151669);
+  }
+}
+
+} // namespace
+} // namespace hyc::models::test
