@@ -158,21 +158,12 @@ void ToolCallParser::run(ToolCallDelta *out, bool final) {
     bool ok = true;
     size_t from = 0;
     int depth = 0;
-    bool in_string = false, escaped = false;
+    hyrt::JsonStringSkipper skip;
     for (size_t i = 0; i <= body.size() && ok; ++i) {
       const char c = i < body.size() ? body[i] : ';';
-      if (in_string) {
-        if (escaped)
-          escaped = false;
-        else if (c == '\\')
-          escaped = true;
-        else if (c == '"')
-          in_string = false;
+      if (!skip.structural(c))
         continue;
-      }
-      if (c == '"')
-        in_string = true;
-      else if (c == '{' || c == '[')
+      if (c == '{' || c == '[')
         ++depth;
       else if (c == '}' || c == ']')
         --depth;
@@ -183,7 +174,7 @@ void ToolCallParser::run(ToolCallDelta *out, bool final) {
         from = i + 1;
       }
     }
-    if (in_string || from != body.size() + 1) // unterminated: not a call
+    if (skip.in_string() || from != body.size() + 1) // unterminated: not a call
       ok = false;
     if (!ok) {
       calls.calls.clear();

@@ -20,6 +20,36 @@ namespace hyrt {
 /// Deepest nesting of arrays and objects hyc accepts in a JSON document.
 constexpr int kJsonMaxDepth = 64;
 
+/// Follows JSON text byte by byte and says which bytes are structure:
+/// strings (with their escapes) are skipped, so a '[' or ';' inside a
+/// string is not taken for one.
+class JsonStringSkipper {
+public:
+  /// Whether `c`, the next byte, lies outside every string and is not a
+  /// string's quote.
+  bool structural(char c) {
+    if (in_string_) {
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
+      return false;
+    }
+    if (c == '"') {
+      in_string_ = true;
+      return false;
+    }
+    return true;
+  }
+  /// Whether the text so far ends inside a string.
+  bool in_string() const { return in_string_; }
+
+private:
+  bool in_string_ = false, escaped_ = false;
+};
+
 /// Empty when the arrays and objects of `text` nest at most `max_depth`
 /// deep; otherwise a message naming the limit and the byte offset where it
 /// was passed. Strings (with their escapes) are skipped, so a '[' inside a
@@ -27,21 +57,12 @@ constexpr int kJsonMaxDepth = 64;
 inline std::string json_depth_error(std::string_view text,
                                     int max_depth = kJsonMaxDepth) {
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringSkipper skip;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
+    if (!skip.structural(c))
       continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (c == '[' || c == '{') {
       if (++depth > max_depth)
         return "JSON nests deeper than " + std::to_string(max_depth) +
                " levels (at byte " + std::to_string(i) + ")";
