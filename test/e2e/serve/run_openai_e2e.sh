@@ -15,26 +15,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=stories_artifact.sh
 source "$HERE/stories_artifact.sh"
 
-skip() {
-  echo "SKIPPED: $*"
-  exit 77
-}
+# shellcheck source=openai_client.sh
+source "$HERE/openai_client.sh"
 
-command -v node >/dev/null || skip "node is not installed"
-command -v npm >/dev/null || skip "npm is not installed"
 MODEL=$SHARED/models/stories260K/stories260K.bin
 [ -f "$MODEL" ] || skip "no stories260K checkpoint at $MODEL"
-
-NPM_DIR=$BUILD/test-npm/openai
-if [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
-  mkdir -p "$NPM_DIR"
-  # Pinned major version: the client API the test is written against.
-  if ! (cd "$NPM_DIR" && timeout 180 npm install --no-audit --no-fund \
-        --silent openai@4 >install.log 2>&1); then
-    tail -5 "$NPM_DIR/install.log" || true
-    skip "cannot install the openai npm client (registry unreachable?)"
-  fi
-fi
+openai_client "$BUILD"
 
 WORK=$BUILD/test-serve
 mkdir -p "$WORK"

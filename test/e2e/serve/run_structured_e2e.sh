@@ -13,27 +13,15 @@ BUILD=$2
 SHARED=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-skip() {
-  echo "SKIPPED: $*"
-  exit 77
-}
+# shellcheck source=openai_client.sh
+source "$HERE/openai_client.sh"
 
-command -v node >/dev/null || skip "node is not installed"
-command -v npm >/dev/null || skip "npm is not installed"
 for t in qwen3 deepseek_v3; do
   [ -f "$SHARED/tokenizers/$t/tokenizer.json" ] ||
     skip "no $t tokenizer at $SHARED/tokenizers/$t"
 done
 
-NPM_DIR=$BUILD/test-npm/openai
-if [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
-  mkdir -p "$NPM_DIR"
-  if ! (cd "$NPM_DIR" && timeout 180 npm install --no-audit --no-fund \
-        --silent openai@4 >install.log 2>&1); then
-    tail -5 "$NPM_DIR/install.log" || true
-    skip "cannot install the openai npm client (registry unreachable?)"
-  fi
-fi
+openai_client "$BUILD"
 
 WORK=$BUILD/test-serve-structured
 mkdir -p "$WORK"

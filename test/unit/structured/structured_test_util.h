@@ -21,7 +21,7 @@ struct LoadedTokenizer {
   std::shared_ptr<const hyrt::structured::TokenVocabulary> vocab;
 };
 
-/// The tokenizer in /work/shared/tokenizers/<name> with its vocabulary
+/// The tokenizer in ../shared/tokenizers/<name> with its vocabulary
 /// trie, or nullptr (and a test failure) when it cannot be read.
 inline const LoadedTokenizer *sharedTokenizer(const std::string &name) {
   static std::map<std::string, std::unique_ptr<LoadedTokenizer>> cache;
