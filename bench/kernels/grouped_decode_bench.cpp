@@ -1,23 +1,37 @@
 // Decode (m = 1) weight-streaming rate of the grouped integer kernels against
-// the W8A8 s8_vnni4 kernel, on one thread, N = K = 4096: GB/s of packed
-// weight bytes read per second. The grouped formats: u4 and u8 with fp16
-// scales per group of 128 and per 32 (one-level), and the GGUF formats kept
-// as stored: Q4_K (u4, two-level scales per 32 in super-blocks of 256,
-// asymmetric), IQ4_XS (two-level, code book), IQ4_NL (one-level, code
-// book) and Q6_K (u8, groups of 16). Weights are cycled through copies
-// larger than the L3, so they come from DRAM as in decode. Plain
-// executable (no Google Benchmark, no oneDNN):
-//   build/bench/kernels/hyc_grouped_decode_bench [copies_mb]
+// the W8A8 s8_vnni4 kernel, N = K = 4096, on `threads` pinned threads (2 by
+// default, the machine class's decode), each on its own half of every
+// GEMV's panels as an artifact's decode splits N. Rates are GB/s of packed
+// weight bytes read per second, and each pass is judged against the
+// streaming read probed right before and after it (codegen::StreamReader):
+// this host's bandwidth swings between phases within seconds, so only the
+// ratio to the bracketing probes is comparable between kernels, and the
+// kinds are interleaved round by round. The grouped formats: u4 and u8
+// with fp16 scales per group of 128 and per 32 (one-level), and the GGUF
+// formats kept as stored: Q4_K (u4, two-level scales per 32 in super-blocks
+// of 256, asymmetric), IQ4_XS (two-level, code book), IQ4_NL (one-level,
+// code book) and Q6_K (u8, groups of 16). Weights are cycled through copies
+// larger than the L3, so they come from DRAM as in decode. Plain executable
+// (no Google Benchmark, no oneDNN):
+//   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds]
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
+#include "codegen/host_peaks.h"
 #include "codegen/pack.h"
 #include "codegen/tiles.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <pthread.h>
+#include <memory>
 #include <random>
+#include <string>
+#include <sched.h>
+#include <thread>
 #include <vector>
 
 using namespace hyc::codegen;
@@ -26,24 +40,63 @@ namespace {
 
 constexpr int kN = 4096, kK = 4096;
 
-/// Runs one N x K GEMV per pass over `copies`, best of 5 rounds; returns
-/// GB/s of packed weight bytes.
+using Clock = std::chrono::steady_clock;
+
+/// One pass over `copies` (an N x K GEMV each) on `threads` pinned threads,
+/// thread t on the t-th contiguous share of every copy's panels; GB/s of
+/// packed weight bytes over the span from the first thread's start to the
+/// last one's end (timed inside the threads, after a spin start).
 double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copies, const void *a,
-                   const BrgemmPostArgs &post) {
+                   const BrgemmPostArgs &post, int threads) {
   std::vector<float> c(kN);
-  double best = 0;
-  for (int round = 0; round < 5; ++round) {
-    const auto t0 = std::chrono::steady_clock::now();
-    double bytes = 0;
-    for (const PackedB &w : copies) {
-      for (int64_t p = 0; p < w.n_panels; ++p)
-        kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
-      bytes += double(w.n_panels * w.panel_bytes);
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, bytes / s / 1e9);
+  std::vector<Clock::time_point> t0(threads), t1(threads);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  sched_getaffinity(0, sizeof allowed, &allowed);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed))
+      cpus.push_back(cpu);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[size_t(t) % cpus.size()], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      }
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      t0[t] = Clock::now();
+      for (const PackedB &w : copies) {
+        const int64_t lo = w.n_panels * t / threads, hi = w.n_panels * (t + 1) / threads;
+        for (int64_t p = lo; p < hi; ++p)
+          kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
+      }
+      t1[t] = Clock::now();
+    });
+  while (ready.load() < threads) {
   }
-  return best;
+  go.store(true, std::memory_order_release);
+  for (std::thread &th : pool)
+    th.join();
+  double bytes = 0;
+  for (const PackedB &w : copies)
+    bytes += double(w.n_panels * w.panel_bytes);
+  const double s =
+      std::chrono::duration<double>(*std::max_element(t1.begin(), t1.end()) -
+                                    *std::min_element(t0.begin(), t0.end()))
+          .count();
+  return bytes / s / 1e9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 GroupedFormat format(int bits, int64_t group, int64_t super_group = 0, bool asymmetric = false,
@@ -102,6 +155,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   const double copies_mb = argc > 1 ? std::atof(argv[1]) : 256;
+  const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
+  const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 7;
   const Isa isa = host_supports(Isa::avx512_vnni) ? Isa::avx512_vnni : Isa::avx2;
   std::mt19937 rng(1);
   std::vector<int8_t> a(kK);
@@ -124,9 +179,20 @@ int main(int argc, char **argv) {
   };
   const int kinds = int(sizeof kFormats / sizeof kFormats[0]) + 1; // + W8A8
 
-  std::printf("isa %s, N = K = %d, m = 1, one thread, ~%.0f MB of weight copies per kind\n",
-              isa_name(isa), kN, copies_mb);
-  std::printf("%-48s %10s %10s\n", "kernel", "MB/GEMV", "GB/s");
+  std::printf("isa %s, N = K = %d, m = 1, %d threads, ~%.0f MB of weight copies per kind, "
+              "%d interleaved rounds\n",
+              isa_name(isa), kN, threads, copies_mb, rounds);
+  struct Kind {
+    std::string name;
+    double mb = 0;
+    std::vector<PackedB> copies;
+    std::vector<int32_t> a_sum;
+    BrgemmPostArgs post;
+    bool grouped = false;
+    std::unique_ptr<BrgemmKernel> kernel;
+    std::vector<double> gbps, ratio;
+  };
+  std::vector<Kind> all(kinds);
   for (int kind = 0; kind < kinds; ++kind) {
     const bool grouped = kind + 1 < kinds;
     BrgemmDesc d;
@@ -163,13 +229,43 @@ int main(int argc, char **argv) {
       std::printf("%s\n", g.error.c_str());
       return 1;
     }
-    BrgemmPostArgs post;
-    post.a_scale = &a_scale;
-    post.b_scale = b_scale.data();
-    post.a_sum = a_sum.data();
-    const void *act = grouped ? static_cast<const void *>(a.data()) : a_u8.data();
-    std::printf("%-48s %10.2f %10.2f\n", g.kernel->name().c_str(), double(one) / 1e6,
-                stream_rate(*g.kernel, copies, act, post));
+    Kind &k = all[size_t(kind)];
+    k.name = g.kernel->name();
+    k.mb = double(one) / 1e6;
+    k.copies = std::move(copies);
+    k.a_sum = std::move(a_sum);
+    k.grouped = grouped;
+    k.kernel = std::move(g.kernel);
+    k.post.a_scale = &a_scale;
+    k.post.b_scale = b_scale.data();
+    k.post.a_sum = k.a_sum.data();
   }
+  StreamReader probe(threads, size_t(1) << 30);
+  const size_t window = size_t(128) << 20;
+  for (int round = 0; round < rounds; ++round)
+    for (Kind &k : all) {
+      const void *act = k.grouped ? static_cast<const void *>(a.data()) : a_u8.data();
+      const double before = probe.read_window_gbps(window);
+      const double rate = stream_rate(*k.kernel, k.copies, act, k.post, threads);
+      const double after = probe.read_window_gbps(window);
+      k.gbps.push_back(rate);
+      k.ratio.push_back(rate / (0.5 * (before + after)));
+    }
+  // Each kind's rate over the W8A8 kernel's in the same round (the last
+  // kind): kernels compared in adjacent moments, whatever the phase.
+  const Kind &w8 = all.back();
+  std::printf("%-48s %9s %9s %9s %9s %9s\n", "kernel", "MB/GEMV", "GB/s", "best", "/ probes",
+              "/ W8A8");
+  for (const Kind &k : all) {
+    std::vector<double> vs_w8;
+    for (size_t r = 0; r < k.gbps.size(); ++r)
+      vs_w8.push_back(k.gbps[r] / w8.gbps[r]);
+    std::printf("%-48s %9.2f %9.2f %9.2f %8.0f%% %9.2f\n", k.name.c_str(), k.mb, median(k.gbps),
+                *std::max_element(k.gbps.begin(), k.gbps.end()), 100 * median(k.ratio),
+                median(vs_w8));
+  }
+  std::printf("GB/s: median and best pass; / probes: median over rounds of the pass's rate over\n"
+              "the mean of the streaming reads probed right before and after it; / W8A8: median\n"
+              "over rounds of the rate over the W8A8 kernel's in the same round.\n");
   return 0;
 }
