@@ -106,7 +106,8 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
                 "stored), per-token int8 activations: half the bytes of w8a8"},
        {"fp8", "e4m3 weights, one factor per 128x128 block, weight-only: widened to "
                "bf16 in the GEMM; an FP8 checkpoint keeps its own codes"}},
-      "; the MoE router and the lm_head stay bf16 (a tied head gets its own bf16 "
+      "; the MoE router stays bf16 and the lm_head is per-channel int8 under "
+      "an integer --quant (--keep-bf16 lm_head: bf16; a tied head gets its own "
       "copy of the table). On --target=reference, bf16 and w8a8 are the plain "
       "semantics the kernels are tested against"));
   t.push_back(flag("bf16-activations", &O::bf16Activations,
@@ -114,8 +115,8 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
                    "bf16 too (the semantics of the native avx512-bf16 kernels, to "
                    "compare with them)"));
   t.push_back(choice("quant-lm-head", "TYPE", &O::quantLmHead, "bf16",
-                     "with an integer --quant, the output head's type (default int8 "
-                     "under w4a8 unless --keep-bf16 lm_head, else bf16):",
+                     "with an integer --quant (w8a8, w8a8-g128, w8a8-g32, w4a8), the "
+                     "output head's type (default int8 unless --keep-bf16 lm_head):",
                      {{"bf16"},
                       {"int8", "half the bytes of decode's largest read; a tied head "
                                "quantizes its own copy"}}));
@@ -125,8 +126,8 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
                    "(w8a8) instead of taking the codes"));
   t.push_back(list("keep-bf16", &O::keepBf16,
                    "with --quant w8a8: weights whose name contains one of these "
-                   "(comma-separated, e.g. q_proj,k_proj) stay bf16 like the router "
-                   "and lm_head always do"));
+                   "(comma-separated, e.g. q_proj,k_proj; lm_head for a bf16 head) stay "
+                   "bf16 like the router always does"));
   t.push_back(list("keep-f32", &O::keepF32,
                    "weights whose name contains one of these (comma-separated) stay "
                    "fp32 (e.g. mlp.gate,lm_head for the old behaviour)"));
@@ -466,11 +467,14 @@ bool parseCompileOptions(int argc, char **argv, CompileOptions &options,
   return true;
 }
 
+bool integerQuant(const std::string &quant) {
+  return quant == "w8a8" || quant == "w8a8-g128" || quant == "w8a8-g32" || quant == "w4a8";
+}
+
 bool checkOptionCombinations(const CompileOptions &o, std::string &error) {
   error.clear();
   const std::string tp = std::to_string(o.tp);
-  if (o.quantLmHead == "int8" && o.quant != "w8a8" && o.quant != "w8a8-g128" &&
-      o.quant != "w8a8-g32" && o.quant != "w4a8")
+  if (o.quantLmHead == "int8" && !integerQuant(o.quant))
     error = "--quant-lm-head int8 needs an integer --quant (w8a8, w8a8-g128, w8a8-g32 or "
             "w4a8: the head's activations are quantized per token like the other "
             "layers), got --quant " +

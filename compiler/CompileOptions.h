@@ -112,6 +112,10 @@ struct OptionError {
 bool parseCompileOptions(int argc, char **argv, CompileOptions &options,
                          OptionError &error);
 
+/// Whether `quant` quantizes activations to int8 per token (w8a8, w8a8-g128,
+/// w8a8-g32, w4a8): the schemes under which the output head can be int8.
+bool integerQuant(const std::string &quant);
+
 /// The checks one option's table entry cannot make: an option that needs
 /// another, or a value whose range depends on another option.
 bool checkOptionCombinations(const CompileOptions &options, std::string &error);
