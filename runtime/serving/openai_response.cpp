@@ -87,17 +87,29 @@ void ResponseBuilder::take(ChoiceState &c, ChoiceDelta d, int64_t choice,
   // Unique within this server's life: the response's number, the choice,
   // the call's index.
   const std::string rid = id_.substr(id_.find('-') + 1);
-  for (structured::ToolCall &call : d.calls) {
-    const size_t k = c.tool_calls.size();
-    json entry = {{"id", "call_" + rid + "_" + std::to_string(choice) + "_" +
-                             std::to_string(k)},
-                  {"type", "function"},
-                  {"function",
-                   {{"name", std::move(call.name)},
-                    {"arguments", std::move(call.arguments)}}}};
-    c.tool_calls.push_back(entry);
-    entry["index"] = k;
-    out->tool_calls.push_back(std::move(entry));
+  using K = structured::ToolCallEvent::Kind;
+  for (structured::ToolCallEvent &e : d.calls) {
+    if (e.kind == K::kCallStart) {
+      const size_t k = c.tool_calls.size();
+      json entry = {{"id", "call_" + rid + "_" + std::to_string(choice) + "_" +
+                               std::to_string(k)},
+                    {"type", "function"},
+                    {"function", {{"name", e.text}, {"arguments", ""}}}};
+      c.tool_calls.push_back(entry);
+      entry["index"] = k;
+      out->tool_calls.push_back(std::move(entry));
+    } else if (e.kind == K::kArguments && !c.tool_calls.empty()) {
+      const size_t k = c.tool_calls.size() - 1;
+      std::string &all = c.tool_calls[k]["function"]["arguments"]
+                             .get_ref<std::string &>();
+      all += e.text;
+      // Pieces of the call this delta already names join its entry.
+      if (out->tool_calls.empty() || out->tool_calls.back()["index"] != k)
+        out->tool_calls.push_back(
+            {{"index", k}, {"function", {{"arguments", ""}}}});
+      out->tool_calls.back()["function"]["arguments"].get_ref<std::string &>() +=
+          e.text;
+    }
   }
 }
 

@@ -19,8 +19,11 @@ namespace hyrt::serve {
 struct ReplyDelta {
   std::string content; ///< chat content, or the completion's text
   std::string reasoning;
-  /// Whole calls: [{"index", "id", "type": "function", "function":
-  /// {"name", "arguments"}}].
+  /// Tool-call deltas as OpenAI streams them: a call's first entry
+  /// {"index", "id", "type": "function", "function": {"name",
+  /// "arguments"}}, later ones {"index", "function": {"arguments": piece}}
+  /// (one entry per call and event; the pieces concatenate to the call's
+  /// arguments).
   nlohmann::json tool_calls = nlohmann::json::array();
   bool empty() const {
     return content.empty() && reasoning.empty() && tool_calls.empty();
