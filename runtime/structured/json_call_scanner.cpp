@@ -32,12 +32,16 @@ JsonCallScanner::JsonCallScanner()
 
 JsonCallScanner::JsonCallScanner(std::string name)
     : arguments_only_(true), state_(State::kBeforeValue),
-      name_(std::move(name)), have_name_(true) {
+      name_(std::move(name)), have_name_(!name_.empty()) {
   value_.role = Role::kArguments;
 }
 
+void JsonCallScanner::begin(std::vector<ToolCallEvent> *out) {
+  maybe_start(out);
+}
+
 void JsonCallScanner::maybe_start(std::vector<ToolCallEvent> *out) {
-  if (started_ || !have_name_ || bad_ || args_ != Args::kObject)
+  if (started_ || !have_name_ || bad_)
     return;
   started_ = true;
   append_event(out, ToolCallEvent::Kind::kCallStart, name_);
@@ -61,7 +65,6 @@ void JsonCallScanner::begin_value(char c, std::vector<ToolCallEvent> *out) {
     args_seen_ = true;
     if (c == '{') {
       args_ = Args::kObject;
-      maybe_start(out);
     } else if (c == '"') {
       args_ = Args::kString;
     } else {
@@ -118,10 +121,14 @@ void JsonCallScanner::end_value(std::vector<ToolCallEvent> *out) {
     }
   } else if (v.role == Role::kArguments && args_ == Args::kString) {
     nlohmann::ordered_json j;
-    if (parse_json(v.raw, &j).empty() && j.is_string())
-      pending_ = j.get<std::string>();
-    else
+    if (parse_json(v.raw, &j).empty() && j.is_string()) {
+      if (started_)
+        append_event(out, ToolCallEvent::Kind::kArguments, j.get<std::string>());
+      else
+        pending_ = j.get<std::string>();
+    } else if (!started_) {
       bad_ = true;
+    }
   }
   maybe_start(out);
 }
@@ -141,7 +148,7 @@ void JsonCallScanner::put(char c, std::vector<ToolCallEvent> *out) {
       key_.clear();
       state_ = State::kKey;
     } else if (c == '}') {
-      state_ = State::kDone;
+      closed(out);
     } else if (!is_space(c)) {
       state_ = State::kFailed;
     }
@@ -179,7 +186,7 @@ void JsonCallScanner::put(char c, std::vector<ToolCallEvent> *out) {
     if (c == ',')
       state_ = State::kBeforeKey;
     else if (c == '}')
-      state_ = State::kDone;
+      closed(out);
     else if (!is_space(c))
       state_ = State::kFailed;
     return;
@@ -189,18 +196,10 @@ void JsonCallScanner::put(char c, std::vector<ToolCallEvent> *out) {
   }
 }
 
-bool JsonCallScanner::close(std::vector<ToolCallEvent> *out) {
-  if (started_)
-    return true;
-  if (state_ != State::kDone || !have_name_ || bad_)
-    return false;
-  started_ = true;
-  append_event(out, ToolCallEvent::Kind::kCallStart, name_);
-  append_event(out, ToolCallEvent::Kind::kArguments,
-               args_ == Args::kAbsent ? std::string_view("{}")
-                                      : std::string_view(pending_));
-  pending_.clear();
-  return true;
+void JsonCallScanner::closed(std::vector<ToolCallEvent> *out) {
+  state_ = State::kDone;
+  if (started_ && !args_seen_)
+    append_event(out, ToolCallEvent::Kind::kArguments, "{}");
 }
 
 } // namespace hyrt::structured

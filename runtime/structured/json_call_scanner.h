@@ -7,10 +7,12 @@
 //    Llama 3.1), keys in any order;
 //  - the arguments object alone, the name known from the markers
 //    (DeepSeek).
-// Object arguments are passed on minified (whitespace outside strings
-// dropped, nothing else changed), so the pieces of a streamed call and the
-// whole call agree byte for byte. Arguments written as a JSON string are
-// decoded once the string closes; absent arguments are "{}".
+// The call starts once its name is read (arguments written before the
+// name wait for it). Object arguments are passed on minified (whitespace
+// outside strings dropped, nothing else changed), so the pieces of a
+// streamed call and the whole call agree byte for byte. Arguments written
+// as a JSON string are decoded once the string closes; absent arguments
+// are "{}".
 #pragma once
 
 #include "hyrt/structured/tool_calls.h"
@@ -32,16 +34,16 @@ public:
   /// The object closed, or the text cannot be a call object.
   bool done() const { return state_ == State::kDone || failed(); }
   bool failed() const { return state_ == State::kFailed; }
-  /// The call's start went out (its name and arguments are being written).
+  /// The call's start went out: its name was read (a call object's name
+  /// as soon as its string closes), and its arguments follow.
   bool started() const { return started_; }
   /// Inside a JSON string (a marker there is text, not a marker).
   bool in_string() const { return value_.in_string || state_ == State::kKey; }
   /// Whether a byte other than whitespace was read.
   bool touched() const { return touched_; }
-  /// The object closed without the call having started (its arguments
-  /// were a string, absent, or came before the name): sends it whole if it
-  /// is a call. False when it is not one.
-  bool close(std::vector<ToolCallEvent> *out);
+  /// Starts the call when its name is known already (the arguments-only
+  /// shape).
+  void begin(std::vector<ToolCallEvent> *out);
 
 private:
   enum class State {
@@ -63,6 +65,7 @@ private:
   bool value_byte(char c, std::vector<ToolCallEvent> *out);
   void end_value(std::vector<ToolCallEvent> *out);
   void maybe_start(std::vector<ToolCallEvent> *out);
+  void closed(std::vector<ToolCallEvent> *out);
   void arguments_text(char c, std::vector<ToolCallEvent> *out);
 
   const bool arguments_only_;

@@ -114,8 +114,7 @@ bool ToolCallParser::step_call(std::vector<ToolCallEvent> *out, bool final) {
     if (!close.empty() && !scanner_->in_string()) {
       const std::string_view rest = text.substr(i);
       if (starts_with(rest, close)) { // closed before its JSON did
-        const bool call = scanner_->close(out);
-        if (call)
+        if (scanner_->started())
           end_call(out);
         else
           not_a_call(out, close); // raw_ holds the bytes read before it
@@ -133,7 +132,7 @@ bool ToolCallParser::step_call(std::vector<ToolCallEvent> *out, bool final) {
     if (!scanner_->done())
       continue;
     held_.erase(0, i + 1);
-    if (scanner_->started() || scanner_->close(out)) {
+    if (scanner_->started()) {
       end_call(out);
     } else if (format_ == ToolCallFormat::kLlama3Json) {
       not_a_call(out, "");
@@ -271,10 +270,12 @@ void ToolCallParser::run(std::vector<ToolCallEvent> *out, bool final) {
         }
         return;
       }
-      if (held_[start] == '{')
+      if (held_[start] == '{') {
         start_scanner(std::make_unique<JsonCallScanner>(head_));
-      else
+        scanner_->begin(out);
+      } else {
         state_ = State::kName;
+      }
       continue;
     }
     case State::kName: { // DeepSeek V3: the name, then ```json
@@ -297,6 +298,7 @@ void ToolCallParser::run(std::vector<ToolCallEvent> *out, bool final) {
       raw_.append(held_, 0, fence + kDsFence.size());
       held_.erase(0, fence + kDsFence.size());
       start_scanner(std::make_unique<JsonCallScanner>(name));
+      scanner_->begin(out);
       continue;
     }
     case State::kCall:

@@ -142,8 +142,8 @@ std::vector<ToolCallEvent> byteEvents(ToolCallFormat f, const std::string &text,
 }
 
 TEST(ToolCalls, ArgumentsArePassedOnAsTheyAreWritten) {
-  // Qwen: the call starts at the '{' of its arguments (the name is known
-  // by then); every later byte of the arguments goes out when it comes.
+  // Qwen: the call starts when its name's string closes; every byte of the
+  // arguments goes out when it comes.
   const std::string text =
       "Hi <tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"a b\", "
       "\"n\": [1, 2]}}\n</tool_call>";
@@ -151,7 +151,7 @@ TEST(ToolCalls, ArgumentsArePassedOnAsTheyAreWritten) {
   size_t feeds = 0;
   auto events = byteEvents(ToolCallFormat::kQwen, text, &started, &feeds);
   ASSERT_EQ(started.size(), 1u);
-  EXPECT_EQ(started[0], text.find("{\"q\""));
+  EXPECT_EQ(started[0], text.find("\"f\"") + 2);
   ToolCallDelta d;
   hyrt::structured::gather_tool_call_events(events, &d);
   EXPECT_EQ(d.content, "Hi ");
@@ -163,7 +163,7 @@ TEST(ToolCalls, ArgumentsArePassedOnAsTheyAreWritten) {
   expectStreamingAgrees(ToolCallFormat::kQwen, text,
                         hyrt::structured::parse_tool_calls(ToolCallFormat::kQwen, text));
 
-  // DeepSeek V3: the start comes at the first byte of the arguments.
+  // DeepSeek V3: the start comes with the fence that ends the name.
   const std::string ds =
       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
       "get_weather\n```json\n{\"city\": \"Oslo\"}\n```<｜tool▁call▁end｜>"
@@ -171,17 +171,17 @@ TEST(ToolCalls, ArgumentsArePassedOnAsTheyAreWritten) {
   started.clear();
   events = byteEvents(ToolCallFormat::kDeepSeekV3, ds, &started, &feeds);
   ASSERT_EQ(started.size(), 1u);
-  EXPECT_EQ(started[0], ds.find("{\"city\""));
+  EXPECT_EQ(started[0], ds.find("```json") + 6);
   EXPECT_EQ(feeds, std::string(R"({"city":"Oslo"})").size());
 
-  // Llama: same, and the second call after ';'.
+  // Llama: the same, and a second call after ';'.
   const std::string llama = R"({"name": "a", "parameters": {"x": 1}}; )"
                             R"({"parameters": {"y": "}"}, "name": "b"})";
   started.clear();
   events = byteEvents(ToolCallFormat::kLlama3Json, llama, &started, &feeds);
   ASSERT_EQ(started.size(), 2u);
-  EXPECT_EQ(started[0], llama.find("{\"x\""));
-  // Arguments before the name: the call starts when the name is read.
+  EXPECT_EQ(started[0], llama.find("\"a\"") + 2);
+  // Arguments before the name wait for it.
   EXPECT_EQ(started[1], llama.rfind("\"b\"") + 2);
   hyrt::structured::gather_tool_call_events(events, &(d = ToolCallDelta()));
   ASSERT_EQ(d.calls.size(), 2u);
@@ -340,10 +340,18 @@ TEST(ToolCalls, Llama3JsonReplies) {
                                          "{\"not\": \"a call\"}");
   EXPECT_TRUE(d.calls.empty());
   EXPECT_EQ(d.content, "{\"not\": \"a call\"}");
+  // Stopped after the name: a call (its start was streamed) whose
+  // arguments were never written.
   d = hyrt::structured::parse_tool_calls(ToolCallFormat::kLlama3Json,
                                          "{\"name\": \"f\", \"para");
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_EQ(d.calls[0].name, "f");
+  EXPECT_EQ(d.calls[0].arguments, "");
+  EXPECT_EQ(d.content, "");
+  d = hyrt::structured::parse_tool_calls(ToolCallFormat::kLlama3Json,
+                                         "{\"nam");
   EXPECT_TRUE(d.calls.empty());
-  EXPECT_EQ(d.content, "{\"name\": \"f\", \"para");
+  EXPECT_EQ(d.content, "{\"nam");
 }
 
 const char *kTools = R"([
