@@ -87,6 +87,7 @@ void ToolCallParser::start_scanner(std::unique_ptr<JsonCallScanner> scanner) {
 void ToolCallParser::end_call(std::vector<ToolCallEvent> *out) {
   append_event(out, ToolCallEvent::Kind::kCallEnd, "");
   ++calls_ended_;
+  after_call_ = true;
   raw_.clear();
   scanner_.reset();
   state_ = format_ == ToolCallFormat::kLlama3Json ? State::kBetween
@@ -189,6 +190,13 @@ void ToolCallParser::run(std::vector<ToolCallEvent> *out, bool final) {
         }
         continue;
       }
+      // The newlines a template puts after a call are no content.
+      if (after_call_) {
+        held_.erase(0, std::min(held_.size(), held_.find_first_not_of(kSpace)));
+        if (held_.empty())
+          return;
+        after_call_ = false;
+      }
       // DeepSeek calls normally sit in a calls block; a bare call begin is
       // taken too.
       std::string_view open = qwen ? kQwenOpen : kDsCallsBegin;
@@ -237,6 +245,7 @@ void ToolCallParser::run(std::vector<ToolCallEvent> *out, bool final) {
       }
       if (starts_with(rest, kDsCallsEnd)) {
         held_.erase(0, start + kDsCallsEnd.size());
+        after_call_ = calls_ended_ > 0;
         state_ = State::kText;
         continue;
       }

@@ -199,8 +199,8 @@ TEST(ToolCalls, CallShapesAgreeStreamedAndWhole) {
       // Arguments as a JSON string are decoded; absent arguments are {}.
       {ToolCallFormat::kQwen,
        "<tool_call>{\"name\": \"s\", \"arguments\": \"{\\\"a\\\": 1}\"}"
-       "</tool_call>\n<tool_call>{\"name\": \"e\"}</tool_call>",
-       "\n",
+       "</tool_call>\n<tool_call>{\"name\": \"e\"}</tool_call>\n",
+       "",
        {{"s", "{\"a\": 1}"}, {"e", "{}"}}},
       // A marker inside a string is text.
       {ToolCallFormat::kQwen,
@@ -285,7 +285,8 @@ TEST(ToolCalls, QwenTurnRenderedByItsTemplate) {
   ASSERT_EQ(d2.calls.size(), 2u);
   EXPECT_EQ(d2.calls[1].name, "f");
   EXPECT_EQ(d2.calls[1].arguments, R"({"a":[1]})");
-  EXPECT_EQ(d2.content, "Checking.\n<tool_call>{\"name\": oops}</tool_call>");
+  // The newline after a call is the template's, not content.
+  EXPECT_EQ(d2.content, "Checking.<tool_call>{\"name\": oops}</tool_call>");
   expectStreamingAgrees(ToolCallFormat::kQwen, two, d2);
 }
 

@@ -111,7 +111,7 @@ private:
   std::string raw_;  ///< an unstarted call's text so far (for not_a_call)
   std::string head_; ///< DeepSeek: the text before <sep>
   std::unique_ptr<JsonCallScanner> scanner_;
-  bool decided_ = false; ///< Llama: whether the reply's start was read
+  bool after_call_ = false; ///< whitespace here follows a call (dropped)
   size_t calls_ended_ = 0;
 };
 
