@@ -113,6 +113,32 @@ void ResponseBuilder::take(ChoiceState &c, ChoiceDelta d, int64_t choice,
   }
 }
 
+void ResponseBuilder::add_prompt_logprobs(
+    const std::vector<SampledToken> &entries, json *part) const {
+  // OpenAI's echo: the first token has no logprob (nothing precedes it);
+  // offsets count from the echoed prompt's start.
+  const std::vector<int32_t> &prompt = request_.request.prompt;
+  int64_t offset = 0;
+  for (size_t k = 0; k < prompt.size(); ++k) {
+    const int32_t prev = k == 0 ? -1 : prompt[k - 1];
+    const std::string text = piece(prev, prompt[k]);
+    (*part)["tokens"].push_back(text);
+    (*part)["text_offset"].push_back(offset);
+    offset += int64_t(text.size());
+    if (k == 0 || k - 1 >= entries.size()) {
+      (*part)["token_logprobs"].push_back(nullptr);
+      (*part)["top_logprobs"].push_back(nullptr);
+      continue;
+    }
+    const SampledToken &t = entries[k - 1];
+    json top = json::object();
+    for (const TokenLogprob &alt : t.top)
+      top[piece(prev, alt.token)] = finite_logprob(alt.logprob);
+    (*part)["token_logprobs"].push_back(finite_logprob(t.logprob));
+    (*part)["top_logprobs"].push_back(top);
+  }
+}
+
 json ResponseBuilder::add(ChoiceState &c, const RequestEvent &e,
                           ReplyDelta *delta) const {
   *delta = ReplyDelta();
@@ -131,13 +157,16 @@ json ResponseBuilder::add(ChoiceState &c, const RequestEvent &e,
     if (c.finish_reason == "stop" && !c.tool_calls.empty())
       c.finish_reason = "tool_calls";
   }
-  if (request_.request.logprobs < 0 || e.logprobs.empty())
+  if (request_.request.logprobs < 0 ||
+      (e.logprobs.empty() && e.prompt_logprobs.empty()))
     return json();
   json part = request_.chat ? json{{"content", json::array()}}
                             : json{{"tokens", json::array()},
                                    {"token_logprobs", json::array()},
                                    {"top_logprobs", json::array()},
                                    {"text_offset", json::array()}};
+  if (!request_.chat && !e.prompt_logprobs.empty())
+    add_prompt_logprobs(e.prompt_logprobs, &part);
   for (const SampledToken &t : e.logprobs) {
     if (request_.chat) {
       part["content"].push_back(chat_entry(c.prev_token, t));

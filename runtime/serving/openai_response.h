@@ -77,6 +77,9 @@ private:
   void take(ChoiceState &c, ChoiceDelta d, int64_t choice,
             ReplyDelta *out) const;
   nlohmann::json chat_entry(int32_t prev, const SampledToken &t) const;
+  /// echo with logprobs (completions): the prompt's tokens, first in `part`.
+  void add_prompt_logprobs(const std::vector<SampledToken> &entries,
+                           nlohmann::json *part) const;
 
   const ServeLimits &limits_;
   const ParsedRequest &request_;
