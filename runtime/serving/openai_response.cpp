@@ -107,8 +107,8 @@ void ResponseBuilder::take(ChoiceState &c, ChoiceDelta d, int64_t choice,
       if (out->tool_calls.empty() || out->tool_calls.back()["index"] != k)
         out->tool_calls.push_back(
             {{"index", k}, {"function", {{"arguments", ""}}}});
-      out->tool_calls.back()["function"]["arguments"].get_ref<std::string &>() +=
-          e.text;
+      json &sent = out->tool_calls.back()["function"]["arguments"];
+      sent.get_ref<std::string &>() += e.text;
     }
   }
 }

@@ -123,7 +123,8 @@ void JsonCallScanner::end_value(std::vector<ToolCallEvent> *out) {
     nlohmann::ordered_json j;
     if (parse_json(v.raw, &j).empty() && j.is_string()) {
       if (started_)
-        append_event(out, ToolCallEvent::Kind::kArguments, j.get<std::string>());
+        append_event(out, ToolCallEvent::Kind::kArguments,
+                     j.get<std::string>());
       else
         pending_ = j.get<std::string>();
     } else if (!started_) {

@@ -47,8 +47,15 @@ public:
 
 private:
   enum class State {
-    kBeforeOpen, kBeforeKey, kKey, kAfterKey, kBeforeValue, kValue,
-    kAfterValue, kDone, kFailed
+    kBeforeOpen,
+    kBeforeKey,
+    kKey,
+    kAfterKey,
+    kBeforeValue,
+    kValue,
+    kAfterValue,
+    kDone,
+    kFailed
   };
   enum class Role { kName, kArguments, kOther };
   struct Value {

@@ -291,7 +291,8 @@ void ToolCallParser::run(std::vector<ToolCallEvent> *out, bool final) {
       const size_t fence = held_.find(kDsFence);
       const size_t end = held_.find(kDsCallEnd);
       if (end < fence) { // no arguments: not a call this parser knows
-        not_a_call(out, std::string_view(held_).substr(0, end + kDsCallEnd.size()));
+        not_a_call(out,
+                   std::string_view(held_).substr(0, end + kDsCallEnd.size()));
         held_.erase(0, end + kDsCallEnd.size());
         state_ = State::kRegion;
         continue;

@@ -60,12 +60,14 @@ struct ToolCallDelta {
 class JsonCallScanner;
 
 /// Incremental recognizer for one output: text goes in as it is generated,
-/// events come out as soon as they are certain (a call starts when its name
-/// and the opening of its arguments are read; arguments are handed on as
-/// they come; a piece of a marker is held until the next text says what it
-/// is). A call that cannot be one (bad JSON before its arguments began, no
-/// name) is given back as content, verbatim. Whole outputs are read by the
-/// same code (parse_tool_calls), so streamed and whole replies agree.
+/// events come out as soon as they are certain (a call starts once its
+/// name is read: the string after "name" closes, or DeepSeek's name is
+/// followed by its fence or its arguments; argument text is handed on as
+/// it comes, minified; a piece of a marker is held until the next text
+/// says what it is). Text that cannot be a call (not JSON, no string name)
+/// is given back as content, verbatim. Whole outputs are read by the same
+/// code (parse_tool_calls), so streamed and whole replies agree byte for
+/// byte.
 class ToolCallParser {
 public:
   explicit ToolCallParser(ToolCallFormat format);
