@@ -3,10 +3,35 @@
 #include "hyrt/engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace hyrt {
 
 namespace {
+
+/// `token`'s log-softmax in `row` (raw logits) and the `top` most likely.
+SampledToken token_logprob(const float *row, int64_t n, int32_t token,
+                           int64_t top) {
+  const float most = *std::max_element(row, row + n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(double(row[i] - most));
+  const float log_sum = float(std::log(sum)) + most;
+  SampledToken t;
+  t.token = token;
+  t.logprob = row[token] - log_sum;
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    ids[size_t(i)] = int32_t(i);
+  top = std::min(top, n);
+  std::partial_sort(ids.begin(), ids.begin() + top, ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      return row[a] > row[b] || (row[a] == row[b] && a < b);
+                    });
+  for (int64_t i = 0; i < top; ++i)
+    t.top.push_back({ids[size_t(i)], row[ids[size_t(i)]] - log_sum});
+  return t;
+}
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -61,6 +86,7 @@ struct Scheduler::Active {
   size_t emitted = 0;        ///< bytes of `text` already sent
   bool done = false;
   std::vector<SampledToken> logprobs; ///< of tokens not yet emitted
+  std::vector<SampledToken> prompt_logprobs; ///< until the first event
   Active(const SamplerConfig &c) : sampler(c) {}
 };
 
@@ -250,6 +276,7 @@ void Scheduler::emit(Active &a, const std::vector<int32_t> &tokens,
   e.choice = a.choice;
   e.tokens = tokens;
   e.logprobs.swap(a.logprobs);
+  e.prompt_logprobs.swap(a.prompt_logprobs);
   // Unfinished, hold back what could still become a stop string or
   // complete a character; finished, everything left goes out.
   size_t end = a.text.size();
@@ -400,11 +427,13 @@ void Scheduler::admit_inbox() {
     // computed once); until then it waits, and so does the queue behind it
     // (choice 0 runs, so that is soon).
     std::vector<int32_t> shared;
-    if (head.choice > 0 && !sibling_pages(head, &shared))
+    // Prompt logprobs need every prompt position computed.
+    const bool whole = head.req.prompt_logprobs;
+    if (head.choice > 0 && !whole && !sibling_pages(head, &shared))
       break;
     // At least the last prompt token is computed (its logits give the
     // first token), so the block holding it is never taken from the cache.
-    const bool from_cache = shared.empty() && prefix_;
+    const bool from_cache = shared.empty() && prefix_ && !whole;
     if (from_cache)
       shared = prefix_->lookup(head.req.prompt,
                                (int64_t(head.req.prompt.size()) - 1) / page_size_);
@@ -470,6 +499,10 @@ Status Scheduler::step(bool *did_work) {
     if (did_work)
       *did_work = true;
     std::vector<float> logits;
+    // Every row of the step when a prompt's logprobs are asked for.
+    bool all_rows = false;
+    for (Active *a : prefills)
+      all_rows |= a->req.prompt_logprobs;
     make_room(chunks);
     status = prefills.empty()
                  ? engine_->decode(
@@ -486,7 +519,7 @@ Status Scheduler::step(bool *did_work) {
                          return t;
                        }(),
                        &logits)
-                 : engine_->extend_batch(chunks, &logits, /*all_rows=*/false);
+                 : engine_->extend_batch(chunks, &logits, all_rows);
     ++steps_;
     const int64_t V = engine_->vocab_size();
     if (!status.ok()) {
@@ -500,14 +533,24 @@ Status Scheduler::step(bool *did_work) {
         a->pending = -1;
         sample_and_accept(*a, &logits[row++ * V]);
       }
-      for (size_t i = 0; i < prefills.size(); ++i, ++row) {
+      for (size_t i = 0; i < prefills.size(); ++i) {
         Active *a = prefills[i];
         const size_t n = chunks[decodes.size() + i].tokens.size();
+        if (all_rows && a->req.prompt_logprobs)
+          for (size_t j = 0; j < n; ++j)
+            if (a->prefilled + j + 1 < a->req.prompt.size())
+              a->prompt_logprobs.push_back(
+                  token_logprob(&logits[(row + j) * V], V,
+                                a->req.prompt[a->prefilled + j + 1],
+                                a->req.logprobs));
+        if (all_rows)
+          row += n - 1; // to the chunk's last row
         a->prefilled += n;
         prompt_total_ += int64_t(n);
         cache_prompt_blocks(*a);
         if (a->prefilled == a->req.prompt.size())
           sample_and_accept(*a, &logits[row * V]);
+        ++row;
       }
     }
   }

@@ -21,18 +21,17 @@ void ChoiceOutput::route(st::ReasoningDelta r, bool final, ChoiceDelta *out) {
     out->content = std::move(r.content);
     return;
   }
-  st::ToolCallDelta d = tools_->feed(r.content);
-  if (final) {
-    st::ToolCallDelta rest = tools_->finish();
-    d.content += rest.content;
-    d.calls.insert(d.calls.end(), rest.calls.begin(), rest.calls.end());
-  }
-  out->content = std::move(d.content);
-  for (st::ToolCall &c : d.calls) {
-    if (!plan_.parallel_tool_calls && calls_ > 0)
-      break; // parallel_tool_calls false: the first call only
-    out->calls.push_back(std::move(c));
-    ++calls_;
+  std::vector<st::ToolCallEvent> events;
+  tools_->feed(r.content, &events);
+  if (final)
+    tools_->finish(&events);
+  // parallel_tool_calls false is kept by the constraint (one call, then
+  // the end), not here.
+  for (st::ToolCallEvent &e : events) {
+    if (e.kind == st::ToolCallEvent::Kind::kContent)
+      out->content += e.text;
+    else
+      out->calls.push_back(std::move(e));
   }
 }
 

@@ -19,7 +19,8 @@ namespace hyrt::serve {
 struct ChoiceDelta {
   std::string reasoning;
   std::string content;
-  std::vector<structured::ToolCall> calls;
+  /// Call starts, argument pieces and ends (content is in `content`).
+  std::vector<structured::ToolCallEvent> calls;
   bool empty() const {
     return reasoning.empty() && content.empty() && calls.empty();
   }
@@ -32,8 +33,6 @@ public:
   ChoiceDelta feed(const std::string &text);
   /// End of output: whatever was held back.
   ChoiceDelta finish();
-  /// Calls returned so far (their indices in tool_calls).
-  size_t calls_returned() const { return calls_; }
 
 private:
   void route(structured::ReasoningDelta r, bool final, ChoiceDelta *out);
@@ -41,7 +40,6 @@ private:
   OutputPlan plan_;
   std::optional<structured::ReasoningSplitter> reasoning_;
   std::optional<structured::ToolCallParser> tools_;
-  size_t calls_ = 0;
 };
 
 } // namespace hyrt::serve

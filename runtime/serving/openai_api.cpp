@@ -221,11 +221,8 @@ std::optional<ApiError> parse_request(const std::string &body_text, bool chat,
   if (!chat) {
     if (auto e = get_bool(body, "echo", &out->echo))
       return e;
-    // The prompt's logprobs need the logits of every prompt position,
-    // which the scheduler does not keep (it asks for the last row only).
-    if (out->echo && r.logprobs >= 0)
-      return bad("echo", "echo with logprobs is not supported (prompt "
-                         "tokens' logprobs are not computed); drop one");
+    // echo with logprobs: the prompt's tokens lead the logprobs too.
+    r.prompt_logprobs = out->echo && r.logprobs >= 0;
     if (out->echo)
       out->prompt_text = prompt.from_text
                              ? prompt.text

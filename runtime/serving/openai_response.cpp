@@ -87,17 +87,55 @@ void ResponseBuilder::take(ChoiceState &c, ChoiceDelta d, int64_t choice,
   // Unique within this server's life: the response's number, the choice,
   // the call's index.
   const std::string rid = id_.substr(id_.find('-') + 1);
-  for (structured::ToolCall &call : d.calls) {
-    const size_t k = c.tool_calls.size();
-    json entry = {{"id", "call_" + rid + "_" + std::to_string(choice) + "_" +
-                             std::to_string(k)},
-                  {"type", "function"},
-                  {"function",
-                   {{"name", std::move(call.name)},
-                    {"arguments", std::move(call.arguments)}}}};
-    c.tool_calls.push_back(entry);
-    entry["index"] = k;
-    out->tool_calls.push_back(std::move(entry));
+  using K = structured::ToolCallEvent::Kind;
+  for (structured::ToolCallEvent &e : d.calls) {
+    if (e.kind == K::kCallStart) {
+      const size_t k = c.tool_calls.size();
+      json entry = {{"id", "call_" + rid + "_" + std::to_string(choice) + "_" +
+                               std::to_string(k)},
+                    {"type", "function"},
+                    {"function", {{"name", e.text}, {"arguments", ""}}}};
+      c.tool_calls.push_back(entry);
+      entry["index"] = k;
+      out->tool_calls.push_back(std::move(entry));
+    } else if (e.kind == K::kArguments && !c.tool_calls.empty()) {
+      const size_t k = c.tool_calls.size() - 1;
+      std::string &all = c.tool_calls[k]["function"]["arguments"]
+                             .get_ref<std::string &>();
+      all += e.text;
+      // Pieces of the call this delta already names join its entry.
+      if (out->tool_calls.empty() || out->tool_calls.back()["index"] != k)
+        out->tool_calls.push_back(
+            {{"index", k}, {"function", {{"arguments", ""}}}});
+      json &sent = out->tool_calls.back()["function"]["arguments"];
+      sent.get_ref<std::string &>() += e.text;
+    }
+  }
+}
+
+void ResponseBuilder::add_prompt_logprobs(
+    const std::vector<SampledToken> &entries, json *part) const {
+  // OpenAI's echo: the first token has no logprob (nothing precedes it);
+  // offsets count from the echoed prompt's start.
+  const std::vector<int32_t> &prompt = request_.request.prompt;
+  int64_t offset = 0;
+  for (size_t k = 0; k < prompt.size(); ++k) {
+    const int32_t prev = k == 0 ? -1 : prompt[k - 1];
+    const std::string text = piece(prev, prompt[k]);
+    (*part)["tokens"].push_back(text);
+    (*part)["text_offset"].push_back(offset);
+    offset += int64_t(text.size());
+    if (k == 0 || k - 1 >= entries.size()) {
+      (*part)["token_logprobs"].push_back(nullptr);
+      (*part)["top_logprobs"].push_back(nullptr);
+      continue;
+    }
+    const SampledToken &t = entries[k - 1];
+    json top = json::object();
+    for (const TokenLogprob &alt : t.top)
+      top[piece(prev, alt.token)] = finite_logprob(alt.logprob);
+    (*part)["token_logprobs"].push_back(finite_logprob(t.logprob));
+    (*part)["top_logprobs"].push_back(top);
   }
 }
 
@@ -119,13 +157,16 @@ json ResponseBuilder::add(ChoiceState &c, const RequestEvent &e,
     if (c.finish_reason == "stop" && !c.tool_calls.empty())
       c.finish_reason = "tool_calls";
   }
-  if (request_.request.logprobs < 0 || e.logprobs.empty())
+  if (request_.request.logprobs < 0 ||
+      (e.logprobs.empty() && e.prompt_logprobs.empty()))
     return json();
   json part = request_.chat ? json{{"content", json::array()}}
                             : json{{"tokens", json::array()},
                                    {"token_logprobs", json::array()},
                                    {"top_logprobs", json::array()},
                                    {"text_offset", json::array()}};
+  if (!request_.chat && !e.prompt_logprobs.empty())
+    add_prompt_logprobs(e.prompt_logprobs, &part);
   for (const SampledToken &t : e.logprobs) {
     if (request_.chat) {
       part["content"].push_back(chat_entry(c.prev_token, t));

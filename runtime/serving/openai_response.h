@@ -19,8 +19,11 @@ namespace hyrt::serve {
 struct ReplyDelta {
   std::string content; ///< chat content, or the completion's text
   std::string reasoning;
-  /// Whole calls: [{"index", "id", "type": "function", "function":
-  /// {"name", "arguments"}}].
+  /// Tool-call deltas as OpenAI streams them: a call's first entry
+  /// {"index", "id", "type": "function", "function": {"name",
+  /// "arguments"}}, later ones {"index", "function": {"arguments": piece}}
+  /// (one entry per call and event; the pieces concatenate to the call's
+  /// arguments).
   nlohmann::json tool_calls = nlohmann::json::array();
   bool empty() const {
     return content.empty() && reasoning.empty() && tool_calls.empty();
@@ -74,6 +77,9 @@ private:
   void take(ChoiceState &c, ChoiceDelta d, int64_t choice,
             ReplyDelta *out) const;
   nlohmann::json chat_entry(int32_t prev, const SampledToken &t) const;
+  /// echo with logprobs (completions): the prompt's tokens, first in `part`.
+  void add_prompt_logprobs(const std::vector<SampledToken> &entries,
+                           nlohmann::json *part) const;
 
   const ServeLimits &limits_;
   const ParsedRequest &request_;

@@ -6,6 +6,7 @@
 #include "structured_support.h"
 
 #include "hyrt/structured/json_schema.h"
+#include "hyrt/structured/one_tool_call_constraint.h"
 #include "hyrt/structured/reasoning.h"
 
 #include <cctype>
@@ -182,6 +183,34 @@ std::optional<ApiError> ordered_body(const std::string &body_text, ojson *out) {
   return std::nullopt;
 }
 
+/// tool_choice "auto" with parallel_tool_calls false: the output ends once
+/// its first call has (the request's constraint, when nothing else
+/// constrains it).
+std::optional<ApiError> one_call_only(const ToolsRequest &tools,
+                                      const ServeLimits &limits,
+                                      const OutputPlan &plan,
+                                      ParsedRequest *out) {
+  if (tools.parallel || !tools.active() ||
+      plan.tool_format == st::ToolCallFormat::kNone)
+    return std::nullopt;
+  if (!limits.structured || !limits.tokenizer)
+    return bad("parallel_tool_calls",
+               "parallel_tool_calls: this artifact has no tokenizer, so its "
+               "output cannot be held to one call");
+  std::shared_ptr<const st::TokenVocabulary> vocab;
+  if (Status s = limits.structured->vocabulary(&vocab); !s.ok())
+    return bad("parallel_tool_calls", s.message());
+  auto make = [vocab, plan]() -> std::shared_ptr<TokenConstraint> {
+    return std::make_shared<st::OneToolCallConstraint>(
+        vocab, plan.tool_format, plan.split_reasoning,
+        plan.starts_in_reasoning);
+  };
+  out->request.constraint = make();
+  if (out->request.n > 1)
+    out->request.constraint_factory = make;
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<ApiError> parse_tools(const std::string &body_text,
@@ -290,16 +319,21 @@ std::optional<ApiError> plan_structured(const std::string &body_text,
                  "call cannot be required; use \"auto\" or \"none\"");
     const st::ToolCallFormat format = traits.tool_format;
     const std::string name = tools.choice == ToolChoice::kNamed ? tools.name : "";
-    key = std::string("tool call ") + st::tool_call_format_name(format) + " " +
-          name + " " + tools.tools.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    // A named function is called once (as OpenAI does).
+    const bool parallel = tools.parallel && tools.choice == ToolChoice::kRequired;
+    key = std::string("tool call ") + st::tool_call_format_name(format) +
+          (parallel ? " parallel " : " one ") + name + " " +
+          tools.tools.dump(-1, ' ', false, ojson::error_handler_t::replace);
     param = "tools";
     const ojson list = tools.tools;
-    compile = [format, list, name, schema_limits](std::shared_ptr<const st::Grammar> *g) {
-      return st::compile_tool_call_grammar(format, list, name, schema_limits, g);
+    compile = [format, list, name, parallel,
+               schema_limits](std::shared_ptr<const st::Grammar> *g) {
+      return st::compile_tool_call_grammar(format, list, name, parallel,
+                                           schema_limits, g);
     };
   }
   if (!compile)
-    return std::nullopt;
+    return one_call_only(tools, limits, plan, out);
   if (!limits.structured || !limits.tokenizer)
     return bad(param, param + ": this artifact has no tokenizer, so its output "
                               "cannot be constrained");

@@ -63,8 +63,10 @@ public:
   Status reasoning_tokens(
       std::shared_ptr<const structured::ReasoningTokens> *out);
 
-private:
+  /// The tokenizer's vocabulary as bytes (built once).
   Status vocabulary(std::shared_ptr<const structured::TokenVocabulary> *out);
+
+private:
 
   const Tokenizer *tokenizer_;
   std::vector<int32_t> stop_ids_;

@@ -1,6 +1,7 @@
-// tool_call_grammar.cpp - the grammar of one tool call in a family's wire
+// tool_call_grammar.cpp - the grammar of tool calls in a family's wire
 // format, for tool_choice "required" or a named function: the literal
-// markers around the function's name, its parameters schema inside.
+// markers around the function's name, its parameters schema inside; one
+// call then the end, or (parallel_tool_calls) one or more.
 #include "hyrt/structured/tool_calls.h"
 
 #include "schema_compiler.h"
@@ -18,11 +19,29 @@ std::pair<std::string, std::string> wire(ToolCallFormat format,
     return {"<tool_call>\n{\"name\": " + quoted + ", \"arguments\": ",
             "}\n</tool_call>"};
   case ToolCallFormat::kDeepSeekV3:
-    return {"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" +
-                name + "\n```json\n",
-            "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"};
+    return {"<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n",
+            "\n```<｜tool▁call▁end｜>"};
   case ToolCallFormat::kLlama3Json:
     return {"{\"name\": " + quoted + ", \"parameters\": ", "}"};
+  case ToolCallFormat::kNone:
+    break;
+  }
+  return {};
+}
+
+// Around the calls (DeepSeek's block), and between two calls, as the
+// families' templates write them.
+struct Frame {
+  std::string open, between, close;
+};
+Frame frame(ToolCallFormat format) {
+  switch (format) {
+  case ToolCallFormat::kQwen:
+    return {"", "\n", ""};
+  case ToolCallFormat::kDeepSeekV3:
+    return {"<｜tool▁calls▁begin｜>", "\n", "<｜tool▁calls▁end｜>"};
+  case ToolCallFormat::kLlama3Json:
+    return {"", "; ", ""};
   case ToolCallFormat::kNone:
     break;
   }
@@ -34,7 +53,7 @@ std::pair<std::string, std::string> wire(ToolCallFormat format,
 Status compile_tool_call_grammar(ToolCallFormat format,
                                  const nlohmann::ordered_json &tools,
                                  const std::string &function_name,
-                                 const SchemaLimits &limits,
+                                 bool parallel, const SchemaLimits &limits,
                                  std::shared_ptr<const Grammar> *out) {
   if (format == ToolCallFormat::kNone)
     return Status::Error("tool_choice: this model's chat template has no tool "
@@ -80,8 +99,19 @@ Status compile_tool_call_grammar(ToolCallFormat format,
   if (calls.empty())
     return Status::Error("tool_choice names function \"" + function_name +
                          "\", which is not among the tools");
-  const int32_t root = builder.new_rule("tool call");
-  builder.set_rule_body(root, builder.alt(calls));
+  const int32_t one = builder.new_rule("tool call");
+  builder.set_rule_body(one, builder.alt(calls));
+  // parallel_tool_calls false: the grammar ends after the first call, so
+  // the only token left is end-of-sequence.
+  const Frame f = frame(format);
+  Frag body = builder.call(one);
+  if (parallel)
+    body = builder.seq(
+        body, builder.star(builder.seq(builder.literal(f.between),
+                                       builder.call(one))));
+  const int32_t root = builder.new_rule("tool calls");
+  builder.set_rule_body(root, builder.seq({builder.literal(f.open), body,
+                                           builder.literal(f.close)}));
   auto grammar = std::make_shared<Grammar>();
   if (Status s = builder.finish(root, limits.max_stack_depth,
                                 std::string("tool call (") +

@@ -1,7 +1,9 @@
-// tool_call_parser.cpp - recognizing tool calls in streamed output.
+// tool_call_parser.cpp - recognizing tool calls in output as it is
+// generated: the markers of each family around calls, the call's JSON read
+// by JsonCallScanner (see tool_calls.h).
 #include "hyrt/structured/tool_calls.h"
 
-#include "hyrt/support/json.h"
+#include "json_call_scanner.h"
 #include "text_markers.h"
 
 namespace hyrt::structured {
@@ -14,62 +16,25 @@ constexpr std::string_view kDsCallsEnd = "<｜tool▁calls▁end｜>";
 constexpr std::string_view kDsCallBegin = "<｜tool▁call▁begin｜>";
 constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";
 constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
+constexpr std::string_view kDsFence = "```json";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kSpace = " \t\r\n";
 
 std::string_view trim(std::string_view s) {
-  const size_t a = s.find_first_not_of(" \t\r\n");
+  const size_t a = s.find_first_not_of(kSpace);
   if (a == std::string_view::npos)
     return {};
-  const size_t b = s.find_last_not_of(" \t\r\n");
+  const size_t b = s.find_last_not_of(kSpace);
   return s.substr(a, b - a + 1);
 }
 
-// {"name": ..., "arguments" | "parameters": {...} or "..."} -> call.
-bool call_from_json(std::string_view text, ToolCall *call) {
-  nlohmann::ordered_json j;
-  if (!parse_json(trim(text), &j).empty() || !j.is_object() ||
-      !j.contains("name") || !j["name"].is_string())
-    return false;
-  call->name = j["name"].get<std::string>();
-  const char *key = j.contains("arguments") ? "arguments" : "parameters";
-  if (!j.contains(key)) {
-    call->arguments = "{}";
-  } else if (j[key].is_string()) {
-    call->arguments = j[key].get<std::string>();
-  } else if (j[key].is_object()) {
-    call->arguments = j[key].dump();
-  } else {
-    return false;
-  }
-  return true;
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
 }
 
-// DeepSeek: "function<sep>name\n```json\n{...}\n```" or "name<sep>{...}".
-bool call_from_deepseek(std::string_view body, ToolCall *call) {
-  const size_t sep = body.find(kDsSep);
-  if (sep == std::string_view::npos)
-    return false;
-  const std::string_view head = trim(body.substr(0, sep));
-  std::string_view rest = body.substr(sep + kDsSep.size());
-  std::string_view name, args;
-  const size_t fence = rest.find("```json");
-  if (fence != std::string_view::npos) {
-    name = trim(rest.substr(0, fence));
-    args = rest.substr(fence + 7);
-    const size_t close = args.rfind("```");
-    if (close == std::string_view::npos)
-      return false;
-    args = args.substr(0, close);
-  } else {
-    name = head;
-    args = rest;
-  }
-  nlohmann::ordered_json j;
-  if (name.empty() || !parse_json(trim(args), &j).empty() || !j.is_object())
-    return false;
-  call->name = std::string(name);
-  call->arguments = j.dump();
-  return true;
+/// Whether `s` may still grow into `marker` (a proper prefix of it).
+bool may_become(std::string_view s, std::string_view marker) {
+  return s.size() < marker.size() && starts_with(marker, s);
 }
 
 } // namespace
@@ -99,95 +64,139 @@ const char *tool_call_format_name(ToolCallFormat f) {
 }
 
 ToolCallParser::ToolCallParser(ToolCallFormat format) : format_(format) {}
+ToolCallParser::~ToolCallParser() = default;
+ToolCallParser::ToolCallParser(ToolCallParser &&) noexcept = default;
+ToolCallParser &ToolCallParser::operator=(ToolCallParser &&) noexcept = default;
 
-ToolCallDelta ToolCallParser::feed(std::string_view piece) {
+void ToolCallParser::feed(std::string_view piece,
+                          std::vector<ToolCallEvent> *out) {
   held_.append(piece);
-  ToolCallDelta out;
-  run(&out, false);
-  return out;
+  run(out, false);
 }
 
-ToolCallDelta ToolCallParser::finish() {
-  ToolCallDelta out;
-  run(&out, true);
-  return out;
+void ToolCallParser::finish(std::vector<ToolCallEvent> *out) {
+  run(out, true);
+  held_.clear();
 }
 
-void ToolCallParser::take_call(std::string_view body, std::string_view raw,
-                               ToolCallDelta *out) {
-  ToolCall call;
-  const bool ok = format_ == ToolCallFormat::kDeepSeekV3
-                      ? call_from_deepseek(body, &call)
-                      : call_from_json(body, &call);
-  if (ok)
-    out->calls.push_back(std::move(call));
+void ToolCallParser::start_scanner(std::unique_ptr<JsonCallScanner> scanner) {
+  scanner_ = std::move(scanner);
+  state_ = State::kCall;
+}
+
+void ToolCallParser::end_call(std::vector<ToolCallEvent> *out) {
+  append_event(out, ToolCallEvent::Kind::kCallEnd, "");
+  ++calls_ended_;
+  after_call_ = true;
+  raw_.clear();
+  scanner_.reset();
+  state_ = format_ == ToolCallFormat::kLlama3Json ? State::kBetween
+                                                  : State::kAfterCall;
+}
+
+void ToolCallParser::not_a_call(std::vector<ToolCallEvent> *out,
+                                std::string_view more) {
+  append_event(out, ToolCallEvent::Kind::kContent, raw_);
+  append_event(out, ToolCallEvent::Kind::kContent, more);
+  raw_.clear();
+  scanner_.reset();
+}
+
+// kCall: the scanner reads bytes until the call ends, its closing marker
+// comes (outside a string), or the text runs out. False: wait for more.
+bool ToolCallParser::step_call(std::vector<ToolCallEvent> *out, bool final) {
+  const std::string_view close =
+      format_ == ToolCallFormat::kQwen         ? kQwenClose
+      : format_ == ToolCallFormat::kDeepSeekV3 ? kDsCallEnd
+                                               : std::string_view();
+  const std::string_view text = held_;
+  size_t i = 0;
+  for (; i < text.size(); ++i) {
+    if (!close.empty() && !scanner_->in_string()) {
+      const std::string_view rest = text.substr(i);
+      if (starts_with(rest, close)) { // closed before its JSON did
+        if (scanner_->started())
+          end_call(out);
+        else
+          not_a_call(out, close); // raw_ holds the bytes read before it
+        state_ = format_ == ToolCallFormat::kQwen ? State::kText
+                                                  : State::kRegion;
+        held_.erase(0, i + close.size());
+        return true;
+      }
+      if (!final && may_become(rest, close))
+        break;
+    }
+    scanner_->put(text[i], out);
+    if (!scanner_->started())
+      raw_ += text[i];
+    if (!scanner_->done())
+      continue;
+    held_.erase(0, i + 1);
+    if (scanner_->started()) {
+      end_call(out);
+    } else if (format_ == ToolCallFormat::kLlama3Json) {
+      not_a_call(out, "");
+      state_ = State::kPlain;
+    } else {
+      state_ = State::kFailedCall;
+    }
+    return true;
+  }
+  held_.erase(0, i);
+  if (!final)
+    return false;
+  // The output stopped inside the call.
+  if (scanner_->started())
+    end_call(out);
+  else if (format_ == ToolCallFormat::kLlama3Json && !scanner_->touched())
+    scanner_.reset(); // a trailing ';' announced nothing
   else
-    out->content += raw;
+    not_a_call(out, held_);
+  held_.clear();
+  return false;
 }
 
-void ToolCallParser::run(ToolCallDelta *out, bool final) {
-  if (format_ == ToolCallFormat::kNone) {
-    out->content += held_;
-    held_.clear();
-    return;
-  }
-  if (format_ == ToolCallFormat::kLlama3Json) {
-    // The reply is a call when it starts with '{' or the python tag: then
-    // it is held to the end and parsed whole.
-    if (!decided_) {
-      const std::string_view t = trim(held_);
-      if (t.empty() || (!final && kPythonTag.substr(0, t.size()) == t))
-        return;
-      decided_ = true;
-      state_ = (t[0] == '{' || t.substr(0, kPythonTag.size()) == kPythonTag)
-                   ? State::kCall
-                   : State::kText;
-    }
-    if (state_ == State::kText || !final) {
-      if (state_ == State::kText) {
-        out->content += held_;
-        held_.clear();
-      }
-      return;
-    }
-    std::string_view body = trim(held_);
-    if (body.substr(0, kPythonTag.size()) == kPythonTag)
-      body = trim(body.substr(kPythonTag.size()));
-    // Calls separated by ';' outside strings and brackets.
-    ToolCallDelta calls;
-    bool ok = true;
-    size_t from = 0;
-    int depth = 0;
-    hyrt::JsonStringSkipper skip;
-    for (size_t i = 0; i <= body.size() && ok; ++i) {
-      const char c = i < body.size() ? body[i] : ';';
-      if (!skip.structural(c))
-        continue;
-      if (c == '{' || c == '[')
-        ++depth;
-      else if (c == '}' || c == ']')
-        --depth;
-      else if (c == ';' && depth == 0) {
-        ToolCall call;
-        ok = call_from_json(body.substr(from, i - from), &call);
-        calls.calls.push_back(std::move(call));
-        from = i + 1;
-      }
-    }
-    if (skip.in_string() || from != body.size() + 1) // unterminated: not a call
-      ok = false;
-    if (!ok) {
-      calls.calls.clear();
-      out->content += held_;
-    }
-    for (ToolCall &c : calls.calls)
-      out->calls.push_back(std::move(c));
-    held_.clear();
-    return;
-  }
+void ToolCallParser::run(std::vector<ToolCallEvent> *out, bool final) {
+  using K = ToolCallEvent::Kind;
   const bool qwen = format_ == ToolCallFormat::kQwen;
   while (true) {
-    if (state_ == State::kText) {
+    switch (state_) {
+    case State::kPlain:
+      append_event(out, K::kContent, held_);
+      held_.clear();
+      return;
+    case State::kText: {
+      if (format_ == ToolCallFormat::kNone) {
+        state_ = State::kPlain;
+        continue;
+      }
+      if (format_ == ToolCallFormat::kLlama3Json) {
+        // The reply is a call when it starts with '{' or the python tag.
+        const std::string_view t = trim(held_);
+        if (t.empty() && !final)
+          return;
+        if (!final && may_become(t, kPythonTag))
+          return;
+        if (starts_with(t, "{") || starts_with(t, kPythonTag)) {
+          const size_t at = held_.find_first_not_of(kSpace);
+          const size_t skip =
+              held_[at] == '{' ? at : at + kPythonTag.size();
+          raw_ = held_.substr(0, skip);
+          held_.erase(0, skip);
+          start_scanner(std::make_unique<JsonCallScanner>());
+        } else {
+          state_ = State::kPlain;
+        }
+        continue;
+      }
+      // The newlines a template puts after a call are no content.
+      if (after_call_) {
+        held_.erase(0, std::min(held_.size(), held_.find_first_not_of(kSpace)));
+        if (held_.empty())
+          return;
+        after_call_ = false;
+      }
       // DeepSeek calls normally sit in a calls block; a bare call begin is
       // taken too.
       std::string_view open = qwen ? kQwenOpen : kDsCallsBegin;
@@ -196,72 +205,189 @@ void ToolCallParser::run(ToolCallDelta *out, bool final) {
         const size_t bare = held_.find(kDsCallBegin);
         if (bare < at) {
           at = bare;
-          open = {};
+          open = kDsCallBegin;
         }
       }
       if (at == std::string::npos) {
         size_t keep = final ? 0 : partial_marker_suffix(held_, open);
         if (!qwen && !final)
           keep = std::max(keep, partial_marker_suffix(held_, kDsCallBegin));
-        out->content += held_.substr(0, held_.size() - keep);
+        append_event(out, K::kContent,
+                     std::string_view(held_).substr(0, held_.size() - keep));
         held_.erase(0, held_.size() - keep);
         return;
       }
-      out->content += held_.substr(0, at);
+      append_event(out, K::kContent, std::string_view(held_).substr(0, at));
       raw_ = held_.substr(at, open.size());
       held_.erase(0, at + open.size());
-      state_ = qwen ? State::kCall : State::kRegion;
+      if (qwen)
+        start_scanner(std::make_unique<JsonCallScanner>());
+      else
+        state_ = open == kDsCallBegin ? State::kHead : State::kRegion;
+      if (state_ == State::kHead)
+        head_.clear();
       continue;
     }
-    if (state_ == State::kRegion) { // DeepSeek, between calls
-      const size_t start = held_.find_first_not_of(" \t\r\n");
+    case State::kRegion: { // DeepSeek, between calls
+      const size_t start = held_.find_first_not_of(kSpace);
       if (start == std::string::npos) {
         if (final)
           held_.clear();
         return;
       }
       const std::string_view rest = std::string_view(held_).substr(start);
-      if (rest.substr(0, kDsCallBegin.size()) == kDsCallBegin) {
-        held_.erase(0, start + kDsCallBegin.size());
+      if (starts_with(rest, kDsCallBegin)) {
         raw_ = std::string(kDsCallBegin);
-        state_ = State::kCall;
+        held_.erase(0, start + kDsCallBegin.size());
+        head_.clear();
+        state_ = State::kHead;
         continue;
       }
-      if (rest.substr(0, kDsCallsEnd.size()) == kDsCallsEnd) {
+      if (starts_with(rest, kDsCallsEnd)) {
         held_.erase(0, start + kDsCallsEnd.size());
+        after_call_ = calls_ended_ > 0;
         state_ = State::kText;
         continue;
       }
-      if (!final && (kDsCallBegin.substr(0, rest.size()) == rest ||
-                     kDsCallsEnd.substr(0, rest.size()) == rest))
+      if (!final &&
+          (may_become(rest, kDsCallBegin) || may_become(rest, kDsCallsEnd)))
         return;
       state_ = State::kText; // something else: back to plain text
       continue;
     }
-    // kCall: up to the end marker.
-    const std::string_view close = qwen ? kQwenClose : kDsCallEnd;
-    const size_t end = held_.find(close);
-    if (end == std::string::npos) {
-      if (final) { // output stopped inside a call: take it if it parses
-        take_call(held_, raw_ + held_, out);
-        held_.clear();
+    case State::kHead: { // DeepSeek: "function" or V3.1's name, then <sep>
+      const size_t sep = held_.find(kDsSep);
+      if (sep == std::string::npos) {
+        if (final) {
+          not_a_call(out, held_);
+          held_.clear();
+        }
+        return;
       }
-      return;
+      head_ = std::string(trim(std::string_view(held_).substr(0, sep)));
+      raw_.append(held_, 0, sep + kDsSep.size());
+      held_.erase(0, sep + kDsSep.size());
+      state_ = State::kAfterSep;
+      continue;
     }
-    take_call(std::string_view(held_).substr(0, end),
-              raw_ + held_.substr(0, end + close.size()), out);
-    held_.erase(0, end + close.size());
-    state_ = qwen ? State::kText : State::kRegion;
+    case State::kAfterSep: { // V3.1: the arguments; V3: the name
+      const size_t start = held_.find_first_not_of(kSpace);
+      if (start == std::string::npos) {
+        if (final) {
+          not_a_call(out, held_);
+          held_.clear();
+        }
+        return;
+      }
+      if (held_[start] == '{') {
+        start_scanner(std::make_unique<JsonCallScanner>(head_));
+        scanner_->begin(out);
+      } else {
+        state_ = State::kName;
+      }
+      continue;
+    }
+    case State::kName: { // DeepSeek V3: the name, then ```json
+      const size_t fence = held_.find(kDsFence);
+      const size_t end = held_.find(kDsCallEnd);
+      if (end < fence) { // no arguments: not a call this parser knows
+        not_a_call(out,
+                   std::string_view(held_).substr(0, end + kDsCallEnd.size()));
+        held_.erase(0, end + kDsCallEnd.size());
+        state_ = State::kRegion;
+        continue;
+      }
+      if (fence == std::string::npos) {
+        if (final) {
+          not_a_call(out, held_);
+          held_.clear();
+        }
+        return;
+      }
+      const std::string name(trim(std::string_view(held_).substr(0, fence)));
+      raw_.append(held_, 0, fence + kDsFence.size());
+      held_.erase(0, fence + kDsFence.size());
+      start_scanner(std::make_unique<JsonCallScanner>(name));
+      scanner_->begin(out);
+      continue;
+    }
+    case State::kCall:
+      if (!step_call(out, final))
+        return;
+      continue;
+    case State::kAfterCall:
+    case State::kFailedCall: {
+      // Up to the call's closing marker: dropped after a call (the fence
+      // and newlines DeepSeek writes), content after a text that was none.
+      const std::string_view close = qwen ? kQwenClose : kDsCallEnd;
+      const size_t end = held_.find(close);
+      const bool failed = state_ == State::kFailedCall;
+      if (end == std::string::npos) {
+        if (final) {
+          if (failed)
+            not_a_call(out, held_);
+          held_.clear();
+          return;
+        }
+        if (!failed) // keep only what may begin the marker
+          held_.erase(0, held_.size() - partial_marker_suffix(held_, close));
+        return;
+      }
+      if (failed)
+        not_a_call(out, std::string_view(held_).substr(0, end + close.size()));
+      held_.erase(0, end + close.size());
+      state_ = qwen ? State::kText : State::kRegion;
+      continue;
+    }
+    case State::kBetween: { // Llama: "; {next call}" or the end
+      const size_t start = held_.find_first_not_of(kSpace);
+      if (start == std::string::npos) {
+        if (final)
+          held_.clear();
+        return;
+      }
+      if (held_[start] == ';' || held_[start] == '{') {
+        const size_t skip = held_[start] == ';' ? start + 1 : start;
+        raw_ = held_.substr(0, skip);
+        held_.erase(0, skip);
+        start_scanner(std::make_unique<JsonCallScanner>());
+      } else {
+        held_.erase(0, start); // text after the calls, without the gap
+        state_ = State::kPlain;
+      }
+      continue;
+    }
+    }
+  }
+}
+
+void gather_tool_call_events(const std::vector<ToolCallEvent> &events,
+                             ToolCallDelta *into) {
+  for (const ToolCallEvent &e : events) {
+    switch (e.kind) {
+    case ToolCallEvent::Kind::kContent:
+      into->content += e.text;
+      break;
+    case ToolCallEvent::Kind::kCallStart:
+      into->calls.push_back({e.text, ""});
+      break;
+    case ToolCallEvent::Kind::kArguments:
+      if (!into->calls.empty())
+        into->calls.back().arguments += e.text;
+      break;
+    case ToolCallEvent::Kind::kCallEnd:
+      break;
+    }
   }
 }
 
 ToolCallDelta parse_tool_calls(ToolCallFormat format, std::string_view text) {
   ToolCallParser parser(format);
-  ToolCallDelta out = parser.feed(text);
-  ToolCallDelta rest = parser.finish();
-  out.content += rest.content;
-  for (ToolCall &c : rest.calls)
-    out.calls.push_back(std::move(c));
+  std::vector<ToolCallEvent> events;
+  parser.feed(text, &events);
+  parser.finish(&events);
+  ToolCallDelta out;
+  gather_tool_call_events(events, &out);
   return out;
 }
 

@@ -2,7 +2,8 @@
 // official `openai` client: logprobs (streamed and not; equal to the
 // log-softmax of `hyc run --logits-out` to 1e-4), n choices (greedy n = 4
 // equals four single requests), penalties, logit_bias, seeds reproducible
-// whatever runs beside them, echo, stop_token_ids, unknown fields (a 400
+// whatever runs beside them, echo (with logprobs: the prompt's, equal to
+// hyc run's logits too), stop_token_ids, unknown fields (a 400
 // naming them; --lenient accepts them), /tokenize and /detokenize, and bad
 // values refused naming what was expected and found.
 import { execFileSync } from 'node:child_process';
@@ -102,6 +103,34 @@ export async function samplingChecks({ hyc, art, base, client, model, key, launc
   }
   assert.equal(lp.text_offset[0], 0);
   assert.equal(lp.tokens.join(''), done.choices[0].text);
+
+  // echo with logprobs: the prompt's tokens lead, each after the first
+  // with the log-softmax of hyc run's row for the position before it.
+  const echoReq = { ...greedy, prompt: ids, max_tokens: K, logprobs: 5, ignore_eos: true, echo: true };
+  const echoedLp = await client.completions.create(echoReq);
+  const elp = echoedLp.choices[0].logprobs;
+  assert.equal(elp.tokens.length, ids.length + K);
+  assert.equal(elp.token_logprobs[0], null);
+  assert.equal(elp.top_logprobs[0], null);
+  assert.equal(elp.tokens.join(''), echoedLp.choices[0].text);
+  assert.equal(elp.text_offset[ids.length], echoedLp.choices[0].text.length - done.choices[0].text.length);
+  let worstPrompt = 0;
+  for (let k = 1; k < ids.length; ++k) {
+    const ref = logSoftmax(logits.row(k - 1));
+    worstPrompt = Math.max(worstPrompt, Math.abs(elp.token_logprobs[k] - ref[ids[k]]));
+    assert.ok(Math.abs(elp.token_logprobs[k] - ref[ids[k]]) < 1e-4,
+              `prompt position ${k}: ${elp.token_logprobs[k]} vs ${ref[ids[k]]}`);
+    const best = Math.max(...Object.values(elp.top_logprobs[k]));
+    assert.ok(Math.abs(best - Math.max(...ref)) < 1e-4, `prompt top_logprobs at ${k}`);
+  }
+  elp.token_logprobs.slice(ids.length).forEach((v, j) =>
+    assert.ok(Math.abs(v - lp.token_logprobs[j]) < 1e-4, `answer position ${j} with echo`));
+  const echoStreamed = [];
+  for await (const c of await client.completions.create({ ...echoReq, stream: true }))
+    echoStreamed.push(...(c.choices[0]?.logprobs?.token_logprobs ?? []));
+  assert.deepEqual(echoStreamed, elp.token_logprobs);
+  console.log(`ok: echo + logprobs: ${ids.length - 1} prompt logprobs == log-softmax of hyc run's logits ` +
+              `(max |diff| ${worstPrompt.toExponential(2)}), streamed alike`);
 
   // Streamed logprobs equal the non-streamed ones.
   const s = await client.completions.create(
@@ -206,7 +235,6 @@ export async function samplingChecks({ hyc, art, base, client, model, key, launc
     ['/v1/completions', { model, prompt: 'x', logit_bias: { 99999: 5 } }, 'logit_bias', /token ids in \[0, 512\) as keys, found '99999'/],
     ['/v1/completions', { model, prompt: 'x', frequency_penalty: 'high' }, 'frequency_penalty', /expected a number, found string/],
     ['/v1/completions', { model, prompt: 'x', presence_penalty: 3 }, 'presence_penalty', /expected a number in \[-2\.0, 2\.0\], found 3/],
-    ['/v1/completions', { model, prompt: 'x', echo: true, logprobs: 2 }, 'echo', /echo with logprobs is not supported/],
   ];
   for (const [p, body, param, message] of bad) {
     const r = await post(p, body);

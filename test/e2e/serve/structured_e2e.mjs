@@ -5,8 +5,10 @@
 // checked (json_schema_check.mjs, written apart from the C++ validator).
 //  - 24 JSON schemas (chat and completions, streamed and not) and JSON mode;
 //  - bad schemas and hostile tools: a 400 naming the problem;
-//  - tool_choice required / named / none, parallel_tool_calls, streamed
-//    tool-call deltas, the three wire formats (Qwen3's and DeepSeek-V3's
+//  - tool_choice required / named / none, parallel_tool_calls (several
+//    calls, or exactly one whatever the model prefers), streamed tool-call
+//    deltas (the name first, then argument pieces that add up to the
+//    non-streamed reply's calls), the three wire formats (Qwen3's and DeepSeek-V3's
 //    real templates, a Llama-3.1-style one in templates/), each round-
 //    tripped: the assistant's tool_calls and the tool's result, sent back,
 //    are what the template renders into the next prompt (/tokenize ==
@@ -199,7 +201,7 @@ async function toolRoundTrip(client, base, family, renderedCall, renderedResult)
   const user = { role: 'user', content: 'What is the weather in Oslo?' };
   const r = await client.chat.completions.create({
     model: MODEL, max_tokens: 120, temperature: 0, ...NO_THINK, messages: [user], tools: TOOLS,
-    tool_choice: 'required' });
+    tool_choice: 'required', parallel_tool_calls: false });
   const choice = r.choices[0];
   assert.equal(choice.finish_reason, 'tool_calls', `${family}: ${JSON.stringify(choice)}`);
   assert.equal(choice.message.tool_calls.length, 1);
@@ -210,25 +212,31 @@ async function toolRoundTrip(client, base, family, renderedCall, renderedResult)
   const args = JSON.parse(call.function.arguments);
   checkSchema(tool.function.parameters, args);
 
-  // Named, streamed: whole calls per delta; equal to the same request whole.
+  // Named, streamed: the call's first delta names it (id, type, name,
+  // empty arguments), then its arguments come in pieces; they add up to
+  // the same request answered whole.
   const named = { model: MODEL, max_tokens: 120, temperature: 0, ...NO_THINK, messages: [user], tools: TOOLS,
                   tool_choice: { type: 'function', function: { name: 'add' } } };
   const whole = (await client.chat.completions.create(named)).choices[0];
+  assert.equal(whole.message.tool_calls.length, 1);
   assert.equal(whole.message.tool_calls[0].function.name, 'add');
   checkSchema(TOOLS[1].function.parameters, JSON.parse(whole.message.tool_calls[0].function.arguments));
-  const deltas = [];
-  let finish = null, content = '';
-  for await (const c of await client.chat.completions.create({ ...named, stream: true })) {
-    for (const d of c.choices[0]?.delta?.tool_calls ?? []) deltas.push(d);
-    content += c.choices[0]?.delta?.content ?? '';
-    finish = c.choices[0]?.finish_reason ?? finish;
+  const streamed = await streamedCalls(client, { ...named, stream: true });
+  assert.equal(streamed.finish, 'tool_calls');
+  assert.equal(streamed.content, '');
+  const first = streamed.deltas[0];
+  assert.equal(first.index, 0);
+  assert.equal(first.type, 'function');
+  assert.match(first.id, /^call_/);
+  assert.equal(first.function.name, 'add');
+  assert.equal(first.function.arguments, '', `${family}: first delta ${JSON.stringify(first)}`);
+  assert.ok(streamed.deltas.length > 3, `${family}: arguments in ${streamed.deltas.length - 1} pieces`);
+  for (const d of streamed.deltas.slice(1)) {
+    assert.equal(d.index, 0);
+    assert.equal(d.id, undefined);
+    assert.equal(d.function.name, undefined);
   }
-  assert.equal(finish, 'tool_calls');
-  assert.equal(content, '');
-  assert.equal(deltas.length, 1);
-  assert.equal(deltas[0].index, 0);
-  assert.equal(deltas[0].function.name, 'add');
-  assert.equal(deltas[0].function.arguments, whole.message.tool_calls[0].function.arguments);
+  assert.deepEqual(streamed.calls, whole.message.tool_calls.map((c) => c.function));
 
   // Round trip: the assistant turn as the client got it, plus a result.
   const result = '{"temp": 21}';
@@ -256,6 +264,64 @@ async function toolRoundTrip(client, base, family, renderedCall, renderedResult)
   assert.equal(none.usage.prompt_tokens, bare.usage.prompt_tokens, `${family}: tool_choice none rendered tools`);
   console.log(`ok: ${family}: required call ${call.function.name}(${call.function.arguments}), named + streamed, ` +
               `round trip renders call and result (${next.usage.prompt_tokens} prompt tokens), none`);
+}
+
+/// A streamed reply's tool calls rebuilt from their deltas as a client
+/// does (by index: the first delta's name, the arguments concatenated).
+async function streamedCalls(client, request) {
+  const deltas = [], calls = [];
+  let finish = null, content = '';
+  for await (const c of await client.chat.completions.create(request)) {
+    for (const d of c.choices[0]?.delta?.tool_calls ?? []) {
+      deltas.push(d);
+      if (d.id !== undefined) calls[d.index] = { name: d.function.name, arguments: '' };
+      calls[d.index].arguments += d.function?.arguments ?? '';
+    }
+    content += c.choices[0]?.delta?.content ?? '';
+    finish = c.choices[0]?.finish_reason ?? finish;
+  }
+  return { deltas, calls, finish, content };
+}
+
+/// tool_choice required with the token that begins the family's separator
+/// between calls pushed up: with parallel_tool_calls the grammar lets
+/// further calls follow (streamed they add up to the same calls); without,
+/// it ends after one, whatever the model prefers.
+async function parallelCalls(client, base, family, separator) {
+  const [sep] = await tokenIds(base, separator);
+  const request = { model: MODEL, max_tokens: 160, temperature: 0, ...NO_THINK, tools: TOOLS,
+                    messages: [{ role: 'user', content: 'Weather in Oslo and Rome?' }],
+                    tool_choice: 'required', logit_bias: { [sep]: 100 } };
+  const many = (await client.chat.completions.create(request)).choices[0];
+  const calls = many.message.tool_calls ?? [];
+  assert.ok(calls.length >= 2, `${family}: parallel calls: ${JSON.stringify(many.message)}`);
+  // The separators between calls are markup, not content; the only
+  // content is a last call cut off by max_tokens before its name closed.
+  const rest = many.message.content ?? '';
+  assert.ok(rest === '' || (many.finish_reason === 'length' && /^\S/.test(rest)),
+            `${family}: ${JSON.stringify(many.message)}`);
+  for (const c of calls.slice(0, -1)) {
+    const tool = TOOLS.find((t) => t.function.name === c.function.name);
+    checkSchema(tool.function.parameters, JSON.parse(c.function.arguments));
+  }
+  const streamed = await streamedCalls(client, { ...request, stream: true });
+  assert.deepEqual(streamed.calls, calls.map((c) => c.function), `${family}: streamed parallel calls`);
+  assert.equal(streamed.finish, many.finish_reason);
+  assert.equal(streamed.content, rest);
+
+  const one = (await client.chat.completions.create({ ...request, parallel_tool_calls: false })).choices[0];
+  assert.equal(one.finish_reason, 'tool_calls', `${family}: ${JSON.stringify(one)}`);
+  assert.equal(one.message.tool_calls.length, 1);
+  assert.deepEqual(one.message.tool_calls[0].function, calls[0].function);
+  const oneStreamed = await streamedCalls(client, { ...request, parallel_tool_calls: false, stream: true });
+  assert.deepEqual(oneStreamed.calls, [calls[0].function]);
+  // auto without parallel calls: free text is untouched by the constraint.
+  const auto = { ...request, tool_choice: 'auto', parallel_tool_calls: false, logit_bias: undefined, max_tokens: 6 };
+  const free = (await client.chat.completions.create(auto)).choices[0];
+  const unconstrained = (await client.chat.completions.create({ ...auto, parallel_tool_calls: true })).choices[0];
+  assert.deepEqual(free.message, unconstrained.message);
+  console.log(`ok: ${family}: required + parallel: ${calls.length} calls (streamed alike); ` +
+              'parallel_tool_calls false: exactly one');
 }
 
 async function tokenIds(base, text) {
@@ -309,6 +375,7 @@ async function main() {
     await toolRoundTrip(client, base, 'Qwen3 template',
                         (name) => [`<tool_call>\n{"name": "${name}", "arguments": `, '}\n</tool_call>'],
                         (res) => `<tool_response>\n${res}\n</tool_response>`);
+    await parallelCalls(client, base, 'Qwen3 template', '\n');
     await reasoning(client, base, { open: true, label: 'Qwen3, thinking on' });
     // Thinking off: no reasoning, content only.
     const off = await client.chat.completions.create({ model: MODEL, max_tokens: 60, temperature: 0, ...NO_THINK,
@@ -320,6 +387,7 @@ async function main() {
     await toolRoundTrip(client, base, 'Llama-3.1-style template',
                         (name) => [`{"name": "${name}", "parameters": `, '}<|eot_id|>'],
                         (res) => `<|start_header_id|>ipython<|end_header_id|>\n\n${res}<|eot_id|>`);
+    await parallelCalls(client, base, 'Llama-3.1-style template', ';');
   });
   await withServer(qwenArt, ['--chat-template', path.join(templates, 'r1_style.jinja')], async (client, base) => {
     await reasoning(client, base, { open: false, label: 'R1-style template (prompt opens <think>)' });
@@ -329,6 +397,7 @@ async function main() {
                         (name) => [`<｜tool▁call▁begin｜>function<｜tool▁sep｜>${name}\n\`\`\`json\n`,
                                    '\n```<｜tool▁call▁end｜>'],
                         (res) => `<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>${res}<｜tool▁output▁end｜>`);
+    await parallelCalls(client, base, 'DeepSeek-V3 template', '\n');
   });
 }
 

@@ -1,7 +1,8 @@
 // Scheduler over the stories260K fixture: n choices of one request (the
 // prompt prefilled once, its full pages shared; greedy choices equal a
 // single request; seeded choices distinct and reproducible), log-
-// probabilities with every token, and a TokenConstraint wired in (its
+// probabilities with every token (and every prompt token when asked,
+// equal to the engine's rows), and a TokenConstraint wired in (its
 // mask steers, a rejected token is an error, a complete constraint stops).
 #include "stories_engine.h"
 
@@ -176,6 +177,66 @@ TEST(SchedulerChoices, LogprobsComeWithEveryTokenAndMatchTheEngineLogits) {
     EXPECT_EQ(t.top[0].token, t.token); // greedy: the best one
     EXPECT_FLOAT_EQ(t.top[0].logprob, t.logprob);
     EXPECT_GE(t.top[0].logprob, t.top[4].logprob);
+  }
+}
+
+TEST(SchedulerChoices, PromptLogprobsMatchEveryPromptRowOfTheEngine) {
+  REQUIRE_STORIES();
+  Loaded m;
+  hyrt_test::load_stories(&m);
+  const hyrt::Tokenizer &tok = *m.artifact->tokenizer();
+  // Longer than one step's tokens, so the prompt spans several steps.
+  std::string text;
+  while (int64_t(tok.encode(text, true).size()) <=
+         m.engine->limits().max_batch_tokens + 3)
+    text += "The little dog ran to the park. ";
+  const std::vector<int32_t> prompt = tok.encode(text, true);
+  std::vector<float> rows;
+  const int64_t seq = m.engine->add_sequence();
+  ASSERT_TRUE(m.engine->extend(seq, prompt, &rows, true).ok());
+  ASSERT_TRUE(m.engine->release(seq).ok());
+  const int64_t V = m.engine->vocab_size();
+
+  hyrt::Scheduler sched(m.engine.get(), &tok);
+  // The same prompt run before: its blocks are in the prefix cache, which
+  // a request with prompt logprobs must not take.
+  hyrt::Request warm;
+  warm.prompt = prompt;
+  warm.max_tokens = 2;
+  run_one(sched, warm);
+  // Another request decodes beside it: the step's rows are mixed.
+  Choices other;
+  hyrt::Request side;
+  side.prompt = tok.encode("Once", true);
+  side.max_tokens = 6;
+  int64_t side_id = 0;
+  ASSERT_TRUE(sched.submit(side, other.callback(), &side_id).ok());
+  std::vector<hyrt::SampledToken> got;
+  hyrt::Request r;
+  r.prompt = prompt;
+  r.max_tokens = 3;
+  r.logprobs = 2;
+  r.prompt_logprobs = true;
+  int64_t id = 0;
+  ASSERT_TRUE(sched.submit(r, [&](const hyrt::RequestEvent &e) {
+                      got.insert(got.end(), e.prompt_logprobs.begin(),
+                                 e.prompt_logprobs.end());
+                    }, &id).ok());
+  ASSERT_TRUE(sched.run_until_idle().ok());
+  ASSERT_EQ(got.size(), prompt.size() - 1);
+  for (size_t k = 1; k < prompt.size(); ++k) {
+    const float *row = &rows[(k - 1) * size_t(V)];
+    double mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < V; ++i)
+      mx = std::max(mx, double(row[i]));
+    for (int64_t i = 0; i < V; ++i)
+      sum += std::exp(double(row[i]) - mx);
+    const hyrt::SampledToken &t = got[k - 1];
+    EXPECT_EQ(t.token, prompt[k]);
+    EXPECT_NEAR(t.logprob, double(row[prompt[k]]) - mx - std::log(sum), 1e-4)
+        << "position " << k;
+    ASSERT_EQ(t.top.size(), 2u);
+    EXPECT_NEAR(t.top[0].logprob, -std::log(sum), 1e-4) << "position " << k;
   }
 }
 

@@ -272,8 +272,6 @@ TEST(ServeRequest, SamplingFieldsAndTheirBounds) {
       {R"({"prompt": "a", "min_p": 1.5})", false, "min_p", "found 1.5"},
       {R"({"prompt": "a", "stop_token_ids": [301]})", false, "stop_token_ids",
        "token id 301 outside the vocabulary"},
-      {R"({"prompt": "a", "echo": true, "logprobs": 1})", false, "echo",
-       "echo with logprobs is not supported"},
       {R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 3,
            "max_completion_tokens": 4})", true, "max_completion_tokens", "differ"},
   };

@@ -47,6 +47,11 @@ struct Request {
   /// [1, kMaxTopLogprobs] also the k most likely tokens.
   int64_t logprobs = -1;
   static constexpr int64_t kMaxTopLogprobs = 20;
+  /// With logprobs >= 0: also the log-probability of every prompt token
+  /// after the first (and the `logprobs` most likely there), the
+  /// log-softmax of the raw logits of the position before it. Such a
+  /// prompt is computed whole: no prefix-cache or sibling pages.
+  bool prompt_logprobs = false;
   /// What may come next (null: anything). Masks the logits after
   /// logit_bias and the penalties; a sampled token it rejects ends the
   /// request with an error; once complete() and !can_continue(), the
@@ -66,6 +71,9 @@ struct RequestEvent {
   std::vector<int32_t> tokens; ///< newly generated ids
   /// With Request::logprobs >= 0: one per entry of `tokens`.
   std::vector<SampledToken> logprobs;
+  /// With Request::prompt_logprobs, in a choice's first event: one per
+  /// prompt token after the first.
+  std::vector<SampledToken> prompt_logprobs;
   /// New text that is final: text that might still turn into a stop string,
   /// or an incomplete UTF-8 sequence, is held back until it cannot.
   std::string text;
