@@ -60,6 +60,10 @@ void evict_caches(size_t bytes = size_t(512) << 20);
 class StreamReader {
 public:
   explicit StreamReader(int threads, size_t bytes = size_t(1) << 30);
+  /// Reads windows of [region, region + bytes) instead of a buffer of its
+  /// own (not owned; must outlive the reader): a benchmark probes the very
+  /// memory the work it judges reads, with the same backing.
+  StreamReader(int threads, const void *region, size_t bytes);
   ~StreamReader();
   StreamReader(const StreamReader &) = delete;
   StreamReader &operator=(const StreamReader &) = delete;

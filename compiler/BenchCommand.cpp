@@ -302,7 +302,8 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   // measured before the ranks started.
   std::unique_ptr<BandwidthYardstick> yardstick;
   if (tp.size == 1)
-    yardstick = std::make_unique<BandwidthYardstick>(threads);
+    yardstick = std::make_unique<BandwidthYardstick>(threads, artifact->weights_region(),
+                                                     artifact->weights_region_bytes());
   double collectivePrefill = 0, collectiveDecode = 0; // seconds, all rounds
 
   // Synthetic prompts: ids spread over the vocabulary, seeded by sequence.
@@ -522,9 +523,10 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   std::printf("  prefill %.1f tok/s   decode %.1f tok/s\n", prefillTokS, decodeTokS);
   if (bracketed) {
     std::printf("  decode: %.1f MB of weights per token, %.1f GB/s; streaming read "
-                "probed between its steps: %.1f GB/s (%.1f-%.1f)\n",
-                bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9, streamGbs,
-                yard.probeMinGbs, yard.probeMaxGbs);
+                "probed between its steps (%s): %.1f GB/s (%.1f-%.1f)\n",
+                bytesPerToken * 1e-6, bytesPerToken * decodeTokS * 1e-9,
+                yardstick->readsRegion() ? "windows of the weights" : "a buffer of its own",
+                streamGbs, yard.probeMinGbs, yard.probeMaxGbs);
     std::printf("  decode / streaming read = %.0f%% (median of %d segments' paired ratios, "
                 "%.0f-%.0f%%; %d skipped across a bandwidth change)\n",
                 bwEff * 100, yard.segments, yard.lowest * 100, yard.highest * 100,

@@ -59,10 +59,17 @@ YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
   return j;
 }
 
-BandwidthYardstick::BandwidthYardstick(int threads)
-    : reader_(std::make_unique<codegen::StreamReader>(threads, kBufferBytes)) {
-  if (reader_->read_window_gbps(kWindowBytes) <= 0) // also warms the code
+BandwidthYardstick::BandwidthYardstick(int threads, const void *region, size_t regionBytes) {
+  // The weights first: a buffer of the probe's own can sit on memory the
+  // host backs differently (bench/README.md: whole runs probed 5 GB/s
+  // while the decode read the weights at 35).
+  readsRegion_ = region && regionBytes >= 2 * kWindowBytes;
+  reader_ = readsRegion_ ? std::make_unique<codegen::StreamReader>(threads, region, regionBytes)
+                         : std::make_unique<codegen::StreamReader>(threads, kBufferBytes);
+  if (reader_->read_window_gbps(kWindowBytes) <= 0) { // also warms the code
     reader_.reset();
+    readsRegion_ = false;
+  }
 }
 
 double BandwidthYardstick::probe() {

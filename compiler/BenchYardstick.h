@@ -58,8 +58,13 @@ YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
 class BandwidthYardstick {
 public:
   /// Probes with `threads` threads; without AVX-512 (the probe's loop) it
-  /// takes no probes and judge() returns segments = 0.
-  explicit BandwidthYardstick(int threads);
+  /// takes no probes and judge() returns segments = 0. The probes read
+  /// windows of `region` (the artifact's weights: the bytes the decode
+  /// reads, with the same backing) when it holds at least two windows,
+  /// else a buffer of their own.
+  BandwidthYardstick(int threads, const void *region = nullptr, size_t regionBytes = 0);
+  /// Whether the probes read the given region.
+  bool readsRegion() const { return readsRegion_; }
 
   /// A round of `steps` decode steps starts: the probe before it.
   void beginRound(int64_t steps);
@@ -77,6 +82,7 @@ private:
   double probe();
 
   std::unique_ptr<codegen::StreamReader> reader_;
+  bool readsRegion_ = false;
   std::vector<YardstickSegment> segments_;
   YardstickSegment current_;
   int64_t steps_ = 0;

@@ -3,8 +3,11 @@
 // skipped, the median of the paired ratios, a median above 1 flagged
 // (compiler/BenchYardstick.h).
 #include "compiler/BenchYardstick.h"
+#include "codegen/host_peaks.h"
 
 #include <gtest/gtest.h>
+
+#include <sys/mman.h>
 
 using hyc::compiler::judgeSegments;
 using hyc::compiler::YardstickSegment;
@@ -84,3 +87,22 @@ TEST(BenchYardstick, SegmentsWithoutProbesOrDecodeAreNotJudged) {
 }
 
 } // namespace
+
+// The probes read the artifact's weights when they hold two 128 MiB
+// windows (the decode's own memory and backing), else a buffer of their
+// own; the weights mapping here is untouched anonymous memory, which the
+// probe's constructor reads once (zero pages: no cost).
+TEST(BenchYardstick, ProbesReadTheWeightsWhenTheyHoldTwoWindows) {
+  if (!hyc::codegen::executes_avx512_fma())
+    GTEST_SKIP() << "the probe's read loop needs AVX-512; this CPU takes no probes";
+  const size_t window = size_t(128) << 20;
+  void *weights = mmap(nullptr, 2 * window, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(weights, MAP_FAILED);
+  {
+    hyc::compiler::BandwidthYardstick big(2, weights, 2 * window);
+    hyc::compiler::BandwidthYardstick small(2, weights, 2 * window - 4096);
+    EXPECT_TRUE(big.readsRegion());
+    EXPECT_FALSE(small.readsRegion());
+  }
+  munmap(weights, 2 * window);
+}

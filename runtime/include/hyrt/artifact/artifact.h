@@ -251,6 +251,10 @@ public:
   /// Weight base pointers in the chosen variant's table order (the entry
   /// points' table).
   void *const *weights() const { return weight_ptrs_.data(); }
+  /// All of weights.bin as the runtime holds it (copied or mapped): what a
+  /// benchmark's bandwidth probe reads to share the decode's memory.
+  const void *weights_region() const { return weights_base_; }
+  size_t weights_region_bytes() const { return weights_alloc_bytes_; }
   int64_t num_weights() const { return int64_t(weight_ptrs_.size()); }
   /// Arena size to allocate: the larger of the library's hyc_arena_bytes
   /// and the manifest's arena_bytes.
