@@ -143,12 +143,7 @@ struct StreamReader::Impl {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       std::memcpy(buf.data() + i, &x, 8);
     }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set))
-          cpus.push_back(c);
+    cpus = process_cpus();
   }
   int threads;
   size_t bytes;
@@ -169,12 +164,8 @@ struct StreamReader::Impl {
     std::vector<double> end(static_cast<size_t>(threads), 0.0);
     std::atomic<int> arrived{0};
     onThreads(threads, [&](int t) {
-      if (!cpus.empty()) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[size_t(t) % cpus.size()], &one);
-        pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-      }
+      if (!cpus.empty())
+        pin_current_thread(cpus[size_t(t) % cpus.size()]);
       arrived.fetch_add(1);
       while (arrived.load() < threads) // all start together
         std::this_thread::yield();
@@ -187,6 +178,24 @@ struct StreamReader::Impl {
     return dt > 0 ? double(part * size_t(threads)) / dt * 1e-9 : 0;
   }
 };
+
+std::vector<int> process_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set))
+        cpus.push_back(c);
+  return cpus;
+}
+
+void pin_current_thread(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+}
 
 StreamReader::StreamReader(int threads, size_t bytes) {
   if (!executes_avx512_fma())

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace hyc::codegen {
 
@@ -52,6 +53,13 @@ void keep_best_peaks(HostPeaks &best, const HostPeaks &again);
 /// next call of a kernel under test reads its operands from memory as an
 /// artifact's step does (called again, they would come from L3).
 void evict_caches(size_t bytes = size_t(512) << 20);
+
+/// The CPUs this process may run on, in order: benchmark thread t is
+/// pinned to cpus[t % size] (pin_current_thread), so threads never share a
+/// core while there are enough.
+std::vector<int> process_cpus();
+/// Pins the calling thread to `cpu` (advisory: a failure leaves it free).
+void pin_current_thread(int cpu);
 
 /// A streaming-read buffer kept for repeated measurements, so that a
 /// benchmark can read the bandwidth right before each run it compares with

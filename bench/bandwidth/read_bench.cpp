@@ -28,8 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include <pthread.h>
-#include <sched.h>
 #include <sys/mman.h>
 
 namespace {
@@ -41,17 +39,6 @@ double now() {
 }
 
 /// The CPUs this process may run on, in order.
-std::vector<int> allowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set))
-        cpus.push_back(c);
-  return cpus;
-}
-
 /// The plain read: a buffer of its own (mmap, MADV_HUGEPAGE, written once so
 /// every page is backed), read by pinned threads.
 class PlainReader {
@@ -73,7 +60,7 @@ public:
 
   /// Best of `reps` whole-buffer reads, GB/s.
   double read_gbps(int reps) {
-    const std::vector<int> cpus = allowedCpus();
+    const std::vector<int> cpus = hyc::codegen::process_cpus();
     const size_t part = words_ / size_t(threads_);
     double best = 0;
     for (int rep = 0; rep < reps; ++rep) {
@@ -82,12 +69,8 @@ public:
       std::vector<std::thread> pool;
       for (int t = 0; t < threads_; ++t)
         pool.emplace_back([&, t] {
-          if (!cpus.empty()) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(cpus[size_t(t) % cpus.size()], &one);
-            pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-          }
+          if (!cpus.empty())
+            hyc::codegen::pin_current_thread(cpus[size_t(t) % cpus.size()]);
           sums[size_t(t)] = sum(data_ + part * size_t(t), part);
         });
       for (std::thread &th : pool)

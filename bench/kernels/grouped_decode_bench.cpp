@@ -26,11 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <pthread.h>
 #include <memory>
 #include <random>
 #include <string>
-#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -52,22 +50,12 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
   std::vector<Clock::time_point> t0(threads), t1(threads);
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  sched_getaffinity(0, sizeof allowed, &allowed);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed))
-      cpus.push_back(cpu);
+  const std::vector<int> cpus = process_cpus();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      if (!cpus.empty()) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[size_t(t) % cpus.size()], &one);
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-      }
+      if (!cpus.empty())
+        pin_current_thread(cpus[size_t(t) % cpus.size()]);
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) {
       }
