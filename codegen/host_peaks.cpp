@@ -138,10 +138,12 @@ struct StreamReader::Impl {
     // merging collapses into one page, splitting the huge pages behind it:
     // reads then walk nested page tables every 4 KiB and run at a tenth of
     // the bandwidth. Distinct bytes in every page keep the buffer ordinary.
-    uint64_t x = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; !region && i + 8 <= bytes; i += 8) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      std::memcpy(buf.data() + i, &x, 8);
+    if (!region) {
+      uint64_t x = 0x9e3779b97f4a7c15ull;
+      for (size_t i = 0; i + 8 <= bytes; i += 8) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        std::memcpy(buf.data() + i, &x, 8);
+      }
     }
     cpus = process_cpus();
   }
