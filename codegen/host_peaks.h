@@ -75,11 +75,14 @@ public:
   ~StreamReader();
   StreamReader(const StreamReader &) = delete;
   StreamReader &operator=(const StreamReader &) = delete;
-  /// Best of `reps` reads of the whole buffer, GB/s; 0 without AVX-512.
+  /// Best of `reps` reads of the whole buffer by each of the two read
+  /// loops (plain, and with the decode kernels' software prefetch), GB/s;
+  /// 0 without AVX-512.
   double read_gbps(int reps = 2);
-  /// One read of the next `bytes` of the buffer (windows taken in turn, so
-  /// a window is never in cache when the buffer is larger than the caches),
-  /// GB/s: a short probe to take between the steps it judges.
+  /// The better of two reads of the next `bytes` of the buffer, one per
+  /// read loop (windows taken in turn, so a window is never in cache when
+  /// the buffer is larger than the caches), GB/s: a short probe to take
+  /// between the steps it judges.
   double read_window_gbps(size_t bytes);
 
 private:
