@@ -43,6 +43,25 @@ inline bool hostHasAvx512BwVl() {
   return has && variantAllowsAvx512() && !portableOnly();
 }
 
+/// Set by tests to keep the extend blocks of a bf16 cache on the fp32
+/// row-blocked kernel (never set by artifacts), so that it stays checked
+/// on hosts that would take the bf16 dot-product kernel.
+inline bool &fp32AttentionOnly() {
+  static bool forced = false;
+  return forced;
+}
+
+/// AVX-512 BF16 (with F, BW, VL, DQ): the flash attention over bf16 dot
+/// products of extend blocks (attention_bf16_avx512.cpp).
+inline bool hostHasAvx512Bf16() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return has && variantAllowsAvx512() && !portableOnly() && !fp32AttentionOnly();
+}
+
 } // namespace hyrt::cpu
 
 #endif // HYRT_CPU_HOST_ISA_H

@@ -6,6 +6,7 @@
 #define HYRT_CPU_ATTENTION_GROUP_H
 
 #include "hyrt/abi.h"
+#include "../host_isa.h"
 #include "../thread_pool.h"
 
 #include <algorithm>
@@ -162,6 +163,22 @@ extern template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerV
                                               const float *, int64_t, float, int64_t,
                                               int64_t, int64_t, float *, float *,
                                               const KvSplit *);
+
+/// Whether extend blocks of this layer take the bf16 dot-product kernel
+/// below: a bf16 cache, dk and dv multiples of 32 up to 256, a host with
+/// AVX-512 BF16.
+inline bool bf16DotsApply(const LayerView &l) {
+  return l.bf16 && !l.int8 && l.dk % 32 == 0 && l.dv % 32 == 0 && l.dk > 0 && l.dv > 0 &&
+         l.dk <= 256 && l.dv <= 256 && hostHasAvx512Bf16();
+}
+
+/// Flash attention over bf16 dot products (attention_bf16_avx512.cpp) for
+/// tokens t .. t + tq - 1 of one sequence at consecutive positions and KV
+/// head kvh of a layer where bf16DotsApply: queries (scaled) and
+/// probabilities rounded to bf16, products accumulated in fp32.
+bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                    int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                    float *out);
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

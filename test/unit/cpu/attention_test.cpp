@@ -56,8 +56,17 @@ class CpuPagedAttention
 protected:
   // The third parameter forces the portable bodies on an AVX-512 host, so
   // both kinds are checked on every machine.
-  void SetUp() override { hyrt::cpu::portableOnly() = std::get<2>(GetParam()); }
-  void TearDown() override { hyrt::cpu::portableOnly() = false; }
+  // The bf16 cache's extend blocks stay on the fp32 kernels here (exact
+  // widening, fp32 tolerance); attention_bf16_test.cpp checks the bf16
+  // dot-product kernel those blocks take on AVX-512 BF16 hosts.
+  void SetUp() override {
+    hyrt::cpu::portableOnly() = std::get<2>(GetParam());
+    hyrt::cpu::fp32AttentionOnly() = true;
+  }
+  void TearDown() override {
+    hyrt::cpu::portableOnly() = false;
+    hyrt::cpu::fp32AttentionOnly() = false;
+  }
 };
 
 TEST_P(CpuPagedAttention, MatchesReference) {
@@ -131,6 +140,12 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl"))
     GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the row-blocked kernel cannot run";
+  // Extend blocks of the bf16 cache on this kernel too (not the bf16
+  // dot-product one): see attention_bf16_test.cpp.
+  hyrt::cpu::fp32AttentionOnly() = true;
+  struct Restore {
+    ~Restore() { hyrt::cpu::fp32AttentionOnly() = false; }
+  } restore;
   const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> d(-1, 1);

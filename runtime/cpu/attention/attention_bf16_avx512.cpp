@@ -1,0 +1,291 @@
+// Flash attention over bf16 dot products (AVX-512 BF16, `vdpbf16ps`) for
+// the extend blocks of a bf16 KV cache: the tokens of a block (consecutive
+// positions of one sequence) times the query heads of one KV head are the
+// rows; the cached positions stream through in blocks of 32 with an online
+// softmax, so no score row of the whole context is ever stored.
+//
+// Why: the fp32 row-blocked kernel (attention_rows_avx512.cpp) tops out
+// near the FMA peak's third on prefill, and a 4096-token prompt's attention
+// needs more than the whole fp32 FMA peak of a 2-core host to stay within
+// 80% of a short prompt's tokens/s (bench/README.md "Long prompts").
+// `vdpbf16ps` does twice the multiply-adds of an fp32 FMA per instruction.
+//
+// Per block of 32 positions:
+// - K is packed once for every row: a transpose of its 32 rows into dk/2
+//   vectors of (k[2i], k[2i+1]) pairs by position, so one `vdpbf16ps` with
+//   a query pair broadcast adds a pair of dims to 16 positions' scores (no
+//   horizontal sums). Queries are scaled and rounded to bf16 once.
+// - The online softmax keeps each row's running maximum and sum; the
+//   block's probabilities are rounded to bf16 in position pairs.
+// - V is packed as position pairs interleaved per dim (`vpunpck[lh]wd`),
+//   so one `vdpbf16ps` with a probability pair broadcast adds two
+//   positions to 16 dims of the row's output. The interleave permutes the
+//   dims within each 32 (lanes 0-3 of the low half are dims 0-3, of the
+//   high half dims 4-7, ...); the output is un-permuted once at the end.
+// Numerics: products of bf16-rounded queries and probabilities with the
+// cache's bf16 values, accumulated in fp32: the error bound is derived in
+// test/unit/cpu/attention_bf16_test.cpp.
+#include "attention_group.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <immintrin.h>
+#include <vector>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+
+#include "../vec_avx512.h"
+
+namespace hyrt::cpu {
+
+namespace {
+
+constexpr int64_t kBlock = 32; // positions per block
+constexpr int kRows = 8;       // query rows per register block
+
+/// Transposes 16 x 16 dwords: rows in[i] (16 dwords each) into out[j]
+/// (dword j of every row).
+inline void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // Now r[4g + k] holds, in its 128-bit lane L, column 4L + k of rows
+  // 4g .. 4g + 3: column c = 4L + k gathers lane L of r[k], r[4 + k],
+  // r[8 + k], r[12 + k].
+  for (int k = 0; k < 4; ++k) {
+    const __m512i a = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);
+    const __m512i b = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);
+    const __m512i c = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);
+    const __m512i d = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
+    t[k] = _mm512_shuffle_i32x4(a, c, 0x88);      // lane 0 of every group
+    t[4 + k] = _mm512_shuffle_i32x4(b, d, 0x88);  // lane 1
+    t[8 + k] = _mm512_shuffle_i32x4(a, c, 0xdd);  // lane 2
+    t[12 + k] = _mm512_shuffle_i32x4(b, d, 0xdd); // lane 3
+  }
+  for (int i = 0; i < 16; ++i)
+    r[i] = t[i];
+}
+
+/// e^x for x <= 0 to the precision the bf16 probabilities keep: x = n ln2
+/// + r, |r| <= ln2 / 2, e^r by its degree-5 Taylor polynomial (truncation
+/// below |r|^6 / 720 = 2.4e-6 relative, far under bf16's 2^-9 = 2e-3),
+/// then 2^n by vscalefps; -inf gives 0. Two multiply-adds fewer than the
+/// fp32 kernels' exp512, which holds 1 ulp.
+inline __m512 expForBf16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147181f), x);
+  __m512 p = _mm512_set1_ps(1.0f / 120);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/// Rows of one block: r = u * G + h for token u and query head h.
+struct Rows {
+  int64_t count;
+  std::vector<uint32_t> q;  // [count][dk / 2] scaled query pairs, bf16
+  std::vector<float> o;     // [count][dv] output accumulators (dims permuted)
+  std::vector<float> m;     // running maximum
+  std::vector<float> l;     // [count][16] partial sums of exponentials
+  std::vector<uint32_t> p;  // [count][16] probability pairs of the block
+  std::vector<int64_t> last; // last visible position of the row
+};
+
+} // namespace
+
+bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                    int64_t numHeads, float scale, int64_t t0, int64_t tq, int64_t kvh,
+                    float *out) {
+  const int64_t dk = l.dk, dv = l.dv, G = l.group;
+  if (!l.bf16 || l.int8 || dk <= 0 || dv <= 0 || dk % 32 != 0 || dv % 32 != 0 || dk > 256 ||
+      dv > 256)
+    return false;
+  const int64_t p0 = step->positions[t0], nMax = p0 + tq, kp = dk / 2, vChunks = dv / 16;
+
+  thread_local std::vector<int64_t> rowsBuf;
+  rowsBuf.resize(size_t(nMax));
+  int64_t *rows = rowsBuf.data();
+  forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
+
+  thread_local Rows R;
+  R.count = tq * G;
+  R.q.resize(size_t(R.count * kp));
+  R.o.assign(size_t(R.count * dv), 0.0f);
+  R.m.assign(size_t(R.count), -INFINITY);
+  R.l.assign(size_t(R.count * 16), 0.0f);
+  R.p.resize(size_t(R.count * 16));
+  R.last.resize(size_t(R.count));
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t u = 0; u < tq; ++u)
+    for (int64_t h = 0; h < G; ++h) {
+      const int64_t r = u * G + h;
+      const float *src = q + ((t0 + u) * numHeads + kvh * G + h) * dk;
+      for (int64_t d = 0; d < dk; d += 32) {
+        const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d + 16), vscale),
+                                               _mm512_mul_ps(_mm512_loadu_ps(src + d), vscale));
+        _mm512_storeu_si512(&R.q[size_t(r * kp + d / 2)], (__m512i)b);
+      }
+      R.last[size_t(r)] = p0 + u;
+    }
+
+  // Packed blocks: K as [kp][32] pairs by position, V as [16 pairs][dv]
+  // dwords (per 32 dims: 16 low-interleaved, then 16 high-interleaved).
+  alignas(64) thread_local uint32_t kPack[128 * kBlock];
+  alignas(64) thread_local uint32_t vPack[16 * 256];
+
+  for (int64_t jb = 0; jb < nMax; jb += kBlock) {
+    const int64_t valid = std::min(kBlock, nMax - jb);
+    // Pack K: two halves of 16 positions, each dk / 32 transposes.
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t *kr[16];
+      for (int i = 0; i < 16; ++i) {
+        const int64_t j = std::min(jb + half * 16 + i, nMax - 1); // repeat the last row
+        kr[i] = reinterpret_cast<const uint32_t *>(l.kRow<uint16_t>(rows[j], kvh));
+      }
+      for (int64_t c = 0; c < kp; c += 16) {
+        __m512i m[16];
+        for (int i = 0; i < 16; ++i)
+          m[i] = _mm512_loadu_si512(kr[i] + c);
+        transpose16(m);
+        for (int i = 0; i < 16; ++i)
+          _mm512_store_si512(&kPack[(c + i) * kBlock + half * 16], m[i]);
+      }
+    }
+    // Pack V: position pairs (2a, 2a + 1), interleaved per dim.
+    for (int64_t a = 0; a < 16; ++a) {
+      const int64_t j0 = std::min(jb + 2 * a, nMax - 1), j1 = std::min(jb + 2 * a + 1, nMax - 1);
+      const uint16_t *v0 = l.vRow<uint16_t>(rows[j0], kvh), *v1 = l.vRow<uint16_t>(rows[j1], kvh);
+      for (int64_t c = 0; c < dv; c += 32) {
+        const __m512i x = _mm512_loadu_si512(v0 + c), y = _mm512_loadu_si512(v1 + c);
+        _mm512_store_si512(&vPack[a * dv + c], _mm512_unpacklo_epi16(x, y));
+        _mm512_store_si512(&vPack[a * dv + c + 16], _mm512_unpackhi_epi16(x, y));
+      }
+    }
+    // Rows kRows at a time: 2 kRows independent dot-product chains (enough
+    // to cover vdpbf16ps' latency at two per cycle), and each packed K and
+    // V vector loaded once for all of them (a tail group repeats its last
+    // row and keeps nothing of the copies).
+    for (int64_t r0 = 0; r0 < R.count; r0 += kRows) {
+      if (jb > R.last[size_t(std::min(r0 + kRows - 1, R.count - 1))])
+        continue; // last positions grow with r: every row of the group is past this block
+      int64_t rr[kRows];
+      for (int x = 0; x < kRows; ++x)
+        rr[x] = std::min(r0 + x, R.count - 1);
+      __m512 sc[kRows][2];
+      for (int x = 0; x < kRows; ++x)
+        sc[x][0] = sc[x][1] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < kp; ++i) {
+        const __m512bh k0 = (__m512bh)_mm512_load_si512(&kPack[i * kBlock]);
+        const __m512bh k1 = (__m512bh)_mm512_load_si512(&kPack[i * kBlock + 16]);
+        for (int x = 0; x < kRows; ++x) {
+          const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(R.q[size_t(rr[x] * kp + i)]));
+          sc[x][0] = _mm512_dpbf16_ps(sc[x][0], qb, k0);
+          sc[x][1] = _mm512_dpbf16_ps(sc[x][1], qb, k1);
+        }
+      }
+      // Online softmax per row; a row past this block (or a tail copy)
+      // adds nothing: probabilities 0, its output kept (factor 1). The
+      // rows' maxima first, then one exp for all their rescaling factors
+      // (0 at a row's first block: its old maximum is -inf).
+      alignas(64) uint32_t pr[kRows][16];
+      alignas(64) float mOld[16], mNew[16], corr[16];
+      bool live[kRows];
+      int64_t pairs = 0;
+      const __m512 ninf = _mm512_set1_ps(-INFINITY);
+      for (int x = 0; x < kRows; ++x) {
+        const int64_t r = rr[x], last = R.last[size_t(r)];
+        live[x] = r0 + x < R.count && jb <= last;
+        mOld[x] = mNew[x] = 0.0f; // factor 1 for rows that are not live
+        if (!live[x])
+          continue;
+        // Positions past the row's last (the causal triangle, the block's
+        // padding) take no weight.
+        const int64_t visible = std::min(valid, last - jb + 1);
+        pairs = std::max(pairs, (visible + 1) / 2);
+        sc[x][0] = _mm512_mask_mov_ps(ninf, tailMask(visible), sc[x][0]);
+        sc[x][1] = _mm512_mask_mov_ps(ninf, tailMask(visible - 16), sc[x][1]);
+        mOld[x] = R.m[size_t(r)];
+        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(_mm512_max_ps(sc[x][0], sc[x][1])));
+      }
+      for (int x = kRows; x < 16; ++x)
+        mOld[x] = mNew[x] = 0.0f;
+      _mm512_store_ps(corr, expForBf16(_mm512_sub_ps(_mm512_load_ps(mOld), _mm512_load_ps(mNew))));
+      for (int x = 0; x < kRows; ++x) {
+        if (!live[x]) {
+          std::fill(pr[x], pr[x] + 16, 0u);
+          continue;
+        }
+        const int64_t r = rr[x];
+        const __m512 vm = _mm512_set1_ps(mNew[x]);
+        const __m512 e0 = expForBf16(_mm512_sub_ps(sc[x][0], vm));
+        const __m512 e1 = expForBf16(_mm512_sub_ps(sc[x][1], vm));
+        // The row's sum stays 16 partial sums until the end.
+        float *lr = &R.l[size_t(r * 16)];
+        _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]),
+                                             _mm512_add_ps(e0, e1)));
+        R.m[size_t(r)] = mNew[x];
+        _mm512_store_si512(pr[x], (__m512i)_mm512_cvtne2ps_pbh(e1, e0)); // 16 position pairs
+      }
+      // Output += P x V: per row two accumulators of 16 dims at a time.
+      for (int64_t c = 0; c < vChunks; c += 2) {
+        __m512 acc[kRows][2];
+        for (int x = 0; x < kRows; ++x)
+          for (int y = 0; y < 2; ++y)
+            acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)]),
+                                      _mm512_set1_ps(corr[x]));
+        for (int64_t a = 0; a < pairs; ++a) {
+          const __m512bh v0 = (__m512bh)_mm512_load_si512(&vPack[a * dv + c * 16]);
+          const __m512bh v1 = (__m512bh)_mm512_load_si512(&vPack[a * dv + c * 16 + 16]);
+          for (int x = 0; x < kRows; ++x) {
+            const __m512bh pb = (__m512bh)_mm512_set1_epi32(int(pr[x][a]));
+            acc[x][0] = _mm512_dpbf16_ps(acc[x][0], pb, v0);
+            acc[x][1] = _mm512_dpbf16_ps(acc[x][1], pb, v1);
+          }
+        }
+        for (int x = 0; x < kRows; ++x) // the tail copies are dropped
+          if (r0 + x < R.count)
+            for (int y = 0; y < 2; ++y)
+              _mm512_storeu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
+      }
+    }
+  }
+  // Un-permute each 32 dims and normalize: low lanes 4b..4b+3 hold dims
+  // 8b..8b+3, high lanes dims 8b+4..8b+7.
+  const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i second =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int64_t u = 0; u < tq; ++u)
+    for (int64_t h = 0; h < G; ++h) {
+      const int64_t r = u * G + h;
+      const float *o = &R.o[size_t(r * dv)];
+      float *dst = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
+      const __m512 inv =
+          _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_loadu_ps(&R.l[size_t(r * 16)])));
+      for (int64_t c = 0; c < dv; c += 32) {
+        const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
+        _mm512_storeu_ps(dst + c, _mm512_mul_ps(_mm512_permutex2var_ps(lo, first, hi), inv));
+        _mm512_storeu_ps(dst + c + 16,
+                         _mm512_mul_ps(_mm512_permutex2var_ps(lo, second, hi), inv));
+      }
+    }
+  return true;
+}
+
+} // namespace hyrt::cpu
+
+#pragma GCC pop_options

@@ -1,0 +1,155 @@
+// The flash attention over bf16 dot products (attention_bf16_avx512.cpp),
+// which extend blocks of a bf16 KV cache take on AVX-512 BF16 hosts,
+// against the fp32 reference run on the same cache values widened to fp32.
+//
+// The error bound, derived (not observed). Per query row with scaled query
+// qs = scale * q and cached rows k_j, v_j (bf16, exact in fp32):
+// - the kernel rounds qs to bf16, |q~ - qs| <= 2^-9 |qs| per element, so
+//   each score moves by at most E = 2^-9 max_j sum_d |qs_d| |k_jd|, the
+//   softmax weights by a factor within e^(+-2E), and the weighted mean of
+//   the v_j by at most V (e^(2E) - 1), V = max |v|;
+// - it rounds the probabilities to bf16 for the P x V products and divides
+//   by the sum of the unrounded ones: at most 2^-9 V more;
+// - fp32 accumulation and the 16-lane exp: 1e-5 (1 + |reference|), the
+//   fp32 kernels' own tolerance (attention_test.cpp).
+// With queries whose scaled values are bf16 numbers (scale a power of two)
+// E is 0 and the bound 2^-9 V is tight enough that one position too many
+// or too few in the causal mask (weight ~1/n of a value ~1), or a wrong
+// dim order in the output, fails it.
+#include "hyrt/cpu_kernels.h"
+#include "hyrt/reference.h"
+#include "runtime/cpu/host_isa.h"
+#include "runtime/reference/bf16.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Case {
+  int64_t group, dk, dv;
+};
+
+/// One extend step on a cache of random bf16 values (page size 5, block
+/// tables scrambled, two KV heads): sequence 0's tokens at positions
+/// 30..74 (blocks of 8 consecutive tokens over a cached prefix and their
+/// own causal triangle; the last block's positions end inside a block of
+/// 32) and sequence 1's first three tokens (positions 0..2: one partial
+/// block), then one decode token. Checks the kernel against the reference
+/// to the bound above.
+void checkCase(const Case &c, bool bf16Queries, std::mt19937 &rng) {
+  const int64_t pageSize = 5, kvHeads = 2, maxPages = 20, pages = 2 * maxPages + 3;
+  const int64_t heads = c.group * kvHeads, dk = c.dk, dv = c.dv;
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[size_t(i)] = int32_t((i * 17 + 4) % pages);
+  std::vector<float> k(size_t(pages * pageSize * kvHeads * dk)),
+      v(size_t(pages * pageSize * kvHeads * dv));
+  std::vector<uint16_t> kh(k.size()), vh(v.size());
+  float vMax = 0;
+  for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
+    for (size_t i = 0; i < f->size(); ++i) {
+      (*h)[i] = hyrt::toBf16(d(rng));
+      (*f)[i] = hyrt::fromBf16((*h)[i]);
+    }
+  for (float x : v)
+    vMax = std::max(vMax, std::fabs(x));
+  float kMax = 0;
+  for (float x : k)
+    kMax = std::max(kMax, std::fabs(x));
+  void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
+  hyrt_kv_cache_v0 ref{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
+  hyrt_kv_cache_v0 cache{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
+
+  std::vector<int32_t> positions, seqs;
+  for (int32_t p = 30; p < 75; ++p)
+    positions.push_back(p), seqs.push_back(0);
+  for (int32_t p = 0; p < 3; ++p)
+    positions.push_back(p), seqs.push_back(1);
+  positions.push_back(60), seqs.push_back(0); // a decode-like single token
+  const int64_t T = int64_t(positions.size());
+  std::vector<int32_t> tokens(size_t(T), 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
+  hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
+                    len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
+  // Scale 1/4 with bf16 queries: the scaled queries are bf16 numbers.
+  const float scale = bf16Queries ? 0.25f : 1.0f / std::sqrt(float(dk));
+  std::vector<float> q(size_t(T * heads * dk));
+  for (float &x : q)
+    x = bf16Queries ? hyrt::fromBf16(hyrt::toBf16(d(rng))) : d(rng);
+  std::vector<float> want(size_t(T * heads * dv)), got(want.size(), -7.0f);
+  hyrt_ref_paged_attention(&ref, &step, 0, q.data(), heads, scale, want.data());
+  hyrt_cpu_paged_attention(&cache, &step, 0, q.data(), heads, scale, got.data(), 1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      double qAbs = 0;
+      for (int64_t x = 0; x < dk; ++x)
+        qAbs += std::fabs(double(scale) * q[size_t((t * heads + h) * dk + x)]);
+      const double E = bf16Queries ? 0.0 : std::ldexp(qAbs * kMax, -9);
+      const double bound = vMax * (std::expm1(2 * E) + std::ldexp(1.0, -9));
+      for (int64_t x = 0; x < dv; ++x) {
+        const size_t i = size_t((t * heads + h) * dv + x);
+        ASSERT_NEAR(got[i], want[i], bound + 1e-5 * (1 + std::fabs(want[i])))
+            << "group " << c.group << " dk " << dk << " dv " << dv
+            << (bf16Queries ? ", bf16 queries" : ", fp32 queries") << ": token " << t
+            << " (position " << positions[size_t(t)] << "), head " << h << ", dim " << x;
+      }
+    }
+}
+
+TEST(CpuPagedAttentionBf16Dots, ExtendBlocksWithinTheDerivedBound) {
+  if (!hyrt::cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 on this host: extend blocks of a bf16 cache run the "
+                    "fp32 kernel (attention_test.cpp)";
+  std::mt19937 rng(21);
+  for (const Case &c : {Case{1, 32, 32}, Case{2, 64, 64}, Case{4, 64, 64}, Case{8, 128, 128},
+                        Case{16, 32, 64}, Case{4, 256, 96}, Case{3, 64, 32}})
+    for (bool bf16Queries : {true, false})
+      checkCase(c, bf16Queries, rng);
+}
+
+// Head dims off the kernel's grid (multiples of 32 up to 256) keep the fp32
+// kernel: the same step with dk = 48 must match the reference to the fp32
+// tolerance, which the bf16 kernel's rounding would not.
+TEST(CpuPagedAttentionBf16Dots, OtherHeadDimsKeepTheFp32Kernel) {
+  if (!hyrt::cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 on this host: nothing to tell apart";
+  const int64_t pageSize = 4, kvHeads = 1, dk = 48, dv = 48, heads = 2, pages = 16;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> k(size_t(pages * pageSize * kvHeads * dk)), v(k.size());
+  std::vector<uint16_t> kh(k.size()), vh(v.size());
+  for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
+    for (size_t i = 0; i < f->size(); ++i) {
+      (*h)[i] = hyrt::toBf16(d(rng));
+      (*f)[i] = hyrt::fromBf16((*h)[i]);
+    }
+  void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
+  hyrt_kv_cache_v0 ref{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
+  hyrt_kv_cache_v0 cache{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
+  std::vector<int32_t> blocks(pages);
+  for (int64_t i = 0; i < pages; ++i)
+    blocks[size_t(i)] = int32_t((i * 5 + 3) % pages);
+  std::vector<int32_t> positions, seqs;
+  for (int32_t p = 20; p < 40; ++p)
+    positions.push_back(p), seqs.push_back(0);
+  const int64_t T = int64_t(positions.size());
+  std::vector<int32_t> tokens(size_t(T), 5), start = {0}, len = {1}, prefix = {0};
+  hyrt_step_v0 step{T, 1, tokens.data(), positions.data(), seqs.data(), start.data(),
+                    len.data(), prefix.data(), blocks.data(), pages, nullptr};
+  std::vector<float> q(size_t(T * heads * dk));
+  for (float &x : q)
+    x = d(rng);
+  std::vector<float> want(size_t(T * heads * dv)), got(want.size(), -7.0f);
+  hyrt_ref_paged_attention(&ref, &step, 0, q.data(), heads, 0.3f, want.data());
+  hyrt_cpu_paged_attention(&cache, &step, 0, q.data(), heads, 0.3f, got.data(), 1);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i]))) << i;
+}
+
+} // namespace
