@@ -106,6 +106,33 @@ struct Rows {
   std::vector<int64_t> last; // last visible position of the row
 };
 
+/// Four rows' outputs, N accumulators of 16 dims from chunk c on: scaled
+/// by the rows' factors, plus their probability pairs times the packed V
+/// pairs. Rows from `real` on are tail copies: computed, not stored.
+template <int N>
+inline void accumulatePv(Rows &R, const int64_t *rr, const uint32_t (*pr)[16], const float *corr,
+                         const uint32_t *vPack, int64_t pairs, int64_t dv, int64_t c,
+                         int64_t real) {
+  __m512 acc[4][N];
+  for (int x = 0; x < 4; ++x)
+    for (int y = 0; y < N; ++y)
+      acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)]),
+                                _mm512_set1_ps(corr[x]));
+  for (int64_t a = 0; a < pairs; ++a) {
+    __m512bh v[N];
+    for (int y = 0; y < N; ++y)
+      v[y] = (__m512bh)_mm512_load_si512(&vPack[a * dv + (c + y) * 16]);
+    for (int x = 0; x < 4; ++x) {
+      const __m512bh pb = (__m512bh)_mm512_set1_epi32(int(pr[x][a]));
+      for (int y = 0; y < N; ++y)
+        acc[x][y] = _mm512_dpbf16_ps(acc[x][y], pb, v[y]);
+    }
+  }
+  for (int x = 0; x < 4 && x < real; ++x)
+    for (int y = 0; y < N; ++y)
+      _mm512_storeu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
+}
+
 } // namespace
 
 bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
@@ -241,27 +268,16 @@ bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         R.m[size_t(r)] = mNew[x];
         _mm512_store_si512(pr[x], (__m512i)_mm512_cvtne2ps_pbh(e1, e0)); // 16 position pairs
       }
-      // Output += P x V: per row two accumulators of 16 dims at a time.
-      for (int64_t c = 0; c < vChunks; c += 2) {
-        __m512 acc[kRows][2];
-        for (int x = 0; x < kRows; ++x)
-          for (int y = 0; y < 2; ++y)
-            acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)]),
-                                      _mm512_set1_ps(corr[x]));
-        for (int64_t a = 0; a < pairs; ++a) {
-          const __m512bh v0 = (__m512bh)_mm512_load_si512(&vPack[a * dv + c * 16]);
-          const __m512bh v1 = (__m512bh)_mm512_load_si512(&vPack[a * dv + c * 16 + 16]);
-          for (int x = 0; x < kRows; ++x) {
-            const __m512bh pb = (__m512bh)_mm512_set1_epi32(int(pr[x][a]));
-            acc[x][0] = _mm512_dpbf16_ps(acc[x][0], pb, v0);
-            acc[x][1] = _mm512_dpbf16_ps(acc[x][1], pb, v1);
-          }
+      // Output += P x V: four rows x four accumulators of 16 dims at a time
+      // (each packed V vector and probability pair loaded once for four
+      // multiply-adds).
+      for (int x0 = 0; x0 < kRows; x0 += 4)
+        for (int64_t c = 0; c < vChunks; c += 4) {
+          if (vChunks - c >= 4)
+            accumulatePv<4>(R, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, R.count - r0 - x0);
+          else
+            accumulatePv<2>(R, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, R.count - r0 - x0);
         }
-        for (int x = 0; x < kRows; ++x) // the tail copies are dropped
-          if (r0 + x < R.count)
-            for (int y = 0; y < 2; ++y)
-              _mm512_storeu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
-      }
     }
   }
   // Un-permute each 32 dims and normalize: low lanes 4b..4b+3 hold dims
