@@ -20,6 +20,7 @@
 #include "hyrt/reference.h"
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
+#include "kv_cache_pair.h"
 
 #include <gtest/gtest.h>
 
@@ -49,23 +50,13 @@ void checkCase(const Case &c, bool bf16Queries, std::mt19937 &rng) {
   std::vector<int32_t> blocks(2 * maxPages);
   for (int64_t i = 0; i < 2 * maxPages; ++i)
     blocks[size_t(i)] = int32_t((i * 17 + 4) % pages);
-  std::vector<float> k(size_t(pages * pageSize * kvHeads * dk)),
-      v(size_t(pages * pageSize * kvHeads * dv));
-  std::vector<uint16_t> kh(k.size()), vh(v.size());
-  float vMax = 0;
-  for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
-    for (size_t i = 0; i < f->size(); ++i) {
-      (*h)[i] = hyrt::toBf16(d(rng));
-      (*f)[i] = hyrt::fromBf16((*h)[i]);
-    }
-  for (float x : v)
+  const hyc::test::KvCachePair kv(pages, pageSize, kvHeads, dk, dv, rng);
+  float vMax = 0, kMax = 0;
+  for (float x : kv.v)
     vMax = std::max(vMax, std::fabs(x));
-  float kMax = 0;
-  for (float x : k)
+  for (float x : kv.k)
     kMax = std::max(kMax, std::fabs(x));
-  void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
-  hyrt_kv_cache_v0 ref{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
-  hyrt_kv_cache_v0 cache{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
+  const hyrt_kv_cache_v0 &ref = kv.f32, &cache = kv.bf16;
 
   std::vector<int32_t> positions, seqs;
   for (int32_t p = 30; p < 75; ++p)
@@ -122,16 +113,8 @@ TEST(CpuPagedAttentionBf16Dots, OtherHeadDimsKeepTheFp32Kernel) {
   const int64_t pageSize = 4, kvHeads = 1, dk = 48, dv = 48, heads = 2, pages = 16;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> k(size_t(pages * pageSize * kvHeads * dk)), v(k.size());
-  std::vector<uint16_t> kh(k.size()), vh(v.size());
-  for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
-    for (size_t i = 0; i < f->size(); ++i) {
-      (*h)[i] = hyrt::toBf16(d(rng));
-      (*f)[i] = hyrt::fromBf16((*h)[i]);
-    }
-  void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
-  hyrt_kv_cache_v0 ref{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
-  hyrt_kv_cache_v0 cache{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
+  const hyc::test::KvCachePair kv(pages, pageSize, kvHeads, dk, dv, rng);
+  const hyrt_kv_cache_v0 &ref = kv.f32, &cache = kv.bf16;
   std::vector<int32_t> blocks(pages);
   for (int64_t i = 0; i < pages; ++i)
     blocks[size_t(i)] = int32_t((i * 5 + 3) % pages);

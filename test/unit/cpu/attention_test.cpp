@@ -6,6 +6,7 @@
 #include "runtime/cpu/attention/attention_group.h"
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
+#include "kv_cache_pair.h"
 
 #include <gtest/gtest.h>
 
@@ -148,7 +149,6 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
   } restore;
   const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> d(-1, 1);
   std::vector<int32_t> blocks(2 * maxPages);
   for (int64_t i = 0; i < 2 * maxPages; ++i)
     blocks[i] = int32_t((i * 11 + 5) % pages);
@@ -158,16 +158,8 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
         // dk: on the grid, and off it (8: one masked slice; 24: one and a half).
         const int64_t dk = dv == 32 ? 48 : dv == 8 ? 8 : dv == 40 ? 24 : dv,
                       heads = group * kvHeads;
-        std::vector<float> k(pages * pageSize * kvHeads * dk), v(pages * pageSize * kvHeads * dv);
-        std::vector<uint16_t> kh(k.size()), vh(v.size());
-        for (auto [f, h] : {std::pair{&k, &kh}, std::pair{&v, &vh}})
-          for (size_t i = 0; i < f->size(); ++i) {
-            (*h)[i] = hyrt::toBf16(d(rng));
-            (*f)[i] = hyrt::fromBf16((*h)[i]);
-          }
-        void *kp = k.data(), *vp = v.data(), *khp = kh.data(), *vhp = vh.data();
-        hyrt_kv_cache_v0 kvF{1, pages, pageSize, kvHeads, dk, dv, &kp, &vp, HYRT_KV_F32};
-        hyrt_kv_cache_v0 kvH{1, pages, pageSize, kvHeads, dk, dv, &khp, &vhp, HYRT_KV_BF16};
+        const hyc::test::KvCachePair kv(pages, pageSize, kvHeads, dk, dv, rng);
+        const hyrt_kv_cache_v0 &kvF = kv.f32, &kvH = kv.bf16;
         // Single tokens at scattered positions (decode-like), then an
         // extend-like step: 19 consecutive tokens of sequence 0 (blocks of
         // 8, 8 and 3 tokens; the last block's tokens end inside a key block)
