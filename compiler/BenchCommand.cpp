@@ -45,11 +45,13 @@ Feeds B sequences of N synthetic prompt tokens, then decodes M tokens for
 all of them together, R times, and reports:
   TTFT (prefill of one sequence), TPOT (one decode step) mean / p50 / p99,
   prefill and decode tokens/s, decode bytes of weights read per token and
-  their share of the streaming read bandwidth (short reads of a huge-page
-  buffer before, between and after each round's decode steps; the median
-  of the rounds' paired ratios; above 100% is flagged as a measurement
-  error), prefill FLOPs per token and their share of the measured peak of
-  the instruction the artifact's GEMM kernels use.
+  their share of the streaming read bandwidth (short reads of windows of
+  the artifact's weights, or of a huge-page buffer for small artifacts,
+  each the better of a plain read and one prefetching ahead as the decode
+  kernels do, before a round's decode and after every second step; the
+  median of the segments' paired ratios; above 100% is flagged as a
+  measurement error), prefill FLOPs per token and their share of the
+  measured peak of the instruction the artifact's GEMM kernels use.
 
   --input N     prompt tokens per sequence (default 128)
   --output M    generated tokens per sequence (default 64)
