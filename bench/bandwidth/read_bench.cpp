@@ -38,7 +38,6 @@ double now() {
       .count();
 }
 
-/// The CPUs this process may run on, in order.
 /// The plain read: a buffer of its own (mmap, MADV_HUGEPAGE, written once so
 /// every page is backed), read by pinned threads.
 class PlainReader {

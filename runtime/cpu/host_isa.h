@@ -43,9 +43,10 @@ inline bool hostHasAvx512BwVl() {
   return has && variantAllowsAvx512() && !portableOnly();
 }
 
-/// Set by tests to keep the extend blocks of a bf16 cache on the fp32
-/// row-blocked kernel (never set by artifacts), so that it stays checked
-/// on hosts that would take the bf16 dot-product kernel.
+/// Set by tests and benchmarks to keep the extend blocks of a bf16 cache on
+/// the fp32 row-blocked kernel (never set by artifacts), so that it stays
+/// checked on hosts that would take the bf16 dot-product kernel
+/// (attention/attention_group.h bf16DotsApply).
 inline bool &fp32AttentionOnly() {
   static bool forced = false;
   return forced;
@@ -59,7 +60,7 @@ inline bool hostHasAvx512Bf16() {
                           __builtin_cpu_supports("avx512vl") &&
                           __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512bf16");
-  return has && variantAllowsAvx512() && !portableOnly() && !fp32AttentionOnly();
+  return has && variantAllowsAvx512() && !portableOnly();
 }
 
 } // namespace hyrt::cpu

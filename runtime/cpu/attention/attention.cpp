@@ -123,9 +123,10 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const bool avx512 = hyrt::cpu::hostHasAvx512();
   // Extend blocks of a bf16 cache: bf16 dot products, where the host has
   // them (prefill attention at twice the fp32 kernel's multiply-adds).
-  if (tq > 1 && hyrt::cpu::bf16DotsApply(l) &&
-      hyrt::cpu::attendBf16Dots(step, l, q, numHeads, scale, t, tq, kvh, out))
+  if (tq > 1 && hyrt::cpu::bf16DotsApply(l)) {
+    hyrt::cpu::attendBf16Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
     return;
+  }
   if (hyrt::cpu::hostHasAvx512BwVl()) {
     s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
     if (hyrt::cpu::withRowType(l, [&](auto *type) {

@@ -102,8 +102,6 @@ struct Rows {
   std::vector<float> o;     // [count][dv] output accumulators (dims permuted)
   std::vector<float> m;     // running maximum
   std::vector<float> l;     // [count][16] partial sums of exponentials
-  std::vector<uint32_t> p;  // [count][16] probability pairs of the block
-  std::vector<int64_t> last; // last visible position of the row
 };
 
 /// Four rows' outputs, N accumulators of 16 dims from chunk c on: scaled
@@ -135,14 +133,13 @@ inline void accumulatePv(Rows &R, const int64_t *rr, const uint32_t (*pr)[16], c
 
 } // namespace
 
-bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                     int64_t numHeads, float scale, int64_t t0, int64_t tq, int64_t kvh,
                     float *out) {
   const int64_t dk = l.dk, dv = l.dv, G = l.group;
-  if (!l.bf16 || l.int8 || dk <= 0 || dv <= 0 || dk % 32 != 0 || dv % 32 != 0 || dk > 256 ||
-      dv > 256)
-    return false;
   const int64_t p0 = step->positions[t0], nMax = p0 + tq, kp = dk / 2, vChunks = dv / 16;
+  // Row r is token r / G: the last position it sees.
+  auto lastOf = [&](int64_t r) { return p0 + r / G; };
 
   thread_local std::vector<int64_t> rowsBuf;
   rowsBuf.resize(size_t(nMax));
@@ -155,8 +152,6 @@ bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   R.o.assign(size_t(R.count * dv), 0.0f);
   R.m.assign(size_t(R.count), -INFINITY);
   R.l.assign(size_t(R.count * 16), 0.0f);
-  R.p.resize(size_t(R.count * 16));
-  R.last.resize(size_t(R.count));
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
@@ -167,7 +162,6 @@ bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                                                _mm512_mul_ps(_mm512_loadu_ps(src + d), vscale));
         _mm512_storeu_si512(&R.q[size_t(r * kp + d / 2)], (__m512i)b);
       }
-      R.last[size_t(r)] = p0 + u;
     }
 
   // Packed blocks: K as [kp][32] pairs by position, V as [16 pairs][dv]
@@ -208,7 +202,7 @@ bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
     // V vector loaded once for all of them (a tail group repeats its last
     // row and keeps nothing of the copies).
     for (int64_t r0 = 0; r0 < R.count; r0 += kRows) {
-      if (jb > R.last[size_t(std::min(r0 + kRows - 1, R.count - 1))])
+      if (jb > lastOf(std::min(r0 + kRows - 1, R.count - 1)))
         continue; // last positions grow with r: every row of the group is past this block
       int64_t rr[kRows];
       for (int x = 0; x < kRows; ++x)
@@ -235,7 +229,7 @@ bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       int64_t pairs = 0;
       const __m512 ninf = _mm512_set1_ps(-INFINITY);
       for (int x = 0; x < kRows; ++x) {
-        const int64_t r = rr[x], last = R.last[size_t(r)];
+        const int64_t r = rr[x], last = lastOf(r);
         live[x] = r0 + x < R.count && jb <= last;
         mOld[x] = mNew[x] = 0.0f; // factor 1 for rows that are not live
         if (!live[x])
@@ -299,7 +293,6 @@ bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                          _mm512_mul_ps(_mm512_permutex2var_ps(lo, second, hi), inv));
       }
     }
-  return true;
 }
 
 } // namespace hyrt::cpu

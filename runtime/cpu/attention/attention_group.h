@@ -166,17 +166,17 @@ extern template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerV
 
 /// Whether extend blocks of this layer take the bf16 dot-product kernel
 /// below: a bf16 cache, dk and dv multiples of 32 up to 256, a host with
-/// AVX-512 BF16.
+/// AVX-512 BF16, and no test pinning the fp32 kernel (fp32AttentionOnly).
 inline bool bf16DotsApply(const LayerView &l) {
-  return l.bf16 && !l.int8 && l.dk % 32 == 0 && l.dv % 32 == 0 && l.dk > 0 && l.dv > 0 &&
-         l.dk <= 256 && l.dv <= 256 && hostHasAvx512Bf16();
+  return l.bf16 && l.dk % 32 == 0 && l.dv % 32 == 0 && l.dk > 0 && l.dv > 0 && l.dk <= 256 &&
+         l.dv <= 256 && hostHasAvx512Bf16() && !fp32AttentionOnly();
 }
 
 /// Flash attention over bf16 dot products (attention_bf16_avx512.cpp) for
 /// tokens t .. t + tq - 1 of one sequence at consecutive positions and KV
-/// head kvh of a layer where bf16DotsApply: queries (scaled) and
-/// probabilities rounded to bf16, products accumulated in fp32.
-bool attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+/// head kvh of a layer where bf16DotsApply (a precondition): queries
+/// (scaled) and probabilities rounded to bf16, products accumulated in fp32.
+void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                     int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                     float *out);
 
