@@ -7,7 +7,12 @@
 // the last chunk of `hyc bench --input 4096`. Threads: HYRT_NUM_THREADS
 // (default: every CPU). Not a test.
 //
-//   hyc_extend_attention_bench [context] [chunk] [rounds]
+//   hyc_extend_attention_bench [context] [chunk] [rounds] [layers]
+//
+// With `layers` > 1 each timed call runs that many layers' caches in turn
+// (a decode step's attention: chunk 1 and 16 layers put dense-1b's cache,
+// 128 MB at 4000 positions, in DRAM rather than the L3), and the cache's
+// bytes read per second are printed beside the GFLOP/s.
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
@@ -36,15 +41,20 @@ int main(int argc, char **argv) {
   const int64_t context = argc > 1 ? std::max(64L, std::atol(argv[1])) : 4096;
   const int64_t chunk = argc > 2 ? std::clamp(std::atol(argv[2]), 1L, context) : 512;
   const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
+  const int64_t layers = argc > 4 ? std::max(1L, std::atol(argv[4])) : 1;
   const int64_t pages = (context + kPage - 1) / kPage;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> bits(0, 0x7f);
-  std::vector<uint16_t> k(size_t(pages * kPage * kKvHeads * kDim)), v(k.size());
+  const int64_t layerElems = pages * kPage * kKvHeads * kDim;
+  std::vector<uint16_t> k(size_t(layers * layerElems)), v(k.size());
   for (auto *c : {&k, &v})
     for (uint16_t &x : *c)
       x = uint16_t((rng() & 1 ? 0xbc00 : 0x3c00) | bits(rng)); // bf16 in +-[0.0078, 0.0156)
-  void *kp = k.data(), *vp = v.data();
-  hyrt_kv_cache_v0 kv{1, pages, kPage, kKvHeads, kDim, kDim, &kp, &vp, HYRT_KV_BF16};
+  std::vector<void *> kp(static_cast<size_t>(layers)), vp(kp);
+  for (int64_t i = 0; i < layers; ++i)
+    kp[size_t(i)] = k.data() + i * layerElems, vp[size_t(i)] = v.data() + i * layerElems;
+  hyrt_kv_cache_v0 kv{layers, pages, kPage, kKvHeads, kDim, kDim, kp.data(), vp.data(),
+                      HYRT_KV_BF16};
   std::vector<int32_t> blocks(static_cast<size_t>(pages));
   for (int64_t i = 0; i < pages; ++i)
     blocks[size_t(i)] = int32_t((i * 7919) % pages); // scattered pages
@@ -61,7 +71,10 @@ int main(int argc, char **argv) {
   // Multiply-adds: every token's scores and weighted values over its positions.
   double macs = 0;
   for (int64_t p = context - chunk; p < context; ++p)
-    macs += double(p + 1) * kHeads * 2 * kDim;
+    macs += double(p + 1) * kHeads * 2 * kDim * double(layers);
+  // Cache bytes a call reads: every position's K and V rows once (the
+  // extend kernels' token blocks read them more often).
+  const double cacheBytes = double(context) * kKvHeads * 2 * kDim * 2 * double(layers);
   const int threads = int(std::thread::hardware_concurrency());
   const hyc::codegen::HostPeaks peaks = hyc::codegen::measure_compute_peaks(threads);
   const bool bf16 = hyrt::cpu::hostHasAvx512Bf16();
@@ -74,7 +87,8 @@ int main(int argc, char **argv) {
   auto timed = [&](bool fp32Only) {
     hyrt::cpu::fp32AttentionOnly() = fp32Only;
     const auto t0 = Clock::now();
-    hyrt_cpu_paged_attention(&kv, &step, 0, q.data(), kHeads, 0.125f, out.data(), 1);
+    for (int64_t layer = 0; layer < layers; ++layer)
+      hyrt_cpu_paged_attention(&kv, &step, layer, q.data(), kHeads, 0.125f, out.data(), 1);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     hyrt::cpu::fp32AttentionOnly() = false;
     return 2 * macs / s * 1e-9;
@@ -85,11 +99,16 @@ int main(int argc, char **argv) {
     if (bf16)
       b16.push_back(timed(false));
   }
-  std::printf("fp32 row-blocked kernel: %.0f GFLOP/s (%.0f%% of the FMA peak)\n", median(f32),
-              100 * median(f32) / peaks.fp32_gflops);
+  // Cache bytes per second at the median rate (for one-token chunks: a
+  // decode step's attention).
+  auto gbs = [&](double gflops) { return cacheBytes / (2 * macs / (gflops * 1e9)) * 1e-9; };
+  std::printf("fp32 row-blocked kernel: %.0f GFLOP/s (%.0f%% of the FMA peak), cache %.1f GB/s\n",
+              median(f32), 100 * median(f32) / peaks.fp32_gflops, gbs(median(f32)));
   if (bf16)
-    std::printf("bf16 dot-product kernel: %.0f GFLOP/s (%.0f%% of the bf16 peak), %.2fx\n",
-                median(b16), 100 * median(b16) / peaks.bf16_gflops, median(b16) / median(f32));
+    std::printf("bf16 dot-product kernel: %.0f GFLOP/s (%.0f%% of the bf16 peak), %.2fx, cache "
+                "%.1f GB/s\n",
+                median(b16), 100 * median(b16) / peaks.bf16_gflops, median(b16) / median(f32),
+                gbs(median(b16)));
   else
     std::printf("bf16 dot-product kernel: skipped (no AVX-512 BF16 on this host)\n");
   return 0;

@@ -123,8 +123,13 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const bool avx512 = hyrt::cpu::hostHasAvx512();
   // Extend blocks of a bf16 cache: bf16 dot products, where the host has
   // them (prefill attention at twice the fp32 kernel's multiply-adds).
-  if (tq > 1 && hyrt::cpu::bf16DotsApply(l)) {
-    hyrt::cpu::attendBf16Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
+  // Decode tokens too: the cache's bf16 pairs go into the dot products as
+  // they are, where the fp32 kernel widens each element first.
+  if (hyrt::cpu::bf16DotsApply(l)) {
+    if (tq > 1)
+      hyrt::cpu::attendBf16Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
+    else
+      hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, t, kvh, out, nullptr);
     return;
   }
   if (hyrt::cpu::hostHasAvx512BwVl()) {
@@ -266,7 +271,8 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   }
   items.clear();
   int64_t slots = 0;
-  const bool splitting = kvSplits > 1 && hyrt::cpu::hostHasAvx512BwVl();
+  const bool splitting = kvSplits > 1 && hyrt::cpu::kvSplitsApply(l);
+  const bool bf16Dots = hyrt::cpu::bf16DotsApply(l);
   for (const auto &[t0, count] : blocks)
     for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh) {
       const int64_t n = int64_t(step->positions[t0]) + 1;
@@ -289,6 +295,10 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
           return;
         }
         const hyrt::cpu::KvSplit split{it.begin, it.end, partials.data() + it.slot * splitFloats};
+        if (bf16Dots) {
+          hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, it.t0, it.kvh, out, &split);
+          return;
+        }
         tScratch.scores.resize(size_t((it.end - it.begin) * l.group + 16 +
                                       (step->positions[it.t0] + 1) * l.group));
         hyrt::cpu::withRowType(l, [&](auto *type) {

@@ -139,7 +139,7 @@ struct KvSplit {
 /// Floats of one split's partial result.
 inline int64_t kvSplitFloats(const LayerView &l) {
   const int64_t slices = (l.dv + 15) / 16;
-  const int64_t sv = slices <= 1 ? 1 : slices <= 2 ? 2 : slices <= 4 ? 4 : 8;
+  const int64_t sv = slices <= 1 ? 1 : slices <= 2 ? 2 : slices <= 4 ? 4 : slices <= 8 ? 8 : 16;
   return l.group * (16 * sv + 2);
 }
 
@@ -179,6 +179,25 @@ inline bool bf16DotsApply(const LayerView &l) {
 void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                     int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                     float *out);
+
+/// One decode token (t) over its cached positions, or over one KV split
+/// of them into a partial result (split non-null), for KV head kvh of a
+/// layer where bf16DotsApply (a precondition), with bf16 dot products
+/// (attention_decode_bf16_avx512.cpp): the numerics of attendBf16Dots.
+void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *out,
+                      const KvSplit *split);
+
+/// Whether a decode token of this layer can be split into KV ranges: one
+/// of the two kernels that write partial results takes its shape.
+inline bool kvSplitsApply(const LayerView &l) {
+  if (bf16DotsApply(l))
+    return true;
+  const bool rowsShape = l.dk > 0 && l.dk <= 1024 && l.dv > 0 && l.dv <= 128 &&
+                         (l.group == 1 || l.group == 2 || l.group == 4 || l.group == 8 ||
+                          l.group == 16);
+  return rowsShape && hostHasAvx512BwVl();
+}
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.

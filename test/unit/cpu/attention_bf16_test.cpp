@@ -36,18 +36,46 @@ struct Case {
   int64_t group, dk, dv;
 };
 
-/// One extend step on a cache of random bf16 values (page size 5, block
-/// tables scrambled, two KV heads): sequence 0's tokens at positions
-/// 30..74 (blocks of 8 consecutive tokens over a cached prefix and their
-/// own causal triangle; the last block's positions end inside a block of
-/// 32) and sequence 1's first three tokens (positions 0..2: one partial
-/// block), then one decode token. Checks the kernel against the reference
-/// to the bound above.
-void checkCase(const Case &c, bool bf16Queries, std::mt19937 &rng) {
-  const int64_t pageSize = 5, kvHeads = 2, maxPages = 20, pages = 2 * maxPages + 3;
+// Groups of 1 to 16 heads (3: not a power of two), head dims 32 to 256.
+const Case kCases[] = {{1, 32, 32},   {2, 64, 64},   {4, 64, 64}, {8, 128, 128},
+                       {16, 32, 64}, {4, 256, 96}, {3, 64, 32}, {2, 128, 256}};
+
+/// The tokens of one step: positions and sequences (0 or 1), the cache's
+/// pages, and the KV splits allowed for decode tokens.
+struct Scenario {
+  std::vector<int32_t> positions, seqs;
+  int64_t maxPages, kvSplits;
+};
+
+/// Sequence 0's tokens at positions 30..74 (blocks of consecutive tokens
+/// over a cached prefix and their own causal triangle; the last block's
+/// positions end inside a block of 32) and sequence 1's first three tokens
+/// (positions 0..2: one partial block), then one decode token.
+Scenario extendScenario() {
+  Scenario s{{}, {}, 20, 1};
+  for (int32_t p = 30; p < 75; ++p)
+    s.positions.push_back(p), s.seqs.push_back(0);
+  for (int32_t p = 0; p < 3; ++p)
+    s.positions.push_back(p), s.seqs.push_back(1);
+  s.positions.push_back(60), s.seqs.push_back(0); // a decode-like single token
+  return s;
+}
+
+/// Decode tokens only (the decode kernel): an odd and an even count of
+/// positions, across many pages, one of them below the split minimum
+/// (kMinSplitRows, 256) and two long enough to split into `splits` KV ranges.
+Scenario decodeScenario(int64_t splits) {
+  return {{1500, 200, 1023}, {0, 1, 1}, 310, splits};
+}
+
+/// The step on a cache of random bf16 values (page size 5, block tables
+/// scrambled, two KV heads), checked against the reference to the bound
+/// above.
+void checkCase(const Case &c, bool bf16Queries, const Scenario &sc, std::mt19937 &rng) {
+  const int64_t pageSize = 5, kvHeads = 2, maxPages = sc.maxPages, pages = 2 * maxPages + 3;
   const int64_t heads = c.group * kvHeads, dk = c.dk, dv = c.dv;
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<int32_t> blocks(2 * maxPages);
+  std::vector<int32_t> blocks(size_t(2 * maxPages));
   for (int64_t i = 0; i < 2 * maxPages; ++i)
     blocks[size_t(i)] = int32_t((i * 17 + 4) % pages);
   const hyc::test::KvCachePair kv(pages, pageSize, kvHeads, dk, dv, rng);
@@ -58,24 +86,19 @@ void checkCase(const Case &c, bool bf16Queries, std::mt19937 &rng) {
     kMax = std::max(kMax, std::fabs(x));
   const hyrt_kv_cache_v0 &ref = kv.f32, &cache = kv.bf16;
 
-  std::vector<int32_t> positions, seqs;
-  for (int32_t p = 30; p < 75; ++p)
-    positions.push_back(p), seqs.push_back(0);
-  for (int32_t p = 0; p < 3; ++p)
-    positions.push_back(p), seqs.push_back(1);
-  positions.push_back(60), seqs.push_back(0); // a decode-like single token
+  std::vector<int32_t> positions = sc.positions, seqs = sc.seqs;
   const int64_t T = int64_t(positions.size());
   std::vector<int32_t> tokens(size_t(T), 5), start = {0, 1}, len = {1, 1}, prefix = {0, 0};
   hyrt_step_v0 step{T, 2, tokens.data(), positions.data(), seqs.data(), start.data(),
                     len.data(), prefix.data(), blocks.data(), maxPages, nullptr};
-  // Scale 1/4 with bf16 queries: the scaled queries are bf16 numbers.
   const float scale = bf16Queries ? 0.25f : 1.0f / std::sqrt(float(dk));
   std::vector<float> q(size_t(T * heads * dk));
   for (float &x : q)
     x = bf16Queries ? hyrt::fromBf16(hyrt::toBf16(d(rng))) : d(rng);
   std::vector<float> want(size_t(T * heads * dv)), got(want.size(), -7.0f);
   hyrt_ref_paged_attention(&ref, &step, 0, q.data(), heads, scale, want.data());
-  hyrt_cpu_paged_attention(&cache, &step, 0, q.data(), heads, scale, got.data(), 1);
+  hyrt_cpu_paged_attention(&cache, &step, 0, q.data(), heads, scale, got.data(),
+                           sc.kvSplits);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < heads; ++h) {
       double qAbs = 0;
@@ -87,7 +110,8 @@ void checkCase(const Case &c, bool bf16Queries, std::mt19937 &rng) {
         const size_t i = size_t((t * heads + h) * dv + x);
         ASSERT_NEAR(got[i], want[i], bound + 1e-5 * (1 + std::fabs(want[i])))
             << "group " << c.group << " dk " << dk << " dv " << dv
-            << (bf16Queries ? ", bf16 queries" : ", fp32 queries") << ": token " << t
+            << (bf16Queries ? ", bf16 queries" : ", fp32 queries") << ", " << sc.kvSplits
+            << " splits: token " << t
             << " (position " << positions[size_t(t)] << "), head " << h << ", dim " << x;
       }
     }
@@ -98,10 +122,23 @@ TEST(CpuPagedAttentionBf16Dots, ExtendBlocksWithinTheDerivedBound) {
     GTEST_SKIP() << "no AVX-512 BF16 on this host: extend blocks of a bf16 cache run the "
                     "fp32 kernel (attention_test.cpp)";
   std::mt19937 rng(21);
-  for (const Case &c : {Case{1, 32, 32}, Case{2, 64, 64}, Case{4, 64, 64}, Case{8, 128, 128},
-                        Case{16, 32, 64}, Case{4, 256, 96}, Case{3, 64, 32}})
+  for (const Case &c : kCases)
     for (bool bf16Queries : {true, false})
-      checkCase(c, bf16Queries, rng);
+      checkCase(c, bf16Queries, extendScenario(), rng);
+}
+
+// Decode tokens take the decode kernel (attention_decode_bf16_avx512.cpp),
+// whole or split into KV ranges merged after (flash decoding): the same
+// bound, since a split's partial sums are the unsplit ones regrouped.
+TEST(CpuPagedAttentionBf16Dots, DecodeTokensAndSplitsWithinTheDerivedBound) {
+  if (!hyrt::cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 on this host: decode tokens of a bf16 cache run the "
+                    "fp32 kernel (attention_test.cpp)";
+  std::mt19937 rng(22);
+  for (const Case &c : kCases)
+    for (int64_t splits : {1, 3})
+      checkCase(c, /*bf16Queries=*/true, decodeScenario(splits), rng);
+  checkCase(Case{4, 64, 64}, /*bf16Queries=*/false, decodeScenario(4), rng);
 }
 
 // Head dims off the kernel's grid (multiples of 32 up to 256) keep the fp32

@@ -1,0 +1,255 @@
+// Decode attention over bf16 dot products (AVX-512 BF16, `vdpbf16ps`): one
+// decode token's query heads of one KV head over its cached positions (or
+// one flash-decoding split of them) in a bf16 KV cache.
+//
+// Why: at long contexts decode reads the whole cache per token, and the
+// fp32 row-blocked kernel (attention_rows_avx512.cpp) widens every cached
+// element to fp32 before its multiply-add; on a 2-core host it read the
+// cache at ~20 GB/s, compute-bound, so a 4000-position decode token took
+// 1.3x a 100-position one where the bytes allow ~1.1x (bench/README.md
+// "Long prompts"). `vdpbf16ps` takes the cache's bf16 pairs as they are.
+//
+// - Keys: per block of 16 positions and per query head, 16 accumulators
+//   (one per position) of `vdpbf16ps` over the head dim with the head's
+//   scaled query pairs (rounded to bf16 once), then one transpose-and-add
+//   tree into 16 scores: scores are stored [head][position].
+// - Softmax per head in fp32; the probabilities are rounded to bf16 in
+//   position pairs, the sum kept from the unrounded ones.
+// - Values: two cached rows interleaved per dim (`vpunpck[lh]wd`) make 16
+//   (v[j][d], v[j+1][d]) pairs per register, so one `vdpbf16ps` with a
+//   head's probability pair broadcast adds two positions to 16 dims. The
+//   interleave permutes dims within each 32 (as in attention_bf16_avx512.cpp);
+//   the output is un-permuted at the end.
+// Numerics are those of the extend kernel (attention_bf16_avx512.cpp), with
+// the same derived bound (test/unit/cpu/attention_bf16_test.cpp).
+#include "attention_group.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <immintrin.h>
+#include <vector>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+
+#include "../vec_avx512.h"
+
+namespace hyrt::cpu {
+
+namespace {
+
+constexpr int64_t kKeyBlock = 16;   // positions per score tree
+constexpr int64_t kValueBlock = 64; // positions per value pass (L1-resident)
+// Rows prefetched ahead through the block table (pages jump, which the
+// hardware prefetchers do not follow).
+constexpr int64_t kAhead = 32;
+
+inline void prefetchLines(const void *p, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64)
+    _mm_prefetch(static_cast<const char *>(p) + b, _MM_HINT_T0);
+}
+
+/// Value pass over position pairs [a0, a1) of the block starting at
+/// `rowsOf` (pair a: positions 2a, 2a + 1 of it) for heads h0 .. h0 + HB - 1
+/// (clamped to the group: extra heads are computed and not kept) and NCH
+/// chunks of 16 (permuted) dims from chunk c0 on; accumulators in `acc`
+/// ([head][dv], permuted), probability pairs in `pairs` ([head][pairStride]).
+template <int HB, int NCH>
+void valuePass(const LayerView &l, int64_t kvh, const int64_t *rowsOf, int64_t a0, int64_t a1,
+               int64_t last, const uint32_t *pairs, int64_t pairStride, int64_t pairBase,
+               int64_t h0, int64_t c0, float *acc, const int64_t *prefetchRows,
+               int64_t prefetchCount) {
+  static_assert(NCH % 2 == 0, "chunks come in low/high pairs of a 32-dim interleave");
+  const int64_t G = l.group, dv = l.dv;
+  int64_t hs[HB];
+  for (int x = 0; x < HB; ++x)
+    hs[x] = std::min(h0 + x, G - 1);
+  __m512 a[HB][NCH];
+  for (int x = 0; x < HB; ++x)
+    for (int y = 0; y < NCH; ++y)
+      a[x][y] = _mm512_loadu_ps(acc + hs[x] * dv + (c0 + y) * 16);
+  for (int64_t p = a0; p < a1; ++p) {
+    if (prefetchRows && 2 * (p - a0) < prefetchCount) {
+      const int64_t i = 2 * (p - a0);
+      prefetchLines(l.vRow<uint16_t>(prefetchRows[i], kvh), dv * 2);
+      if (i + 1 < prefetchCount)
+        prefetchLines(l.vRow<uint16_t>(prefetchRows[i + 1], kvh), dv * 2);
+    }
+    const int64_t j0 = std::min(2 * p, last), j1 = std::min(2 * p + 1, last);
+    const uint16_t *v0 = l.vRow<uint16_t>(rowsOf[j0], kvh) + c0 * 16;
+    const uint16_t *v1 = l.vRow<uint16_t>(rowsOf[j1], kvh) + c0 * 16;
+    __m512bh v[NCH];
+    for (int y = 0; y < NCH; y += 2) {
+      const __m512i x0 = _mm512_loadu_si512(v0 + y * 16), x1 = _mm512_loadu_si512(v1 + y * 16);
+      v[y] = (__m512bh)_mm512_unpacklo_epi16(x0, x1);
+      v[y + 1] = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
+    }
+    for (int x = 0; x < HB; ++x) {
+      const __m512bh pb =
+          (__m512bh)_mm512_set1_epi32(int(pairs[hs[x] * pairStride + pairBase + p]));
+      for (int y = 0; y < NCH; ++y)
+        a[x][y] = _mm512_dpbf16_ps(a[x][y], pb, v[y]);
+    }
+  }
+  for (int x = 0; x < HB && h0 + x < G; ++x)
+    for (int y = 0; y < NCH; ++y)
+      _mm512_storeu_ps(acc + hs[x] * dv + (c0 + y) * 16, a[x][y]);
+}
+
+using ValuePassFn = void (*)(const LayerView &, int64_t, const int64_t *, int64_t, int64_t,
+                             int64_t, const uint32_t *, int64_t, int64_t, int64_t, int64_t,
+                             float *, const int64_t *, int64_t);
+
+/// Up to 16 accumulators: NCH, the largest of 16, 8, 4, 2 dividing dv / 16,
+/// and HB heads per pass as many as fit beside them (at most the group).
+ValuePassFn pickValuePass(int64_t G, int64_t dv, int &hb, int &nch) {
+  const int64_t chunks = dv / 16;
+  nch = chunks % 16 == 0 ? 16 : chunks % 8 == 0 ? 8 : chunks % 4 == 0 ? 4 : 2;
+  int64_t fit = 16 / nch;
+  hb = int(std::min<int64_t>(fit, G >= 8 ? 8 : G >= 4 ? 4 : G >= 2 ? 2 : 1));
+  switch (nch * 16 + hb) {
+  case 16 * 16 + 1: return valuePass<1, 16>;
+  case 8 * 16 + 1: return valuePass<1, 8>;
+  case 8 * 16 + 2: return valuePass<2, 8>;
+  case 4 * 16 + 1: return valuePass<1, 4>;
+  case 4 * 16 + 2: return valuePass<2, 4>;
+  case 4 * 16 + 4: return valuePass<4, 4>;
+  case 2 * 16 + 1: return valuePass<1, 2>;
+  case 2 * 16 + 2: return valuePass<2, 2>;
+  case 2 * 16 + 4: return valuePass<4, 2>;
+  default: return valuePass<8, 2>;
+  }
+}
+
+} // namespace
+
+void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *out,
+                      const KvSplit *split) {
+  const int64_t dk = l.dk, dv = l.dv, G = l.group, kp = dk / 2;
+  const int64_t n = int64_t(step->positions[t]) + 1;
+  const int64_t jBegin = split ? split->begin : 0, jEnd = split ? split->end : n;
+  const int64_t count = jEnd - jBegin;
+  // Scores padded to whole pairs of key blocks: the padding scores -inf,
+  // so its probabilities round to 0.
+  const int64_t padded = (count + 2 * kKeyBlock - 1) / (2 * kKeyBlock) * (2 * kKeyBlock);
+
+  thread_local std::vector<int64_t> rowsBuf;
+  thread_local std::vector<uint32_t> qBuf, pairBuf;
+  thread_local std::vector<float> scoreBuf, accBuf, sumBuf, maxBuf;
+  rowsBuf.resize(size_t(n));
+  forEachRow(step, l, t, jEnd, [&](int64_t j, int64_t row) { rowsBuf[size_t(j)] = row; });
+  const int64_t *rows = rowsBuf.data() + jBegin; // rows[i]: position jBegin + i
+  const int64_t last = count - 1;
+
+  // Scaled queries as bf16 pairs, [head][dk / 2].
+  qBuf.resize(size_t(G * kp));
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t h = 0; h < G; ++h) {
+    const float *src = q + (t * numHeads + kvh * G + h) * dk;
+    for (int64_t d = 0; d < dk; d += 32) {
+      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d + 16), vscale),
+                                             _mm512_mul_ps(_mm512_loadu_ps(src + d), vscale));
+      _mm512_storeu_si512(&qBuf[size_t(h * kp + d / 2)], (__m512i)b);
+    }
+  }
+
+  // Keys: scores [head][padded].
+  scoreBuf.resize(size_t(G * padded));
+  float *scores = scoreBuf.data();
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  for (int64_t jb = 0; jb < padded; jb += kKeyBlock) {
+    const int64_t valid = std::min(kKeyBlock, count - jb);
+    if (valid <= 0) {
+      for (int64_t h = 0; h < G; ++h)
+        _mm512_storeu_ps(scores + h * padded + jb, ninf);
+      continue;
+    }
+    for (int64_t r = jb + kAhead; r < jb + kAhead + kKeyBlock && r < count; ++r)
+      prefetchLines(l.kRow<uint16_t>(rows[r], kvh), dk * 2);
+    const uint16_t *kr[kKeyBlock];
+    for (int r = 0; r < kKeyBlock; ++r)
+      kr[r] = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
+    for (int64_t h = 0; h < G; ++h) {
+      const uint32_t *qh = &qBuf[size_t(h * kp)];
+      __m512 acc[kKeyBlock];
+      for (int r = 0; r < kKeyBlock; ++r)
+        acc[r] = _mm512_setzero_ps();
+      for (int64_t d = 0; d < dk; d += 32) {
+        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qh + d / 2);
+        for (int r = 0; r < kKeyBlock; ++r)
+          acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
+      }
+      _mm512_storeu_ps(scores + h * padded + jb,
+                       _mm512_mask_mov_ps(ninf, tailMask(valid), hsum16(acc)));
+    }
+  }
+
+  // Softmax per head: probabilities as bf16 position pairs, [head][padded / 2].
+  const int64_t pairStride = padded / 2;
+  pairBuf.resize(size_t(G * pairStride));
+  sumBuf.resize(size_t(G));
+  maxBuf.resize(size_t(G));
+  for (int64_t h = 0; h < G; ++h) {
+    float *s = scores + h * padded;
+    __m512 vmax = ninf;
+    for (int64_t j = 0; j < padded; j += 16)
+      vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + j));
+    const float m = _mm512_reduce_max_ps(vmax);
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 vsum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < padded; j += 32) {
+      const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+      const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), vm));
+      vsum = _mm512_add_ps(vsum, _mm512_add_ps(e0, e1));
+      _mm512_storeu_si512(&pairBuf[size_t(h * pairStride + j / 2)],
+                          (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+    }
+    maxBuf[size_t(h)] = m;
+    sumBuf[size_t(h)] = _mm512_reduce_add_ps(vsum);
+  }
+
+  // Values, kValueBlock positions at a time; the next block's rows are
+  // prefetched during the first pass over this one.
+  accBuf.assign(size_t(G * dv), 0.0f);
+  int hb = 1, nch = 2;
+  const ValuePassFn pass = pickValuePass(G, dv, hb, nch);
+  for (int64_t jb = 0; jb < count; jb += kValueBlock) {
+    const int64_t pairsIn = (std::min(kValueBlock, count - jb) + 1) / 2;
+    const int64_t next = jb + kValueBlock, nextCount = std::clamp(count - next, int64_t(0), kValueBlock);
+    bool first = true;
+    for (int64_t h0 = 0; h0 < G; h0 += hb)
+      for (int64_t c0 = 0; c0 < dv / 16; c0 += nch) {
+        pass(l, kvh, rows + jb, 0, pairsIn, last - jb, pairBuf.data(), pairStride, jb / 2, h0, c0,
+             accBuf.data(), first && nextCount > 0 ? rows + next : nullptr, nextCount);
+        first = false;
+      }
+  }
+
+  // Un-permute each 32 dims: low lanes 4b..4b+3 hold dims 8b..8b+3, high
+  // lanes dims 8b+4..8b+7.
+  const __m512i firstHalf = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i secondHalf =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const int64_t dvPad = split ? kvSplitFloats(l) / G - 2 : dv;
+  for (int64_t h = 0; h < G; ++h) {
+    const float *o = &accBuf[size_t(h * dv)];
+    float *dst = split ? split->partial + h * dvPad : out + (t * numHeads + kvh * G + h) * dv;
+    const __m512 factor = _mm512_set1_ps(split ? 1.0f : 1.0f / sumBuf[size_t(h)]);
+    for (int64_t c = 0; c < dv; c += 32) {
+      const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
+      _mm512_storeu_ps(dst + c, _mm512_mul_ps(_mm512_permutex2var_ps(lo, firstHalf, hi), factor));
+      _mm512_storeu_ps(dst + c + 16,
+                       _mm512_mul_ps(_mm512_permutex2var_ps(lo, secondHalf, hi), factor));
+    }
+  }
+  if (split) { // then G maxima, G sums (mergeSplits, attention.cpp)
+    std::copy(maxBuf.begin(), maxBuf.end(), split->partial + G * dvPad);
+    std::copy(sumBuf.begin(), sumBuf.end(), split->partial + G * dvPad + G);
+  }
+}
+
+} // namespace hyrt::cpu
+
+#pragma GCC pop_options
