@@ -89,6 +89,34 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   const hyrt_step_v0 one{T,      1,       step->tokens, step->positions, seq0.data(), &start,
                          &len,   &prefix, &page0,       1,               nullptr,     0,
                          nullptr};
+  // A bf16 cache (latents rounded to bf16 already): the expanded rows are
+  // rounded to bf16 too, as a dense model's bf16 cache stores its keys and
+  // values, and the heads attend on the bf16 dot-product kernel where it
+  // takes the shape (DeepSeek's dk 192, dv 128), ~3x the fp32 kernel's
+  // rate (bench/README.md "Long prompts").
+  const LayerView bf16View{H, dk, m.v, n, 1, nullptr, nullptr, true};
+  if (l.bf16 && bf16DotsApply(bf16View)) {
+    thread_local std::vector<uint16_t> callerKh, callerVh;
+    std::vector<uint16_t> &kh = callerKh, &vh = callerVh;
+    kh.resize(kc.size());
+    vh.resize(vc.size());
+    parallelRows(H * n, dk + m.v, [&](int64_t r) {
+      for (int64_t i = 0; i < dk; ++i)
+        kh[size_t(r * dk + i)] = toBf16(kc[size_t(r * dk + i)]);
+      for (int64_t i = 0; i < m.v; ++i)
+        vh[size_t(r * m.v + i)] = toBf16(vc[size_t(r * m.v + i)]);
+    });
+    LayerView view = bf16View;
+    view.k = kh.data();
+    view.v = vh.data();
+    constexpr int64_t kBf16Block = 32; // attention.cpp's kBf16TokenBlock
+    const int64_t blocksOf = (T + kBf16Block - 1) / kBf16Block;
+    parallelForDynamic(blocksOf * H, threads, [&](int, int64_t i) {
+      const int64_t h = i % H, t0 = (i / H) * kBf16Block, tq = std::min(kBf16Block, T - t0);
+      attendBf16Dots(&one, view, qc.data(), H, m.scale, t0, tq, h, out);
+    });
+    return true;
+  }
   // 64 tokens per item: each head's expanded rows are read once per 64
   // tokens (they outgrow the caches at long contexts; 8 per item ran 30%
   // slower at 4096 positions).
