@@ -69,6 +69,8 @@ all of them together, R times, and reports:
                 measure what transparent huge pages buy; the bandwidth
                 yardstick is still measured on huge pages
   --no-verify   skip the weights.bin checksums at load
+  --page-size N KV cache positions per page (default: the engine's, as
+                `hyc run` and `hyc serve` use)
   --tp N        tensor-parallel ranks (the artifact's, `hyc compile --tp`;
                 default: its count): one process per rank on its share of
                 the CPUs; adds the share of step time spent in the
@@ -122,7 +124,7 @@ namespace {
 
 /// `hyc bench`'s flags.
 cli::Args benchArgs() {
-  return cli::Args({"input", "output", "batch", "rounds", "short-context", "tp"},
+  return cli::Args({"input", "output", "batch", "rounds", "short-context", "tp", "page-size"},
                    {"help", "json", "profile", "no-huge-pages", "no-verify"});
 }
 
@@ -152,8 +154,9 @@ int runBenchCommand(int argc, char **argv) {
                  args.positionals().size(), kBenchUsage);
     return 2;
   }
-  int64_t input = 0, output = 0, batch = 0, rounds = 0, shortContext = 0;
+  int64_t input = 0, output = 0, batch = 0, rounds = 0, shortContext = 0, pageSize = 0;
   if (!args.getInt("short-context", 0, shortContext, error) ||
+      !args.getInt("page-size", hyrt::EngineOptions{}.page_size, pageSize, error) ||
       !args.getInt("input", 128, input, error) ||
       !args.getInt("output", 64, output, error) ||
       !args.getInt("batch", 1, batch, error) ||
@@ -164,7 +167,8 @@ int runBenchCommand(int argc, char **argv) {
   for (auto [name, v] : {std::pair<const char *, int64_t>{"--input", input},
                          {"--output", output},
                          {"--batch", batch},
-                         {"--rounds", rounds}})
+                         {"--rounds", rounds},
+                         {"--page-size", pageSize}})
     if (v < 1) {
       std::fprintf(stderr, "hyc bench: %s must be at least 1, got %lld\n", name,
                    static_cast<long long>(v));
@@ -254,6 +258,8 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   }
   hyrt::EngineOptions options;
   options.huge_pages = hugePages;
+  std::string pageError; // validated by runBenchCommand
+  args.getInt("page-size", options.page_size, options.page_size, pageError);
   options.num_pages = batch * ((input + output + options.page_size - 1) /
                                    options.page_size +
                                1) +

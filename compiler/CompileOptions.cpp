@@ -94,8 +94,9 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
   t.push_back(choice(
       "quant", "SCHEME", &O::quant, "auto", "the weights' numbers:",
       {{"auto", "the checkpoint's own precision (f32 stays f32, bf16 stays bf16, FP8 "
-                "blocks and channel-INT8 keep their codes; f16 and GGUF block types go "
-                "to bf16); printed"},
+                "blocks, channel-INT8, AWQ/GPTQ int4 and the GGUF types the kernels hold "
+                "(Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL) keep their codes; "
+                "f16 and other GGUF types go to bf16); printed"},
        {"f32"},
        {"bf16", "bf16 weights; fp32 FMA on avx512"},
        {"w8a8", "per-channel int8 weights, per-token int8 activations, VNNI"},

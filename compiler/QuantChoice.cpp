@@ -61,7 +61,7 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
   // fp16 scale and a zero point per 128 K-elements (the loader's "q4z").
   static const std::set<std::string> k4 = {"Q4_0",     "Q4_K",      "IQ4_XS", "IQ4_NL",
                                            "AWQ_INT4", "GPTQ_INT4", "CT_INT4"},
-                                      k8 = {"Q8_0", "Q5_K", "Q6_K"};
+                                      k8 = {"Q8_0", "Q5_0", "Q5_K", "Q6_K"};
   int64_t four = 0, eight = 0;
   bool allCodes = true;
   std::string types;
@@ -76,6 +76,7 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
     const std::string kind =
         top == "Q4_0"        ? "4-bit codes with fp16 scales per 32"
         : top == "Q8_0"      ? "int8 codes with fp16 scales per 32"
+        : top == "Q5_0"      ? "5-bit codes with fp16 scales per 32 (as 8-bit codes)"
         : top == "AWQ_INT4"  ? "AWQ int4, group 128 with zero points"
         : top == "GPTQ_INT4" ? "GPTQ int4, group 128 with zero points"
         : top == "CT_INT4"   ? "compressed-tensors int4, group 128 with zero points"
@@ -83,7 +84,7 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
     const std::string all = types == top ? stores : "the checkpoint stores its matrices as " + types;
     if (four >= eight)
       return {"w4a8", all + ": " + kind + ", kept as stored"};
-    // Q4_0 fits 8-bit codes too (code = q + 128 with the same scale).
+    // Q4_0 and Q5_0 fit 8-bit codes too (code = q + 128 with the same scale).
     return {"w8a8-g32", all + ": " + kind + ", kept as stored"};
   }
   if (top == "Q8_0" || top == "Q4_0")
@@ -104,8 +105,9 @@ std::vector<std::string> storedCodesEntries(const models::WeightSource &weights)
     if (w.shape.size() != 2)
       continue;
     std::string format = weights.stored_codes_format(w.name);
-    if (format.empty() && (w.source_dtype == "Q4_0" || w.source_dtype == "Q8_0"))
-      format = w.source_dtype == "Q4_0" ? "q4" : "q8";
+    if (format.empty() &&
+        (w.source_dtype == "Q4_0" || w.source_dtype == "Q8_0" || w.source_dtype == "Q5_0"))
+      format = w.source_dtype == "Q4_0" ? "q4" : "q8"; // Q5_0 as 8-bit codes
     if (format.empty())
       continue;
     std::string name = w.name;

@@ -7,12 +7,13 @@
 // the last chunk of `hyc bench --input 4096`. Threads: HYRT_NUM_THREADS
 // (default: every CPU). Not a test.
 //
-//   hyc_extend_attention_bench [context] [chunk] [rounds] [layers]
+//   hyc_extend_attention_bench [context] [chunk] [rounds] [layers] [page]
 //
 // With `layers` > 1 each timed call runs that many layers' caches in turn
 // (a decode step's attention: chunk 1 and 16 layers put dense-1b's cache,
 // 128 MB at 4000 positions, in DRAM rather than the L3), and the cache's
-// bytes read per second are printed beside the GFLOP/s.
+// bytes read per second are printed beside the GFLOP/s. `page`: positions
+// per KV cache page (default 16, the engine's default).
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
@@ -28,7 +29,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 64, kPage = 16;
+constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 64;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -42,6 +43,7 @@ int main(int argc, char **argv) {
   const int64_t chunk = argc > 2 ? std::clamp(std::atol(argv[2]), 1L, context) : 512;
   const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
   const int64_t layers = argc > 4 ? std::max(1L, std::atol(argv[4])) : 1;
+  const int64_t kPage = argc > 5 ? std::clamp(std::atol(argv[5]), 1L, 4096L) : 16;
   const int64_t pages = (context + kPage - 1) / kPage;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> bits(0, 0x7f);

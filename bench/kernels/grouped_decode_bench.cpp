@@ -13,12 +13,17 @@
 // code book) and Q6_K (u8, groups of 16). Weights are cycled through copies
 // larger than the L3, so they come from DRAM as in decode. Plain executable
 // (no Google Benchmark, no oneDNN):
-//   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds]
+//   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds] [w8a8-tiles]
+// `w8a8-tiles` (AVX-512 VNNI hosts): a comma-separated list of
+// prefetch:unroll pairs (bytes of B ahead, K quads per loop iteration); each
+// adds the W8A8 kernel generated with that tile (codegen/tiles.cpp holds the
+// default) as one more kind, so a tile choice is judged in the same rounds.
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
 #include "codegen/host_peaks.h"
 #include "codegen/pack.h"
 #include "codegen/tiles.h"
+#include "codegen/x86/brgemm_jit.h"
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +35,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace hyc::codegen;
@@ -165,7 +171,24 @@ int main(int argc, char **argv) {
       format(4, 32, 0, false, Codebook::iq4nl),   // IQ4_NL
       format(8, 16, 256),                         // Q6_K
   };
-  const int kinds = int(sizeof kFormats / sizeof kFormats[0]) + 1; // + W8A8
+  // W8A8 tile variants (prefetch bytes, unroll), before the default W8A8 kind.
+  std::vector<std::pair<int, int>> tiles;
+  if (argc > 4 && isa == Isa::avx512_vnni)
+    for (const char *p = argv[4]; *p;) {
+      char *end = nullptr;
+      const long pf = std::strtol(p, &end, 10);
+      long unroll = 4;
+      if (end && *end == ':')
+        unroll = std::strtol(end + 1, &end, 10);
+      if (unroll < 1 || unroll > 64 || pf < 0 || end == p) {
+        std::printf("w8a8-tiles: expected prefetch:unroll pairs, found \"%s\"\n", argv[4]);
+        return 1;
+      }
+      tiles.push_back({int(pf), int(unroll)});
+      p = *end == ',' ? end + 1 : end;
+    }
+  const int nFormats = int(sizeof kFormats / sizeof kFormats[0]);
+  const int kinds = nFormats + int(tiles.size()) + 1; // + W8A8
 
   std::printf("isa %s, N = K = %d, m = 1, %d threads, ~%.0f MB of weight copies per kind, "
               "%d interleaved rounds\n",
@@ -182,7 +205,7 @@ int main(int argc, char **argv) {
   };
   std::vector<Kind> all(kinds);
   for (int kind = 0; kind < kinds; ++kind) {
-    const bool grouped = kind + 1 < kinds;
+    const bool grouped = kind < nFormats;
     BrgemmDesc d;
     std::vector<PackedB> copies;
     std::vector<int32_t> a_sum;
@@ -212,13 +235,22 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n_copies; ++i)
         copies.push_back(pack_b_s8(w.data(), kN, kK, kK));
     }
-    BrgemmGenResult g = generate_brgemm(d);
+    const bool variant = !grouped && kind + 1 < kinds;
+    BrgemmTile tile{};
+    if (variant) {
+      tile = *find_brgemm_tile(isa, DataType::u8, DataType::s8, 32);
+      tile.prefetch_b = tiles[size_t(kind - nFormats)].first;
+      tile.k_unroll = tiles[size_t(kind - nFormats)].second;
+    }
+    BrgemmGenResult g = variant ? x86::generate_avx512_vnni(d, tile) : generate_brgemm(d);
     if (!g) {
       std::printf("%s\n", g.error.c_str());
       return 1;
     }
     Kind &k = all[size_t(kind)];
     k.name = g.kernel->name();
+    if (variant)
+      k.name += " pf" + std::to_string(tile.prefetch_b) + " u" + std::to_string(tile.k_unroll);
     k.mb = double(one) / 1e6;
     k.copies = std::move(copies);
     k.a_sum = std::move(a_sum);

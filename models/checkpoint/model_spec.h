@@ -178,7 +178,8 @@ public:
   /// True when the checkpoint stores `name` [N, K] as integer codes with one
   /// fp16 scale per 32 K-elements, `bits` wide: GGUF Q4_0 (bits 4, weight =
   /// d * (code - 8)) or Q8_0 (bits 8, stored int8 q as code q + 128; a
-  /// Q4_0 tensor reads as 8-bit codes too, nibble n as n + 120). Then
+  /// Q4_0 tensor reads as 8-bit codes too, nibble n as n + 120, and a Q5_0
+  /// one, weight d * (q - 16) for its 5-bit q, as code q + 112). Then
   /// writes the codes (N * K, one per byte) and the scales' fp16 bits
   /// ([N][K / 32]) as stored, so that a q4 / q8 artifact keeps them bit for
   /// bit. False (nothing written) for any other storage.

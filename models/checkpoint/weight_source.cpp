@@ -120,22 +120,33 @@ bool ViewWeightSource::read_codes_g32(const std::string &name, int bits, uint8_t
                                       uint16_t *scales) const {
   const std::string *stored = nullptr;
   Expected<io::TensorView> v = viewOf(name, &stored);
-  // Q4_0 fits 8-bit codes too (code = q + 128 with the same d); Q8_0 does
-  // not fit 4 bits.
+  // Q4_0 and Q5_0 fit 8-bit codes too (code = q + 128 with the same d); Q8_0
+  // and Q5_0 do not fit 4 bits.
   if (!v || (bits != 4 && bits != 8) || v->shape.size() != 2 || v->shape[1] % 32 != 0 ||
-      !(v->dtype == io::DType::Q4_0 || (bits == 8 && v->dtype == io::DType::Q8_0)))
+      !(v->dtype == io::DType::Q4_0 ||
+        (bits == 8 && (v->dtype == io::DType::Q8_0 || v->dtype == io::DType::Q5_0))))
     return false;
-  // ggml's blocks of 32: an fp16 d, then 32 int8 (Q8_0) or 16 bytes whose
-  // low nibbles are elements 0..15 and high nibbles 16..31 (Q4_0).
-  const bool q4 = v->dtype == io::DType::Q4_0;
+  // ggml's blocks of 32: an fp16 d, then 32 int8 (Q8_0), or 16 bytes whose
+  // low nibbles are elements 0..15 and high nibbles 16..31 (Q4_0), or (Q5_0)
+  // a 32-bit qh whose bit j is element j's fifth bit, then those 16 bytes.
+  const bool q4 = v->dtype == io::DType::Q4_0, q5 = v->dtype == io::DType::Q5_0;
   const int64_t blocks = v->shape[0] * v->shape[1] / 32;
-  const size_t blockBytes = q4 ? 18 : 34;
+  const size_t blockBytes = q4 ? 18 : q5 ? 22 : 34;
   if (v->nbytes != size_t(blocks) * blockBytes)
     return false;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t *p = v->data + size_t(b) * blockBytes;
     std::memcpy(scales + b, p, 2);
     uint8_t *c = codes + b * 32;
+    if (q5) { // element q (0..31) is q - 16: code q - 16 + 128
+      uint32_t qh;
+      std::memcpy(&qh, p + 2, 4);
+      for (int j = 0; j < 16; ++j) {
+        c[j] = uint8_t((p[6 + j] & 15) + (((qh >> j) & 1) << 4) + 112);
+        c[j + 16] = uint8_t((p[6 + j] >> 4) + (((qh >> (j + 16)) & 1) << 4) + 112);
+      }
+      continue;
+    }
     // Stored code and zero point: Q4_0 nibble n is n - 8, Q8_0 byte b is b.
     const int shift = bits == 4 ? 0 : 120; // Q4_0 as 8-bit codes: n - 8 + 128
     for (int j = 0; j < 16 && q4; ++j) {

@@ -136,8 +136,8 @@ std::string ggufCodesName(const ::testing::TestParamInfo<GgufCodesCase> &info) {
 class GgufCodes : public ::testing::TestWithParam<GgufCodesCase> {};
 
 // No --quant: a file whose GEMM matrices are mostly Q4_0 becomes w4a8 (its
-// Q8_0 matrices stay 8-bit codes), one of Q8_0 alone w8a8-g32, said on the
-// precision line.
+// Q8_0 matrices stay 8-bit codes), one of Q8_0 (or Q5_0, whose 5-bit codes
+// fit 8-bit ones exactly) alone w8a8-g32, said on the precision line.
 // ffn_down of layer 0 (dense) or its first expert (MoE): every code and
 // every fp16 scale in the artifact equals the file's block (Q4_0 nibble n
 // as code n, or n + 120 as an 8-bit code; Q8_0 byte q as q + 128). Then
@@ -165,8 +165,9 @@ TEST_P(GgufCodes, DefaultCompileKeepsTheBlocksBitForBit) {
   auto view = gguf.value().tensor(stem);
   ASSERT_TRUE(view.ok()) << view.error();
   const int64_t k = info->shape.back(), n = info->shape[info->shape.size() - 2];
-  const bool q4 = info->ggml_type == 2; // GGML_Q4_0 (else Q8_0 = 8)
-  ASSERT_TRUE(q4 || info->ggml_type == 8) << stem << " has ggml type " << info->ggml_type;
+  const bool q4 = info->ggml_type == 2, q5 = info->ggml_type == 6; // Q4_0, Q5_0 (else Q8_0 = 8)
+  ASSERT_TRUE(q4 || q5 || info->ggml_type == 8)
+      << stem << " has ggml type " << info->ggml_type;
 
   const std::string suffix = c.quant == "w4a8" ? "#q4g32" : "#q8g32";
   const int bits = c.quant == "w4a8" ? 4 : 8;
@@ -182,7 +183,7 @@ TEST_P(GgufCodes, DefaultCompileKeepsTheBlocksBitForBit) {
   const std::string bytes = artifactTensor(out + "-ref.hyc", name);
   const PackedCodes packed(bytes, bits, k);
   ASSERT_GE(int64_t(bytes.size()), (n + 31) / 32 * packed.panelBytes);
-  const size_t blockBytes = q4 ? 18 : 34;
+  const size_t blockBytes = q4 ? 18 : q5 ? 22 : 34;
   int64_t mismatches = 0;
   for (int64_t row = 0; row < n; ++row)
     for (int64_t g = 0; g < k / 32; ++g) {
@@ -190,10 +191,18 @@ TEST_P(GgufCodes, DefaultCompileKeepsTheBlocksBitForBit) {
       uint16_t d;
       std::memcpy(&d, block, 2);
       mismatches += packed.scale(row, g) != d;
+      uint32_t qh = 0; // Q5_0: bit j is element j's fifth bit
+      if (q5)
+        std::memcpy(&qh, block + 2, 4);
       for (int j = 0; j < 32; ++j) {
-        // Q4_0: nibble j (low nibbles 0..15, high 16..31); Q8_0: int8 j.
-        const int stored = q4 ? (j < 16 ? block[2 + j] & 15 : block[2 + j - 16] >> 4)
-                              : int(int8_t(block[2 + j]));
+        // Q4_0: nibble j (low nibbles 0..15, high 16..31); Q5_0: the same
+        // nibbles after qh, plus 16 x bit j of qh, for weight d (q - 16);
+        // Q8_0: int8 j.
+        const uint8_t *qs = block + (q5 ? 6 : 2);
+        const int nibble = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+        const int stored = q4   ? nibble
+                           : q5 ? nibble + int((qh >> j) & 1) * 16 - 16
+                                : int(int8_t(block[2 + j]));
         const int want = q4 ? (bits == 4 ? stored : stored + 120) : stored + 128;
         mismatches += packed.code(row, g * 32 + j) != want;
       }
@@ -253,6 +262,7 @@ INSTANTIATE_TEST_SUITE_P(
     GoldenGguf, GgufCodes,
     ::testing::Values(GgufCodesCase{"llama-quant-tiny", "Q8_0", "w8a8-g32"},
                       GgufCodesCase{"llama-quant-tiny", "Q4_0", "w4a8"},
+                      GgufCodesCase{"llama-quant-tiny", "Q5_0", "w8a8-g32"},
                       GgufCodesCase{"qwen3moe-quant-tiny", "Q8_0", "w8a8-g32"},
                       GgufCodesCase{"qwen3moe-quant-tiny", "Q4_0", "w4a8"}),
     ggufCodesName);
