@@ -116,7 +116,8 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
   // The bf16 plain path (see the top): one sequence, plain form forced, a
   // bf16 cache, dims on the kernel's grid, a host with AVX-512 BF16.
   const bool bf16Plain = bf16 && plainForm < 0 && S == 1 && (m.nope + m.rope) % 32 == 0 &&
-                         m.v % 32 == 0 && m.rank % 16 == 0 && hyrt::cpu::hostHasAvx512Bf16() &&
+                         m.nope + m.rope <= 256 && m.v % 32 == 0 && m.v <= 256 &&
+                         m.rank % 16 == 0 && hyrt::cpu::hostHasAvx512Bf16() &&
                          !hyrt::cpu::portableOnly();
   std::vector<double> extra(size_t(T * m.heads), 0.0);
   if (bf16Plain) {
