@@ -57,6 +57,14 @@ void expandLatentsAvx512(const Mla &m, const float *latents, int64_t latStride, 
                          const void *wKvB, bool bf16, int64_t h, float *kNope, int64_t kStride,
                          float *v, int64_t vStride);
 
+/// expandLatentsAvx512 for bf16 latents (rank elements per row, rows
+/// latStride apart) and bf16 kv_b, on `vdpbf16ps` (mla_expand_bf16_avx512.cpp):
+/// the same products, summed in another fp32 order. AVX-512 BF16 hosts,
+/// rank % 32 == 0.
+void expandLatentsBf16Dots(const Mla &m, const uint16_t *latents, int64_t latStride, int64_t n,
+                           const uint16_t *wKvB, int64_t h, float *kNope, int64_t kStride,
+                           float *v, int64_t vStride);
+
 /// The plain form for an extend step of one sequence at consecutive
 /// positions (mla_plain.cpp); false when it does not apply (the caller runs
 /// the absorbed form). AVX-512F+BW+VL.

@@ -44,11 +44,21 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   qc.resize(size_t(T * H * dk));
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
+  // bf16 latents and bf16 kv_b: the expansion takes vdpbf16ps on the stored
+  // pairs (mla_expand_bf16_avx512.cpp), from a bf16 copy of the latents.
+  const bool bf16Expand =
+      l.bf16 && bf16W && R % 32 == 0 && hostHasAvx512Bf16() && !fp32AttentionOnly();
+  thread_local std::vector<uint16_t> callerLatH;
+  std::vector<uint16_t> &latH = callerLatH;
+  if (bf16Expand)
+    latH.resize(size_t(n * R));
   // Latent rows widened to fp32, [c | k_pe] per position (int8 rows
   // dequantized: code x the row's scale).
   parallelRows(n, D, [&](int64_t j) {
     const int64_t row = int64_t(blocks[j / l.page]) * l.page + j % l.page;
     float *dst = lat.data() + j * D;
+    if (bf16Expand)
+      std::memcpy(latH.data() + j * R, l.kRow<uint16_t>(row, 0), sizeof(uint16_t) * size_t(R));
     if (l.int8) {
       const int8_t *src = l.kRow<int8_t>(row, 0);
       const float rowScale = l.kScaleOf<int8_t>(row, 0);
@@ -68,8 +78,12 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   parallelFor(H * rowBlocks, threads, [&](int64_t i) {
     const int64_t h = i / rowBlocks, j0 = (i % rowBlocks) * kRows, nb = std::min(kRows, n - j0);
     float *kh = kc.data() + (h * n + j0) * dk;
-    expandLatentsAvx512(m, lat.data() + j0 * D, D, nb, wKvB, bf16W, h, kh, dk,
-                                   vc.data() + (h * n + j0) * m.v, m.v);
+    if (bf16Expand)
+      expandLatentsBf16Dots(m, latH.data() + j0 * R, R, nb, static_cast<const uint16_t *>(wKvB),
+                            h, kh, dk, vc.data() + (h * n + j0) * m.v, m.v);
+    else
+      expandLatentsAvx512(m, lat.data() + j0 * D, D, nb, wKvB, bf16W, h, kh, dk,
+                          vc.data() + (h * n + j0) * m.v, m.v);
     for (int64_t j = 0; j < nb; ++j)
       std::memcpy(kh + j * dk + m.nope, lat.data() + (j0 + j) * D + R,
                   sizeof(float) * size_t(m.rope));
