@@ -117,8 +117,8 @@ struct Round {
 } // namespace
 
 int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batch,
-              int64_t rounds, int64_t shortContext, int threads, codegen::HostPeaks peaks,
-              double measuredBandwidth, hyrt::TensorParallel &tp);
+              int64_t rounds, int64_t shortContext, int64_t pageSize, int threads,
+              codegen::HostPeaks peaks, double measuredBandwidth, hyrt::TensorParallel &tp);
 
 namespace {
 
@@ -211,8 +211,8 @@ int runBenchCommand(int argc, char **argv) {
     std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
     return 1;
   }
-  const int rc = benchRank(args, input, output, batch, rounds, shortContext, threads, peaks,
-                           bandwidth, tp);
+  const int rc = benchRank(args, input, output, batch, rounds, shortContext, pageSize, threads,
+                           peaks, bandwidth, tp);
   if (hyrt::Status st = hyrt::finish_ranks(&tp, rc == 0, rc, "a rank's bench failed");
       !st.ok() && rc == 0) {
     std::fprintf(stderr, "hyc bench: %s\n", st.message().c_str());
@@ -222,8 +222,8 @@ int runBenchCommand(int argc, char **argv) {
 }
 
 int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batch,
-              int64_t rounds, int64_t shortContext, int threads, codegen::HostPeaks peaks,
-              double measuredBandwidth, hyrt::TensorParallel &tp) {
+              int64_t rounds, int64_t shortContext, int64_t pageSize, int threads,
+              codegen::HostPeaks peaks, double measuredBandwidth, hyrt::TensorParallel &tp) {
   const bool quiet = tp.rank > 0; // only rank 0 reports
   const bool json = args.has("json") || quiet;
   const bool profiling = args.has("profile");
@@ -258,8 +258,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   }
   hyrt::EngineOptions options;
   options.huge_pages = hugePages;
-  std::string pageError; // validated by runBenchCommand
-  args.getInt("page-size", options.page_size, options.page_size, pageError);
+  options.page_size = pageSize;
   options.num_pages = batch * ((input + output + options.page_size - 1) /
                                    options.page_size +
                                1) +

@@ -138,7 +138,7 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   thread_local std::vector<int64_t> rowsBuf;
   thread_local std::vector<uint32_t> qBuf, pairBuf;
   thread_local std::vector<float> scoreBuf, accBuf, sumBuf, maxBuf;
-  rowsBuf.resize(size_t(n));
+  rowsBuf.resize(size_t(jEnd));
   forEachRow(step, l, t, jEnd, [&](int64_t j, int64_t row) { rowsBuf[size_t(j)] = row; });
   const int64_t *rows = rowsBuf.data() + jBegin; // rows[i]: position jBegin + i
   const int64_t last = count - 1;

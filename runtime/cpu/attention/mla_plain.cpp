@@ -53,12 +53,18 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   if (bf16Expand)
     latH.resize(size_t(n * R));
   // Latent rows widened to fp32, [c | k_pe] per position (int8 rows
-  // dequantized: code x the row's scale).
+  // dequantized: code x the row's scale); with bf16Expand only k_pe, c is
+  // copied as stored.
   parallelRows(n, D, [&](int64_t j) {
     const int64_t row = int64_t(blocks[j / l.page]) * l.page + j % l.page;
     float *dst = lat.data() + j * D;
-    if (bf16Expand)
-      std::memcpy(latH.data() + j * R, l.kRow<uint16_t>(row, 0), sizeof(uint16_t) * size_t(R));
+    if (bf16Expand) {
+      const uint16_t *src = l.kRow<uint16_t>(row, 0);
+      std::memcpy(latH.data() + j * R, src, sizeof(uint16_t) * size_t(R));
+      for (int64_t i = R; i < D; ++i)
+        dst[i] = hyrt::fromBf16(src[i]);
+      return;
+    }
     if (l.int8) {
       const int8_t *src = l.kRow<int8_t>(row, 0);
       const float rowScale = l.kScaleOf<int8_t>(row, 0);
