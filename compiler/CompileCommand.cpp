@@ -191,8 +191,8 @@ bool compilesEveryRank(const CompileOptions &options) {
 int compileEveryRank(int argc, char **argv, const CompileOptions &options,
                      const CompileProgress &progress) {
   const std::string &output = options.output;
-  ::mkdir(output.c_str(), 0755);
-  ::mkdir((output + "/ranks").c_str(), 0755);
+  std::error_code ec; // as `mkdir -p`: missing parents too
+  std::filesystem::create_directories(output + "/ranks", ec);
   // Rank 0 last: a compile that fails part-way leaves no new rank 0 beside
   // old rank directories (the runtime also checks each rank's manifest
   // against rank 0's).
@@ -517,10 +517,11 @@ bool writeVariantObjects(Compilation &c, const IsaVariant &variant, mlir::Module
   if (!emitLLVM(module, CodegenTarget(), /*emitObject=*/true, code, error))
     return false;
   const std::string &output = c.options.output;
-  ::mkdir(output.c_str(), 0755);
+  std::error_code ec; // as `mkdir -p`: missing parents too
+  std::filesystem::create_directories(output, ec);
   struct stat st;
   if (::stat(output.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error = "cannot create artifact directory " + output;
+    error = "cannot create artifact directory " + output + (ec ? ": " + ec.message() : "");
     return false;
   }
   const bool kernels = variant.name != "reference";
@@ -664,6 +665,29 @@ int64_t directoryBytes(const std::string &dir) {
   return total;
 }
 
+/// Matrices the checkpoint stores as codes hyc keeps but this rank's part
+/// re-quantizes (a tensor-parallel split along K that cuts their scale
+/// blocks: hyc-global-quantize-policy's storedCodesOf).
+int64_t requantizedParts(const Compilation &c) {
+  std::map<std::string, std::string> stored; // tensor -> format
+  for (const std::string &entry : c.pipeline.storedCodes)
+    stored[entry.substr(0, entry.rfind('='))] = entry.substr(entry.rfind('=') + 1);
+  int64_t count = 0;
+  for (const PlannedWeight &w : c.plan.weights) {
+    const size_t hash = w.name.find('#');
+    if (hash == std::string::npos)
+      continue;
+    std::string tensor = w.name.substr(0, hash);
+    const std::string derivation = w.name.substr(hash + 1);
+    if (size_t at = tensor.find("experts.*+"); at != std::string::npos)
+      tensor.erase(at + 9, tensor.find('.', at + 9) - at - 9);
+    auto it = stored.find(tensor);
+    count += it != stored.end() && derivation == "q8g32" && it->second != "q8" &&
+             it->second != "q4";
+  }
+  return count;
+}
+
 /// What the compile chose, a line each (the defaults are what most users
 /// get, so each says what it is), then what it wrote.
 void printSummary(const CompileOptions &options, const Compilation &c,
@@ -690,6 +714,13 @@ void printSummary(const CompileOptions &options, const Compilation &c,
     precision += "; " + std::to_string(partial) + " matri" + (partial == 1 ? "x" : "ces") +
                  " whose K is not whole groups of 32 keep" + (partial == 1 ? "s" : "") +
                  " int8 per channel";
+  if (const int64_t cut = options.tp > 1 ? requantizedParts(c) : 0)
+    precision += "; " + std::to_string(cut) + " matri" + (cut == 1 ? "x" : "ces") +
+                 " whose rank part cuts the stored scale blocks (a K split of " +
+                 std::to_string(options.tp) + " not in whole super-blocks) " +
+                 (cut == 1 ? "is" : "are") +
+                 " re-quantized from " + (cut == 1 ? "its" : "their") +
+                 " exact values to 8-bit codes in groups of 32";
   std::fprintf(stderr, "hyc compile: %s\n", precision.c_str());
   std::string why =
       head == "int8" && !options.isGiven("quant-lm-head")

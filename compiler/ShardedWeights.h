@@ -8,7 +8,11 @@
 // dim. Usually parts = the rank count and i = the rank; kv projections
 // with fewer kv heads than ranks have parts = kv heads (ranks share one);
 // an ffn width that does not divide is padded (zero rows of gate/up, zero
-// columns of down: exact). Every other tensor reads as stored. Names stay
+// columns of down: exact). Integer codes stored with their scales (GGUF
+// blocks, AWQ) keep them where the part holds whole scale blocks: any row
+// part, a column part of whole super-blocks (Q4_K halves as q4z, whose
+// d / dmin cover 128); a cut block reads as fp32 only.
+// Every other tensor reads as stored. Names stay
 // the checkpoint's, so the writer's brace and derivation syntax resolve as
 // for one rank.
 //

@@ -271,8 +271,9 @@ int32_t storedCodesScheme(const std::string &derivation) {
 /// One [n, k] matrix the checkpoint stores as integer codes, packed with
 /// its scales exactly as stored (models/checkpoint/model_spec.h
 /// StoredCodes, codegen/pack.h). There is no fallback: a format is only
-/// chosen for weights that store it (a tensor-parallel split cuts its
-/// super-blocks and is refused here by name).
+/// chosen for weights that store it (a tensor-parallel rank's part in it
+/// when the policy saw that the part keeps whole scale blocks:
+/// ShardedWeights.h), so a mismatch is an internal error, said by name.
 bool storedCodesMatrixBytes(const models::Checkpoint &ckpt, const std::string &name,
                             int64_t n, int64_t k, const std::string &format,
                             std::vector<uint8_t> &bytes, std::string &error) {
@@ -284,9 +285,7 @@ bool storedCodesMatrixBytes(const models::Checkpoint &ckpt, const std::string &n
             (c.format.empty() ? std::string("none") : c.format + " codes") +
             (c.format.empty() ? "" : " of [" + std::to_string(c.n) + ", " +
                                          std::to_string(c.k) + "]") +
-            " for [" + std::to_string(n) + ", " + std::to_string(k) +
-            "] (a tensor-parallel split is not kept as codes yet: compile with --quant "
-            "bf16)";
+            " for [" + std::to_string(n) + ", " + std::to_string(k) + "]";
     return false;
   }
   const hyrt_code_format f = hyrt_gemm_code_format(storedCodesScheme(format));

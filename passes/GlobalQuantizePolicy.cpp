@@ -47,15 +47,47 @@ bool isCodes(QuantScheme target) { return isCodesScheme(target); }
 /// The stored-codes format of `param` under a codes `target` (the
 /// stored-codes option's entries), or nullopt: the scheme that keeps it
 /// exactly, and its sub-group.
+/// A tensor-parallel rank's part of it (hyc-global-shard's `hyc.shard`)
+/// keeps the format when it is whole rows, or columns in whole units of
+/// the format's scales (super-blocks, else groups), unpadded; a cut
+/// super-block would need new scales, so such a part becomes q4z (Q4_K
+/// halves) or 8-bit codes of groups of 32 quantized from its exact values.
+/// An expert-parallel rank's stack (`experts.*+F.`) looks up its format
+/// under the stack's name (`experts.*.`).
 std::optional<std::pair<QuantScheme, int64_t>>
 storedCodesOf(ParamOp param, QuantScheme target, const llvm::StringMap<std::string> &stored) {
-  auto it = stored.find(param.getRef().getTensor());
+  std::string tensor = param.getRef().getTensor().str();
+  if (size_t at = tensor.find("experts.*+"); at != std::string::npos) {
+    const size_t dot = tensor.find('.', at + 10);
+    if (dot != std::string::npos)
+      tensor.erase(at + 9, dot - at - 9);
+  }
+  auto it = stored.find(tensor);
   if (!isCodes(target) || it == stored.end())
     return std::nullopt;
   const std::string &f = it->second;
   std::optional<QuantScheme> s = symbolizeQuantScheme(f);
   if (!s || !isCodes(*s))
     return std::nullopt;
+  if (auto shard = param->getAttrOfType<DenseI64ArrayAttr>("hyc.shard")) {
+    auto type = cast<RankedTensorType>(param.getType());
+    const int64_t unit = *s == QuantScheme::q4 || *s == QuantScheme::q8 ||
+                                 *s == QuantScheme::iq4nl
+                             ? 32
+                         : *s == QuantScheme::q4z ? 128
+                                                  : 256;
+    ArrayRef<int64_t> spec = shard.asArrayRef();
+    const int64_t k = type.getShape().back();
+    if (!spec.empty() && spec[0] == type.getRank() - 1 && (spec.size() > 3 || k % unit != 0)) {
+      // Q4_K cut at a half super-block: each half keeps its d and dmin,
+      // which is q4z's layout (d, dmin per 128; sc, m per 32), exactly.
+      if (*s == QuantScheme::q4k && spec.size() == 3 && k % 128 == 0)
+        return std::make_pair(QuantScheme::q4z, int64_t(32));
+      // Anything else cut keeps the file's precision in 8-bit codes from
+      // its exact values (4-bit codes would round them a second time).
+      return std::make_pair(QuantScheme::q8, int64_t(32));
+    }
+  }
   // Q4_0 under 8-bit codes: its nibbles read as 8-bit codes (n + 120).
   if (*s == QuantScheme::q4 && target == QuantScheme::q8)
     s = QuantScheme::q8;

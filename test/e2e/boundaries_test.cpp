@@ -58,6 +58,22 @@ TEST(CompileBounds, FlagsPastAnyHostAreRefused) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// -o creates missing parents as `mkdir -p` would (it used to fail on
+// them); a parent that is a file is refused with the system's reason.
+TEST(CompileOutput, MissingParentsAreCreatedAFileParentIsRefused) {
+  REQUIRE_SHARED();
+  const std::string dir = freshDir("compile-parents");
+  const std::string nested = dir + "/a/b/model.hyc";
+  CommandResult r = runHyc({"compile", stories("stories260K.bin"), "-o", nested,
+                            "--max-seq-len", "64", "--max-batch-tokens", "16"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(nested + "/manifest.json"));
+  std::ofstream(dir + "/file") << "x";
+  expectError(runHyc({"compile", stories("stories260K.bin"), "-o", dir + "/file/model.hyc",
+                      "--max-seq-len", "64", "--max-batch-tokens", "16"}),
+              "cannot create artifact directory " + dir + "/file/model.hyc: Not a directory");
+}
+
 TEST(SpecialFiles, FifoCheckpointIsRefused) {
   const std::string dir = freshDir("fifo-ckpt");
   const std::string fifo = dir + "/model.gguf";

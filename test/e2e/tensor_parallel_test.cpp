@@ -13,7 +13,9 @@
 #include <cmath>
 #include <csignal>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -207,6 +209,94 @@ TEST(TensorParallel, MismatchesAreRefusedByName) {
             0);
   r = runHycWithin(60, {"run", again, "-n", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A GGUF Q4_K_M file over two ranks keeps its codes: rows split (q, k, v,
+// gate/up) keep Q4_K / Q6_K as stored; columns split (o_proj, down: K =
+// 256 and 768 cut at 128 and 384) keep Q4_K halves as q4z (each half with
+// its super-block's d and dmin) and re-quantize a cut Q6_K to 8-bit codes
+// from its exact values, which the precision line says. The logits then
+// follow numpy's over the file's exactly dequantized weights to the bars of
+// one rank (quant_codes_test GgufKQuants: llama.cpp's own max abs 0.16 and
+// rms 0.030 on this file times sqrt(3) for activation scales over up to
+// three 256-blocks; a rank's part of a row has fewer, and 8-bit codes add
+// ~1/16 of a 4-bit rounding), argmax equal at >= 85% of positions. A
+// half super-block given the other half's d, or a rank reading the other
+// rank's columns, moves logits by O(1) (4-bit codes re-rounded: max abs
+// 0.86, argmax 52/64, measured).
+TEST(TensorParallel, GgufCodesKeptPerRankFollowNumpy) {
+  const std::string dir = sharedDir() + "/golden-gguf/llama-quant-tiny";
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0)
+    GTEST_SKIP() << dir << " is absent";
+  // Into a directory that does not exist yet: --tp creates it and ranks/.
+  std::filesystem::remove_all(tempDir() + "/tp-gguf");
+  const std::string out = tempDir() + "/tp-gguf/q4km.hyc";
+  CommandResult r = runHyc({"compile", dir + "/Q4_K_M.gguf", "-o", out, "--tp", "2",
+                            "--max-seq-len", "96", "--max-batch-tokens", "64", "--kv-cache",
+                            "f32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("precision: w4a8 (--quant auto"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 matrix whose rank part cuts the stored scale blocks (a K split of 2 "
+                       "not in whole super-blocks) is re-quantized from its exact values to "
+                       "8-bit codes"),
+            std::string::npos)
+      << r.err;
+  for (const std::string &rank : {out, out + "/ranks/1"}) {
+    auto manifest = nlohmann::json::parse(readFile(rank + "/manifest.json"));
+    std::map<std::string, int> formats;
+    for (const auto &t : manifest["weights"]["tensors"]) {
+      const std::string name = t["name"];
+      if (name.find("proj.weight") == std::string::npos)
+        continue;
+      const std::string format = name.substr(name.find('#') + 1);
+      ++formats[format];
+      if (format == "q4k" || format == "q4z") {
+        int64_t elements = 1;
+        for (int64_t d : t["shape"].get<std::vector<int64_t>>())
+          elements *= d;
+        const double perWeight = double(t["nbytes"].get<int64_t>()) / double(elements);
+        EXPECT_GE(perWeight, 0.5) << rank << " " << name;
+        EXPECT_LE(perWeight, 0.6) << rank << " " << name;
+      }
+    }
+    // 2 layers: q, k, (v), gate/up as Q4_K (v of layer 1 is Q6_K); the
+    // three Q4_K o / down parts as q4z; layer 1's Q6_K down as q8g32.
+    EXPECT_EQ(formats, (std::map<std::string, int>{{"q4k", 7}, {"q4z", 3}, {"q6k", 1},
+                                                   {"q8g32", 1}}))
+        << rank;
+  }
+
+  const nlohmann::json inputs = nlohmann::json::parse(readFile(dir + "/inputs.json"));
+  const std::vector<int32_t> seq = inputs["sequences"]["64"].get<std::vector<int32_t>>();
+  std::string ids;
+  for (int32_t id : seq)
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string npy = tempDir() + "/tp-gguf-q4km.npy";
+  r = runHycWithin(120, {"run", out, "--prompt-ids", ids, "-n", "1", "--ignore-eos",
+                         "--no-stats", "--logits-out", npy});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  hyrt::NpyArray got, numpy;
+  ASSERT_TRUE(hyrt::read_npy_f32(npy, &got).ok());
+  ASSERT_TRUE(hyrt::read_npy_f32(dir + "/Q4_K_M.logits_64.npy", &numpy).ok());
+  ASSERT_EQ(got.data.size(), numpy.data.size());
+  const int64_t vocab = numpy.shape.back();
+  double maxAbs = 0, sq = 0;
+  int64_t argmaxEqual = 0;
+  for (size_t p = 0; p < seq.size(); ++p) {
+    const float *a = got.data.data() + p * vocab, *b = numpy.data.data() + p * vocab;
+    for (int64_t v = 0; v < vocab; ++v) {
+      maxAbs = std::max(maxAbs, double(std::fabs(a[v] - b[v])));
+      sq += double(a[v] - b[v]) * double(a[v] - b[v]);
+    }
+    argmaxEqual += std::max_element(a, a + vocab) - a == std::max_element(b, b + vocab) - b;
+  }
+  const double rms = std::sqrt(sq / double(got.data.size()));
+  std::printf("Q4_K_M over 2 ranks vs numpy: max abs %.4f, rms %.4f, argmax equal %lld/%zu\n",
+              maxAbs, rms, static_cast<long long>(argmaxEqual), seq.size());
+  EXPECT_LT(maxAbs, 0.3);
+  EXPECT_LT(rms, 0.06);
+  EXPECT_GE(argmaxEqual * 100, int64_t(seq.size()) * 85);
 }
 
 // `hyc serve` on a TP artifact stays up while idle longer than the ranks'

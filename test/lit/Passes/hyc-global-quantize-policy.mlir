@@ -22,6 +22,7 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDHEAD
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 keep-bf16=lm_head stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDBF
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.mlp.down_proj.weight=q3k" 2>&1 | FileCheck %s --check-prefix=STOREDBAD
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.self_attn.q_proj.weight=q4k,model.layers.0.self_attn.o_proj.weight=q4k,model.layers.0.mlp.down_proj.weight=q4k,model.layers.1.mlp.down_proj.weight=q6k,model.layers.0.mlp.experts.*.up_proj.weight=iq4xs" -split-input-file | FileCheck %s --check-prefix=STOREDTP
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
 // bf16 under every scheme, unless keep-f32 names them.
@@ -229,4 +230,34 @@ func.func @partial(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %d = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> -> tensor<64x40xf32>
   %z = hyc.quant.matmul %y, %d {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x40xf32>, tensor<64x40xf32>) -> tensor<?x64xf32>
   return %z : tensor<?x64xf32>
+}
+
+// -----
+
+// A tensor-parallel rank's parts (hyc-global-shard's hyc.shard = [dim,
+// part, parts]) of stored codes: rows keep the format (q_proj); columns
+// keep it in whole super-blocks of 256 (o_proj: K 256 of 512); Q4_K cut at
+// a half super-block is q4z (down: K 128); any other cut becomes 8-bit
+// codes of groups of 32 (Q6_K at K 128). An expert-parallel rank's stack
+// ("experts.*+2.") finds its format under the stack's name.
+// STOREDTP-LABEL: func.func @tp
+// STOREDTP: "model.layers.0.self_attn.q_proj.weight"> {hyc.quantize = "q4k"} -> tensor<64x256xi8>
+// STOREDTP: "model.layers.0.self_attn.o_proj.weight"> {hyc.quantize = "q4k"} -> tensor<64x256xi8>
+// STOREDTP: "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "q4z"} -> tensor<64x128xi8>
+// STOREDTP: quant = #hyc.quant<q4z, group = 32>
+// STOREDTP: "model.layers.1.mlp.down_proj.weight"> {hyc.quantize = "q8g32"} -> tensor<64x128xi8>
+// STOREDTP: quant = #hyc.quant<q8, group = 32>
+// STOREDTP: "model.layers.0.mlp.experts.*+2.up_proj.weight"> {hyc.quantize = "iq4xs"} -> tensor<2x64x256xi8>
+func.func @tp(%x: tensor<?x256xf32>, %x2: tensor<?x128xf32>, %off: tensor<3xi32>) -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %q = hyc.param #hyc.param<"f" : "model.layers.0.self_attn.q_proj.weight"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<64x256xf32>
+  %a = hyc.quant.matmul %x, %q {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x256xf32>, tensor<64x256xf32>) -> tensor<?x64xf32>
+  %o = hyc.param #hyc.param<"f" : "model.layers.0.self_attn.o_proj.weight"> {hyc.shard = array<i64: 1, 1, 2>} -> tensor<64x256xf32>
+  %b = hyc.quant.matmul %x, %o {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x256xf32>, tensor<64x256xf32>) -> tensor<?x64xf32>
+  %d = hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.shard = array<i64: 1, 1, 2>} -> tensor<64x128xf32>
+  %c = hyc.quant.matmul %x2, %d {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x128xf32>, tensor<64x128xf32>) -> tensor<?x64xf32>
+  %d1 = hyc.param #hyc.param<"f" : "model.layers.1.mlp.down_proj.weight"> {hyc.shard = array<i64: 1, 1, 2>} -> tensor<64x128xf32>
+  %e = hyc.quant.matmul %x2, %d1 {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : (tensor<?x128xf32>, tensor<64x128xf32>) -> tensor<?x64xf32>
+  %u = hyc.param #hyc.param<"f" : "model.layers.0.mlp.experts.*+2.up_proj.weight"> {hyc.shard = array<i64: 0, 1, 2>} -> tensor<2x64x256xf32>
+  %f = hyc.moe.grouped_matmul %x, %u, %off {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>} : tensor<?x256xf32>, tensor<2x64x256xf32>, tensor<3xi32> -> tensor<?x64xf32>
+  return %a, %b, %c, %e, %f : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
