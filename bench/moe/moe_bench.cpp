@@ -10,7 +10,8 @@
 // Weights are random bytes in the packed layouts (speed does not depend on
 // their values; bf16 bytes are kept to small normal numbers); caches are
 // flushed before every timed call. Best of 5+ calls. Not a test:
-// run build/bench/moe/hyc_moe_bench [--quick] (README.md).
+// run build/bench/moe/hyc_moe_bench [--quick] [--tokens T] [--layer TEXT]
+// (README.md).
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
 #include "codegen/host_peaks.h"
@@ -51,7 +52,8 @@ const Layer kLayers[] = {
     {"deepseek h2048 e256 top8 ffn1408 +1sh", 2048, 256, 8, 1408, 1},
     {"deepseek h7168 e64 top8 ffn2048 +1sh", 7168, 64, 8, 2048, 1},
 };
-const int64_t kTokens[] = {1, 4, 16, 128, 1024};
+const int64_t kTokens[] = {1, 4, 16, 128, 512, 1024};
+int64_t gOnlyTokens = 0; // main's --tokens
 
 struct Scheme {
   const char *name;
@@ -135,10 +137,11 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
   std::printf("\n%s, %s experts (%.0f MB), stream %.1f GB/s, peak %.0f G%s/s\n", L.name, s.name,
               (gateUp.bytes + down.bytes) / 1e6, peaks.read_gbps,
               w8 ? peaks.int8_gops : peaks.bf16_gflops, w8 ? "OP" : "FLOP");
-  std::printf("  %6s %10s %10s %9s %9s %8s %8s %10s\n", "tokens", "fused ms", "loop ms",
-              "vs loop", "GB/s", "of BW", "G*OP/s", "of peak");
+  std::printf("  %6s %10s %10s %9s %9s %8s %8s %10s %16s %16s\n", "tokens", "fused ms",
+              "loop ms", "vs loop", "GB/s", "of BW", "G*OP/s", "of peak", "gate/up of peak",
+              "down of peak");
   for (int64_t T : kTokens) {
-    if (quick && T > 128)
+    if ((quick && T > 128) || (gOnlyTokens && T != gOnlyTokens))
       continue;
     const int64_t pairs = T * k;
     std::mt19937 rng{uint32_t(T)};
@@ -213,6 +216,22 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
     };
     const double budget = quick ? 0.2 : 0.6;
     const double tf = bestSeconds(fused, budget), tl = bestSeconds(loop, budget);
+    // The two grouped GEMMs alone (the routing and permute of the last
+    // fused call stand): each one's share of the peak.
+    const double tUp = bestSeconds(
+        [&] {
+          hyrt_cpu_grouped_gemm_silu_mul(s.id, px.data(), pairs, H, offsets.data(), E,
+                                         gateUp.data(), w8 ? upScale.data() : nullptr, F,
+                                         h.data(), scratch.data(), upFn, mUp, minMacs);
+        },
+        budget);
+    const double tDown = bestSeconds(
+        [&] {
+          hyrt_cpu_grouped_gemm(s.id, h.data(), pairs, F, offsets.data(), E, down.data(),
+                                w8 ? downScale.data() : nullptr, H, y.data(), scratch.data(),
+                                downFn, mDown, minMacs);
+        },
+        budget);
     int64_t active = 0;
     for (int64_t e = 0; e < E; ++e)
       active += offsets[size_t(e + 1)] > offsets[size_t(e)];
@@ -222,9 +241,12 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
                        2.0 * double(T) * 3.0 * double(L.shared * F) * double(H);
     const double gbs = bytes / tf / 1e9, gops = ops / tf / 1e9;
     const double peak = w8 ? peaks.int8_gops : peaks.bf16_gflops;
-    std::printf("  %6lld %10.3f %10.3f %8.2fx %9.1f %7.0f%% %8.1f %9.0f%%\n",
+    const double upOps = 2.0 * double(pairs) * 2.0 * double(H) * double(F),
+                 downOps = 2.0 * double(pairs) * double(H) * double(F);
+    std::printf("  %6lld %10.3f %10.3f %8.2fx %9.1f %7.0f%% %8.1f %9.0f%% %15.0f%% %15.0f%%\n",
                 static_cast<long long>(T), tf * 1e3, tl * 1e3, tl / tf, gbs,
-                100 * gbs / peaks.read_gbps, gops, 100 * gops / peak);
+                100 * gbs / peaks.read_gbps, gops, 100 * gops / peak,
+                100 * upOps / tUp / 1e9 / peak, 100 * downOps / tDown / 1e9 / peak);
   }
   (void)threads;
 }
@@ -232,7 +254,23 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
 } // namespace
 
 int main(int argc, char **argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  int64_t onlyTokens = 0; // --tokens T: that row alone
+  std::string onlyLayer;  // --layer TEXT: layers whose name contains it
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--tokens" && i + 1 < argc)
+      onlyTokens = std::atoll(argv[++i]);
+    else if (a == "--layer" && i + 1 < argc)
+      onlyLayer = argv[++i];
+    else {
+      std::printf("usage: hyc_moe_bench [--quick] [--tokens T] [--layer TEXT]\n");
+      return 2;
+    }
+  }
+  gOnlyTokens = onlyTokens;
   const int threads = int(std::thread::hardware_concurrency());
   std::vector<Scheme> schemes;
   if (host_supports(Isa::avx512_vnni) && executes_vnni())
@@ -250,7 +288,8 @@ int main(int argc, char **argv) {
               threads);
   for (const Layer &L : kLayers)
     for (const Scheme &s : schemes) {
-      if (quick && (L.hidden > 2048 || L.experts > 64))
+      if ((quick && (L.hidden > 2048 || L.experts > 64)) ||
+          std::string(L.name).find(onlyLayer) == std::string::npos)
         continue;
       HostPeaks peaks = measure_compute_peaks(threads);
       peaks.read_gbps = measure_read_gbps(threads, size_t(1) << 30, 3);
