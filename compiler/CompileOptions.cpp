@@ -95,7 +95,8 @@ void addNumericsOptions(std::vector<OptionSpec> &t) {
       "quant", "SCHEME", &O::quant, "auto", "the weights' numbers:",
       {{"auto", "the checkpoint's own precision (f32 stays f32, bf16 stays bf16, FP8 "
                 "blocks, channel-INT8, AWQ/GPTQ int4 and the GGUF types the kernels hold "
-                "(Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL) keep their codes; "
+                "(Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL) keep their "
+                "codes; "
                 "f16 and other GGUF types go to bf16); printed"},
        {"f32"},
        {"bf16", "bf16 weights; fp32 FMA on avx512"},

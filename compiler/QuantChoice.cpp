@@ -59,9 +59,9 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
   // its elements are 4-bit (Q4_K_M's Q6_K matrices stay Q6_K), else 8-bit.
   // Packed int4 from Hugging Face (AWQ, GPTQ, compressed-tensors) holds an
   // fp16 scale and a zero point per 128 K-elements (the loader's "q4z").
-  static const std::set<std::string> k4 = {"Q4_0",     "Q4_K",      "IQ4_XS", "IQ4_NL",
-                                           "AWQ_INT4", "GPTQ_INT4", "CT_INT4"},
-                                      k8 = {"Q8_0", "Q5_0", "Q5_K", "Q6_K"};
+  static const std::set<std::string> k4 = {"Q4_0",     "Q4_1",      "Q4_K",   "IQ4_XS",
+                                           "IQ4_NL",   "AWQ_INT4",  "GPTQ_INT4", "CT_INT4"},
+                                      k8 = {"Q8_0", "Q5_0", "Q5_1", "Q5_K", "Q6_K"};
   int64_t four = 0, eight = 0;
   bool allCodes = true;
   std::string types;
@@ -77,6 +77,8 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
         top == "Q4_0"        ? "4-bit codes with fp16 scales per 32"
         : top == "Q8_0"      ? "int8 codes with fp16 scales per 32"
         : top == "Q5_0"      ? "5-bit codes with fp16 scales per 32 (as 8-bit codes)"
+        : top == "Q4_1"      ? "4-bit codes with fp16 scales and mins per 32"
+        : top == "Q5_1"      ? "5-bit codes with fp16 scales and mins per 32 (as 8-bit codes)"
         : top == "AWQ_INT4"  ? "AWQ int4, group 128 with zero points"
         : top == "GPTQ_INT4" ? "GPTQ int4, group 128 with zero points"
         : top == "CT_INT4"   ? "compressed-tensors int4, group 128 with zero points"

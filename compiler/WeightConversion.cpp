@@ -262,7 +262,8 @@ bool codesMatrixBytes(const models::Checkpoint *ckpt, const std::string &name, c
 }
 
 /// Stored integer-code formats ("q4k", "q5k", "q6k", "iq4xs", "iq4nl",
-/// "q4z": the layout names of hyrt/gemm_layout.h): their scheme id, else -1.
+/// "q4z", "q4_1", "q5_1": the layout names of hyrt/gemm_layout.h): their
+/// scheme id, else -1.
 int32_t storedCodesScheme(const std::string &derivation) {
   const int32_t s = hyrt_gemm_code_scheme_of_layout(derivation.data(), derivation.size());
   return s > HYRT_GEMM_W8A8_G32 ? s : -1;
@@ -299,10 +300,14 @@ bool storedCodesMatrixBytes(const models::Checkpoint &ckpt, const std::string &n
                                                     : codegen::Codebook::none},
                   c.sub_scales.data(), f.asymmetric ? c.sub_mins.data() : nullptr,
                   c.d.data(), f.asymmetric ? c.dmin.data() : nullptr)
-            : codegen::pack_b_grouped(c.codes.data(), n, k, k,
-                                      codegen::GroupedFormat{f.bits, f.group, 0, false,
-                                                             codegen::Codebook::iq4nl},
-                                      c.d.data(), nullptr); // IQ4_NL: d per 32
+            // One-level: d per group (IQ4_NL through its codebook; Q4_1 /
+            // Q5_1 with dmin = -m, their min per group).
+            : codegen::pack_b_grouped(
+                  c.codes.data(), n, k, k,
+                  codegen::GroupedFormat{f.bits, f.group, 0, bool(f.asymmetric),
+                                         f.codebook ? codegen::Codebook::iq4nl
+                                                    : codegen::Codebook::none},
+                  c.d.data(), f.asymmetric ? c.dmin.data() : nullptr);
     bytes.insert(bytes.end(), p.data.data(), p.data.data() + size_t(p.n_panels * p.panel_bytes));
   } catch (const std::invalid_argument &e) {
     error = "weight '" + name + "': " + e.what();

@@ -72,7 +72,8 @@ storedCodesOf(ParamOp param, QuantScheme target, const llvm::StringMap<std::stri
   if (auto shard = param->getAttrOfType<DenseI64ArrayAttr>("hyc.shard")) {
     auto type = cast<RankedTensorType>(param.getType());
     const int64_t unit = *s == QuantScheme::q4 || *s == QuantScheme::q8 ||
-                                 *s == QuantScheme::iq4nl
+                                 *s == QuantScheme::iq4nl || *s == QuantScheme::q4_1 ||
+                                 *s == QuantScheme::q5_1
                              ? 32
                          : *s == QuantScheme::q4z ? 128
                                                   : 256;
@@ -273,7 +274,7 @@ struct HycGlobalQuantizePolicyPass
         getOperation().emitError() << "hyc-global-quantize-policy: stored-codes entry '"
                                    << entry
                                    << "' is not tensor=format with an integer-code format "
-                                      "(q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z)";
+                                      "(q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1)";
         return signalPassFailure();
       }
       stored[entry.substr(0, eq)] = entry.substr(eq + 1);

@@ -138,6 +138,19 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::q4z, false, Level::avx2,
      {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "q4z", "hyrt_cpu_gemm_codes",
       HYRT_GEMM_Q4Z, 32, 5}},
+    // GGUF Q4_1 / Q5_1: one-level, an fp16 scale and min per 32 (min = -m).
+    {QuantScheme::q4_1, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4_1",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q4_1, 128, 5}},
+    {QuantScheme::q4_1, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "q4_1", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4_1, 32, 5}},
+    {QuantScheme::q5_1, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u8, "s8u8f32", "avx512vnni", "q5_1",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q5_1, 128, 9}},
+    {QuantScheme::q5_1, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q5_1", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q5_1, 16, 9}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {

@@ -28,7 +28,9 @@ def Hyc_QuantScheme : I32EnumAttr<"QuantScheme", "weight quantization scheme", [
     I32EnumAttrCase<"q6k", 8>,
     I32EnumAttrCase<"iq4xs", 9>,
     I32EnumAttrCase<"iq4nl", 10>,
-    I32EnumAttrCase<"q4z", 11>
+    I32EnumAttrCase<"q4z", 11>,
+    I32EnumAttrCase<"q4_1", 12>,
+    I32EnumAttrCase<"q5_1", 13>
   ]> {
   let cppNamespace = "::hyc";
   let genSpecializedAttr = 0;
@@ -122,11 +124,11 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
     token as in w8a8. The weight operand is i8 (one code per element;
     packed two per byte by the layout for q4).
 
-    `q4k`, `q5k`, `q6k`, `iq4xs`, `iq4nl` and `q4z` are integer codes kept
-    exactly as a checkpoint stores them (GGUF Q4_K, Q5_K, Q6_K, IQ4_XS,
-    IQ4_NL; AWQ / GPTQ int4 with zero points per 128): two-level scales
-    (fp16 per super-block times an integer per `group`), mins, the IQ4
-    codebook (models/checkpoint/model_spec.h StoredCodes, hyrt/gemm_layout.h
+    `q4k`, `q5k`, `q6k`, `iq4xs`, `iq4nl`, `q4z`, `q4_1` and `q5_1` are
+    integer codes kept exactly as a checkpoint stores them (GGUF Q4_K, Q5_K,
+    Q6_K, IQ4_XS, IQ4_NL, Q4_1, Q5_1; AWQ / GPTQ int4 with zero points per
+    128): two-level scales (fp16 per super-block times an integer per
+    `group`) or fp16 ones per group, mins, the IQ4 codebook (models/checkpoint/model_spec.h StoredCodes, hyrt/gemm_layout.h
     hyrt_gemm_code_format). `group` is the sub-group: 32, 16 for q6k.
 
     ```mlir
@@ -151,7 +153,7 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
              getScheme() == QuantScheme::fp8_e4m3;
     }
     /// Integer codes whose scales are part of the weight (q4, q8 and the
-    /// stored formats q4k ... q4z).
+    /// stored formats q4k ... q5_1).
     bool isCodes() const { return ::hyc::isCodesScheme(getScheme()); }
     /// Stored in any quantized form: a quantization policy leaves it be.
     bool isStoredQuantized() const { return isQuantized() || isCodes(); }

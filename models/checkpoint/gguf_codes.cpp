@@ -1,4 +1,4 @@
-// GGUF K-quant and IQ4 blocks -> StoredCodes. Each block type's element
+// GGUF K-quant, IQ4, Q4_1 and Q5_1 blocks -> StoredCodes. Each block type's element
 // order and bit fields follow ggml's dequantize_row_* (documented in
 // ../shared/golden-gguf/README.md); the values are moved, never computed,
 // so a kept matrix is the file's bit for bit.
@@ -9,7 +9,8 @@
 namespace hyc::models::detail {
 namespace {
 
-/// What one block type holds per super-block of 256 (IQ4_NL: 32).
+/// What one block type holds per super-block of 256 (IQ4_NL, Q4_1, Q5_1:
+/// 32).
 struct BlockType {
   const char *format;
   int64_t elems, bytes, group; ///< elements and bytes per block; sub-group
@@ -23,6 +24,8 @@ bool blockTypeOf(io::DType t, BlockType &b) {
   case io::DType::Q6_K: b = {"q6k", 256, 210, 16, false}; return true;
   case io::DType::IQ4_XS: b = {"iq4xs", 256, 136, 32, false}; return true;
   case io::DType::IQ4_NL: b = {"iq4nl", 32, 18, 32, false}; return true;
+  case io::DType::Q4_1: b = {"q4_1", 32, 20, 32, true}; return true;
+  case io::DType::Q5_1: b = {"q5_1", 32, 24, 32, true}; return true;
   default: return false;
   }
 }
@@ -95,6 +98,22 @@ void unpackBlock(io::DType t, const uint8_t *p, uint8_t *codes, int8_t *sc, uint
         codes[32 * s + j] = p[8 + 16 * s + j] & 15;
         codes[32 * s + j + 16] = p[8 + 16 * s + j] >> 4;
       }
+    }
+    return;
+  }
+  case io::DType::Q4_1: // d, m, qs[16]: w = d * q + m, kept as d * q - dmin
+  case io::DType::Q5_1: // d, m, qh (u32: bit j is element j's fifth), qs[16]
+  {
+    const bool q5 = t == io::DType::Q5_1;
+    d = u16At(p), dmin = uint16_t(u16At(p + 2) ^ 0x8000); // -m: the sign bit
+    sc[0] = 1, m[0] = 1;
+    uint32_t qh = 0;
+    if (q5)
+      std::memcpy(&qh, p + 4, 4);
+    const uint8_t *qs = p + (q5 ? 8 : 4);
+    for (int j = 0; j < 16; ++j) {
+      codes[j] = uint8_t((qs[j] & 15) | (((qh >> j) & 1) << 4));
+      codes[j + 16] = uint8_t((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
     }
     return;
   }

@@ -125,6 +125,9 @@ struct WeightInfo {
 ///   "iq4nl" GGUF IQ4_NL:  4, 32,  32, no, codebook (sc = 1)
 ///   "q4z"   AWQ / GPTQ:   4, 32, 128, yes (d = dmin = the group's fp16
 ///           scale, sc = 1, m = the zero point: w = s * (q - z))
+///   "q4_1"  GGUF Q4_1:    4, 32,  32, yes (d, dmin = -m, sc = m = 1:
+///           w = d * q + m)
+///   "q5_1"  GGUF Q5_1:    8, 32,  32, yes (code = the 5-bit q; as q4_1)
 struct StoredCodes {
   std::string format;
   int64_t n = 0, k = 0;

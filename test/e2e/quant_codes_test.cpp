@@ -268,10 +268,11 @@ INSTANTIATE_TEST_SUITE_P(
     ggufCodesName);
 
 
-// GGUF K-quant and IQ4 files (Q4_K_M: Q4_K + Q6_K (+ Q5_K, Q8_0 in the MoE
-// file); IQ4_XS; IQ4_NL) compiled with no --quant: w4a8 with every block
-// matrix kept in its own format (the manifest names it; the 4-bit ones at
-// 0.5-0.6 bytes per weight), layer 0's Q4_K down projection bit for bit
+// GGUF K-quant, IQ4 and Q4_1 / Q5_1 files (Q4_K_M: Q4_K + Q6_K (+ Q5_K,
+// Q8_0 in the MoE file); IQ4_XS; IQ4_NL; Q4_1; Q5_1) compiled with no
+// --quant: w4a8 (Q5_1: w8a8-g32) with every block matrix kept in its own
+// format (the manifest names it; the 4-bit ones at 0.5-0.6 bytes per
+// weight, Q4_1 at its own 0.625), layer 0's Q4_K down projection bit for bit
 // (decoded here from the file's blocks, packed layout read by its
 // definition), and the logits of every variant close to numpy's over the
 // exactly dequantized weights. The weights are the file's, so the int8
@@ -279,7 +280,7 @@ INSTANTIATE_TEST_SUITE_P(
 // these files: its measured max abs 0.11-0.16 and rms 0.021-0.030
 // (golden-gguf README). Its activation scales cover 256 (Q8_K) or 32
 // (Q8_0) elements; ours cover a group of 32 (two-level formats) or a whole
-// row (one-level IQ4_NL; K = 256 here, 768 for the down projection: at
+// row (one-level IQ4_NL, Q4_1, Q5_1; K = 256 here, 768 for the down projection: at
 // most three of its 256-blocks, sqrt(3) on independent rounding errors),
 // so the bars are llama.cpp's own figures times sqrt(3): max abs 0.16 *
 // sqrt(3) < 0.3 and rms 0.030 * sqrt(3) < 0.06 on the dense file, with the
@@ -315,7 +316,12 @@ TEST_P(GgufKQuants, DefaultCompileKeepsEveryFormatAndFollowsNumpy) {
   CommandResult r = runHyc({"compile", file, "-o", out, "--max-seq-len", "96",
                             "--max-batch-tokens", "64", "--kv-cache", "f32", "--print-schedule"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("precision: w4a8 (--quant auto"), std::string::npos) << r.err;
+  // Q5_1's 5-bit codes are 8-bit codes here: the file is w8a8-g32.
+  const bool eightBit = c.type == "Q5_1";
+  EXPECT_NE(r.err.find(eightBit ? "precision: w8a8-g32 (--quant auto"
+                                : "precision: w4a8 (--quant auto"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.out.find("hyrt_ref_"), std::string::npos) << "a reference kernel in the schedule";
 
   // Every GEMM weight in a codes layout; 4-bit ones at 0.5-0.6 bytes each.
@@ -329,19 +335,24 @@ TEST_P(GgufKQuants, DefaultCompileKeepsEveryFormatAndFollowsNumpy) {
       continue;
     const std::string format = name.substr(name.find('#') + 1);
     EXPECT_TRUE(format == "q4k" || format == "q5k" || format == "q6k" || format == "iq4xs" ||
-                format == "iq4nl" || format == "q8g32")
+                format == "iq4nl" || format == "q8g32" || format == "q4_1" ||
+                format == "q5_1")
         << name << " is not kept as codes";
+    int64_t elements = 1;
+    for (int64_t d : t["shape"].get<std::vector<int64_t>>())
+      elements *= d;
+    const double perWeight = double(t["nbytes"].get<int64_t>()) / double(elements);
     if (format == "q4k" || format == "iq4xs" || format == "iq4nl") {
-      int64_t elements = 1;
-      for (int64_t d : t["shape"].get<std::vector<int64_t>>())
-        elements *= d;
-      const double perWeight = double(t["nbytes"].get<int64_t>()) / double(elements);
       EXPECT_GE(perWeight, 0.5) << name;
       EXPECT_LE(perWeight, 0.6) << name;
       ++fourBit;
     }
+    if (format == "q4_1") { // the file's own 20 bytes per 32: codes, scale, min
+      EXPECT_EQ(perWeight, 0.625) << name;
+      ++fourBit;
+    }
   }
-  EXPECT_GT(fourBit, 0);
+  EXPECT_EQ(fourBit > 0, !eightBit);
 
   // Layer 0's down projection of the dense Q4_K_M file: Q4_K, bit for bit.
   if (c.type == "Q4_K_M" && c.model.find("moe") == std::string::npos) {
@@ -443,6 +454,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(KQuantCase{"llama-quant-tiny", "Q4_K_M"},
                       KQuantCase{"llama-quant-tiny", "IQ4_XS"},
                       KQuantCase{"llama-quant-tiny", "IQ4_NL"},
+                      KQuantCase{"llama-quant-tiny", "Q4_1"},
+                      KQuantCase{"llama-quant-tiny", "Q5_1"},
                       // golden-gguf/qwen3moe-quant-tiny/README.md
                       KQuantCase{"qwen3moe-quant-tiny", "Q4_K_M", 1.7, 0.097},
                       KQuantCase{"qwen3moe-quant-tiny", "IQ4_XS", 1.9, 0.13},

@@ -1,4 +1,4 @@
-// GGUF K-quant and IQ4 tensors read as integer codes with two-level scales
+// GGUF K-quant, IQ4, Q4_1 and Q5_1 tensors read as integer codes with their scales
 // (WeightSource::read_stored_codes): for every such tensor of the
 // llama.cpp-quantized golden files, the value StoredCodes' formula gives
 // (model_spec.h, evaluated here in ggml's fp32 order) equals the tensor's
@@ -39,7 +39,8 @@ struct Format {
 const std::map<std::string, Format> kFormats = {
     {"q4k", {4, 32, 256, true, false}},   {"q5k", {8, 32, 256, true, false}},
     {"q6k", {8, 16, 256, false, false}},  {"iq4xs", {4, 32, 256, false, true}},
-    {"iq4nl", {4, 32, 32, false, true}},
+    {"iq4nl", {4, 32, 32, false, true}},  {"q4_1", {4, 32, 32, true, false}},
+    {"q5_1", {8, 32, 32, true, false}},
 };
 
 /// Compares every stored-codes tensor of `file`, adding the formats seen.
@@ -90,17 +91,18 @@ TEST(GgufStoredCodes, EveryKQuantAndIq4ValueIsTheFilesOwn) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden-gguf");
   std::set<std::string> seen;
   for (const char *model : {"llama-quant-tiny", "qwen3moe-quant-tiny"})
-    for (const char *type : {"Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS", "IQ4_NL"}) {
+    for (const char *type : {"Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS", "IQ4_NL", "Q4_1", "Q5_1"}) {
       const std::string file = dir + "/" + model + "/" + type + ".gguf";
       if (fs::exists(file))
         checkFile(file, seen);
     }
-  EXPECT_EQ(seen, std::set<std::string>({"q4k", "q5k", "q6k", "iq4xs", "iq4nl"}));
+  EXPECT_EQ(seen,
+            std::set<std::string>({"q4k", "q5k", "q6k", "iq4xs", "iq4nl", "q4_1", "q5_1"}));
 }
 
 TEST(GgufStoredCodes, OtherTypesHaveNoStoredCodes) {
   HYC_CKPT_REQUIRE_SHARED(dir, "golden-gguf");
-  for (const char *type : {"Q4_0", "Q8_0", "Q4_1", "Q2_K"}) {
+  for (const char *type : {"Q4_0", "Q8_0", "Q2_K"}) {
     auto loaded = load_checkpoint(dir + "/llama-quant-tiny/" + type + ".gguf");
     ASSERT_TRUE(loaded.ok());
     const WeightSource &w = *loaded.value().weights;

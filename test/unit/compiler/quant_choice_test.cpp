@@ -18,7 +18,7 @@ TEST(QuantChoice, TheStoredTypeDecides) {
   const QuantChoice f16 = chooseQuant({{"F16", 100}}, false);
   EXPECT_EQ(f16.quant, "bf16");
   EXPECT_NE(f16.reason.find("--quant f32 keeps them exactly"), std::string::npos) << f16.reason;
-  for (const char *block : {"Q4_1", "Q5_1", "Q2_K", "Q3_K"}) {
+  for (const char *block : {"Q2_K", "Q3_K"}) {
     const QuantChoice c = chooseQuant({{block, 100}}, false);
     EXPECT_EQ(c.quant, "bf16") << block;
     EXPECT_NE(c.reason.find(block), std::string::npos) << c.reason;
@@ -26,8 +26,8 @@ TEST(QuantChoice, TheStoredTypeDecides) {
   EXPECT_EQ(chooseQuant({}, false).quant, "f32");
 }
 
-// Block types the kernels hold exactly (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K,
-// IQ4_XS, IQ4_NL) are kept as codes, each matrix in its own format: 4-bit
+// Block types the kernels hold exactly (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+// Q5_K, Q6_K, IQ4_XS, IQ4_NL) are kept as codes, each matrix in its own format: 4-bit
 // when most elements are 4-bit types, else 8-bit; a file that mixes them
 // with another block type goes to bf16 saying why.
 TEST(QuantChoice, BlockTypesTheKernelsHoldKeepTheirCodes) {
@@ -37,15 +37,19 @@ TEST(QuantChoice, BlockTypesTheKernelsHoldKeepTheirCodes) {
   EXPECT_EQ(chooseQuant({{"Q8_0", 100}}, false).quant, "w8a8-g32");
   EXPECT_EQ(chooseQuant({{"Q4_0", 100}, {"Q8_0", 10}}, false).quant, "w4a8");
   EXPECT_EQ(chooseQuant({{"Q4_0", 10}, {"Q8_0", 100}}, false).quant, "w8a8-g32");
-  for (const char *block : {"Q4_K", "IQ4_XS", "IQ4_NL"})
+  for (const char *block : {"Q4_K", "IQ4_XS", "IQ4_NL", "Q4_1"})
     EXPECT_EQ(chooseQuant({{block, 100}, {"Q6_K", 20}}, false).quant, "w4a8") << block;
-  for (const char *block : {"Q5_0", "Q5_K", "Q6_K"})
+  for (const char *block : {"Q5_0", "Q5_1", "Q5_K", "Q6_K"})
     EXPECT_EQ(chooseQuant({{block, 100}}, false).quant, "w8a8-g32") << block;
+  const QuantChoice q41 = chooseQuant({{"Q4_1", 100}, {"Q8_0", 10}}, false);
+  EXPECT_NE(q41.reason.find("4-bit codes with fp16 scales and mins per 32, kept as stored"),
+            std::string::npos)
+      << q41.reason;
   // Q5_0 beside Q4_0: 4-bit when most elements are Q4_0 (Q5_0 matrices keep
   // 8-bit codes), 8-bit otherwise.
   EXPECT_EQ(chooseQuant({{"Q4_0", 100}, {"Q5_0", 10}}, false).quant, "w4a8");
   EXPECT_EQ(chooseQuant({{"Q4_0", 10}, {"Q5_0", 100}}, false).quant, "w8a8-g32");
-  const QuantChoice mixed = chooseQuant({{"Q4_0", 100}, {"Q4_1", 10}}, false);
+  const QuantChoice mixed = chooseQuant({{"Q4_0", 100}, {"Q2_K", 10}}, false);
   EXPECT_EQ(mixed.quant, "bf16");
   EXPECT_NE(mixed.reason.find("other block types"), std::string::npos) << mixed.reason;
 }
