@@ -8,28 +8,54 @@
 // (default: every CPU). Not a test.
 //
 //   hyc_extend_attention_bench [context] [chunk] [rounds] [layers] [page]
+//                              [heads] [kv_heads] [dim]
 //
 // With `layers` > 1 each timed call runs that many layers' caches in turn
 // (a decode step's attention: chunk 1 and 16 layers put dense-1b's cache,
 // 128 MB at 4000 positions, in DRAM rather than the L3), and the cache's
 // bytes read per second are printed beside the GFLOP/s. `page`: positions
-// per KV cache page (default 16, the engine's default).
+// per KV cache page (default 16, the engine's default). `heads`,
+// `kv_heads`, `dim`: another model's attention (moe-small: 32 4 128).
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <sys/mman.h>
 #include <thread>
 #include <vector>
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 64;
+
+/// uint16_t elements on 2 MiB boundaries with MADV_HUGEPAGE.
+class HugeBuffer {
+public:
+  explicit HugeBuffer(size_t n) : n_(n) {
+    const size_t bytes = (n * 2 + (size_t(2) << 20) - 1) / (size_t(2) << 20) * (size_t(2) << 20);
+    p_ = static_cast<uint16_t *>(std::aligned_alloc(size_t(2) << 20, bytes));
+    if (!p_) {
+      std::fprintf(stderr, "cannot allocate %zu bytes\n", bytes);
+      std::exit(1);
+    }
+    ::madvise(p_, bytes, MADV_HUGEPAGE);
+  }
+  ~HugeBuffer() { std::free(p_); }
+  HugeBuffer(const HugeBuffer &) = delete;
+  HugeBuffer &operator=(const HugeBuffer &) = delete;
+  uint16_t *data() { return p_; }
+  size_t size() const { return n_; }
+
+private:
+  uint16_t *p_;
+  size_t n_;
+};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -44,14 +70,25 @@ int main(int argc, char **argv) {
   const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
   const int64_t layers = argc > 4 ? std::max(1L, std::atol(argv[4])) : 1;
   const int64_t kPage = argc > 5 ? std::clamp(std::atol(argv[5]), 1L, 4096L) : 16;
+  const int64_t kHeads = argc > 6 ? std::clamp(std::atol(argv[6]), 1L, 256L) : 32;
+  const int64_t kKvHeads = argc > 7 ? std::clamp(std::atol(argv[7]), 1L, kHeads) : 8;
+  const int64_t kDim = argc > 8 ? std::clamp(std::atol(argv[8]) / 32 * 32, 32L, 256L) : 64;
+  if (kHeads % kKvHeads != 0) {
+    std::printf("heads (%lld) must be a multiple of kv_heads (%lld)\n", (long long)kHeads,
+                (long long)kKvHeads);
+    return 2;
+  }
   const int64_t pages = (context + kPage - 1) / kPage;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> bits(0, 0x7f);
   const int64_t layerElems = pages * kPage * kKvHeads * kDim;
-  std::vector<uint16_t> k(size_t(layers * layerElems)), v(k.size());
-  for (auto *c : {&k, &v})
-    for (uint16_t &x : *c)
-      x = uint16_t((rng() & 1 ? 0xbc00 : 0x3c00) | bits(rng)); // bf16 in +-[0.0078, 0.0156)
+  // The cache on 2 MiB pages where the host gives them, as the engine's
+  // pool (runtime/engine/kv_cache.cpp): 4 KiB pages would make every
+  // page's rows a TLB miss.
+  HugeBuffer k(size_t(layers * layerElems)), v(k.size());
+  for (HugeBuffer *c : {&k, &v})
+    for (size_t i = 0; i < c->size(); ++i)
+      c->data()[i] = uint16_t((rng() & 1 ? 0xbc00 : 0x3c00) | bits(rng)); // bf16 in +-[0.0078, 0.0156)
   std::vector<void *> kp(static_cast<size_t>(layers)), vp(kp);
   for (int64_t i = 0; i < layers; ++i)
     kp[size_t(i)] = k.data() + i * layerElems, vp[size_t(i)] = v.data() + i * layerElems;
@@ -90,7 +127,8 @@ int main(int argc, char **argv) {
     hyrt::cpu::fp32AttentionOnly() = fp32Only;
     const auto t0 = Clock::now();
     for (int64_t layer = 0; layer < layers; ++layer)
-      hyrt_cpu_paged_attention(&kv, &step, layer, q.data(), kHeads, 0.125f, out.data(), 1);
+      hyrt_cpu_paged_attention(&kv, &step, layer, q.data(), kHeads,
+                               1.0f / std::sqrt(float(kDim)), out.data(), 1);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     hyrt::cpu::fp32AttentionOnly() = false;
     return 2 * macs / s * 1e-9;
