@@ -164,8 +164,11 @@ public:
       return base_->read_stored_codes(name, out);
     models::StoredCodes whole;
     Window w;
-    if (!base_->read_stored_codes(name, whole))
-      return false;
+    const Split &s = it->second;
+    if (!base_->read_stored_codes(name, whole) || s.shape.size() != 2 ||
+        whole.n != s.shape[0] || whole.k != s.shape[1] ||
+        whole.codes.size() != size_t(whole.n * whole.k))
+      return false; // not the matrix the split was planned on
     if (window(it->second, unitOf(whole.format), w)) {
       slice(whole, w, out);
       return true;
