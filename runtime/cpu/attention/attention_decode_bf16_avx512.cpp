@@ -50,16 +50,18 @@ inline void prefetchLines(const void *p, int64_t bytes) {
     _mm_prefetch(static_cast<const char *>(p) + b, _MM_HINT_T0);
 }
 
-/// Value pass over the position pairs [0, pairsIn) of a block packed by
-/// packValues (pair a: dwords [a][dv]) for heads h0 .. h0 + HB - 1
+/// Value pass over position pairs [a0, a1) of the block starting at
+/// `rowsOf` (pair a: positions 2a, 2a + 1 of it) for heads h0 .. h0 + HB - 1
 /// (clamped to the group: extra heads are computed and not kept) and NCH
 /// chunks of 16 (permuted) dims from chunk c0 on; accumulators in `acc`
 /// ([head][dv], permuted), probability pairs in `pairs` ([head][pairStride]).
 template <int HB, int NCH>
-void valuePass(const uint32_t *vPack, int64_t pairsIn, int64_t G, int64_t dv,
-               const uint32_t *pairs, int64_t pairStride, int64_t pairBase, int64_t h0,
-               int64_t c0, float *acc) {
+void valuePass(const LayerView &l, int64_t kvh, const int64_t *rowsOf, int64_t a0, int64_t a1,
+               int64_t last, const uint32_t *pairs, int64_t pairStride, int64_t pairBase,
+               int64_t h0, int64_t c0, float *acc, const int64_t *prefetchRows,
+               int64_t prefetchCount) {
   static_assert(NCH % 2 == 0, "chunks come in low/high pairs of a 32-dim interleave");
+  const int64_t G = l.group, dv = l.dv;
   int64_t hs[HB];
   for (int x = 0; x < HB; ++x)
     hs[x] = std::min(h0 + x, G - 1);
@@ -67,16 +69,25 @@ void valuePass(const uint32_t *vPack, int64_t pairsIn, int64_t G, int64_t dv,
   for (int x = 0; x < HB; ++x)
     for (int y = 0; y < NCH; ++y)
       a[x][y] = _mm512_loadu_ps(acc + hs[x] * dv + (c0 + y) * 16);
-  const uint32_t *pr[HB];
-  for (int x = 0; x < HB; ++x)
-    pr[x] = pairs + hs[x] * pairStride + pairBase;
-  const uint32_t *vp = vPack + c0 * 16;
-  for (int64_t p = 0; p < pairsIn; ++p, vp += dv) {
+  for (int64_t p = a0; p < a1; ++p) {
+    if (prefetchRows && 2 * (p - a0) < prefetchCount) {
+      const int64_t i = 2 * (p - a0);
+      prefetchLines(l.vRow<uint16_t>(prefetchRows[i], kvh), dv * 2);
+      if (i + 1 < prefetchCount)
+        prefetchLines(l.vRow<uint16_t>(prefetchRows[i + 1], kvh), dv * 2);
+    }
+    const int64_t j0 = std::min(2 * p, last), j1 = std::min(2 * p + 1, last);
+    const uint16_t *v0 = l.vRow<uint16_t>(rowsOf[j0], kvh) + c0 * 16;
+    const uint16_t *v1 = l.vRow<uint16_t>(rowsOf[j1], kvh) + c0 * 16;
     __m512bh v[NCH];
-    for (int y = 0; y < NCH; ++y)
-      v[y] = (__m512bh)_mm512_load_si512(vp + y * 16);
+    for (int y = 0; y < NCH; y += 2) {
+      const __m512i x0 = _mm512_loadu_si512(v0 + y * 16), x1 = _mm512_loadu_si512(v1 + y * 16);
+      v[y] = (__m512bh)_mm512_unpacklo_epi16(x0, x1);
+      v[y + 1] = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
+    }
     for (int x = 0; x < HB; ++x) {
-      const __m512bh pb = (__m512bh)_mm512_set1_epi32(int(pr[x][p]));
+      const __m512bh pb =
+          (__m512bh)_mm512_set1_epi32(int(pairs[hs[x] * pairStride + pairBase + p]));
       for (int y = 0; y < NCH; ++y)
         a[x][y] = _mm512_dpbf16_ps(a[x][y], pb, v[y]);
     }
@@ -86,30 +97,9 @@ void valuePass(const uint32_t *vPack, int64_t pairsIn, int64_t G, int64_t dv,
       _mm512_storeu_ps(acc + hs[x] * dv + (c0 + y) * 16, a[x][y]);
 }
 
-using ValuePassFn = void (*)(const uint32_t *, int64_t, int64_t, int64_t, const uint32_t *,
-                             int64_t, int64_t, int64_t, int64_t, float *);
-
-/// The pairs of positions [0, pairsIn) of a value block (rows rowsOf[j],
-/// the tail repeating row `last`) as (v[2a][d], v[2a + 1][d]) bf16 pairs,
-/// [a][dv] dwords permuted within each 32 dims by the interleave; the next
-/// block's `nextCount` rows (nextRows) are prefetched on the way.
-void packValues(const LayerView &l, int64_t kvh, const int64_t *rowsOf, int64_t pairsIn,
-                int64_t last, uint32_t *vPack, const int64_t *nextRows, int64_t nextCount) {
-  const int64_t dv = l.dv;
-  for (int64_t p = 0; p < pairsIn; ++p) {
-    if (2 * p < nextCount)
-      prefetchLines(l.vRow<uint16_t>(nextRows[2 * p], kvh), dv * 2);
-    if (2 * p + 1 < nextCount)
-      prefetchLines(l.vRow<uint16_t>(nextRows[2 * p + 1], kvh), dv * 2);
-    const uint16_t *v0 = l.vRow<uint16_t>(rowsOf[std::min(2 * p, last)], kvh);
-    const uint16_t *v1 = l.vRow<uint16_t>(rowsOf[std::min(2 * p + 1, last)], kvh);
-    for (int64_t c = 0; c < dv; c += 32) {
-      const __m512i x0 = _mm512_loadu_si512(v0 + c), x1 = _mm512_loadu_si512(v1 + c);
-      _mm512_store_si512(vPack + p * dv + c, _mm512_unpacklo_epi16(x0, x1));
-      _mm512_store_si512(vPack + p * dv + c + 16, _mm512_unpackhi_epi16(x0, x1));
-    }
-  }
-}
+using ValuePassFn = void (*)(const LayerView &, int64_t, const int64_t *, int64_t, int64_t,
+                             int64_t, const uint32_t *, int64_t, int64_t, int64_t, int64_t,
+                             float *, const int64_t *, int64_t);
 
 /// Up to 16 accumulators: NCH, the largest of 16, 8, 4, 2 dividing dv / 16,
 /// and HB heads per pass as many as fit beside them (at most the group).
@@ -166,7 +156,6 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   }
 
   // Keys: scores [head][padded].
-  alignas(64) thread_local uint16_t kT[256 / 32 * kKeyBlock * 32]; // dk <= 256 (bf16DotsApply)
   scoreBuf.resize(size_t(G * padded));
   float *scores = scoreBuf.data();
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
@@ -179,24 +168,18 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     }
     for (int64_t r = jb + kAhead; r < jb + kAhead + kKeyBlock && r < count; ++r)
       prefetchLines(l.kRow<uint16_t>(rows[r], kvh), dk * 2);
-    // The block's rows, each 32 dims at kT[(c * 16 + r) * 32]: every head's
-    // loop then reads them at fixed offsets from one pointer (16 row
-    // pointers held across the loop spilled to vector registers).
-    for (int r = 0; r < kKeyBlock; ++r) {
-      const uint16_t *src = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
-      for (int64_t c = 0; c < dk / 32; ++c)
-        _mm512_store_si512(kT + (c * kKeyBlock + r) * 32, _mm512_loadu_si512(src + c * 32));
-    }
+    const uint16_t *kr[kKeyBlock];
+    for (int r = 0; r < kKeyBlock; ++r)
+      kr[r] = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
     for (int64_t h = 0; h < G; ++h) {
       const uint32_t *qh = &qBuf[size_t(h * kp)];
       __m512 acc[kKeyBlock];
       for (int r = 0; r < kKeyBlock; ++r)
         acc[r] = _mm512_setzero_ps();
-      for (int64_t c = 0; c < dk / 32; ++c) {
-        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qh + c * 16);
-        const uint16_t *kc = kT + c * kKeyBlock * 32;
+      for (int64_t d = 0; d < dk; d += 32) {
+        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qh + d / 2);
         for (int r = 0; r < kKeyBlock; ++r)
-          acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_load_si512(kc + r * 32));
+          acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
       }
       _mm512_storeu_ps(scores + h * padded + jb,
                        _mm512_mask_mov_ps(ninf, tailMask(valid), hsum16(acc)));
@@ -227,20 +210,21 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     sumBuf[size_t(h)] = _mm512_reduce_add_ps(vsum);
   }
 
-  // Values, kValueBlock positions at a time: the block's rows packed into
-  // pairs once (the next block's prefetched meanwhile), then every pass of
-  // heads and dims reads the packed block from L1.
-  alignas(64) thread_local uint32_t vPack[kValueBlock / 2 * 256]; // dv <= 256
+  // Values, kValueBlock positions at a time; the next block's rows are
+  // prefetched during the first pass over this one.
   accBuf.assign(size_t(G * dv), 0.0f);
   int hb = 1, nch = 2;
   const ValuePassFn pass = pickValuePass(G, dv, hb, nch);
   for (int64_t jb = 0; jb < count; jb += kValueBlock) {
     const int64_t pairsIn = (std::min(kValueBlock, count - jb) + 1) / 2;
     const int64_t next = jb + kValueBlock, nextCount = std::clamp(count - next, int64_t(0), kValueBlock);
-    packValues(l, kvh, rows + jb, pairsIn, last - jb, vPack, rows + next, nextCount);
+    bool first = true;
     for (int64_t h0 = 0; h0 < G; h0 += hb)
-      for (int64_t c0 = 0; c0 < dv / 16; c0 += nch)
-        pass(vPack, pairsIn, G, dv, pairBuf.data(), pairStride, jb / 2, h0, c0, accBuf.data());
+      for (int64_t c0 = 0; c0 < dv / 16; c0 += nch) {
+        pass(l, kvh, rows + jb, 0, pairsIn, last - jb, pairBuf.data(), pairStride, jb / 2, h0, c0,
+             accBuf.data(), first && nextCount > 0 ? rows + next : nullptr, nextCount);
+        first = false;
+      }
   }
 
   // Un-permute each 32 dims: low lanes 4b..4b+3 hold dims 8b..8b+3, high
