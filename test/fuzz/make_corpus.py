@@ -607,7 +607,10 @@ def regressions():
         "fuzz_llama2c": {"regress-vocab-int-min.bin": struct.pack("<7i", 4, 8, 1, 2, 1, -2**31, 4)},
         "fuzz_tokenizer_json": {"regress-negative-added-id.json": j(tj)},
         # A string literal that is not UTF-8: the parser's JSON encoding threw.
-        "fuzz_chat_template": {"regress-invalid-utf8-literal.jinja": b"{{ 'a\xe1' }}b"},
+        # A namespace set to itself: a reference cycle leaked every render.
+        "fuzz_chat_template": {"regress-invalid-utf8-literal.jinja": b"{{ 'a\xe1' }}b",
+                               "regress-namespace-cycle.jinja":
+                                   b"{% set ns = namespace(n=0) %}{% set ns.n = [ns] %}{{ 1 }}"},
         "fuzz_tokenizer_artifact": {
             "regress-token-count.hytk": count,
             "regress-pipeline-field-type.hytk": hytk(3, ["a", "b", "c"], [1, 1, 1], [], json.dumps(pipeline))},

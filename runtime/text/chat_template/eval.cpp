@@ -8,6 +8,7 @@
 
 #include "ast.h"
 
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -90,6 +91,29 @@ Value from_json(const ojson &j) {
   }
   default: return Value();
   }
+}
+
+/// Whether `v` is or contains (through its lists, dicts and namespaces)
+/// the dict `target`; each shared container is visited once, so a value
+/// that shares one many times costs its distinct containers only.
+bool holds(const Value &v, const Dict *target) {
+  std::vector<const Value *> todo{&v};
+  std::unordered_set<const void *> seen;
+  while (!todo.empty()) {
+    const Value *x = todo.back();
+    todo.pop_back();
+    if (x->dict) {
+      if (x->dict.get() == target)
+        return true;
+      if (seen.insert(x->dict.get()).second)
+        for (const auto &kv : *x->dict)
+          todo.push_back(&kv.second);
+    } else if (x->list && seen.insert(x->list.get()).second) {
+      for (const Value &e : *x->list)
+        todo.push_back(&e);
+    }
+  }
+  return false;
 }
 
 bool truthy(const Value &v) {
@@ -326,6 +350,12 @@ public:
       if (!ns.is(K::kNamespace))
         fail(n.line, "'set " + n.text + "." + n.attr +
                          "' needs a namespace(), found another value");
+      // Values share their lists and dicts; a namespace holding itself
+      // (directly or inside a list, a dict or another namespace) would be
+      // a reference cycle that is never freed: a leak per render.
+      if (holds(v, ns.dict.get()))
+        fail(n.line, "'set " + n.text + "." + n.attr + "' would make the namespace hold "
+                     "itself (a reference cycle hyc does not allow)");
       for (auto &[k, val] : *ns.dict)
         if (k == n.attr) {
           val = std::move(v);
