@@ -8,6 +8,8 @@
 #include "passes/Passes.h"
 
 #include "dialects/hyc/HycOps.h"
+#include "passes/KernelSchemes.h"
+#include "hyrt/gemm_layout.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -71,15 +73,12 @@ storedCodesOf(ParamOp param, QuantScheme target, const llvm::StringMap<std::stri
     return std::nullopt;
   if (auto shard = param->getAttrOfType<DenseI64ArrayAttr>("hyc.shard")) {
     auto type = cast<RankedTensorType>(param.getType());
-    const int64_t unit = *s == QuantScheme::q4 || *s == QuantScheme::q8 ||
-                                 *s == QuantScheme::iq4nl || *s == QuantScheme::q4_1 ||
-                                 *s == QuantScheme::q5_1
-                             ? 32
-                         : *s == QuantScheme::q4z ? 128
-                                                  : 256;
+    // K elements the format's scales are whole in (hyrt/gemm_layout.h).
+    const int64_t unit = hyrt_gemm_code_unit(codesSchemeIdOfLayout(codesLayoutOf(*s)));
     ArrayRef<int64_t> spec = shard.asArrayRef();
     const int64_t k = type.getShape().back();
-    if (!spec.empty() && spec[0] == type.getRank() - 1 && (spec.size() > 3 || k % unit != 0)) {
+    if (!spec.empty() && spec[0] == type.getRank() - 1 &&
+        (spec.size() > 3 || unit <= 0 || k % unit != 0)) {
       // Q4_K cut at a half super-block: each half keeps its d and dmin,
       // which is q4z's layout (d, dmin per 128; sc, m per 32), exactly.
       if (*s == QuantScheme::q4k && spec.size() == 3 && k % 128 == 0)

@@ -53,7 +53,6 @@ const Layer kLayers[] = {
     {"deepseek h7168 e64 top8 ffn2048 +1sh", 7168, 64, 8, 2048, 1},
 };
 const int64_t kTokens[] = {1, 4, 16, 128, 512, 1024};
-int64_t gOnlyTokens = 0; // main's --tokens
 
 struct Scheme {
   const char *name;
@@ -115,8 +114,9 @@ template <typename F> double bestSeconds(F &&f, double budget) {
   return best;
 }
 
+/// onlyTokens: that token count's row alone (0: every row).
 void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &peaks,
-              bool quick) {
+              bool quick, int64_t onlyTokens) {
   const int64_t E = L.experts, H = L.hidden, F = L.ffn, k = L.topK;
   const int64_t upBytes = 2 * packedBytes(s, F, H), downBytes = packedBytes(s, H, F);
   const bool bf16 = s.id == HYRT_GEMM_BF16;
@@ -141,7 +141,7 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
               "loop ms", "vs loop", "GB/s", "of BW", "G*OP/s", "of peak", "gate/up of peak",
               "down of peak");
   for (int64_t T : kTokens) {
-    if ((quick && T > 128) || (gOnlyTokens && T != gOnlyTokens))
+    if ((quick && T > 128) || (onlyTokens && T != onlyTokens))
       continue;
     const int64_t pairs = T * k;
     std::mt19937 rng{uint32_t(T)};
@@ -270,7 +270,6 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  gOnlyTokens = onlyTokens;
   const int threads = int(std::thread::hardware_concurrency());
   std::vector<Scheme> schemes;
   if (host_supports(Isa::avx512_vnni) && executes_vnni())
@@ -293,6 +292,6 @@ int main(int argc, char **argv) {
         continue;
       HostPeaks peaks = measure_compute_peaks(threads);
       peaks.read_gbps = measure_read_gbps(threads, size_t(1) << 30, 3);
-      runLayer(L, s, threads, peaks, quick);
+      runLayer(L, s, threads, peaks, quick, onlyTokens);
     }
 }

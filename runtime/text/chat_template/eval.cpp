@@ -8,12 +8,12 @@
 
 #include "ast.h"
 
-#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <unordered_set>
 
 namespace hyrt {
 
