@@ -129,7 +129,7 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     if (tq > 1)
       hyrt::cpu::attendBf16Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
     else
-      hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, t, kvh, out, nullptr);
+      hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, t, kvh, 1, out, nullptr);
     return;
   }
   if (hyrt::cpu::hostHasAvx512BwVl()) {
@@ -204,11 +204,18 @@ constexpr int64_t kTokenBlock = 8;
 /// whose rows' state is not in registers: its block is longer.
 constexpr int64_t kBf16TokenBlock = 32;
 
-/// A work item: tokens [t0, t0 + count) of one sequence and a KV head;
-/// for a split decode token, positions [begin, end) into partial slot
-/// `slot` (-1: unsplit).
+/// A work item: tokens [t0, t0 + count) of one sequence and KV heads
+/// [kvh, kvh + heads) (heads > 1 only for a decode token on the bf16 decode
+/// kernel); for a split decode token, positions [begin, end) into partial
+/// slots slot + x * splits for its KV head kvh + x (-1: unsplit).
 struct Item {
-  int64_t t0, count, kvh, begin, end, slot;
+  int64_t t0, count, kvh, heads, begin, end, slot, splits;
+};
+
+/// One decode token's KV head whose splits' partials are merged after the
+/// items ran: `splits` consecutive slots from `slot`.
+struct Merge {
+  int64_t t, kvh, slot, splits;
 };
 
 /// Merges the partial results of one decode token's KV splits into its
@@ -235,11 +242,35 @@ void mergeSplits(const LayerView &l, const float *partials, int64_t splits, int6
   }
 }
 
+/// How one decode token of n cached positions is cut into items: `ranges`
+/// position ranges times KV-head groups of `heads`. The schedule asks for
+/// kvSplits ranges per KV head (kvHeads * kvSplits items per token, enough
+/// to occupy every thread). The bf16 decode kernel keeps that many items but
+/// trades KV heads for ranges: an item over all of a page's KV heads reads
+/// the cache in address order (hyc_extend_attention_bench, moe-small's
+/// heads at 4000 positions: bench/README.md), so ranges come first, as many
+/// as kMinSplitRows allows, and the heads are grouped to make up the rest.
+/// The other kernels take one KV head per item.
+struct DecodeCut {
+  int64_t ranges, heads;
+};
+DecodeCut decodeCut(const LayerView &l, int64_t n, int64_t kvSplits, bool sweep) {
+  const int64_t target = l.kvHeads * std::max<int64_t>(1, kvSplits);
+  if (!sweep) {
+    const int64_t ranges = kvSplits > 1 && hyrt::cpu::kvSplitsApply(l)
+                               ? std::max<int64_t>(1, std::min(kvSplits, n / kMinSplitRows))
+                               : 1;
+    return {ranges, 1};
+  }
+  const int64_t ranges = std::max<int64_t>(1, std::min(target, n / kMinSplitRows));
+  const int64_t groups = std::min(l.kvHeads, (target + ranges - 1) / ranges);
+  return {ranges, (l.kvHeads + groups - 1) / groups};
+}
+
 /// Every (token block, kv head) of the step, first come first served: a
 /// block is up to kTokenBlock consecutive tokens of one sequence at
 /// consecutive positions (an extend chunk); decode tokens are blocks of one,
-/// split into up to `kvSplits` position ranges (the schedule's decision;
-/// at least kMinSplitRows each) and merged after.
+/// cut by decodeCut (the schedule's kvSplits) and their splits merged after.
 void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                int64_t numHeads, float scale, float *out, int64_t kvSplits) {
   const int64_t T = step->num_tokens;
@@ -247,9 +278,11 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // a worker would otherwise see that worker's own thread_local instance).
   thread_local std::vector<std::pair<int64_t, int64_t>> callerBlocks;
   thread_local std::vector<Item> callerItems;
+  thread_local std::vector<Merge> callerMerges;
   thread_local std::vector<float> callerPartials;
   std::vector<std::pair<int64_t, int64_t>> &blocks = callerBlocks; // (first token, count)
   std::vector<Item> &items = callerItems;
+  std::vector<Merge> &merges = callerMerges;
   std::vector<float> &partials = callerPartials;
   blocks.clear();
   // The bf16 dot-product kernel packs each block of cached rows once per
@@ -270,35 +303,49 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     blocks.push_back({t, 1});
   }
   items.clear();
+  merges.clear();
   int64_t slots = 0;
-  const bool splitting = kvSplits > 1 && hyrt::cpu::kvSplitsApply(l);
   const bool bf16Dots = hyrt::cpu::bf16DotsApply(l);
-  for (const auto &[t0, count] : blocks)
-    for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh) {
-      const int64_t n = int64_t(step->positions[t0]) + 1;
-      const int64_t splits =
-          splitting && count == 1 ? std::min(kvSplits, n / kMinSplitRows) : 1;
-      if (splits <= 1) {
-        items.push_back({t0, count, kvh, 0, 0, -1});
+  for (const auto &[t0, count] : blocks) {
+    if (count > 1) {
+      for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh)
+        items.push_back({t0, count, kvh, 1, 0, 0, -1, 1});
+      continue;
+    }
+    const int64_t n = int64_t(step->positions[t0]) + 1;
+    const auto [ranges, heads] = decodeCut(l, n, kvSplits, bf16Dots);
+    for (int64_t kvh = 0; kvh < l.kvHeads; kvh += heads) {
+      const int64_t h = std::min(heads, l.kvHeads - kvh);
+      if (ranges <= 1) {
+        items.push_back({t0, 1, kvh, h, 0, 0, -1, 1});
         continue;
       }
-      for (int64_t s = 0; s < splits; ++s)
-        items.push_back({t0, 1, kvh, n * s / splits, n * (s + 1) / splits, slots++});
+      for (int64_t x = 0; x < h; ++x)
+        merges.push_back({t0, kvh + x, slots + x * ranges, ranges});
+      for (int64_t s = 0; s < ranges; ++s)
+        items.push_back({t0, 1, kvh, h, n * s / ranges, n * (s + 1) / ranges, slots + s, ranges});
+      slots += h * ranges;
     }
+  }
   const int64_t splitFloats = hyrt::cpu::kvSplitFloats(l);
   partials.resize(size_t(slots * splitFloats));
   hyrt::cpu::parallelForDynamic(
       int64_t(items.size()), threadsFor(step, l, numHeads), [&](int, int64_t i) {
         const Item &it = items[size_t(i)];
+        if (bf16Dots && it.count == 1) {
+          thread_local std::vector<hyrt::cpu::KvSplit> splits;
+          splits.resize(size_t(it.heads));
+          for (int64_t x = 0; it.slot >= 0 && x < it.heads; ++x)
+            splits[x] = {it.begin, it.end, partials.data() + (it.slot + x * it.splits) * splitFloats};
+          hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, it.t0, it.kvh, it.heads, out,
+                                      it.slot >= 0 ? splits.data() : nullptr);
+          return;
+        }
         if (it.slot < 0) {
           attendBlockOf(step, l, q, numHeads, scale, it.t0, it.count, it.kvh, tScratch, out);
           return;
         }
         const hyrt::cpu::KvSplit split{it.begin, it.end, partials.data() + it.slot * splitFloats};
-        if (bf16Dots) {
-          hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, it.t0, it.kvh, out, &split);
-          return;
-        }
         tScratch.scores.resize(size_t((it.end - it.begin) * l.group + 16 +
                                       (step->positions[it.t0] + 1) * l.group));
         hyrt::cpu::withRowType(l, [&](auto *type) {
@@ -307,22 +354,8 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                                          tScratch.scores.data(), out, &split);
         });
       });
-  if (slots == 0)
-    return;
-  // Items of one token and KV head are consecutive with consecutive slots.
-  for (size_t i = 0; i < items.size();) {
-    size_t e = i;
-    while (e < items.size() && items[e].slot >= 0 && items[e].t0 == items[i].t0 &&
-           items[e].kvh == items[i].kvh)
-      ++e;
-    if (e == i) {
-      ++i;
-      continue;
-    }
-    mergeSplits(l, partials.data() + items[i].slot * splitFloats, int64_t(e - i), items[i].t0,
-                items[i].kvh, numHeads, out);
-    i = e;
-  }
+  for (const Merge &m : merges)
+    mergeSplits(l, partials.data() + m.slot * splitFloats, m.splits, m.t, m.kvh, numHeads, out);
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 // Decode attention over bf16 dot products (AVX-512 BF16, `vdpbf16ps`): one
-// decode token's query heads of one KV head over its cached positions (or
-// one flash-decoding split of them) in a bf16 KV cache.
+// decode token's query heads of one or more KV heads over its cached
+// positions (or one flash-decoding split of them) in a bf16 KV cache.
 //
 // Why: at long contexts decode reads the whole cache per token, and the
 // fp32 row-blocked kernel (attention_rows_avx512.cpp) widens every cached
@@ -20,6 +20,13 @@
 //   head's probability pair broadcast adds two positions to 16 dims. The
 //   interleave permutes dims within each 32 (as in attention_bf16_avx512.cpp);
 //   the output is un-permuted at the end.
+// - Several KV heads: each block of positions is taken for every KV head in
+//   turn. A page holds its KV heads side by side (abi.h), so the cache is
+//   read in address order instead of one 4 KB run per page and head (16
+//   positions x 256 bytes) with the other heads' runs in between: DRAM-
+//   resident, 1.1-1.25x the cache GB/s (bench/README.md, "Decode attention
+//   sweeping a page's KV heads"). attention.cpp decides how many heads an
+//   item takes.
 // Numerics are those of the extend kernel (attention_bf16_avx512.cpp), with
 // the same derived bound (test/unit/cpu/attention_bf16_test.cpp).
 #include "attention_group.h"
@@ -125,11 +132,11 @@ ValuePassFn pickValuePass(int64_t G, int64_t dv, int &hb, int &nch) {
 } // namespace
 
 void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *out,
-                      const KvSplit *split) {
-  const int64_t dk = l.dk, dv = l.dv, G = l.group, kp = dk / 2;
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh0, int64_t kvhCount,
+                      float *out, const KvSplit *splits) {
+  const int64_t dk = l.dk, dv = l.dv, G = l.group, kp = dk / 2, H = kvhCount;
   const int64_t n = int64_t(step->positions[t]) + 1;
-  const int64_t jBegin = split ? split->begin : 0, jEnd = split ? split->end : n;
+  const int64_t jBegin = splits ? splits[0].begin : 0, jEnd = splits ? splits[0].end : n;
   const int64_t count = jEnd - jBegin;
   // Scores padded to whole pairs of key blocks: the padding scores -inf,
   // so its probabilities round to 0.
@@ -138,16 +145,17 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   thread_local std::vector<int64_t> rowsBuf;
   thread_local std::vector<uint32_t> qBuf, pairBuf;
   thread_local std::vector<float> scoreBuf, accBuf, sumBuf, maxBuf;
-  rowsBuf.resize(size_t(jEnd));
-  forEachRow(step, l, t, jEnd, [&](int64_t j, int64_t row) { rowsBuf[size_t(j)] = row; });
-  const int64_t *rows = rowsBuf.data() + jBegin; // rows[i]: position jBegin + i
+  rowsBuf.resize(size_t(count));
+  int64_t *rows = rowsBuf.data(); // rows[i]: position jBegin + i
+  for (int64_t j = jBegin; j < jEnd; ++j)
+    rows[j - jBegin] = cacheRow(step, l, t, j);
   const int64_t last = count - 1;
 
-  // Scaled queries as bf16 pairs, [head][dk / 2].
-  qBuf.resize(size_t(G * kp));
+  // Scaled queries as bf16 pairs, [kv head][head][dk / 2].
+  qBuf.resize(size_t(H * G * kp));
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (int64_t h = 0; h < G; ++h) {
-    const float *src = q + (t * numHeads + kvh * G + h) * dk;
+  for (int64_t h = 0; h < H * G; ++h) {
+    const float *src = q + (t * numHeads + kvh0 * G + h) * dk;
     for (int64_t d = 0; d < dk; d += 32) {
       const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d + 16), vscale),
                                              _mm512_mul_ps(_mm512_loadu_ps(src + d), vscale));
@@ -155,43 +163,49 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     }
   }
 
-  // Keys: scores [head][padded].
-  scoreBuf.resize(size_t(G * padded));
+  // Keys: scores [kv head][head][padded]. Each block of positions is taken
+  // for every KV head in turn: a page's heads lie side by side (abi.h), so
+  // the cache is read in address order, one stream the hardware prefetchers
+  // follow, rather than one 4 KB run per page and head.
+  scoreBuf.resize(size_t(H * G * padded));
   float *scores = scoreBuf.data();
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   for (int64_t jb = 0; jb < padded; jb += kKeyBlock) {
     const int64_t valid = std::min(kKeyBlock, count - jb);
     if (valid <= 0) {
-      for (int64_t h = 0; h < G; ++h)
+      for (int64_t h = 0; h < H * G; ++h)
         _mm512_storeu_ps(scores + h * padded + jb, ninf);
       continue;
     }
-    for (int64_t r = jb + kAhead; r < jb + kAhead + kKeyBlock && r < count; ++r)
-      prefetchLines(l.kRow<uint16_t>(rows[r], kvh), dk * 2);
-    const uint16_t *kr[kKeyBlock];
-    for (int r = 0; r < kKeyBlock; ++r)
-      kr[r] = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
-    for (int64_t h = 0; h < G; ++h) {
-      const uint32_t *qh = &qBuf[size_t(h * kp)];
-      __m512 acc[kKeyBlock];
+    for (int64_t x = 0; x < H; ++x) {
+      const int64_t kvh = kvh0 + x;
+      for (int64_t r = jb + kAhead; r < jb + kAhead + kKeyBlock && r < count; ++r)
+        prefetchLines(l.kRow<uint16_t>(rows[r], kvh), dk * 2);
+      const uint16_t *kr[kKeyBlock];
       for (int r = 0; r < kKeyBlock; ++r)
-        acc[r] = _mm512_setzero_ps();
-      for (int64_t d = 0; d < dk; d += 32) {
-        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qh + d / 2);
+        kr[r] = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
+      for (int64_t h = x * G; h < (x + 1) * G; ++h) {
+        const uint32_t *qh = &qBuf[size_t(h * kp)];
+        __m512 acc[kKeyBlock];
         for (int r = 0; r < kKeyBlock; ++r)
-          acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
+          acc[r] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < dk; d += 32) {
+          const __m512bh qv = (__m512bh)_mm512_loadu_si512(qh + d / 2);
+          for (int r = 0; r < kKeyBlock; ++r)
+            acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
+        }
+        _mm512_storeu_ps(scores + h * padded + jb,
+                         _mm512_mask_mov_ps(ninf, tailMask(valid), hsum16(acc)));
       }
-      _mm512_storeu_ps(scores + h * padded + jb,
-                       _mm512_mask_mov_ps(ninf, tailMask(valid), hsum16(acc)));
     }
   }
 
   // Softmax per head: probabilities as bf16 position pairs, [head][padded / 2].
   const int64_t pairStride = padded / 2;
-  pairBuf.resize(size_t(G * pairStride));
-  sumBuf.resize(size_t(G));
-  maxBuf.resize(size_t(G));
-  for (int64_t h = 0; h < G; ++h) {
+  pairBuf.resize(size_t(H * G * pairStride));
+  sumBuf.resize(size_t(H * G));
+  maxBuf.resize(size_t(H * G));
+  for (int64_t h = 0; h < H * G; ++h) {
     float *s = scores + h * padded;
     __m512 vmax = ninf;
     for (int64_t j = 0; j < padded; j += 16)
@@ -210,21 +224,25 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     sumBuf[size_t(h)] = _mm512_reduce_add_ps(vsum);
   }
 
-  // Values, kValueBlock positions at a time; the next block's rows are
-  // prefetched during the first pass over this one.
-  accBuf.assign(size_t(G * dv), 0.0f);
+  // Values, kValueBlock positions at a time, every KV head in turn (address
+  // order, as the keys); each head's next block is prefetched during its
+  // first pass over this one.
+  accBuf.assign(size_t(H * G * dv), 0.0f);
   int hb = 1, nch = 2;
   const ValuePassFn pass = pickValuePass(G, dv, hb, nch);
   for (int64_t jb = 0; jb < count; jb += kValueBlock) {
     const int64_t pairsIn = (std::min(kValueBlock, count - jb) + 1) / 2;
     const int64_t next = jb + kValueBlock, nextCount = std::clamp(count - next, int64_t(0), kValueBlock);
-    bool first = true;
-    for (int64_t h0 = 0; h0 < G; h0 += hb)
-      for (int64_t c0 = 0; c0 < dv / 16; c0 += nch) {
-        pass(l, kvh, rows + jb, 0, pairsIn, last - jb, pairBuf.data(), pairStride, jb / 2, h0, c0,
-             accBuf.data(), first && nextCount > 0 ? rows + next : nullptr, nextCount);
-        first = false;
-      }
+    for (int64_t x = 0; x < H; ++x) {
+      bool first = true;
+      for (int64_t h0 = 0; h0 < G; h0 += hb)
+        for (int64_t c0 = 0; c0 < dv / 16; c0 += nch) {
+          pass(l, kvh0 + x, rows + jb, 0, pairsIn, last - jb, pairBuf.data() + x * G * pairStride,
+               pairStride, jb / 2, h0, c0, accBuf.data() + x * G * dv,
+               first && nextCount > 0 ? rows + next : nullptr, nextCount);
+          first = false;
+        }
+    }
   }
 
   // Un-permute each 32 dims: low lanes 4b..4b+3 hold dims 8b..8b+3, high
@@ -232,21 +250,26 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   const __m512i firstHalf = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
   const __m512i secondHalf =
       _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-  const int64_t dvPad = split ? kvSplitFloats(l) / G - 2 : dv;
-  for (int64_t h = 0; h < G; ++h) {
-    const float *o = &accBuf[size_t(h * dv)];
-    float *dst = split ? split->partial + h * dvPad : out + (t * numHeads + kvh * G + h) * dv;
-    const __m512 factor = _mm512_set1_ps(split ? 1.0f : 1.0f / sumBuf[size_t(h)]);
-    for (int64_t c = 0; c < dv; c += 32) {
-      const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
-      _mm512_storeu_ps(dst + c, _mm512_mul_ps(_mm512_permutex2var_ps(lo, firstHalf, hi), factor));
-      _mm512_storeu_ps(dst + c + 16,
-                       _mm512_mul_ps(_mm512_permutex2var_ps(lo, secondHalf, hi), factor));
+  const int64_t dvPad = splits ? kvSplitFloats(l) / G - 2 : dv;
+  for (int64_t x = 0; x < H; ++x) {
+    float *partial = splits ? splits[x].partial : nullptr;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t h = x * G + g;
+      const float *o = &accBuf[size_t(h * dv)];
+      float *dst = partial ? partial + g * dvPad : out + (t * numHeads + kvh0 * G + h) * dv;
+      const __m512 factor = _mm512_set1_ps(partial ? 1.0f : 1.0f / sumBuf[size_t(h)]);
+      for (int64_t c = 0; c < dv; c += 32) {
+        const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
+        _mm512_storeu_ps(dst + c,
+                         _mm512_mul_ps(_mm512_permutex2var_ps(lo, firstHalf, hi), factor));
+        _mm512_storeu_ps(dst + c + 16,
+                         _mm512_mul_ps(_mm512_permutex2var_ps(lo, secondHalf, hi), factor));
+      }
     }
-  }
-  if (split) { // then G maxima, G sums (mergeSplits, attention.cpp)
-    std::copy(maxBuf.begin(), maxBuf.end(), split->partial + G * dvPad);
-    std::copy(sumBuf.begin(), sumBuf.end(), split->partial + G * dvPad + G);
+    if (partial) { // then G maxima, G sums (mergeSplits, attention.cpp)
+      std::copy(maxBuf.begin() + x * G, maxBuf.begin() + (x + 1) * G, partial + G * dvPad);
+      std::copy(sumBuf.begin() + x * G, sumBuf.begin() + (x + 1) * G, partial + G * dvPad + G);
+    }
   }
 }
 

@@ -181,12 +181,14 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                     float *out);
 
 /// One decode token (t) over its cached positions, or over one KV split
-/// of them into a partial result (split non-null), for KV head kvh of a
-/// layer where bf16DotsApply (a precondition), with bf16 dot products
+/// of them into partial results, for KV heads kvh0 .. kvh0 + kvhCount - 1
+/// of a layer where bf16DotsApply (a precondition), with bf16 dot products
 /// (attention_decode_bf16_avx512.cpp): the numerics of attendBf16Dots.
+/// `splits`: null (the whole context, into out) or kvhCount splits, one per
+/// KV head, all over the same positions [begin, end).
 void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                      int64_t numHeads, float scale, int64_t t, int64_t kvh, float *out,
-                      const KvSplit *split);
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh0, int64_t kvhCount,
+                      float *out, const KvSplit *splits);
 
 /// Whether a decode token of this layer can be split into KV ranges: one
 /// of the two kernels that write partial results takes its shape.

@@ -69,10 +69,11 @@ Scenario decodeScenario(int64_t splits) {
 }
 
 /// The step on a cache of random bf16 values (page size 5, block tables
-/// scrambled, two KV heads), checked against the reference to the bound
-/// above.
-void checkCase(const Case &c, bool bf16Queries, const Scenario &sc, std::mt19937 &rng) {
-  const int64_t pageSize = 5, kvHeads = 2, maxPages = sc.maxPages, pages = 2 * maxPages + 3;
+/// scrambled, `kvHeads` KV heads), checked against the reference to the
+/// bound above.
+void checkCase(const Case &c, bool bf16Queries, const Scenario &sc, std::mt19937 &rng,
+               int64_t kvHeads = 2) {
+  const int64_t pageSize = 5, maxPages = sc.maxPages, pages = 2 * maxPages + 3;
   const int64_t heads = c.group * kvHeads, dk = c.dk, dv = c.dv;
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<int32_t> blocks(size_t(2 * maxPages));
@@ -109,7 +110,7 @@ void checkCase(const Case &c, bool bf16Queries, const Scenario &sc, std::mt19937
       for (int64_t x = 0; x < dv; ++x) {
         const size_t i = size_t((t * heads + h) * dv + x);
         ASSERT_NEAR(got[i], want[i], bound + 1e-5 * (1 + std::fabs(want[i])))
-            << "group " << c.group << " dk " << dk << " dv " << dv
+            << kvHeads << " KV heads, group " << c.group << " dk " << dk << " dv " << dv
             << (bf16Queries ? ", bf16 queries" : ", fp32 queries") << ", " << sc.kvSplits
             << " splits: token " << t
             << " (position " << positions[size_t(t)] << "), head " << h << ", dim " << x;
@@ -139,6 +140,23 @@ TEST(CpuPagedAttentionBf16Dots, DecodeTokensAndSplitsWithinTheDerivedBound) {
     for (int64_t splits : {1, 3})
       checkCase(c, /*bf16Queries=*/true, decodeScenario(splits), rng);
   checkCase(Case{4, 64, 64}, /*bf16Queries=*/false, decodeScenario(4), rng);
+}
+
+// A decode token's work items sweep several KV heads at once over a range of
+// positions (attention.cpp's decodeCut: kvHeads * kvSplits items, ranges
+// first). Head counts that the ranges do not divide leave a shorter last
+// group (3 heads over 4 ranges: groups of 2 and 1; 5 heads over 4 ranges: groups of 3 and 2); a
+// partial written to another head's slot, a head left out of a group or a
+// range merged twice fails the bound.
+TEST(CpuPagedAttentionBf16Dots, DecodeItemsOverSeveralKvHeadsWithinTheDerivedBound) {
+  if (!hyrt::cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 on this host: decode tokens of a bf16 cache run the "
+                    "fp32 kernel (attention_test.cpp)";
+  std::mt19937 rng(23);
+  for (int64_t kvHeads : {1, 3, 4, 5})
+    for (int64_t splits : {1, 2})
+      for (const Case &c : {Case{2, 64, 64}, Case{8, 128, 128}, Case{3, 64, 32}})
+        checkCase(c, /*bf16Queries=*/true, decodeScenario(splits), rng, kvHeads);
 }
 
 // Head dims off the kernel's grid (multiples of 32 up to 256) keep the fp32
