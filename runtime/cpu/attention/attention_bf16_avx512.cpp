@@ -26,6 +26,7 @@
 // cache's bf16 values, accumulated in fp32: the error bound is derived in
 // test/unit/cpu/attention_bf16_test.cpp.
 #include "attention_group.h"
+#include "../tls_pointer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -89,13 +90,13 @@ struct Rows {
 /// by the rows' factors, plus their probability pairs times the packed V
 /// pairs. Rows from `real` on are tail copies: computed, not stored.
 template <int N>
-inline void accumulatePv(Rows &R, const int64_t *rr, const uint32_t (*pr)[16], const float *corr,
+inline void accumulatePv(float *o, const int64_t *rr, const uint32_t (*pr)[16], const float *corr,
                          const uint32_t *vPack, int64_t pairs, int64_t dv, int64_t c,
                          int64_t real) {
   __m512 acc[4][N];
   for (int x = 0; x < 4; ++x)
     for (int y = 0; y < N; ++y)
-      acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)]),
+      acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)]),
                                 _mm512_set1_ps(corr[x]));
   for (int64_t a = 0; a < pairs; ++a) {
     __m512bh v[N];
@@ -109,7 +110,7 @@ inline void accumulatePv(Rows &R, const int64_t *rr, const uint32_t (*pr)[16], c
   }
   for (int x = 0; x < 4 && x < real; ++x)
     for (int y = 0; y < N; ++y)
-      _mm512_storeu_ps(&R.o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
+      _mm512_storeu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
 }
 
 } // namespace
@@ -122,17 +123,23 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   // Row r is token r / G: the last position it sees.
   auto lastOf = [&](int64_t r) { return p0 + r / G; };
 
+  // The thread's buffers through pinned pointers from here on (tls_pointer.h).
   thread_local std::vector<int64_t> rowsBuf;
   rowsBuf.resize(size_t(nMax));
-  int64_t *rows = rowsBuf.data();
+  int64_t *const rows = pinned(rowsBuf.data());
   forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
 
-  thread_local Rows R;
+  thread_local Rows tRows;
+  Rows &R = tRows;
   R.count = tq * G;
   R.q.resize(size_t(R.count * kp));
   R.o.assign(size_t(R.count * dv), 0.0f);
   R.m.assign(size_t(R.count), -INFINITY);
   R.l.assign(size_t(R.count * 16), 0.0f);
+  const int64_t count = R.count;
+  uint32_t *const Rq = pinned(R.q.data());
+  float *const Ro = pinned(R.o.data()), *const Rm = pinned(R.m.data()),
+              *const Rl = pinned(R.l.data());
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
@@ -141,14 +148,15 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       for (int64_t d = 0; d < dk; d += 32) {
         const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d + 16), vscale),
                                                _mm512_mul_ps(_mm512_loadu_ps(src + d), vscale));
-        _mm512_storeu_si512(&R.q[size_t(r * kp + d / 2)], (__m512i)b);
+        _mm512_storeu_si512(&Rq[size_t(r * kp + d / 2)], (__m512i)b);
       }
     }
 
   // Packed blocks: K as [kp][32] pairs by position, V as [16 pairs][dv]
   // dwords (per 32 dims: 16 low-interleaved, then 16 high-interleaved).
-  alignas(64) thread_local uint32_t kPack[128 * kBlock];
-  alignas(64) thread_local uint32_t vPack[16 * 256];
+  alignas(64) thread_local uint32_t tKPack[128 * kBlock];
+  alignas(64) thread_local uint32_t tVPack[16 * 256];
+  uint32_t *const kPack = pinned(tKPack), *const vPack = pinned(tVPack);
 
   for (int64_t jb = 0; jb < nMax; jb += kBlock) {
     const int64_t valid = std::min(kBlock, nMax - jb);
@@ -182,12 +190,12 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
     // to cover vdpbf16ps' latency at two per cycle), and each packed K and
     // V vector loaded once for all of them (a tail group repeats its last
     // row and keeps nothing of the copies).
-    for (int64_t r0 = 0; r0 < R.count; r0 += kRows) {
-      if (jb > lastOf(std::min(r0 + kRows - 1, R.count - 1)))
+    for (int64_t r0 = 0; r0 < count; r0 += kRows) {
+      if (jb > lastOf(std::min(r0 + kRows - 1, count - 1)))
         continue; // last positions grow with r: every row of the group is past this block
       int64_t rr[kRows];
       for (int x = 0; x < kRows; ++x)
-        rr[x] = std::min(r0 + x, R.count - 1);
+        rr[x] = std::min(r0 + x, count - 1);
       __m512 sc[kRows][2];
       for (int x = 0; x < kRows; ++x)
         sc[x][0] = sc[x][1] = _mm512_setzero_ps();
@@ -195,7 +203,7 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         const __m512bh k0 = (__m512bh)_mm512_load_si512(&kPack[i * kBlock]);
         const __m512bh k1 = (__m512bh)_mm512_load_si512(&kPack[i * kBlock + 16]);
         for (int x = 0; x < kRows; ++x) {
-          const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(R.q[size_t(rr[x] * kp + i)]));
+          const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(Rq[size_t(rr[x] * kp + i)]));
           sc[x][0] = _mm512_dpbf16_ps(sc[x][0], qb, k0);
           sc[x][1] = _mm512_dpbf16_ps(sc[x][1], qb, k1);
         }
@@ -211,7 +219,7 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       const __m512 ninf = _mm512_set1_ps(-INFINITY);
       for (int x = 0; x < kRows; ++x) {
         const int64_t r = rr[x], last = lastOf(r);
-        live[x] = r0 + x < R.count && jb <= last;
+        live[x] = r0 + x < count && jb <= last;
         mOld[x] = mNew[x] = 0.0f; // factor 1 for rows that are not live
         if (!live[x])
           continue;
@@ -221,7 +229,7 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         pairs = std::max(pairs, (visible + 1) / 2);
         sc[x][0] = _mm512_mask_mov_ps(ninf, tailMask(visible), sc[x][0]);
         sc[x][1] = _mm512_mask_mov_ps(ninf, tailMask(visible - 16), sc[x][1]);
-        mOld[x] = R.m[size_t(r)];
+        mOld[x] = Rm[size_t(r)];
         mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(_mm512_max_ps(sc[x][0], sc[x][1])));
       }
       for (int x = kRows; x < 16; ++x)
@@ -237,10 +245,10 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         const __m512 e0 = expForBf16(_mm512_sub_ps(sc[x][0], vm));
         const __m512 e1 = expForBf16(_mm512_sub_ps(sc[x][1], vm));
         // The row's sum stays 16 partial sums until the end.
-        float *lr = &R.l[size_t(r * 16)];
+        float *lr = &Rl[size_t(r * 16)];
         _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]),
                                              _mm512_add_ps(e0, e1)));
-        R.m[size_t(r)] = mNew[x];
+        Rm[size_t(r)] = mNew[x];
         _mm512_store_si512(pr[x], (__m512i)_mm512_cvtne2ps_pbh(e1, e0)); // 16 position pairs
       }
       // Output += P x V: four rows x four accumulators of 16 dims at a time
@@ -249,9 +257,9 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       for (int x0 = 0; x0 < kRows; x0 += 4)
         for (int64_t c = 0; c < vChunks; c += 4) {
           if (vChunks - c >= 4)
-            accumulatePv<4>(R, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, R.count - r0 - x0);
+            accumulatePv<4>(Ro, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, count - r0 - x0);
           else
-            accumulatePv<2>(R, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, R.count - r0 - x0);
+            accumulatePv<2>(Ro, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, count - r0 - x0);
         }
     }
   }
@@ -263,10 +271,10 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
       const int64_t r = u * G + h;
-      const float *o = &R.o[size_t(r * dv)];
+      const float *o = &Ro[size_t(r * dv)];
       float *dst = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
       const __m512 inv =
-          _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_loadu_ps(&R.l[size_t(r * 16)])));
+          _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_loadu_ps(&Rl[size_t(r * 16)])));
       for (int64_t c = 0; c < dv; c += 32) {
         const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
         _mm512_storeu_ps(dst + c, _mm512_mul_ps(_mm512_permutex2var_ps(lo, first, hi), inv));

@@ -30,6 +30,7 @@
 // Numerics are those of the extend kernel (attention_bf16_avx512.cpp), with
 // the same derived bound (test/unit/cpu/attention_bf16_test.cpp).
 #include "attention_group.h"
+#include "../tls_pointer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -145,21 +146,23 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   thread_local std::vector<int64_t> rowsBuf;
   thread_local std::vector<uint32_t> qBuf, pairBuf;
   thread_local std::vector<float> scoreBuf, accBuf, sumBuf, maxBuf;
+  // The thread's buffers through pinned pointers (tls_pointer.h).
   rowsBuf.resize(size_t(count));
-  int64_t *rows = rowsBuf.data(); // rows[i]: position jBegin + i
+  int64_t *const rows = pinned(rowsBuf.data()); // rows[i]: position jBegin + i
   for (int64_t j = jBegin; j < jEnd; ++j)
     rows[j - jBegin] = cacheRow(step, l, t, j);
   const int64_t last = count - 1;
 
   // Scaled queries as bf16 pairs, [kv head][head][dk / 2].
   qBuf.resize(size_t(H * G * kp));
+  uint32_t *const qs = pinned(qBuf.data());
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t h = 0; h < H * G; ++h) {
     const float *src = q + (t * numHeads + kvh0 * G + h) * dk;
     for (int64_t d = 0; d < dk; d += 32) {
       const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d + 16), vscale),
                                              _mm512_mul_ps(_mm512_loadu_ps(src + d), vscale));
-      _mm512_storeu_si512(&qBuf[size_t(h * kp + d / 2)], (__m512i)b);
+      _mm512_storeu_si512(&qs[size_t(h * kp + d / 2)], (__m512i)b);
     }
   }
 
@@ -168,7 +171,7 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   // the cache is read in address order, one stream the hardware prefetchers
   // follow, rather than one 4 KB run per page and head.
   scoreBuf.resize(size_t(H * G * padded));
-  float *scores = scoreBuf.data();
+  float *const scores = pinned(scoreBuf.data());
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   for (int64_t jb = 0; jb < padded; jb += kKeyBlock) {
     const int64_t valid = std::min(kKeyBlock, count - jb);
@@ -185,7 +188,7 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       for (int r = 0; r < kKeyBlock; ++r)
         kr[r] = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
       for (int64_t h = x * G; h < (x + 1) * G; ++h) {
-        const uint32_t *qh = &qBuf[size_t(h * kp)];
+        const uint32_t *qh = &qs[size_t(h * kp)];
         __m512 acc[kKeyBlock];
         for (int r = 0; r < kKeyBlock; ++r)
           acc[r] = _mm512_setzero_ps();
@@ -205,6 +208,8 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   pairBuf.resize(size_t(H * G * pairStride));
   sumBuf.resize(size_t(H * G));
   maxBuf.resize(size_t(H * G));
+  uint32_t *const pairsAll = pinned(pairBuf.data());
+  float *const sums = pinned(sumBuf.data()), *const maxima = pinned(maxBuf.data());
   for (int64_t h = 0; h < H * G; ++h) {
     float *s = scores + h * padded;
     __m512 vmax = ninf;
@@ -217,17 +222,18 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
       const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), vm));
       vsum = _mm512_add_ps(vsum, _mm512_add_ps(e0, e1));
-      _mm512_storeu_si512(&pairBuf[size_t(h * pairStride + j / 2)],
+      _mm512_storeu_si512(&pairsAll[size_t(h * pairStride + j / 2)],
                           (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
     }
-    maxBuf[size_t(h)] = m;
-    sumBuf[size_t(h)] = _mm512_reduce_add_ps(vsum);
+    maxima[size_t(h)] = m;
+    sums[size_t(h)] = _mm512_reduce_add_ps(vsum);
   }
 
   // Values, kValueBlock positions at a time, every KV head in turn (address
   // order, as the keys); each head's next block is prefetched during its
   // first pass over this one.
   accBuf.assign(size_t(H * G * dv), 0.0f);
+  float *const accAll = pinned(accBuf.data());
   int hb = 1, nch = 2;
   const ValuePassFn pass = pickValuePass(G, dv, hb, nch);
   for (int64_t jb = 0; jb < count; jb += kValueBlock) {
@@ -237,8 +243,8 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       bool first = true;
       for (int64_t h0 = 0; h0 < G; h0 += hb)
         for (int64_t c0 = 0; c0 < dv / 16; c0 += nch) {
-          pass(l, kvh0 + x, rows + jb, 0, pairsIn, last - jb, pairBuf.data() + x * G * pairStride,
-               pairStride, jb / 2, h0, c0, accBuf.data() + x * G * dv,
+          pass(l, kvh0 + x, rows + jb, 0, pairsIn, last - jb, pairsAll + x * G * pairStride,
+               pairStride, jb / 2, h0, c0, accAll + x * G * dv,
                first && nextCount > 0 ? rows + next : nullptr, nextCount);
           first = false;
         }
@@ -255,9 +261,9 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     float *partial = splits ? splits[x].partial : nullptr;
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = x * G + g;
-      const float *o = &accBuf[size_t(h * dv)];
+      const float *o = &accAll[size_t(h * dv)];
       float *dst = partial ? partial + g * dvPad : out + (t * numHeads + kvh0 * G + h) * dv;
-      const __m512 factor = _mm512_set1_ps(partial ? 1.0f : 1.0f / sumBuf[size_t(h)]);
+      const __m512 factor = _mm512_set1_ps(partial ? 1.0f : 1.0f / sums[size_t(h)]);
       for (int64_t c = 0; c < dv; c += 32) {
         const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
         _mm512_storeu_ps(dst + c,
@@ -267,8 +273,8 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       }
     }
     if (partial) { // then G maxima, G sums (mergeSplits, attention.cpp)
-      std::copy(maxBuf.begin() + x * G, maxBuf.begin() + (x + 1) * G, partial + G * dvPad);
-      std::copy(sumBuf.begin() + x * G, sumBuf.begin() + (x + 1) * G, partial + G * dvPad + G);
+      std::copy(maxima + x * G, maxima + (x + 1) * G, partial + G * dvPad);
+      std::copy(sums + x * G, sums + (x + 1) * G, partial + G * dvPad + G);
     }
   }
 }

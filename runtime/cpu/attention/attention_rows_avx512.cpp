@@ -21,6 +21,7 @@
 // KV head's rows are contiguous within a page (head-major pages), but pages
 // jump, which the hardware prefetchers do not follow.
 #include "attention_group.h"
+#include "../tls_pointer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,13 +92,13 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // Row ids of positions [0, nMax), page by page (no division per row).
   thread_local std::vector<int64_t> rowsBuf;
   rowsBuf.resize(size_t(nMax));
-  int64_t *rows = rowsBuf.data();
+  int64_t *rows = pinned(rowsBuf.data());
   forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
 
   const int64_t dkPad = (dk + 15) / 16 * 16;
   thread_local std::vector<float> kWideBuf, vWideBuf;
   kWideBuf.resize(size_t(R * dkPad));
-  float *kWide = kWideBuf.data();
+  float *kWide = pinned(kWideBuf.data());
 
   // Keys: R rows x G heads per block; the tail block repeats its last row
   // in the unused slots and stores only the valid lanes.
@@ -155,11 +156,13 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     }
   }
 
+  // The thread's buffers through pinned pointers (tls_pointer.h).
   thread_local std::vector<float> sumsBuf, accBuf;
   sumsBuf.resize(size_t(tq * G));
   accBuf.assign(size_t(tq * G * dvPad), 0.0f);
+  float *const sums = pinned(sumsBuf.data()), *const accAll = pinned(accBuf.data());
   for (int64_t u = 0; u < tq; ++u)
-    softmaxRows<G>(scores + u * stride, nOf(u) - j0, sumsBuf.data() + u * G,
+    softmaxRows<G>(scores + u * stride, nOf(u) - j0, sums + u * G,
                    split ? split->partial + G * dvPad : nullptr);
 
   // Values, kValueBlock rows at a time (L1-resident for the block's other
@@ -169,12 +172,13 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const bool widenV = !std::is_same_v<T, float> && (tq > 1 || G > HB);
   if (widenV)
     vWideBuf.resize(size_t(kValueBlock * dvPad));
+  float *const vWide = pinned(vWideBuf.data());
   for (int64_t jb = j0; jb < jStop; jb += kValueBlock) {
     if (widenV)
       for (int64_t j = jb; j < std::min(jb + kValueBlock, jStop); ++j) {
         const T *vr = l.vRow<T>(rows[j], kvh);
         for (int sl = 0; sl < SV; ++sl)
-          _mm512_storeu_ps(&vWideBuf[size_t((j - jb) * dvPad + 16 * sl)],
+          _mm512_storeu_ps(&vWide[size_t((j - jb) * dvPad + 16 * sl)],
                            load16(vr + 16 * sl, vMask[sl]));
       }
     for (int64_t u = 0; u < tq; ++u) {
@@ -183,7 +187,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         continue;
       const float *su = scores + u * stride;
       for (int h0 = 0; h0 < G; h0 += HB) {
-        float *au = accBuf.data() + (u * G + h0) * dvPad;
+        float *au = accAll + (u * G + h0) * dvPad;
         __m512 acc[HB * SV];
         for (int i = 0; i < HB * SV; ++i)
           acc[i] = _mm512_loadu_ps(au + 16 * i);
@@ -192,7 +196,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
             prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
           __m512 v[SV];
           if (widenV) {
-            const float *vw = &vWideBuf[size_t((j - jb) * dvPad)];
+            const float *vw = &vWide[size_t((j - jb) * dvPad)];
             for (int s = 0; s < SV; ++s)
               v[s] = _mm512_loadu_ps(vw + 16 * s);
           } else {
@@ -213,15 +217,15 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     }
   }
   if (split) { // [G][dvPad] unnormalized outputs, then G maxima, G sums
-    std::copy(accBuf.begin(), accBuf.begin() + G * dvPad, split->partial);
-    std::copy(sumsBuf.begin(), sumsBuf.begin() + G, split->partial + G * dvPad + G);
+    std::copy(accAll, accAll + G * dvPad, split->partial);
+    std::copy(sums, sums + G, split->partial + G * dvPad + G);
     return;
   }
   for (int64_t u = 0; u < tq; ++u)
     for (int h = 0; h < G; ++h) {
-      const float *au = accBuf.data() + (u * G + h) * dvPad;
+      const float *au = accAll + (u * G + h) * dvPad;
       float *o = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
-      const __m512 inv = _mm512_set1_ps(1.0f / sumsBuf[size_t(u * G + h)]);
+      const __m512 inv = _mm512_set1_ps(1.0f / sums[size_t(u * G + h)]);
       for (int s = 0; s < SV; ++s)
         _mm512_mask_storeu_ps(o + 16 * s, vMask[s],
                               _mm512_mul_ps(_mm512_loadu_ps(au + 16 * s), inv));

@@ -16,6 +16,7 @@
 // The folds through kv_b keep the token block's accumulators in registers
 // and load each weight row once per block.
 #include "mla_attention.h"
+#include "../tls_pointer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -103,14 +104,16 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
   w.s.resize(size_t((kBlock + 3) * mPad));
   w.o.assign(size_t(M * R), 0.0f);
   w.stats.resize(size_t(3 * mPad));
-  float *mx = w.stats.data(), *sum = mx + mPad, *alpha = sum + mPad;
+  float *const wq = pinned(w.q.data()), *const wc = pinned(w.c.data()),
+              *const ws = pinned(w.s.data()), *const wo = pinned(w.o.data());
+  float *mx = pinned(w.stats.data()), *sum = mx + mPad, *alpha = sum + mPad;
   std::fill(mx, mx + mPad, -INFINITY);
   std::fill(sum, sum + mPad, 0.0f);
   // Query rows [q_lat | q_pe], zero padded (padding rows score 0, unused).
   for (int64_t i = 0; i < M; ++i) {
     const int64_t t = t0 + i / H, h = i % H;
-    std::memcpy(&w.q[size_t(i * dPad)], qLat + (t * H + h) * R, sizeof(float) * size_t(R));
-    std::memcpy(&w.q[size_t(i * dPad + R)], qPe + (t * H + h) * m.rope,
+    std::memcpy(&wq[size_t(i * dPad)], qLat + (t * H + h) * R, sizeof(float) * size_t(R));
+    std::memcpy(&wq[size_t(i * dPad + R)], qPe + (t * H + h) * m.rope,
                 sizeof(float) * size_t(m.rope));
   }
   // Token u sees positions below lastOf[u] (its own included).
@@ -132,7 +135,7 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
       const int64_t pos = j0 + b;
       const int64_t id = int64_t(blocks[pos / l.page]) * l.page + pos % l.page;
       const T *row = l.kRow<T>(id, 0);
-      float *cb = w.c.data() + b * dPad;
+      float *cb = wc + b * dPad;
       if constexpr (std::is_same_v<T, int8_t>) {
         const __m512 rs = _mm512_set1_ps(l.kScaleOf<T>(id, 0));
         for (int64_t d = 0; d < dPad; d += 16)
@@ -146,11 +149,11 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
     // accumulators (8 loads per 16 FMAs), one hsum16 tree for the 16 dots.
     // Positions past nb (up to 3) pair with zero rows (score 0, unused).
     const int64_t nb4 = (nb + 3) / 4 * 4;
-    std::fill(w.c.data() + nb * dPad, w.c.data() + nb4 * dPad, 0.0f);
+    std::fill(wc + nb * dPad, wc + nb4 * dPad, 0.0f);
     for (int64_t i0 = 0; i0 < mPad; i0 += 4) {
-      const float *q0 = w.q.data() + i0 * dPad;
+      const float *q0 = wq + i0 * dPad;
       for (int64_t b = 0; b < nb4; b += 4) {
-        const float *c0 = w.c.data() + b * dPad;
+        const float *c0 = wc + b * dPad;
         __m512 acc[16];
         for (int g = 0; g < 16; ++g)
           acc[g] = _mm512_setzero_ps();
@@ -166,23 +169,23 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
         }
         // Lanes 4r..4r+3: position b + r, query rows i0..i0+3.
         const __m512 sv = _mm512_mul_ps(hsum16(acc), vscale);
-        _mm_storeu_ps(w.s.data() + (b + 0) * mPad + i0, _mm512_extractf32x4_ps(sv, 0));
-        _mm_storeu_ps(w.s.data() + (b + 1) * mPad + i0, _mm512_extractf32x4_ps(sv, 1));
-        _mm_storeu_ps(w.s.data() + (b + 2) * mPad + i0, _mm512_extractf32x4_ps(sv, 2));
-        _mm_storeu_ps(w.s.data() + (b + 3) * mPad + i0, _mm512_extractf32x4_ps(sv, 3));
+        _mm_storeu_ps(ws + (b + 0) * mPad + i0, _mm512_extractf32x4_ps(sv, 0));
+        _mm_storeu_ps(ws + (b + 1) * mPad + i0, _mm512_extractf32x4_ps(sv, 1));
+        _mm_storeu_ps(ws + (b + 2) * mPad + i0, _mm512_extractf32x4_ps(sv, 2));
+        _mm_storeu_ps(ws + (b + 3) * mPad + i0, _mm512_extractf32x4_ps(sv, 3));
       }
     }
     // Positions past a token's own are not scores.
     for (int64_t u = 0; u < tq; ++u)
       for (int64_t b = std::max<int64_t>(0, lastOf[u] - j0); b < nb; ++b)
-        std::fill(w.s.data() + b * mPad + u * H, w.s.data() + b * mPad + (u + 1) * H,
+        std::fill(ws + b * mPad + u * H, ws + b * mPad + (u + 1) * H,
                   -INFINITY);
     // Online softmax, lane-parallel over query rows.
     for (int64_t i0 = 0; i0 < mPad; i0 += 16) {
       const __m512 mOld = _mm512_loadu_ps(mx + i0);
       __m512 mNew = mOld;
       for (int64_t b = 0; b < nb; ++b)
-        mNew = _mm512_max_ps(mNew, _mm512_loadu_ps(w.s.data() + b * mPad + i0));
+        mNew = _mm512_max_ps(mNew, _mm512_loadu_ps(ws + b * mPad + i0));
       // A row with no finite score yet keeps alpha 1 and p 0 (no NaN from
       // -inf - -inf).
       const __mmask16 live = _mm512_cmp_ps_mask(mNew, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
@@ -190,7 +193,7 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
                                             exp512(_mm512_sub_ps(mOld, mNew)));
       __m512 blockSum = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
-        float *sb = w.s.data() + b * mPad + i0;
+        float *sb = ws + b * mPad + i0;
         const __m512 p = _mm512_maskz_mov_ps(live, exp512(_mm512_sub_ps(_mm512_loadu_ps(sb), mNew)));
         _mm512_storeu_ps(sb, p);
         blockSum = _mm512_add_ps(blockSum, p);
@@ -206,12 +209,12 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
       for (int64_t i = 0; i < M; i += 4) {
         const int rows = int(std::min<int64_t>(4, M - i));
         if (full)
-          valueSlices<4>(w.c.data(), dPad, w.s.data(), mPad, nb, i, rows, col, alpha,
-                         w.o.data(), R);
+          valueSlices<4>(wc, dPad, ws, mPad, nb, i, rows, col, alpha,
+                         wo, R);
         else
           for (int64_t c = col; c < R; c += 16)
-            valueSlices<1>(w.c.data(), dPad, w.s.data(), mPad, nb, i, rows, c, alpha,
-                           w.o.data(), R);
+            valueSlices<1>(wc, dPad, ws, mPad, nb, i, rows, c, alpha,
+                           wo, R);
       }
     }
   }
@@ -219,7 +222,7 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
   const int64_t stride = mlaPartialFloats(m);
   for (int64_t u = 0; u < tq; ++u) {
     float *part = parts + u * stride;
-    std::memcpy(part, w.o.data() + u * H * R, sizeof(float) * size_t(H * R));
+    std::memcpy(part, wo + u * H * R, sizeof(float) * size_t(H * R));
     std::memcpy(part + H * R, mx + u * H, sizeof(float) * size_t(H));
     std::memcpy(part + H * R + H, sum + u * H, sizeof(float) * size_t(H));
   }
