@@ -1,7 +1,7 @@
 // Flash attention over bf16 dot products (AVX-512 BF16, `vdpbf16ps`) for
 // the extend blocks of a bf16 KV cache: the tokens of a block (consecutive
 // positions of one sequence) times the query heads of one KV head are the
-// rows; the cached positions stream through in blocks of 32 with an online
+// rows; the cached positions stream through in blocks of 64 with an online
 // softmax, so no score row of the whole context is ever stored.
 //
 // Why: the fp32 row-blocked kernel (attention_rows_avx512.cpp) tops out
@@ -10,8 +10,8 @@
 // 80% of a short prompt's tokens/s (bench/README.md "Long prompts").
 // `vdpbf16ps` does twice the multiply-adds of an fp32 FMA per instruction.
 //
-// Per block of 32 positions:
-// - K is packed once for every row: a transpose of its 32 rows into dk/2
+// Per block of 64 positions:
+// - K is packed once for every row: a transpose of its 64 rows into dk/2
 //   vectors of (k[2i], k[2i+1]) pairs by position, so one `vdpbf16ps` with
 //   a query pair broadcast adds a pair of dims to 16 positions' scores (no
 //   horizontal sums). Queries are scaled and rounded to bf16 once.
@@ -43,7 +43,12 @@ namespace hyrt::cpu {
 
 namespace {
 
-constexpr int64_t kBlock = 32; // positions per block
+// Positions per block: 64 halves the per-block costs (the online softmax's
+// maximum and rescale, each P x V call's accumulator loads and stores)
+// against 32 (hyc_extend_attention_bench: bench/README.md "Extend attention
+// in blocks of 64").
+constexpr int64_t kBlock = 64;
+constexpr int kQuarters = int(kBlock / 16); // 16-position vectors per block
 constexpr int kRows = 8;       // query rows per register block
 
 /// Transposes 16 x 16 dwords: rows in[i] (16 dwords each) into out[j]
@@ -89,10 +94,14 @@ struct Rows {
 /// Four rows' outputs, N accumulators of 16 dims from chunk c on: scaled
 /// by the rows' factors, plus their probability pairs times the packed V
 /// pairs. Rows from `real` on are tail copies: computed, not stored.
+/// Not inlined: inside attendBf16Dots GCC kept the caller's vector values
+/// live across this loop and spilled two of the four V vectors to the stack
+/// on every iteration; on its own the loop's 4 N + N + 1 registers fit.
 template <int N>
-inline void accumulatePv(float *o, const int64_t *rr, const uint32_t (*pr)[16], const float *corr,
-                         const uint32_t *vPack, int64_t pairs, int64_t dv, int64_t c,
-                         int64_t real) {
+__attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
+                                            const uint32_t (*pr)[kBlock / 2], const float *corr,
+                                            const uint32_t *vPack, int64_t pairs, int64_t dv,
+                                            int64_t c, int64_t real) {
   __m512 acc[4][N];
   for (int x = 0; x < 4; ++x)
     for (int y = 0; y < N; ++y)
@@ -111,6 +120,35 @@ inline void accumulatePv(float *o, const int64_t *rr, const uint32_t (*pr)[16], 
   for (int x = 0; x < 4 && x < real; ++x)
     for (int y = 0; y < N; ++y)
       _mm512_storeu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
+}
+
+/// Scores of four rows (query pairs at q + rr[x] * kp) against a packed K
+/// block, into s[x][position]: 4 x kQuarters accumulators, each packed K
+/// vector loaded once for the four rows and each query pair broadcast once
+/// for the block's kQuarters vectors. Not inlined, for the same reason as
+/// accumulatePv.
+__attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, int64_t kp,
+                                         const uint32_t *kPack, float (*s)[kBlock]) {
+  __m512 sc[4][kQuarters];
+  for (int x = 0; x < 4; ++x)
+    for (int y = 0; y < kQuarters; ++y)
+      sc[x][y] = _mm512_setzero_ps();
+  const uint32_t *qr[4];
+  for (int x = 0; x < 4; ++x)
+    qr[x] = q + rr[x] * kp;
+  for (int64_t i = 0; i < kp; ++i) {
+    __m512bh k[kQuarters];
+    for (int y = 0; y < kQuarters; ++y)
+      k[y] = (__m512bh)_mm512_load_si512(&kPack[i * kBlock + 16 * y]);
+    for (int x = 0; x < 4; ++x) {
+      const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(qr[x][i]));
+      for (int y = 0; y < kQuarters; ++y)
+        sc[x][y] = _mm512_dpbf16_ps(sc[x][y], qb, k[y]);
+    }
+  }
+  for (int x = 0; x < 4; ++x)
+    for (int y = 0; y < kQuarters; ++y)
+      _mm512_store_ps(&s[x][16 * y], sc[x][y]);
 }
 
 } // namespace
@@ -155,16 +193,16 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   // Packed blocks: K as [kp][32] pairs by position, V as [16 pairs][dv]
   // dwords (per 32 dims: 16 low-interleaved, then 16 high-interleaved).
   alignas(64) thread_local uint32_t tKPack[128 * kBlock];
-  alignas(64) thread_local uint32_t tVPack[16 * 256];
+  alignas(64) thread_local uint32_t tVPack[kBlock / 2 * 256];
   uint32_t *const kPack = pinned(tKPack), *const vPack = pinned(tVPack);
 
   for (int64_t jb = 0; jb < nMax; jb += kBlock) {
     const int64_t valid = std::min(kBlock, nMax - jb);
-    // Pack K: two halves of 16 positions, each dk / 32 transposes.
-    for (int half = 0; half < 2; ++half) {
+    // Pack K: kQuarters runs of 16 positions, each dk / 32 transposes.
+    for (int quarter = 0; quarter < kQuarters; ++quarter) {
       const uint32_t *kr[16];
       for (int i = 0; i < 16; ++i) {
-        const int64_t j = std::min(jb + half * 16 + i, nMax - 1); // repeat the last row
+        const int64_t j = std::min(jb + quarter * 16 + i, nMax - 1); // repeat the last row
         kr[i] = reinterpret_cast<const uint32_t *>(l.kRow<uint16_t>(rows[j], kvh));
       }
       for (int64_t c = 0; c < kp; c += 16) {
@@ -173,11 +211,11 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
           m[i] = _mm512_loadu_si512(kr[i] + c);
         transpose16(m);
         for (int i = 0; i < 16; ++i)
-          _mm512_store_si512(&kPack[(c + i) * kBlock + half * 16], m[i]);
+          _mm512_store_si512(&kPack[(c + i) * kBlock + quarter * 16], m[i]);
       }
     }
     // Pack V: position pairs (2a, 2a + 1), interleaved per dim.
-    for (int64_t a = 0; a < 16; ++a) {
+    for (int64_t a = 0; a < kBlock / 2; ++a) {
       const int64_t j0 = std::min(jb + 2 * a, nMax - 1), j1 = std::min(jb + 2 * a + 1, nMax - 1);
       const uint16_t *v0 = l.vRow<uint16_t>(rows[j0], kvh), *v1 = l.vRow<uint16_t>(rows[j1], kvh);
       for (int64_t c = 0; c < dv; c += 32) {
@@ -186,33 +224,25 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         _mm512_store_si512(&vPack[a * dv + c + 16], _mm512_unpackhi_epi16(x, y));
       }
     }
-    // Rows kRows at a time: 2 kRows independent dot-product chains (enough
-    // to cover vdpbf16ps' latency at two per cycle), and each packed K and
-    // V vector loaded once for all of them (a tail group repeats its last
-    // row and keeps nothing of the copies).
+    // Rows kRows at a time, as two groups of four for the scores (4 x
+    // kQuarters independent dot-product chains, enough to cover
+    // vdpbf16ps' latency at two per cycle) and for P x V, each packed K and
+    // V vector loaded once for a group (a tail group repeats its last row
+    // and keeps nothing of the copies).
     for (int64_t r0 = 0; r0 < count; r0 += kRows) {
       if (jb > lastOf(std::min(r0 + kRows - 1, count - 1)))
         continue; // last positions grow with r: every row of the group is past this block
       int64_t rr[kRows];
       for (int x = 0; x < kRows; ++x)
         rr[x] = std::min(r0 + x, count - 1);
-      __m512 sc[kRows][2];
-      for (int x = 0; x < kRows; ++x)
-        sc[x][0] = sc[x][1] = _mm512_setzero_ps();
-      for (int64_t i = 0; i < kp; ++i) {
-        const __m512bh k0 = (__m512bh)_mm512_load_si512(&kPack[i * kBlock]);
-        const __m512bh k1 = (__m512bh)_mm512_load_si512(&kPack[i * kBlock + 16]);
-        for (int x = 0; x < kRows; ++x) {
-          const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(Rq[size_t(rr[x] * kp + i)]));
-          sc[x][0] = _mm512_dpbf16_ps(sc[x][0], qb, k0);
-          sc[x][1] = _mm512_dpbf16_ps(sc[x][1], qb, k1);
-        }
-      }
+      alignas(64) float sc[kRows][kBlock];
+      for (int x0 = 0; x0 < kRows; x0 += 4)
+        scoreRows(Rq, rr + x0, kp, kPack, sc + x0);
       // Online softmax per row; a row past this block (or a tail copy)
       // adds nothing: probabilities 0, its output kept (factor 1). The
       // rows' maxima first, then one exp for all their rescaling factors
       // (0 at a row's first block: its old maximum is -inf).
-      alignas(64) uint32_t pr[kRows][16];
+      alignas(64) uint32_t pr[kRows][kBlock / 2];
       alignas(64) float mOld[16], mNew[16], corr[16];
       bool live[kRows];
       int64_t pairs = 0;
@@ -227,29 +257,38 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         // padding) take no weight.
         const int64_t visible = std::min(valid, last - jb + 1);
         pairs = std::max(pairs, (visible + 1) / 2);
-        sc[x][0] = _mm512_mask_mov_ps(ninf, tailMask(visible), sc[x][0]);
-        sc[x][1] = _mm512_mask_mov_ps(ninf, tailMask(visible - 16), sc[x][1]);
+        __m512 vmax = ninf;
+        for (int y = 0; y < kQuarters; ++y) {
+          const __m512 v = _mm512_mask_mov_ps(ninf, tailMask(visible - 16 * y),
+                                              _mm512_load_ps(&sc[x][16 * y]));
+          _mm512_store_ps(&sc[x][16 * y], v);
+          vmax = _mm512_max_ps(vmax, v);
+        }
         mOld[x] = Rm[size_t(r)];
-        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(_mm512_max_ps(sc[x][0], sc[x][1])));
+        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(vmax));
       }
       for (int x = kRows; x < 16; ++x)
         mOld[x] = mNew[x] = 0.0f;
       _mm512_store_ps(corr, expForBf16(_mm512_sub_ps(_mm512_load_ps(mOld), _mm512_load_ps(mNew))));
       for (int x = 0; x < kRows; ++x) {
         if (!live[x]) {
-          std::fill(pr[x], pr[x] + 16, 0u);
+          std::fill(pr[x], pr[x] + kBlock / 2, 0u);
           continue;
         }
         const int64_t r = rr[x];
         const __m512 vm = _mm512_set1_ps(mNew[x]);
-        const __m512 e0 = expForBf16(_mm512_sub_ps(sc[x][0], vm));
-        const __m512 e1 = expForBf16(_mm512_sub_ps(sc[x][1], vm));
+        __m512 sum = _mm512_setzero_ps();
+        for (int y = 0; y < kQuarters; y += 2) {
+          const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_load_ps(&sc[x][16 * y]), vm));
+          const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_load_ps(&sc[x][16 * y + 16]), vm));
+          sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+          // 16 position pairs: positions 16 y .. 16 y + 31.
+          _mm512_store_si512(&pr[x][8 * y], (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+        }
         // The row's sum stays 16 partial sums until the end.
         float *lr = &Rl[size_t(r * 16)];
-        _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]),
-                                             _mm512_add_ps(e0, e1)));
+        _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]), sum));
         Rm[size_t(r)] = mNew[x];
-        _mm512_store_si512(pr[x], (__m512i)_mm512_cvtne2ps_pbh(e1, e0)); // 16 position pairs
       }
       // Output += P x V: four rows x four accumulators of 16 dims at a time
       // (each packed V vector and probability pair loaded once for four
