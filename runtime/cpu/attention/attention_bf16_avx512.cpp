@@ -38,6 +38,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
 
 #include "../vec_avx512.h"
+#include "int8_rows_bf16.h"
 
 namespace hyrt::cpu {
 
@@ -190,21 +191,39 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       }
     }
 
-  // Packed blocks: K as [kp][32] pairs by position, V as [16 pairs][dv]
+  // Packed blocks: K as [kp][64] pairs by position, V as [32 pairs][dv]
   // dwords (per 32 dims: 16 low-interleaved, then 16 high-interleaved).
   alignas(64) thread_local uint32_t tKPack[128 * kBlock];
   alignas(64) thread_local uint32_t tVPack[kBlock / 2 * 256];
   uint32_t *const kPack = pinned(tKPack), *const vPack = pinned(tVPack);
+  // An int8 cache's block rows widened to bf16 codes, and their scales
+  // (int8_rows_bf16.h): keys' scales multiply the scores, values' scales
+  // the probabilities.
+  const bool int8 = l.int8;
+  alignas(64) thread_local uint16_t tKWide[kBlock * 256], tVWide[kBlock * 256];
+  uint16_t *const kWide = pinned(tKWide), *const vWide = pinned(tVWide);
+  alignas(64) float kScales[kBlock], vScales[kBlock];
+  const uint16_t *kRowOf[kBlock], *vRowOf[kBlock];
 
   for (int64_t jb = 0; jb < nMax; jb += kBlock) {
     const int64_t valid = std::min(kBlock, nMax - jb);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      const int64_t row = rows[std::min(jb + i, nMax - 1)]; // the padding repeats the last row
+      if (int8) {
+        int8RowToBf16(l.kRow<int8_t>(row, kvh), kWide + i * dk, dk);
+        int8RowToBf16(l.vRow<int8_t>(row, kvh), vWide + i * dv, dv);
+        kScales[i] = l.kScaleOf<int8_t>(row, kvh);
+        vScales[i] = l.vScaleOf<int8_t>(row, kvh);
+        kRowOf[i] = kWide + i * dk, vRowOf[i] = vWide + i * dv;
+      } else {
+        kRowOf[i] = l.kRow<uint16_t>(row, kvh), vRowOf[i] = l.vRow<uint16_t>(row, kvh);
+      }
+    }
     // Pack K: kQuarters runs of 16 positions, each dk / 32 transposes.
     for (int quarter = 0; quarter < kQuarters; ++quarter) {
       const uint32_t *kr[16];
-      for (int i = 0; i < 16; ++i) {
-        const int64_t j = std::min(jb + quarter * 16 + i, nMax - 1); // repeat the last row
-        kr[i] = reinterpret_cast<const uint32_t *>(l.kRow<uint16_t>(rows[j], kvh));
-      }
+      for (int i = 0; i < 16; ++i)
+        kr[i] = reinterpret_cast<const uint32_t *>(kRowOf[quarter * 16 + i]);
       for (int64_t c = 0; c < kp; c += 16) {
         __m512i m[16];
         for (int i = 0; i < 16; ++i)
@@ -216,8 +235,7 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
     }
     // Pack V: position pairs (2a, 2a + 1), interleaved per dim.
     for (int64_t a = 0; a < kBlock / 2; ++a) {
-      const int64_t j0 = std::min(jb + 2 * a, nMax - 1), j1 = std::min(jb + 2 * a + 1, nMax - 1);
-      const uint16_t *v0 = l.vRow<uint16_t>(rows[j0], kvh), *v1 = l.vRow<uint16_t>(rows[j1], kvh);
+      const uint16_t *v0 = vRowOf[2 * a], *v1 = vRowOf[2 * a + 1];
       for (int64_t c = 0; c < dv; c += 32) {
         const __m512i x = _mm512_loadu_si512(v0 + c), y = _mm512_loadu_si512(v1 + c);
         _mm512_store_si512(&vPack[a * dv + c], _mm512_unpacklo_epi16(x, y));
@@ -259,8 +277,10 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         pairs = std::max(pairs, (visible + 1) / 2);
         __m512 vmax = ninf;
         for (int y = 0; y < kQuarters; ++y) {
-          const __m512 v = _mm512_mask_mov_ps(ninf, tailMask(visible - 16 * y),
-                                              _mm512_load_ps(&sc[x][16 * y]));
+          __m512 v = _mm512_load_ps(&sc[x][16 * y]);
+          if (int8)
+            v = _mm512_mul_ps(v, _mm512_load_ps(kScales + 16 * y));
+          v = _mm512_mask_mov_ps(ninf, tailMask(visible - 16 * y), v);
           _mm512_store_ps(&sc[x][16 * y], v);
           vmax = _mm512_max_ps(vmax, v);
         }
@@ -282,8 +302,13 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
           const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_load_ps(&sc[x][16 * y]), vm));
           const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_load_ps(&sc[x][16 * y + 16]), vm));
           sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-          // 16 position pairs: positions 16 y .. 16 y + 31.
-          _mm512_store_si512(&pr[x][8 * y], (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+          // 16 position pairs: positions 16 y .. 16 y + 31 (int8 values:
+          // weighted by their rows' scales; the sum keeps the plain ones).
+          const __m512bh p = int8 ? _mm512_cvtne2ps_pbh(
+                                        _mm512_mul_ps(e1, _mm512_load_ps(vScales + 16 * y + 16)),
+                                        _mm512_mul_ps(e0, _mm512_load_ps(vScales + 16 * y)))
+                                  : _mm512_cvtne2ps_pbh(e1, e0);
+          _mm512_store_si512(&pr[x][8 * y], (__m512i)p);
         }
         // The row's sum stays 16 partial sums until the end.
         float *lr = &Rl[size_t(r * 16)];

@@ -42,6 +42,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
 
 #include "../vec_avx512.h"
+#include "int8_rows_bf16.h"
 
 namespace hyrt::cpu {
 
@@ -58,18 +59,20 @@ inline void prefetchLines(const void *p, int64_t bytes) {
     _mm_prefetch(static_cast<const char *>(p) + b, _MM_HINT_T0);
 }
 
-/// Value pass over position pairs [a0, a1) of the block starting at
-/// `rowsOf` (pair a: positions 2a, 2a + 1 of it) for heads h0 .. h0 + HB - 1
-/// (clamped to the group: extra heads are computed and not kept) and NCH
-/// chunks of 16 (permuted) dims from chunk c0 on; accumulators in `acc`
-/// ([head][dv], permuted), probability pairs in `pairs` ([head][pairStride]).
+/// Value pass over position pairs [0, a1) of a block whose bf16 value rows
+/// are vr[] (pair a: rows 2a, 2a + 1; the caller repeats the last row past
+/// the block's end) for heads h0 .. h0 + HB - 1 (clamped to the group G:
+/// extra heads are computed and not kept) and NCH chunks of 16 (permuted)
+/// dims from chunk c0 on; accumulators in `acc` ([head][dv], permuted),
+/// probability pairs in `pairs` ([head][pairStride]). Two of the
+/// `prefetchCount` rows at `prefetch` (`rowBytes` each) are prefetched per
+/// pair.
 template <int HB, int NCH>
-void valuePass(const LayerView &l, int64_t kvh, const int64_t *rowsOf, int64_t a0, int64_t a1,
-               int64_t last, const uint32_t *pairs, int64_t pairStride, int64_t pairBase,
-               int64_t h0, int64_t c0, float *acc, const int64_t *prefetchRows,
-               int64_t prefetchCount) {
+void valuePass(int64_t G, int64_t dv, const uint16_t *const *vr, int64_t a1,
+               const uint32_t *pairs, int64_t pairStride, int64_t pairBase, int64_t h0,
+               int64_t c0, float *acc, const void *const *prefetch, int64_t prefetchCount,
+               int64_t rowBytes) {
   static_assert(NCH % 2 == 0, "chunks come in low/high pairs of a 32-dim interleave");
-  const int64_t G = l.group, dv = l.dv;
   int64_t hs[HB];
   for (int x = 0; x < HB; ++x)
     hs[x] = std::min(h0 + x, G - 1);
@@ -77,16 +80,13 @@ void valuePass(const LayerView &l, int64_t kvh, const int64_t *rowsOf, int64_t a
   for (int x = 0; x < HB; ++x)
     for (int y = 0; y < NCH; ++y)
       a[x][y] = _mm512_loadu_ps(acc + hs[x] * dv + (c0 + y) * 16);
-  for (int64_t p = a0; p < a1; ++p) {
-    if (prefetchRows && 2 * (p - a0) < prefetchCount) {
-      const int64_t i = 2 * (p - a0);
-      prefetchLines(l.vRow<uint16_t>(prefetchRows[i], kvh), dv * 2);
-      if (i + 1 < prefetchCount)
-        prefetchLines(l.vRow<uint16_t>(prefetchRows[i + 1], kvh), dv * 2);
+  for (int64_t p = 0; p < a1; ++p) {
+    if (2 * p < prefetchCount) {
+      prefetchLines(prefetch[2 * p], rowBytes);
+      if (2 * p + 1 < prefetchCount)
+        prefetchLines(prefetch[2 * p + 1], rowBytes);
     }
-    const int64_t j0 = std::min(2 * p, last), j1 = std::min(2 * p + 1, last);
-    const uint16_t *v0 = l.vRow<uint16_t>(rowsOf[j0], kvh) + c0 * 16;
-    const uint16_t *v1 = l.vRow<uint16_t>(rowsOf[j1], kvh) + c0 * 16;
+    const uint16_t *v0 = vr[2 * p] + c0 * 16, *v1 = vr[2 * p + 1] + c0 * 16;
     __m512bh v[NCH];
     for (int y = 0; y < NCH; y += 2) {
       const __m512i x0 = _mm512_loadu_si512(v0 + y * 16), x1 = _mm512_loadu_si512(v1 + y * 16);
@@ -105,9 +105,9 @@ void valuePass(const LayerView &l, int64_t kvh, const int64_t *rowsOf, int64_t a
       _mm512_storeu_ps(acc + hs[x] * dv + (c0 + y) * 16, a[x][y]);
 }
 
-using ValuePassFn = void (*)(const LayerView &, int64_t, const int64_t *, int64_t, int64_t,
-                             int64_t, const uint32_t *, int64_t, int64_t, int64_t, int64_t,
-                             float *, const int64_t *, int64_t);
+using ValuePassFn = void (*)(int64_t, int64_t, const uint16_t *const *, int64_t,
+                             const uint32_t *, int64_t, int64_t, int64_t, int64_t, float *,
+                             const void *const *, int64_t, int64_t);
 
 /// Up to 16 accumulators: NCH, the largest of 16, 8, 4, 2 dividing dv / 16,
 /// and HB heads per pass as many as fit beside them (at most the group).
@@ -172,6 +172,11 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   // follow, rather than one 4 KB run per page and head.
   scoreBuf.resize(size_t(H * G * padded));
   float *const scores = pinned(scoreBuf.data());
+  // An int8 cache's rows widened to bf16 codes per block (int8_rows_bf16.h):
+  // the keys' scales multiply the scores, the values' the probabilities.
+  const bool int8 = l.int8;
+  alignas(64) thread_local uint16_t tWide[kValueBlock * 256];
+  uint16_t *const wide = pinned(tWide);
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   for (int64_t jb = 0; jb < padded; jb += kKeyBlock) {
     const int64_t valid = std::min(kKeyBlock, count - jb);
@@ -183,10 +188,21 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     for (int64_t x = 0; x < H; ++x) {
       const int64_t kvh = kvh0 + x;
       for (int64_t r = jb + kAhead; r < jb + kAhead + kKeyBlock && r < count; ++r)
-        prefetchLines(l.kRow<uint16_t>(rows[r], kvh), dk * 2);
+        prefetchLines(int8 ? static_cast<const void *>(l.kRow<int8_t>(rows[r], kvh))
+                           : static_cast<const void *>(l.kRow<uint16_t>(rows[r], kvh)),
+                      int8 ? dk : dk * 2);
       const uint16_t *kr[kKeyBlock];
-      for (int r = 0; r < kKeyBlock; ++r)
-        kr[r] = l.kRow<uint16_t>(rows[std::min(jb + r, last)], kvh); // the tail repeats the last
+      alignas(64) float kScales[kKeyBlock];
+      for (int r = 0; r < kKeyBlock; ++r) {
+        const int64_t row = rows[std::min(jb + r, last)]; // the tail repeats the last
+        if (int8) {
+          int8RowToBf16(l.kRow<int8_t>(row, kvh), wide + r * dk, dk);
+          kScales[r] = l.kScaleOf<int8_t>(row, kvh);
+          kr[r] = wide + r * dk;
+        } else {
+          kr[r] = l.kRow<uint16_t>(row, kvh);
+        }
+      }
       for (int64_t h = x * G; h < (x + 1) * G; ++h) {
         const uint32_t *qh = &qs[size_t(h * kp)];
         __m512 acc[kKeyBlock];
@@ -197,8 +213,8 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
           for (int r = 0; r < kKeyBlock; ++r)
             acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
         }
-        _mm512_storeu_ps(scores + h * padded + jb,
-                         _mm512_mask_mov_ps(ninf, tailMask(valid), hsum16(acc)));
+        const __m512 sums = int8 ? _mm512_mul_ps(hsum16(acc), _mm512_load_ps(kScales)) : hsum16(acc);
+        _mm512_storeu_ps(scores + h * padded + jb, _mm512_mask_mov_ps(ninf, tailMask(valid), sums));
       }
     }
   }
@@ -210,8 +226,17 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   maxBuf.resize(size_t(H * G));
   uint32_t *const pairsAll = pinned(pairBuf.data());
   float *const sums = pinned(sumBuf.data()), *const maxima = pinned(maxBuf.data());
+  thread_local std::vector<float> vScaleBuf; // int8: [kv head][padded], 1 past the end
+  if (int8) {
+    vScaleBuf.assign(size_t(H * padded), 1.0f);
+    for (int64_t x = 0; x < H; ++x)
+      for (int64_t j = 0; j < count; ++j)
+        vScaleBuf[size_t(x * padded + j)] = l.vScaleOf<int8_t>(rows[j], kvh0 + x);
+  }
+  const float *const vScales = pinned(vScaleBuf.data());
   for (int64_t h = 0; h < H * G; ++h) {
     float *s = scores + h * padded;
+    const float *vs = vScales + (h / G) * padded;
     __m512 vmax = ninf;
     for (int64_t j = 0; j < padded; j += 16)
       vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + j));
@@ -222,8 +247,12 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
       const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), vm));
       vsum = _mm512_add_ps(vsum, _mm512_add_ps(e0, e1));
-      _mm512_storeu_si512(&pairsAll[size_t(h * pairStride + j / 2)],
-                          (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+      // int8 values: weighted by their rows' scales; the sum keeps the plain ones.
+      const __m512bh p =
+          int8 ? _mm512_cvtne2ps_pbh(_mm512_mul_ps(e1, _mm512_loadu_ps(vs + j + 16)),
+                                     _mm512_mul_ps(e0, _mm512_loadu_ps(vs + j)))
+               : _mm512_cvtne2ps_pbh(e1, e0);
+      _mm512_storeu_si512(&pairsAll[size_t(h * pairStride + j / 2)], (__m512i)p);
     }
     maxima[size_t(h)] = m;
     sums[size_t(h)] = _mm512_reduce_add_ps(vsum);
@@ -240,12 +269,26 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
     const int64_t pairsIn = (std::min(kValueBlock, count - jb) + 1) / 2;
     const int64_t next = jb + kValueBlock, nextCount = std::clamp(count - next, int64_t(0), kValueBlock);
     for (int64_t x = 0; x < H; ++x) {
+      const int64_t kvh = kvh0 + x;
+      const uint16_t *vr[kValueBlock];
+      const void *prefetch[kValueBlock];
+      for (int64_t i = 0; i < 2 * pairsIn; ++i) {
+        const int64_t row = rows[std::min(jb + i, last)]; // the tail repeats the last
+        if (int8) {
+          int8RowToBf16(l.vRow<int8_t>(row, kvh), wide + i * dv, dv);
+          vr[i] = wide + i * dv;
+        } else {
+          vr[i] = l.vRow<uint16_t>(row, kvh);
+        }
+      }
+      for (int64_t i = 0; i < nextCount; ++i)
+        prefetch[i] = int8 ? static_cast<const void *>(l.vRow<int8_t>(rows[next + i], kvh))
+                           : static_cast<const void *>(l.vRow<uint16_t>(rows[next + i], kvh));
       bool first = true;
       for (int64_t h0 = 0; h0 < G; h0 += hb)
         for (int64_t c0 = 0; c0 < dv / 16; c0 += nch) {
-          pass(l, kvh0 + x, rows + jb, 0, pairsIn, last - jb, pairsAll + x * G * pairStride,
-               pairStride, jb / 2, h0, c0, accAll + x * G * dv,
-               first && nextCount > 0 ? rows + next : nullptr, nextCount);
+          pass(G, dv, vr, pairsIn, pairsAll + x * G * pairStride, pairStride, jb / 2, h0, c0,
+               accAll + x * G * dv, prefetch, first ? nextCount : 0, int8 ? dv : 2 * dv);
           first = false;
         }
     }

@@ -164,11 +164,13 @@ extern template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerV
                                               int64_t, int64_t, float *, float *,
                                               const KvSplit *);
 
-/// Whether extend blocks of this layer take the bf16 dot-product kernel
-/// below: a bf16 cache, dk and dv multiples of 32 up to 256, a host with
-/// AVX-512 BF16, and no test pinning the fp32 kernel (fp32AttentionOnly).
+/// Whether this layer's attention takes the bf16 dot-product kernels below:
+/// a bf16 cache, or an int8 one (its codes are exact in bf16, its scales
+/// applied to the scores and probabilities: int8_rows_bf16.h), dk and dv
+/// multiples of 32 up to 256, a host with AVX-512 BF16, and no test
+/// pinning the fp32 kernel (fp32AttentionOnly).
 inline bool bf16DotsApply(const LayerView &l) {
-  return l.bf16 && l.dk % 32 == 0 && l.dv % 32 == 0 && l.dk > 0 && l.dv > 0 && l.dk <= 256 &&
+  return (l.bf16 || (l.int8 && l.v && l.vScale)) && l.dk % 32 == 0 && l.dv % 32 == 0 && l.dk > 0 && l.dv > 0 && l.dk <= 256 &&
          l.dv <= 256 && hostHasAvx512Bf16() && !fp32AttentionOnly();
 }
 

@@ -132,6 +132,15 @@ struct Step {
   }
 };
 
+/// Keeps the int8 cache on the fp32 kernels while alive (hosts with AVX-512
+/// BF16 otherwise take the bf16 dot-product kernels for head dims that are
+/// multiples of 32: CpuPagedAttentionInt8Bf16Dots below), so that the fp32
+/// kernels, which hosts without it run, stay checked to their tolerance.
+struct PinFp32Kernels {
+  PinFp32Kernels() { hyrt::cpu::fp32AttentionOnly() = true; }
+  ~PinFp32Kernels() { hyrt::cpu::fp32AttentionOnly() = false; }
+};
+
 std::vector<float> randomQueries(int64_t n, std::mt19937 &rng) {
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> q(static_cast<size_t>(n));
@@ -167,6 +176,7 @@ protected:
 };
 
 TEST_P(CpuPagedAttentionInt8, MatchesReferenceOnDequantizedRows) {
+  const PinFp32Kernels pin;
   const auto [dk, dv] = std::get<0>(GetParam());
   const int64_t pages = 24, pageSize = 3, kvHeads = 2, heads = 6, maxPages = 10;
   std::mt19937 rng(7);
@@ -196,6 +206,7 @@ INSTANTIATE_TEST_SUITE_P(
 // and off the 16-lane grid (masked int8 loads), decode tokens and an
 // extend block whose key/value rows are widened once for 8 tokens.
 TEST(CpuPagedAttentionInt8Rows, EveryGroupAndValueWidthMatchesReference) {
+  const PinFp32Kernels pin;
   if (!hostHasRowsKernel())
     GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the row-blocked kernel cannot run";
   const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
@@ -225,6 +236,7 @@ TEST(CpuPagedAttentionInt8Rows, EveryGroupAndValueWidthMatchesReference) {
 // Flash decoding over an int8 cache: positions 1500 and 300 split into KV
 // ranges (partials merged), against the reference on the dequantized rows.
 TEST(CpuPagedAttentionInt8Splits, SplitDecodeMatchesReference) {
+  const PinFp32Kernels pin;
   if (!hostHasRowsKernel())
     GTEST_SKIP() << "no AVX-512F/BW/VL on this host: splits run on the row-blocked kernel only";
   const int64_t pageSize = 16, kvHeads = 2, maxPages = 100, pages = 2 * maxPages;
@@ -237,12 +249,82 @@ TEST(CpuPagedAttentionInt8Splits, SplitDecodeMatchesReference) {
   expectMatchesDequantReference(c, decode, 8, 0.125f, 8, rng, "split decode");
 }
 
+// The bf16 dot-product kernels over an int8 cache (hosts with AVX-512 BF16,
+// head dims multiples of 32): the codes widened to bf16 exactly, the keys'
+// scales applied to the scores, the values' to the probabilities before
+// their rounding. The bound of attention_bf16_test.cpp holds with the
+// dequantized rows: per (token, head) with scaled query qs, E = 2^-9
+// max_j sum_d |qs_d| |k_jd| and V = max |v| over the dequantized values,
+//   |got - reference| <= V (e^(2E) - 1 + 2^-9) + 1e-5 (1 + |reference|).
+// Rows of very different scales (Int8Layer: every third row 100x smaller)
+// make a scale dropped or applied to the wrong row fail it by far. Decode
+// tokens (whole, and split into ranges over several KV heads) and extend
+// blocks across the kernel's 64-position blocks.
+TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) {
+  if (!hyrt::cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 on this host: an int8 cache runs the fp32 kernels "
+                    "(the tests above)";
+  const int64_t pageSize = 16, maxPages = 100, pages = 2 * maxPages;
+  std::mt19937 rng(17);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[size_t(i)] = int32_t((i * 37 + 11) % pages);
+  std::vector<int32_t> extendPos, extendSeq;
+  for (int32_t p = 40; p < 150; ++p)
+    extendPos.push_back(p), extendSeq.push_back(0);
+  struct Shape {
+    int64_t group, kvHeads, dk, dv;
+  };
+  for (const Shape &sh : {Shape{1, 2, 32, 32}, Shape{4, 2, 64, 64}, Shape{8, 3, 128, 128},
+                          Shape{2, 1, 64, 96}}) {
+    Int8Layer c(pages, pageSize, sh.kvHeads, sh.dk, sh.dv, rng, 2.0f);
+    float kMax = 0, vMax = 0;
+    for (float x : c.kDeq)
+      kMax = std::max(kMax, std::fabs(x));
+    for (float x : c.vDeq)
+      vMax = std::max(vMax, std::fabs(x));
+    const int64_t heads = sh.group * sh.kvHeads;
+    const float scale = 0.125f;
+    Step decode({1500, 300, 7}, {0, 1, 1}, blocks, maxPages);
+    Step extend(extendPos, extendSeq, blocks, maxPages);
+    for (auto [step, splits] : {std::pair{&decode, int64_t(1)}, std::pair{&decode, int64_t(3)},
+                                std::pair{&extend, int64_t(1)}}) {
+      const int64_t T = int64_t(step->positions.size());
+      std::vector<float> q = randomQueries(T * heads * sh.dk, rng);
+      std::vector<float> want(size_t(T * heads * sh.dv)), got(want.size(), -7.0f);
+      hyrt_ref_paged_attention(&c.dequant, &step->abi, 0, q.data(), heads, scale, want.data());
+      hyrt_cpu_paged_attention(&c.int8, &step->abi, 0, q.data(), heads, scale, got.data(),
+                               splits);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < heads; ++h) {
+          double q1 = 0;
+          for (int64_t i = 0; i < sh.dk; ++i)
+            q1 += std::fabs(double(scale) * q[size_t((t * heads + h) * sh.dk + i)]);
+          const double E = std::ldexp(q1 * kMax, -9);
+          const double bound = vMax * (std::expm1(2 * E) + std::ldexp(1.0, -9));
+          for (int64_t i = 0; i < sh.dv; ++i) {
+            const size_t e = size_t((t * heads + h) * sh.dv + i);
+            ASSERT_NEAR(got[e], want[e], bound + 1e-5 * (1 + std::fabs(want[e])))
+                << "group " << sh.group << ", " << sh.kvHeads << " KV heads, dk " << sh.dk
+                << " dv " << sh.dv << ", " << T << " tokens, " << splits << " splits: token "
+                << t << " (position " << step->positions[size_t(t)] << "), head " << h
+                << ", dim " << i;
+          }
+        }
+    }
+  }
+}
+
 // Against the unquantized cache. Per head, with scores perturbed by at most
 // delta each (|q|_1 * scale * max_j s_k[j] / 2) and values by at most
 // max_j s_v[j] / 2 per element, the softmax weights move by at most
 // e^(2 delta) - 1 in L1, so
 //   |o_int8 - o| <= max_j s_v[j] / 2 + (e^(2 delta) - 1) max |v|
-// (plus fp32 accumulation). Checked for every output, on both bodies.
+// (plus fp32 accumulation). On hosts with AVX-512 BF16 the native body is
+// the bf16 dot-product kernel, whose own rounding (queries and weighted
+// probabilities to bf16) adds at most V' (e^(2E) - 1 + 2^-9), with V' and
+// E those of CpuPagedAttentionInt8Bf16Dots below. Checked for every output,
+// on both bodies.
 TEST(CpuPagedAttentionInt8, WithinTheQuantizationBoundOfTheExactCache) {
   for (bool portable : {false, true}) {
     hyrt::cpu::portableOnly() = portable;
@@ -261,16 +343,23 @@ TEST(CpuPagedAttentionInt8, WithinTheQuantizationBoundOfTheExactCache) {
     hyrt_cpu_paged_attention(&c.int8, &s.abi, 0, q.data(), heads, scale, got.data(), 1);
     const float maxSk = *std::max_element(c.kS.begin(), c.kS.end());
     const float maxSv = *std::max_element(c.vS.begin(), c.vS.end());
-    float maxV = 0;
+    float maxV = 0, maxVq = 0, maxKq = 0;
     for (float v : c.vF)
       maxV = std::max(maxV, std::fabs(v));
+    for (float v : c.vDeq)
+      maxVq = std::max(maxVq, std::fabs(v));
+    for (float k : c.kDeq)
+      maxKq = std::max(maxKq, std::fabs(k));
+    const bool bf16Dots = hyrt::cpu::hostHasAvx512Bf16(); // dk, dv = 32: on its grid
     for (int64_t t = 0; t < 3; ++t)
       for (int64_t h = 0; h < heads; ++h) {
         double q1 = 0;
         for (int64_t i = 0; i < dk; ++i)
           q1 += std::fabs(q[size_t((t * heads + h) * dk + i)]);
         const double delta = q1 * scale * maxSk / 2;
-        const double bound = maxSv / 2 + std::expm1(2 * delta) * maxV + 1e-5;
+        const double E = std::ldexp(q1 * scale * maxKq, -9);
+        const double bound = maxSv / 2 + std::expm1(2 * delta) * maxV + 1e-5 +
+                             (bf16Dots ? maxVq * (std::expm1(2 * E) + std::ldexp(1.0, -9)) : 0);
         for (int64_t i = 0; i < dv; ++i) {
           const size_t e = size_t((t * heads + h) * dv + i);
           ASSERT_LE(std::fabs(got[e] - exact[e]), bound)
@@ -284,6 +373,7 @@ TEST(CpuPagedAttentionInt8, WithinTheQuantizationBoundOfTheExactCache) {
 // The fused decode append writes the same codes and scales as the
 // reference append (one quantizer), then attends over them.
 TEST(CpuPagedAttentionInt8, FusedAppendWritesTheReferenceCodes) {
+  const PinFp32Kernels pin;
   for (bool portable : {false, true}) {
     hyrt::cpu::portableOnly() = portable;
     const int64_t pages = 12, pageSize = 4, kvHeads = 2, heads = 8, dk = 64, dv = 64,
