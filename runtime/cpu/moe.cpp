@@ -4,6 +4,8 @@
 // The expert GEMMs between permute and combine are grouped brgemm drivers
 // (gemm.cpp).
 #include "hyrt/cpu_kernels.h"
+#include "host_isa.h"
+#include "moe_rows.h"
 #include "thread_pool.h"
 
 #include "../reference/moe_route.h"
@@ -77,7 +79,14 @@ extern "C" void hyrt_cpu_moe_unpermute_add(const float *y, const int32_t *rows,
   for (int64_t r = 0; r < pairs; ++r)
     if (rows[r] >= 0 && rows[r] < pairs)
       rowOfPair[rows[r]] = r;
+  const bool avx512 = hyrt::cpu::hostHasAvx512();
   parallelRows(num_tokens, top_k * dim, [&](int64_t t) {
+    if (avx512) {
+      hyrt::cpu::unpermuteAddRowAvx512(y, rowOfPair.data() + t * top_k, weights + t * top_k,
+                                       top_k, dim, add0 ? add0 + t * dim : nullptr,
+                                       add1 ? add1 + t * dim : nullptr, out + t * dim);
+      return;
+    }
     // The reference's sums: slot order, in double, rounded to fp32 before
     // the addends. Chunks of 256 keep the double accumulators on the stack.
     constexpr int64_t kChunk = 256;

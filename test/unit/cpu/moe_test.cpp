@@ -16,6 +16,7 @@
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/gemm_layout.h"
 #include "hyrt/reference.h"
+#include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
 #include "test/unit/runtime/ref_test_util.h"
 
@@ -358,6 +359,55 @@ TEST(CpuMoe, F32LayerMatchesReference) {
     GTEST_SKIP() << "host lacks AVX-512";
   for (const MoeCase &c : kCases)
     runCase(HYRT_GEMM_F32, c);
+}
+
+// The combine alone, on both bodies (the AVX-512 one where the host has it,
+// the portable one always): the reference's output bit for bit, for a row
+// width on the 16-lane grid and one off it (masked tail), slots dropped
+// (another expert-parallel rank's: row -1), no addend, one, and two. The
+// values span many binades, so a sum in another order or in fp32 would
+// round differently somewhere in these 37 x 8 x 2077 terms.
+TEST(CpuMoe, CombineEqualsTheReferenceBitForBitOnEveryBody) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> d(-1, 1), e(-20, 20);
+  const int64_t T = 37, topK = 8;
+  for (int64_t dim : {int64_t(2048), int64_t(2077)}) {
+    const int64_t pairs = T * topK;
+    std::vector<float> y(static_cast<size_t>(pairs * dim)), w(static_cast<size_t>(pairs)),
+        a0(static_cast<size_t>(T * dim)), a1(static_cast<size_t>(T * dim));
+    for (float &x : y)
+      x = d(rng) * std::exp2(e(rng));
+    for (float &x : w)
+      x = d(rng);
+    for (float &x : a0)
+      x = d(rng);
+    for (float &x : a1)
+      x = d(rng) * 1e-3f;
+    // rows: the permuted order (pair r of the expert-sorted rows is pair
+    // rows[r]); every 7th pair dropped.
+    std::vector<int32_t> rows(static_cast<size_t>(pairs));
+    for (int64_t r = 0; r < pairs; ++r)
+      rows[size_t(r)] = int32_t((r * 101 + 3) % pairs);
+    for (int64_t r = 0; r < pairs; r += 7)
+      rows[size_t(r)] = -1;
+    for (int addends = 0; addends <= 2; ++addends) {
+      const float *add0 = addends >= 1 ? a0.data() : nullptr;
+      const float *add1 = addends >= 2 ? a1.data() : nullptr;
+      std::vector<float> want(static_cast<size_t>(T * dim));
+      hyrt_ref_moe_unpermute_add(y.data(), rows.data(), w.data(), T, topK, dim, add0, add1,
+                                 want.data());
+      for (bool portable : {false, true}) {
+        hyrt::cpu::portableOnly() = portable;
+        std::vector<float> got(want.size(), -7.0f);
+        hyrt_cpu_moe_unpermute_add(y.data(), rows.data(), w.data(), T, topK, dim, add0, add1,
+                                   got.data());
+        hyrt::cpu::portableOnly() = false;
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << (portable ? "portable" : "host's best") << " body, dim " << dim << ", "
+            << addends << " addends";
+      }
+    }
+  }
 }
 
 } // namespace
