@@ -336,7 +336,8 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
           thread_local std::vector<hyrt::cpu::KvSplit> splits;
           splits.resize(size_t(it.heads));
           for (int64_t x = 0; it.slot >= 0 && x < it.heads; ++x)
-            splits[x] = {it.begin, it.end, partials.data() + (it.slot + x * it.splits) * splitFloats};
+            splits[x] = {it.begin, it.end,
+                         partials.data() + (it.slot + x * it.splits) * splitFloats};
           hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, it.t0, it.kvh, it.heads, out,
                                       it.slot >= 0 ? splits.data() : nullptr);
           return;

@@ -213,7 +213,8 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
           for (int r = 0; r < kKeyBlock; ++r)
             acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
         }
-        const __m512 sums = int8 ? _mm512_mul_ps(hsum16(acc), _mm512_load_ps(kScales)) : hsum16(acc);
+        const __m512 sums =
+            int8 ? _mm512_mul_ps(hsum16(acc), _mm512_load_ps(kScales)) : hsum16(acc);
         _mm512_storeu_ps(scores + h * padded + jb, _mm512_mask_mov_ps(ninf, tailMask(valid), sums));
       }
     }
