@@ -22,7 +22,8 @@ inline float quantizeKvRow(const float *x, int64_t n, int8_t *codes) {
   for (int64_t i = 0; i < n; ++i)
     amax = std::fmax(amax, std::fabs(x[i]));
   if (!(amax > 0.0f) || !std::isfinite(amax)) {
-    std::memset(codes, 0, size_t(n));
+    for (int64_t i = 0; i < n; ++i) // a loop, not memset: GCC's object-size check
+      codes[i] = 0;                 // warned on size_t(n) for a negative n
     return 0.0f;
   }
   const float inv = 127.0f / amax;
