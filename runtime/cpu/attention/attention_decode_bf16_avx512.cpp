@@ -237,7 +237,7 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   const float *const vScales = pinned(vScaleBuf.data());
   for (int64_t h = 0; h < H * G; ++h) {
     float *s = scores + h * padded;
-    const float *vs = vScales + (h / G) * padded;
+    const float *vs = int8 ? vScales + (h / G) * padded : nullptr; // no offset on a null base
     __m512 vmax = ninf;
     for (int64_t j = 0; j < padded; j += 16)
       vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + j));
