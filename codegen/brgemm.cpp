@@ -176,6 +176,8 @@ std::string brgemm_name(const BrgemmDesc &d) {
     os << "_acc";
   if (d.epilogue == Epilogue::bias)
     os << "_bias";
+  if (d.stream_c)
+    os << "_nt";
   return os.str();
 }
 
@@ -220,6 +222,19 @@ std::string validate_brgemm(const BrgemmDesc &d) {
     err << "B layout " << b_layout_name(d.b_layout)
         << " does not match B type " << data_type_name(d.b_type)
         << " (expected " << b_layout_name(b_layout_for(d.b_type)) << ")";
+    return err.str();
+  }
+  if (d.stream_c &&
+      ((d.isa != Isa::avx512_bf16 && d.isa != Isa::avx512_vnni &&
+        d.isa != Isa::avx512_core) ||
+       d.b_type == DataType::f8 || d.c_type != DataType::f32 || d.accumulate ||
+       d.epilogue != Epilogue::none)) {
+    err << "non-temporal C stores need an AVX-512 kernel (not fp8) writing f32 "
+           "C = A.B without accumulation or epilogue, found "
+        << isa_name(d.isa) << " " << data_type_name(d.a_type)
+        << data_type_name(d.b_type) << data_type_name(d.c_type)
+        << (d.accumulate ? " accumulating" : "")
+        << (d.epilogue == Epilogue::bias ? " with bias" : "");
     return err.str();
   }
   if (is_grouped(d.b_layout))

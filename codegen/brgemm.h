@@ -142,6 +142,15 @@ struct BrgemmDesc {
   int super_group = 0;
   /// Grouped u4 layouts only (symmetric): the value table of the codes.
   Codebook codebook = Codebook::none;
+  /// Store C with non-temporal stores (vmovntps): the lines go to memory
+  /// without being read for ownership or displacing the caches, for outputs
+  /// larger than the caches that are read once afterwards (a prefill's MoE
+  /// down projection writes 32 MB per layer on moe-small). AVX-512 families
+  /// with f32 C, C = A.B without bias; every C row must start 64-byte
+  /// aligned (c and ldc * 4 multiples of 64). The kernel ends with an
+  /// sfence, so its stores are ordered before anything the caller does
+  /// after it returns (a barrier, another thread reading C).
+  bool stream_c = false;
 };
 
 /// The weight format of a grouped layout, shared by descriptors

@@ -94,7 +94,8 @@ void writeKernelTable(std::ostream &out, const std::vector<TableRow> &rows) {
         << "i, " << s << "t, " << s << "l\n"
         << "\t.long " << r.desc.m_max << ", " << r.desc.n_block << ", " << r.desc.k
         << ", " << (r.desc.accumulate ? 1 : 0) << ", "
-        << (r.desc.epilogue == codegen::Epilogue::bias ? 1 : 0) << ", 0, "
+        << (r.desc.epilogue == codegen::Epilogue::bias ? 1 : 0) << ", "
+        << (r.desc.stream_c ? 1 : 0) << ", "
         << r.desc.group << ", " << (r.desc.asymmetric ? 1 : 0) << ", "
         << r.desc.super_group << ", "
         << (r.desc.codebook == codegen::Codebook::iq4nl
@@ -155,6 +156,7 @@ bool emitKernels(mlir::ModuleOp module, const std::string &asmPath,
       desc = codegen::make_grouped_brgemm_desc(info->isa, format, int(k),
                                                accumulate);
     }
+    desc.stream_c = bool(d.get("stream_c")); // non-temporal C stores
     if (desc.m_max != mMax) {
       error = "kernel " + name + ": the lowering assumed " +
               std::to_string(mMax) + " rows per block, the generator makes " +

@@ -82,6 +82,7 @@ struct KernelUse {
   std::string name, isa, types;
   int64_t k, mMax;
   bool accumulate = false; ///< C += A.B (dispatch without zero_init)
+  bool streamC = false;    ///< non-temporal C stores (dispatch stream_c)
   CodesFormat codes;       ///< integer codes: the in-panel scale format
 };
 
@@ -208,7 +209,7 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
   std::string name = "hyc_brgemm_" + types.str() + formatSuffix(codes) + "_" +
                      std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
                      std::to_string(shape[2]) + "_" + isa +
-                     (op.getZeroInit() ? "" : "_acc");
+                     (op.getZeroInit() ? "" : "_acc") + (op.getStreamC() ? "_nt" : "");
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
   if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
     OpBuilder::InsertionGuard guard(b);
@@ -218,7 +219,8 @@ Value EntryConversion::dispatch(kernel::BrgemmDispatchOp op) {
         LLVM::LLVMVoidType::get(b.getContext()),
         {ptrTy, i64Ty, ptrTy, ptrTy, i64Ty, i64Ty, ptrTy});
     LLVM::LLVMFuncOp::create(b, loc, name, type);
-    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(), codes});
+    kernels.push_back({name, isa, types.str(), shape[2], shape[0], !op.getZeroInit(),
+                       op.getStreamC(), codes});
   }
   return LLVM::AddressOfOp::create(b, loc, ptrTy, name);
 }
@@ -521,7 +523,7 @@ struct ConvertHycKernelToLLVMPass
                      [&](const char *f) { return module.lookupSymbol<LLVM::LLVMFuncOp>(f); }))
       emitStateAccessor(b, loc, "hyc_collectives_v0", "hyrt_collectives_state");
     // Kernels for the compiler to generate and embed: {name, k, m_max, isa,
-    // types, [accumulate], [group, [asymmetric], [super_group], [codebook]]}.
+    // types, [accumulate], [stream_c], [group, [asymmetric], [super_group], [codebook]]}.
     SmallVector<Attribute> kernelAttrs;
     for (const KernelUse &k : kernels) {
       SmallVector<NamedAttribute> fields = {
@@ -532,6 +534,8 @@ struct ConvertHycKernelToLLVMPass
           b.getNamedAttr("types", b.getStringAttr(k.types))};
       if (k.accumulate) // C += A.B (per-group W8A8), else C = A.B
         fields.push_back(b.getNamedAttr("accumulate", b.getUnitAttr()));
+      if (k.streamC) // C stored around the caches
+        fields.push_back(b.getNamedAttr("stream_c", b.getUnitAttr()));
       if (k.codes.group) { // integer codes with in-panel scales per `group`
         fields.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(k.codes.group)));
         if (k.codes.asymmetric)

@@ -41,6 +41,8 @@ int64_t attentionThreads(const CpuMachine &machine, int64_t rows) {
 
 int64_t amxMinRows() { return 16; }
 
+int64_t streamStoreMinBytes() { return int64_t(16) << 20; }
+
 int64_t attentionKvSplits(const CpuMachine &machine, int64_t kvHeads) {
   // One decode token has kvHeads work items: split each into enough
   // position ranges for every thread to get one (a batch fills the threads

@@ -57,6 +57,15 @@ GemmSchedule scheduleGemm(const CpuMachine &machine, int64_t n, int64_t k,
 /// host has run these kernels).
 int64_t amxMinRows();
 
+/// Bytes of output from which a GEMM stores C around the caches
+/// (non-temporal stores, BrgemmDesc::stream_c). An output that outgrows
+/// the caches is written back to memory anyway; plain stores first read
+/// every line for ownership, and the lines they allocate push out the
+/// weights and activations the kernel still streams. Measured on moe-small's
+/// down projection (hyc_moe_bench --stream-down, 2-vCPU EPYC Zen 5): an
+/// 8 MB output gains nothing, 16 MB 4-5% of the layer, 32 MB 7%, 64 MB 5-8%.
+int64_t streamStoreMinBytes();
+
 /// Threads for decode/extend attention over `rows` (token, head) pairs.
 int64_t attentionThreads(const CpuMachine &machine, int64_t rows);
 

@@ -120,91 +120,21 @@ std::string layoutOf(ParamOp p) {
 class EntryPlan {
 public:
   EntryPlan(func::FuncOp fn, WeightTable &weights, int64_t alignment)
-      : fn(fn), weights(weights), allocator(alignment) {}
+      : fn(fn), weights(weights), allocator(alignment), bounds(fn) {}
 
   /// Plans the entry; returns the arena bytes it needs.
   FailureOr<int64_t> run();
 
 private:
-  FailureOr<SmallVector<int64_t>> boundsOf(Value v);
+  FailureOr<SmallVector<int64_t>> boundsOf(Value v) { return bounds.of(v); }
   LogicalResult placeWeights();
   int64_t scratchNeeded(Operation &op, ArrayRef<int64_t> inputBounds);
 
   func::FuncOp fn;
   WeightTable &weights;
   ArenaAllocator allocator;
-  DenseMap<Value, SmallVector<int64_t>> bounds;
+  plan::Bounds bounds;
 };
-
-/// Bounds of every dim: static dims as they are, dynamic dims from
-/// hyc.assume_bounds, propagated along the producing op (token dims follow
-/// the token-dim source; MoE permuted rows are tokens * top_k).
-FailureOr<SmallVector<int64_t>> EntryPlan::boundsOf(Value v) {
-  auto it = bounds.find(v);
-  if (it != bounds.end())
-    return it->second;
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> result(type.getShape());
-  if (type.hasStaticShape())
-    return bounds[v] = result;
-  Operation *def = v.getDefiningOp();
-  if (!def) {
-    // An entry argument takes the bounds asserted on it.
-    for (Operation *user : v.getUsers())
-      if (auto ab = dyn_cast<AssumeBoundsOp>(user))
-        return boundsOf(ab.getResult());
-    return fn.emitError() << "entry argument " << v
-                          << " has a dynamic dim without hyc.assume_bounds";
-  }
-  if (auto ab = dyn_cast<AssumeBoundsOp>(def)) {
-    ArrayRef<int64_t> ub = ab.getUpperBounds();
-    size_t j = 0;
-    for (int64_t &d : result)
-      if (ShapedType::isDynamic(d))
-        d = ub[j++];
-    return bounds[v] = result;
-  }
-  int64_t tokenBound = -1;
-  if (auto permute = dyn_cast<MoePermuteOp>(def)) {
-    auto in = boundsOf(permute.getInput());
-    if (failed(in))
-      return failure();
-    std::optional<int64_t> rows = llvm::checkedMul(
-        (*in)[0],
-        cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1));
-    if (!rows)
-      return def->emitError() << "permuted rows of " << (*in)[0]
-                              << " tokens overflow int64";
-    tokenBound = *rows;
-  } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
-    auto in = boundsOf(collapse.getSrc());
-    if (failed(in))
-      return failure();
-    for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices())) {
-      std::optional<int64_t> n = 1;
-      for (int64_t j : group)
-        if (!(n = llvm::checkedMul(*n, (*in)[j])))
-          return def->emitError() << "collapsed dim " << i << " overflows int64";
-      result[i] = *n;
-    }
-    return bounds[v] = result;
-  } else if (def->getNumOperands() > 0 &&
-             isa<RankedTensorType>(def->getOperand(0).getType())) {
-    auto in = boundsOf(plan::tokenDimSource(def));
-    if (failed(in))
-      return failure();
-    tokenBound = (*in)[0];
-  }
-  for (int64_t i = 0, e = result.size(); i < e; ++i) {
-    if (!ShapedType::isDynamic(result[i]))
-      continue;
-    if (i != 0 || tokenBound < 0)
-      return def->emitError() << "dim " << i << " of result type " << type
-                              << " is dynamic; only the leading token dim may be";
-    result[i] = tokenBound;
-  }
-  return bounds[v] = result;
-}
 
 LogicalResult EntryPlan::placeWeights() {
   for (auto p : fn.getBody().getOps<ParamOp>()) {

@@ -9,6 +9,7 @@
 
 #include "passes/CpuCostModel.h"
 #include "passes/KernelSchemes.h"
+#include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
 #include "dialects/hyc/HycOps.h"
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 
 namespace hyc {
 #define GEN_PASS_DEF_HYCCPUSELECTLOWERINGSTRATEGY
@@ -56,6 +58,36 @@ const KernelScheme *brgemmSchemeOf(Operation *op, KernelTarget target) {
         kernelSchemeOf(user, target) != ks)
       return nullptr;
   return ks;
+}
+
+/// The rows from which a GEMM's output passes minBytes, when its
+/// kernel can store C non-temporally and the compile bounds let a step get
+/// there; none otherwise.
+std::optional<int64_t> streamCMinRows(Operation *op, const KernelScheme &ks,
+                                      int64_t minBytes) {
+  auto mm = dyn_cast<QuantMatmulOp>(op);
+  auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
+  if (!streamsC(ks) || (mm && (mm.getBias() || mm.getEpilogue() != Epilogue::none)) ||
+      (gm && gm.getEpilogue() != Epilogue::none))
+    return std::nullopt;
+  auto out = cast<RankedTensorType>(op->getResult(0).getType());
+  const int64_t n = out.getDimSize(out.getRank() - 1);
+  auto fn = op->getParentOfType<func::FuncOp>();
+  if (ShapedType::isDynamic(n) || n % 16 != 0 || out.getRank() != 2 || !fn)
+    return std::nullopt;
+  // Results of the entry (logits) live in the caller's buffer, whose
+  // alignment the plan does not set; the arena's buffers are 64-byte aligned.
+  for (Operation *user : op->getResult(0).getUsers())
+    if (isa<func::ReturnOp>(user))
+      return std::nullopt;
+  // A step without bounds is the memory plan's error to report, not ours.
+  ScopedDiagnosticHandler quiet(op->getContext(), [](Diagnostic &) { return success(); });
+  FailureOr<SmallVector<int64_t>> bounds = plan::Bounds(fn).of(op->getResult(0));
+  const int64_t rowBytes = n * int64_t(sizeof(float));
+  const int64_t minRows = (minBytes + rowBytes - 1) / rowBytes;
+  if (failed(bounds) || (*bounds)[0] < minRows)
+    return std::nullopt;
+  return minRows;
 }
 
 struct HycCpuSelectLoweringStrategyPass
@@ -189,6 +221,18 @@ private:
       if (amx && amxSchemeFor(*ks, w.getDimSize(rank - 1)))
         op->setAttr(cpu::kAmxMinRowsName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), amxMinRows()));
+      // Outputs that can outgrow the caches: steps from the row count where
+      // C passes streamStoreMinBytes store it non-temporally. Only drivers
+      // whose kernel writes C itself (no SiLU pairing in a local tile, no
+      // bias added afterwards), rows of whole 64-byte lines.
+      // (The amx variant's large steps run the AMX kernel instead.)
+      if (std::optional<int64_t> minRows =
+              op->hasAttr(cpu::kAmxMinRowsName)
+                  ? std::nullopt
+                  : streamCMinRows(op, *ks,
+                                   streamMinBytes > 0 ? streamMinBytes : streamStoreMinBytes()))
+        op->setAttr(cpu::kStreamCMinRowsName,
+                    IntegerAttr::get(IntegerType::get(ctx, 64), *minRows));
       // FP8 on native bf16: steps up to the bf16 x f8 kernel's block rows
       // (decode, small batches) widen the codes in registers as they stream
       // in; larger ones widen each panel once and reuse it from L2.

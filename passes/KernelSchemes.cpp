@@ -240,6 +240,13 @@ bool convertsActivations(const KernelScheme &ks) {
          ks.scratchId == HYRT_GEMM_FP8_FUSED;
 }
 
+bool streamsC(const KernelScheme &ks) {
+  using hyc::codegen::Isa;
+  return (ks.isa == Isa::avx512_bf16 || ks.isa == Isa::avx512_vnni ||
+          ks.isa == Isa::avx512_core) &&
+         ks.bType != hyc::codegen::DataType::f8 && ks.groupK == 0;
+}
+
 int64_t kernelRows(const KernelScheme &ks) {
   const hyc::codegen::BrgemmTile *tile =
       hyc::codegen::find_brgemm_tile(ks.isa, ks.aType, ks.bType, 32);

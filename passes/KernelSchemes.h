@@ -91,6 +91,9 @@ bool takesWeightScales(const KernelScheme &ks);
 /// through an MoE permute's row map (fused_producer = moe_permute).
 bool convertsActivations(const KernelScheme &ks);
 
+/// Whether the scheme's kernel can store C non-temporally (AVX-512 kernels
+/// writing C = A.B over the whole K: not FP8 blocks, not W8A8 groups).
+bool streamsC(const KernelScheme &ks);
 /// Rows per block of a scheme's kernels (codegen's tile table); 0 if none.
 int64_t kernelRows(const KernelScheme &ks);
 

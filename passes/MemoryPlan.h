@@ -10,7 +10,11 @@
 #ifndef HYC_PASSES_MEMORYPLAN_H
 #define HYC_PASSES_MEMORYPLAN_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "mlir/IR/Value.h"
 
 #include <cstdint>
@@ -41,6 +45,23 @@ mlir::Value aliasRoot(mlir::Value v);
 /// operand 0, except for ops whose first operand is a table or rows of
 /// another extent.
 mlir::Value tokenDimSource(mlir::Operation *def);
+
+/// Upper bounds of every dim of an entry function's tensors: static dims as
+/// they are, dynamic ones from hyc.assume_bounds (the compile bounds),
+/// propagated along producers. Used by the memory plan (buffers sized at
+/// the maximum shape) and by schedule decisions that depend on how large a
+/// step can get.
+class Bounds {
+public:
+  explicit Bounds(mlir::func::FuncOp fn) : fn(fn) {}
+  /// The bounds of v's dims, or failure (reported on the IR) when a dynamic
+  /// dim has no bound.
+  mlir::FailureOr<llvm::SmallVector<int64_t>> of(mlir::Value v);
+
+private:
+  mlir::func::FuncOp fn;
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<int64_t>> cache;
+};
 
 } // namespace hyc::plan
 

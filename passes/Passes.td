@@ -132,7 +132,11 @@ def HycCpuSelectLoweringStrategy
     Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"auto\"",
            "KV cache element type: auto (bf16 on kernel targets when every "
            "op reading the cache has a bf16 kernel, else f32), f32 or bf16; "
-           "written as the module's hyc_cpu.kv_cache_dtype">
+           "written as the module's hyc_cpu.kv_cache_dtype">,
+    Option<"streamMinBytes", "stream-min-bytes", "int64_t", /*default=*/"0",
+           "Output bytes from which a GEMM stores C non-temporally "
+           "(`hyc_cpu.stream_c_min_rows`); 0: the cost model's "
+           "streamStoreMinBytes">
   ];
 }
 

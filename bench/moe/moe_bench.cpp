@@ -11,6 +11,7 @@
 // their values; bf16 bytes are kept to small normal numbers); caches are
 // flushed before every timed call. Best of 5+ calls. Not a test:
 // run build/bench/moe/hyc_moe_bench [--quick] [--tokens T] [--layer TEXT]
+// [--stream-down]
 // (README.md).
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
@@ -90,8 +91,10 @@ struct Buffer {
   uint8_t *data() { return p.get(); }
 };
 
-std::unique_ptr<BrgemmKernel> kernelFor(const Scheme &s, int64_t k) {
-  BrgemmGenResult gen = generate_brgemm(make_brgemm_desc(s.isa, s.a, s.b, DataType::f32, int(k)));
+std::unique_ptr<BrgemmKernel> kernelFor(const Scheme &s, int64_t k, bool streamC = false) {
+  BrgemmDesc desc = make_brgemm_desc(s.isa, s.a, s.b, DataType::f32, int(k));
+  desc.stream_c = streamC;
+  BrgemmGenResult gen = generate_brgemm(desc);
   if (!gen) {
     std::fprintf(stderr, "kernel generation failed: %s\n", gen.error.c_str());
     std::exit(1);
@@ -115,8 +118,10 @@ template <typename F> double bestSeconds(F &&f, double budget) {
 }
 
 /// onlyTokens: that token count's row alone (0: every row).
+/// streamDown: the down GEMM stores its output non-temporally
+/// (BrgemmDesc::stream_c), as artifacts do for outputs past the caches.
 void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &peaks,
-              bool quick, int64_t onlyTokens) {
+              bool quick, int64_t onlyTokens, bool streamDown) {
   const int64_t E = L.experts, H = L.hidden, F = L.ffn, k = L.topK;
   const int64_t upBytes = 2 * packedBytes(s, F, H), downBytes = packedBytes(s, H, F);
   const bool bf16 = s.id == HYRT_GEMM_BF16;
@@ -126,7 +131,7 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
   std::vector<float> upScale(static_cast<size_t>(E * 2 * F), 1e-3f), downScale(static_cast<size_t>(E * H), 1e-3f),
       shScale(static_cast<size_t>(2 * F * std::max<int64_t>(1, L.shared)), 1e-3f),
       shDownScale(static_cast<size_t>(H * std::max<int64_t>(1, L.shared)), 1e-3f);
-  auto kUp = kernelFor(s, H), kDown = kernelFor(s, F);
+  auto kUp = kernelFor(s, H), kDown = kernelFor(s, F, streamDown);
   const auto upFn = reinterpret_cast<hyrt_brgemm_fn>(kUp->fn());
   const auto downFn = reinterpret_cast<hyrt_brgemm_fn>(kDown->fn());
   const int64_t mUp = kUp->desc().m_max, mDown = kDown->desc().m_max;
@@ -140,19 +145,27 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
   std::printf("  %6s %10s %10s %9s %9s %8s %8s %10s %16s %16s\n", "tokens", "fused ms",
               "loop ms", "vs loop", "GB/s", "of BW", "G*OP/s", "of peak", "gate/up of peak",
               "down of peak");
-  for (int64_t T : kTokens) {
-    if ((quick && T > 128) || (onlyTokens && T != onlyTokens))
+  std::vector<int64_t> counts(std::begin(kTokens), std::end(kTokens));
+  if (onlyTokens) // any count, in the list or not
+    counts.assign(1, onlyTokens);
+  for (int64_t T : counts) {
+    if (quick && T > 128)
       continue;
     const int64_t pairs = T * k;
     std::mt19937 rng{uint32_t(T)};
     std::normal_distribution<float> nd(0, 1);
     std::vector<float> x(static_cast<size_t>(T * H)), logits(static_cast<size_t>(T * E)), w(static_cast<size_t>(pairs)),
-        px(static_cast<size_t>(pairs * H)), h(static_cast<size_t>(pairs * F)), y(static_cast<size_t>(pairs * H)), out(static_cast<size_t>(T * H)),
+        px(static_cast<size_t>(pairs * H)), h(static_cast<size_t>(pairs * F)),
+        yRows(static_cast<size_t>(pairs * H + 16)), out(static_cast<size_t>(T * H)),
         sh(static_cast<size_t>(T * 2 * F)), shOut(static_cast<size_t>(T * H));
     for (float &v : x)
       v = nd(rng);
     for (float &v : logits)
       v = nd(rng);
+    // The down GEMM's output 64-byte aligned, as the arena's buffers are
+    // (non-temporal stores need it).
+    float *const yData =
+        yRows.data() + (64 - reinterpret_cast<uintptr_t>(yRows.data()) % 64) % 64 / 4;
     std::vector<int32_t> ids(static_cast<size_t>(pairs)), offsets(static_cast<size_t>(E + 1)), rows(static_cast<size_t>(pairs));
     std::vector<uint8_t> scratch(static_cast<size_t>(std::max(
         {hyrt_gemm_scratch_bytes_for(s.id, pairs, H), hyrt_gemm_scratch_bytes_for(s.id, pairs, F),
@@ -182,10 +195,10 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
                                      w8 ? upScale.data() : nullptr, F, h.data(), scratch.data(),
                                      upFn, mUp, minMacs);
       hyrt_cpu_grouped_gemm(s.id, h.data(), pairs, F, offsets.data(), E, down.data(),
-                            w8 ? downScale.data() : nullptr, H, y.data(), scratch.data(), downFn,
+                            w8 ? downScale.data() : nullptr, H, yData, scratch.data(), downFn,
                             mDown, minMacs);
       shared();
-      hyrt_cpu_moe_unpermute_add(y.data(), rows.data(), w.data(), T, k, H,
+      hyrt_cpu_moe_unpermute_add(yData, rows.data(), w.data(), T, k, H,
                                  L.shared ? shOut.data() : nullptr, nullptr, out.data());
     };
     auto loop = [&] {
@@ -204,14 +217,14 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
                                scratch.data(), upFn, mUp, minMacs);
         if (w8)
           hyrt_cpu_gemm_w8a8(h.data() + b * F, n, F, down.data() + e * downBytes,
-                             downScale.data() + e * H, H, nullptr, y.data() + b * H,
+                             downScale.data() + e * H, H, nullptr, yData + b * H,
                              scratch.data(), downFn, mDown, minMacs);
         else
           hyrt_cpu_gemm_bf16(h.data() + b * F, n, F, down.data() + e * downBytes, H, nullptr,
-                             y.data() + b * H, scratch.data(), downFn, mDown, minMacs);
+                             yData + b * H, scratch.data(), downFn, mDown, minMacs);
       }
       shared();
-      hyrt_ref_moe_unpermute_add(y.data(), rows.data(), w.data(), T, k, H,
+      hyrt_ref_moe_unpermute_add(yData, rows.data(), w.data(), T, k, H,
                                  L.shared ? shOut.data() : nullptr, nullptr, out.data());
     };
     const double budget = quick ? 0.2 : 0.6;
@@ -228,7 +241,7 @@ void runLayer(const Layer &L, const Scheme &s, int threads, const HostPeaks &pea
     const double tDown = bestSeconds(
         [&] {
           hyrt_cpu_grouped_gemm(s.id, h.data(), pairs, F, offsets.data(), E, down.data(),
-                                w8 ? downScale.data() : nullptr, H, y.data(), scratch.data(),
+                                w8 ? downScale.data() : nullptr, H, yData, scratch.data(),
                                 downFn, mDown, minMacs);
         },
         budget);
@@ -257,6 +270,7 @@ int main(int argc, char **argv) {
   bool quick = false;
   int64_t onlyTokens = 0; // --tokens T: that row alone
   std::string onlyLayer;  // --layer TEXT: layers whose name contains it
+  bool streamDown = false; // --stream-down: non-temporal down GEMM stores
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -265,8 +279,11 @@ int main(int argc, char **argv) {
       onlyTokens = std::atoll(argv[++i]);
     else if (a == "--layer" && i + 1 < argc)
       onlyLayer = argv[++i];
+    else if (a == "--stream-down")
+      streamDown = true;
     else {
-      std::printf("usage: hyc_moe_bench [--quick] [--tokens T] [--layer TEXT]\n");
+      std::printf("usage: hyc_moe_bench [--quick] [--tokens T] [--layer TEXT] "
+                  "[--stream-down]\n");
       return 2;
     }
   }
@@ -292,6 +309,6 @@ int main(int argc, char **argv) {
         continue;
       HostPeaks peaks = measure_compute_peaks(threads);
       peaks.read_gbps = measure_read_gbps(threads, size_t(1) << 30, 3);
-      runLayer(L, s, threads, peaks, quick, onlyTokens);
+      runLayer(L, s, threads, peaks, quick, onlyTokens, streamDown);
     }
 }

@@ -67,7 +67,7 @@ void Avx512BrgemmJit::emit_store(int m) {
     for (int j = 0; j < nv_; ++j) {
       if (desc_.epilogue == Epilogue::bias)
         vaddps(acc(0, i, j), acc(0, i, j), ptr[bias + j * 64]);
-      vmovups(ptr[reg_tmp + j * 64], acc(0, i, j));
+      store_c(ptr[reg_tmp + j * 64], acc(0, i, j));
     }
     if (i + 1 < m)
       add(reg_tmp, reg_ldc);

@@ -75,7 +75,7 @@ protected:
           vaddps(z, z, ptr[c_row + j * 64]);
         if (desc_.epilogue == Epilogue::bias)
           vaddps(z, z, ptr[bias + j * 64]);
-        vmovups(ptr[c_row + j * 64], z);
+        store_c(ptr[c_row + j * 64], z);
       }
       if (i + 1 < m)
         add(c_row, reg_ldc);

@@ -264,7 +264,7 @@ private:
           vaddps(f, f, ptr[c_row + j * 64]);
         if (desc_.epilogue == Epilogue::bias)
           vaddps(f, f, ptr[bias + j * 64]);
-        vmovups(ptr[c_row + j * 64], f);
+        store_c(ptr[c_row + j * 64], f);
       }
       if (i + 1 < m_)
         add(c_row, reg_ldc);

@@ -25,6 +25,13 @@ BrgemmJit::BrgemmJit(const BrgemmDesc &desc, const BrgemmTile &tile,
                      size_t max_size)
     : CodeGenerator(max_size, DontSetProtectRWE), desc_(desc), tile_(tile) {}
 
+void BrgemmJit::store_c(const Xbyak::Address &dst, const Xbyak::Zmm &src) {
+  if (desc_.stream_c)
+    vmovntps(dst, src);
+  else
+    vmovups(dst, src);
+}
+
 void BrgemmJit::generate() {
   const Reg64 saved[] = {rbx, rbp, r12, r13, r14, r15};
   mov(reg_post, ptr[rsp + 8]); // 7th argument, before the pushes move rsp
@@ -58,6 +65,8 @@ void BrgemmJit::generate() {
   }
 
   L(done_);
+  if (desc_.stream_c) // non-temporal stores are weakly ordered
+    sfence();
   vzeroupper();
   for (int i = 5; i >= 0; --i)
     pop(saved[i]);

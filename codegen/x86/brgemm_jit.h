@@ -42,6 +42,9 @@ protected:
   void load_a_bases(int m);
   /// a_base[g] += bytes for the groups the first m rows need.
   void advance_a_bases(int m, int bytes);
+  /// Stores one finished vector of C: vmovntps for BrgemmDesc::stream_c
+  /// (the epilogue then ends with an sfence), else vmovups.
+  void store_c(const Xbyak::Address &dst, const Xbyak::Zmm &src);
 
   const BrgemmDesc desc_;
   const BrgemmTile tile_;

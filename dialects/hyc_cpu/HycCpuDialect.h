@@ -28,6 +28,12 @@ inline constexpr const char *kAmxMinRowsName = "hyc_cpu.amx_min_rows";
 /// (codes widened once per panel, reused by every row block). Written by
 /// hyc-cpu-select-lowering-strategy, read by hyc-cpu-lower-to-kernel.
 inline constexpr const char *kFp8FusedMaxRowsName = "hyc_cpu.fp8_fused_max_rows";
+/// On a brgemm GEMM whose output can outgrow the caches at the compile
+/// bounds: steps of at least this many rows run a kernel that stores C
+/// non-temporally (codegen BrgemmDesc::stream_c), smaller ones the plain
+/// kernel. Written by hyc-cpu-select-lowering-strategy (streamStoreMinBytes
+/// over the row's bytes), read by hyc-cpu-lower-to-kernel.
+inline constexpr const char *kStreamCMinRowsName = "hyc_cpu.stream_c_min_rows";
 } // namespace hyc::cpu
 
 #endif // HYC_DIALECTS_HYC_CPU_HYCCPUDIALECT_H

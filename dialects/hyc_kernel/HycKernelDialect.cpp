@@ -57,6 +57,17 @@ LogicalResult BrgemmDispatchOp::verify() {
   if (!supportedBrgemmTypes(getAType(), getBType(), getCType()))
     return emitOpError() << "no kernel for (" << getAType() << ", "
                          << getBType() << " -> " << getCType() << ")";
+  if (getStreamC()) {
+    StringRef isaName = getIsa() ? *getIsa() : "";
+    if (!getCType().isF32() || !getZeroInit() ||
+        getEpilogue() != hyc::Epilogue::none ||
+        !isaName.starts_with("avx512") || isa<Float8E4M3FNType>(getBType()))
+      return emitOpError() << "stream_c (non-temporal C stores) needs f32 C with "
+                              "zero_init, no epilogue and an avx512 isa other than "
+                              "for f8 B, got C "
+                           << getCType() << (getZeroInit() ? "" : " accumulating")
+                           << ", isa \"" << isaName << "\"";
+  }
   StringRef layout = getBLayout();
   if (int32_t codes = hyrt_gemm_code_scheme_of_layout(layout.data(), layout.size());
       codes >= 0) {

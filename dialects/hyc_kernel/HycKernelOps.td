@@ -25,7 +25,9 @@ def HycKernel_BrgemmDispatchOp : HycKernel_Op<"brgemm.dispatch", [Pure]> {
     names the instruction set the kernel is generated for (`avx512core`,
     `avx512bf16`, `avx512vnni`, `avx2`, `amx`); the kernel is then the
     function `hyc_brgemm_<types>_<m>x<n>x<k>_<isa>` embedded in the
-    artifact, and the handle is its address.
+    artifact, and the handle is its address. `stream_c` asks for
+    non-temporal C stores (suffix `_nt`): f32 C = A.B (zero_init, no
+    epilogue) on an AVX-512 ISA, every C row 64-byte aligned.
 
     ```mlir
     %h = hyc_kernel.brgemm.dispatch [32, 32, 64] ld [64, 32, 32]
@@ -35,7 +37,8 @@ def HycKernel_BrgemmDispatchOp : HycKernel_Op<"brgemm.dispatch", [Pure]> {
   let arguments = (ins DenseI64ArrayAttr:$shape, DenseI64ArrayAttr:$leading_dims,
                        TypeAttr:$a_type, TypeAttr:$b_type, TypeAttr:$c_type,
                        StrAttr:$b_layout, UnitAttr:$zero_init,
-                       Hyc_EpilogueAttr:$epilogue, OptionalAttr<StrAttr>:$isa);
+                       Hyc_EpilogueAttr:$epilogue, OptionalAttr<StrAttr>:$isa,
+                       UnitAttr:$stream_c);
   let results = (outs I64:$handle);
   let assemblyFormat = [{
     $shape `ld` $leading_dims `(` $a_type `,` $b_type `->` $c_type `)` attr-dict `->` type($handle)

@@ -71,7 +71,7 @@ static Type elementTypeOf(codegen::DataType t, Builder &b) {
 /// adding into C (W8A8) or writing the block product the driver scales
 /// (FP8); otherwise one kernel over the whole K.
 static Value dispatchKernel(KernelEmitter &e, const KernelScheme &scheme,
-                            int64_t rows, int64_t k) {
+                            int64_t rows, int64_t k, bool streamC = false) {
   OpBuilder &b = e.builder();
   StringRef layout = scheme.layout;
   // Integer codes name their packed layout ("q4_g32", "q4k", ...): the
@@ -101,7 +101,7 @@ static Value dispatchKernel(KernelEmitter &e, const KernelScheme &scheme,
       scheme.groupK && !hyrt_gemm_is_fp8(scheme.scratchId) ? UnitAttr()
                                                            : b.getUnitAttr(),
       EpilogueAttr::get(b.getContext(), Epilogue::none),
-      b.getStringAttr(scheme.isaName));
+      b.getStringAttr(scheme.isaName), streamC ? b.getUnitAttr() : UnitAttr());
 }
 
 /// Refuses what the drivers cannot do: they apply no residual, and the
@@ -160,6 +160,37 @@ static LogicalResult selectAmxKernel(KernelEmitter &e, KernelGemm &g) {
       g.kernel);
   g.rowsPerBlock = arith::SelectOp::create(
       b, e.getLoc(), useAmx, e.i64(kernelRows(*amx)), e.i64(g.mMax));
+  return success();
+}
+
+/// Steps whose output outgrows the caches (hyc-cpu-select-lowering-
+/// strategy's hyc_cpu.stream_c_min_rows): the same kernel with non-temporal
+/// C stores. A grouped GEMM compares its (token, expert) rows. The stores
+/// need every C row 64-byte aligned: the plan aligns arena buffers to 64
+/// bytes and the strategy only marks rows of whole lines.
+static LogicalResult selectStreamKernel(KernelEmitter &e, KernelGemm &g) {
+  auto minRows = g.op->getAttrOfType<IntegerAttr>(cpu::kStreamCMinRowsName);
+  if (!minRows)
+    return success();
+  auto out = e.ptrOf(g.op->getResult(0)).getDefiningOp<kernel::BufferOp>();
+  if (!streamsC(g.scheme) || !out || out.getSpace() != "arena" || out.getOffset() % 64 != 0 ||
+      (g.n * int64_t(sizeof(float))) % 64 != 0)
+    return g.op->emitError()
+           << cpu::kStreamCMinRowsName << " needs an AVX-512 kernel writing C itself into "
+           << "an arena buffer of 64-byte aligned rows; got " << g.scheme.isaName << " "
+           << g.scheme.typesName << ", N = " << g.n << ", "
+           << (out ? out.getSpace().str() + " offset " + std::to_string(out.getOffset())
+                   : std::string("no buffer"));
+  Value rows = g.x[0].value;
+  if (auto permute = fusedPermuteOf(g))
+    rows = e.mul(
+        e.dims(permute.getInput())[0].value,
+        e.i64(cast<RankedTensorType>(permute.getIds().getType()).getDimSize(1)));
+  OpBuilder &b = e.builder();
+  Value many = arith::CmpIOp::create(b, e.getLoc(), arith::CmpIPredicate::sge, rows,
+                                     e.i64(minRows.getInt()));
+  g.kernel = arith::SelectOp::create(b, e.getLoc(), many,
+                                     dispatchKernel(e, g.scheme, g.mMax, g.k, true), g.kernel);
   return success();
 }
 
@@ -304,6 +335,8 @@ static LogicalResult lowerKernelGemm(Operation *m, KernelEmitter &e) {
   g.x = e.dims(m->getOperand(0));
   g.scratch = e.scratch();
   g.rowsPerBlock = e.i64(g.mMax);
+  if (failed(selectStreamKernel(e, g)))
+    return failure();
   if (failed(selectAmxKernel(e, g)))
     return failure();
   g.schemeId = e.i32(g.scheme.scratchId);

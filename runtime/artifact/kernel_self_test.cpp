@@ -154,6 +154,13 @@ struct Aligned {
   }
 };
 
+/// Floats between C rows: a gap past the block's columns that the kernel
+/// must not touch; a multiple of 16 for non-temporal kernels, whose rows
+/// must start 64-byte aligned.
+int64_t c_stride(const hyrt_kernel_v0 &kd) {
+  return kd.stream_c ? (kd.n_block + 8 + 15) / 16 * 16 : kd.n_block + 8;
+}
+
 constexpr uint32_t kSentinelBits = 0x7FA5A5A5u; // a NaN no kernel writes
 
 /// Runs the kernel on blocks of 1, about half and all of its m_max rows,
@@ -164,9 +171,11 @@ std::string run_each_m(const hyrt_kernel_v0 &kd, const void *a, int64_t lda, con
                        const PostArgs &post, const std::vector<float> *c_old, int *calls,
                        Check check) {
   const int M = kd.m_max, NB = kd.n_block;
-  const int64_t ldc = NB + 8;
+  const int64_t ldc = c_stride(kd);
   const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void *>(kd.entry));
-  std::vector<float> cbuf(size_t(M + 1) * ldc);
+  Aligned cmem(size_t(M + 1) * size_t(ldc) * sizeof(float));
+  float *cbuf = reinterpret_cast<float *>(cmem.p);
+  const size_t cfloats = size_t(M + 1) * size_t(ldc);
   int last_m = 0;
   for (int m : {1, M > 2 ? M / 2 + 1 : M, M}) {
     if (m == last_m)
@@ -174,12 +183,12 @@ std::string run_each_m(const hyrt_kernel_v0 &kd, const void *a, int64_t lda, con
     last_m = m;
     float sentinel;
     std::memcpy(&sentinel, &kSentinelBits, 4);
-    std::fill(cbuf.begin(), cbuf.end(), sentinel);
+    std::fill(cbuf, cbuf + cfloats, sentinel);
     if (c_old)
       for (int i = 0; i < m; ++i)
         for (int n = 0; n < NB; ++n)
           cbuf[size_t(i) * ldc + n] = (*c_old)[size_t(i) * NB + n];
-    fn(a, lda, b, cbuf.data(), ldc, m, &post);
+    fn(a, lda, b, cbuf, ldc, m, &post);
     ++*calls;
     const std::string why = check(cbuf, m);
     if (!why.empty())
@@ -190,7 +199,7 @@ std::string run_each_m(const hyrt_kernel_v0 &kd, const void *a, int64_t lda, con
 
 /// Checks C[0..m)[0..NB) against want bit for bit and the rest of cbuf
 /// (M + 1 rows of ldc) against the sentinel; returns "" or the first miss.
-std::string compare_exact(const std::vector<float> &cbuf, const std::vector<float> &want, int m,
+std::string compare_exact(const float *cbuf, const std::vector<float> &want, int m,
                           int M, int NB, int64_t ldc) {
   for (int i = 0; i <= M; ++i)
     for (int n = 0; n < ldc; ++n) {
@@ -244,7 +253,7 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
   const bool book = kd.codebook == HYRT_KERNEL_CODEBOOK_IQ4NL;
   const int top = u4 ? 15 : 255, zp = asym ? 0 : book ? 128 : (top + 1) / 2;
   const GroupedPanel layout{G, S, asym, G / 4 * (u4 ? 64 : 128)};
-  const int64_t lda = K + 8, ldc = NB + 8;
+  const int64_t lda = K + 8, ldc = c_stride(kd);
   Stream rng{0xD1B54A32D192ED03ull ^ (uint64_t(K) << 20) ^ uint64_t(G * 131 + M) ^
              (uint64_t(S) << 40) ^ (uint64_t(kd.codebook) << 52)};
 
@@ -362,7 +371,7 @@ std::string test_grouped_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *
     }
 
   return run_each_m(kd, a.p, lda, b.p, post, acc ? &c_old : nullptr, calls,
-                    [&](const std::vector<float> &cbuf, int m) {
+                    [&](const float *cbuf, int m) {
                       return compare_exact(cbuf, want, m, M, NB, ldc);
                     });
 }
@@ -372,7 +381,7 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
   const int M = kd.m_max, K = kd.k, NB = kd.n_block;
   const Elem at = t[0], bt = t[1];
   const bool int8 = at == Elem::u8;
-  const int64_t lda = K + 8, ldc = NB + 8, panels = NB / 32;
+  const int64_t lda = K + 8, ldc = c_stride(kd), panels = NB / 32;
   const int64_t pbytes = panel_bytes(bt, K);
   const int a_size = at == Elem::f32 ? 4 : at == Elem::bf16 ? 2 : 1;
   Stream rng{0x9E3779B97F4A7C15ull ^ (uint64_t(K) << 20) ^ uint64_t(M * 131 + NB)};
@@ -509,7 +518,7 @@ std::string test_kernel(const hyrt_kernel_v0 &kd, const Elem t[3], int *calls) {
     }
 
   return run_each_m(kd, a.p, lda, b.p, post, acc ? &c_old : nullptr, calls,
-                    [&](const std::vector<float> &cbuf, int m) -> std::string {
+                    [&](const float *cbuf, int m) -> std::string {
     double worst = -1, worst_tol = 0, worst_want = 0, worst_got = 0;
     int wi = -1, wn = -1;
     for (int i = 0; i <= M; ++i)
@@ -589,7 +598,9 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
                         (k.codebook == HYRT_KERNEL_CODEBOOK_IQ4NL && t[1] == Elem::u4 &&
                          k.asymmetric == 0))
                  : k.group == 0 && k.asymmetric == 0 && k.super_group == 0 && k.codebook == 0) &&
-        (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE || k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS);
+        (k.epilogue == HYRT_KERNEL_EPILOGUE_NONE || k.epilogue == HYRT_KERNEL_EPILOGUE_BIAS) &&
+        (k.stream_c == 0 ||
+         (k.stream_c == 1 && !k.accumulate && k.epilogue == HYRT_KERNEL_EPILOGUE_NONE));
     if (!known) {
       r.untested.push_back(k.name ? k.name : "(unnamed kernel)");
       continue;
@@ -600,7 +611,7 @@ KernelSelfTestResult self_test_kernels(const hyrt_kernel_table_v0 &table) {
                        (k.super_group ? "s" + std::to_string(k.super_group) : "") +
                        (k.asymmetric ? "a" : "") + (k.codebook ? " iq4" : "")
                  : "") +
-        (k.accumulate ? " acc" : "") + (k.epilogue ? " bias" : "");
+        (k.accumulate ? " acc" : "") + (k.epilogue ? " bias" : "") + (k.stream_c ? " nt" : "");
     // Grouped kernels have no K tails: their code differs only by the number
     // of groups, so the smallest K stands for the family.
     const hyrt_kernel_v0 *&pick = families[family][grouped ? 0 : k.k % 64];

@@ -265,7 +265,7 @@ typedef struct hyrt_kernel_v0 {
   int32_t k;          /* reduction length (unpadded) */
   int32_t accumulate; /* 0: C = A.B, 1: C = C + A.B */
   int32_t epilogue;   /* HYRT_KERNEL_EPILOGUE_* */
-  int32_t reserved;   /* 0 */
+  int32_t stream_c;   /* 1: C stored non-temporally (rows 64-byte aligned) */
   int32_t group;      /* grouped layouts: K elements per scale group; else 0 */
   int32_t asymmetric; /* grouped layouts: 1 when panels carry mins */
   int32_t super_group; /* grouped layouts: K elements per super-block of

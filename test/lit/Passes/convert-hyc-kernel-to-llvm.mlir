@@ -75,6 +75,25 @@ module attributes {hyc.arena_bytes = 4096 : i64} {
 
 // -----
 
+// A stream_c dispatch is a kernel of its own (suffix _nt), listed with the
+// flag for the generator; the plain one beside it stays.
+// CHECK-LABEL: module attributes {hyc.arena_bytes = 64 : i64, hyc.kernels = [{isa = "avx512vnni", k = 64 : i64, m_max = 14 : i64, name = "hyc_brgemm_u8s8f32_14x32x64_avx512vnni", types = "u8s8f32"}, {isa = "avx512vnni", k = 64 : i64, m_max = 14 : i64, name = "hyc_brgemm_u8s8f32_14x32x64_avx512vnni_nt", stream_c, types = "u8s8f32"}]}
+// CHECK: llvm.mlir.addressof @hyc_brgemm_u8s8f32_14x32x64_avx512vnni : !llvm.ptr
+// CHECK: llvm.mlir.addressof @hyc_brgemm_u8s8f32_14x32x64_avx512vnni_nt : !llvm.ptr
+module attributes {hyc.arena_bytes = 64 : i64} {
+  func.func @extend() attributes {hyc.entry = "extend"} {
+    %t = hyc_kernel.step_size "num_tokens"
+    %x = hyc_kernel.buffer "arena"[0] (%t) : memref<?x64xf32>
+    %k = hyc_kernel.brgemm.dispatch [14, 32, 64] ld [64, 32, 32] (i8, i8 -> f32) {b_layout = "vnni4", zero_init, epilogue = #hyc<epilogue none>, isa = "avx512vnni"} -> i64
+    %nt = hyc_kernel.brgemm.dispatch [14, 32, 64] ld [64, 32, 32] (i8, i8 -> f32) {b_layout = "vnni4", zero_init, epilogue = #hyc<epilogue none>, isa = "avx512vnni", stream_c} -> i64
+    %c14 = arith.constant 14 : index
+    hyc_kernel.ukernel "hyrt_cpu_gemm_w8a8"(%x, %t, %k, %nt, %c14) : memref<?x64xf32>, index, i64, i64, index
+    return
+  }
+}
+
+// -----
+
 // A module that all-reduces across ranks also exports hyc_collectives_v0
 // (abi.h), where the runtime registers the group's all-reduce; one that
 // does not (above) has no such export.

@@ -217,3 +217,46 @@ func.func @fp8(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c5) -> (tensor<?x
   %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<fp8_e4m3, block = [128, 128]>, epilogue = #hyc<epilogue none>, hyc_cpu.fp8_fused_max_rows = 4 : i64, hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512bf16", types = "bf16bf16f32", layout = "f8_vnni2", tile = [14, 32, 200], threads = 2, parallel_min_macs = 1600000>} : (tensor<?x200xf32>, tensor<128x200xf8E4M3FN>, tensor<1x2xf32>) -> tensor<?x128xf32>
   return %y, %c : tensor<?x128xf32>, !c5
 }
+
+// -----
+
+// Non-temporal C stores from hyc_cpu.stream_c_min_rows rows (written by
+// hyc-cpu-select-lowering-strategy): the same kernel dispatched with
+// stream_c, taken when the step has at least 32 rows.
+// CHECK-LABEL: func.func @stream_c
+// CHECK: %[[T:.+]] = hyc_kernel.step_size "num_tokens"
+// CHECK: %[[PLAIN:.+]] = hyc_kernel.brgemm.dispatch [14, 32, 64] ld [64, 32, 32](i8, i8 -> f32) {b_layout = "vnni4", epilogue = #hyc<epilogue none>, isa = "avx512vnni", zero_init} -> i64
+// CHECK: %[[MANY:.+]] = arith.cmpi sge, %[[T]], %c32{{.*}} : index
+// CHECK: %[[NT:.+]] = hyc_kernel.brgemm.dispatch [14, 32, 64] ld [64, 32, 32](i8, i8 -> f32) {b_layout = "vnni4", epilogue = #hyc<epilogue none>, isa = "avx512vnni", stream_c, zero_init} -> i64
+// CHECK: %[[KERNEL:.+]] = arith.select %[[MANY]], %[[NT]], %[[PLAIN]] : i64
+// CHECK: hyc_kernel.ukernel "hyrt_cpu_gemm_w8a8"({{.*}}, %[[KERNEL]], %{{.*}}, %{{.*}})
+!c6 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @stream_c(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c6) -> (tensor<?x32xf32>, !c6) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 65536 : i64} {
+  %tok = hyc.assume_bounds %tok0 [64] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %q = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8", hyc_cpu.weight_index = 1 : i64} -> tensor<64x64xi8>
+  %s = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8.scale", hyc_cpu.weight_index = 2 : i64} -> tensor<64xf32>
+  %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>, hyc_cpu.stream_c_min_rows = 32 : i64, hyc_cpu.arena_offsets = array<i64: 16384>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512vnni", types = "u8s8f32", layout = "s8_vnni4", tile = [14, 32, 64], threads = 2, parallel_min_macs = 3200000>} : (tensor<?x64xf32>, tensor<64x64xi8>, tensor<64xf32>) -> tensor<?x64xf32>
+  %h = hyc.param #hyc.param<"f" : "head"> {hyc_cpu.weight_index = 3 : i64} -> tensor<32x64xf32>
+  %l = hyc.quant.matmul %y, %h {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>, hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
+  return %l, %c : tensor<?x32xf32>, !c6
+}
+
+// -----
+
+// The stores need 64-byte aligned rows: a plan that placed C elsewhere is
+// refused rather than run into a fault.
+!c7 = !hyc.kv_cache<num_layers = 1, num_kv_heads = 1, k_head_dim = 4, v_head_dim = 4>
+func.func @stream_c_misaligned(%tok0: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c7) -> (tensor<?x32xf32>, !c7) attributes {hyc.entry = "extend", hyc_cpu.scratch_offset = 65536 : i64} {
+  %tok = hyc.assume_bounds %tok0 [64] : tensor<?xi32>
+  %e = hyc.param #hyc.param<"f" : "embed"> {hyc_cpu.weight_index = 0 : i64} -> tensor<32x64xf32>
+  %x = hyc.embedding %e[%tok] {hyc_cpu.arena_offsets = array<i64: 0>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : tensor<32x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %q = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8", hyc_cpu.weight_index = 1 : i64} -> tensor<64x64xi8>
+  %s = hyc.param #hyc.param<"f" : "up"> {hyc.quantize = "w8a8.scale", hyc_cpu.weight_index = 2 : i64} -> tensor<64xf32>
+  // expected-error@+1 {{hyc_cpu.stream_c_min_rows needs an AVX-512 kernel writing C itself into an arena buffer of 64-byte aligned rows; got avx512vnni u8s8f32, N = 64, arena offset 16400}}
+  %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>, hyc_cpu.stream_c_min_rows = 32 : i64, hyc_cpu.arena_offsets = array<i64: 16400>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "brgemm", isa = "avx512vnni", types = "u8s8f32", layout = "s8_vnni4", tile = [14, 32, 64], threads = 2, parallel_min_macs = 3200000>} : (tensor<?x64xf32>, tensor<64x64xi8>, tensor<64xf32>) -> tensor<?x64xf32>
+  %h = hyc.param #hyc.param<"f" : "head"> {hyc_cpu.weight_index = 3 : i64} -> tensor<32x64xf32>
+  %l = hyc.quant.matmul %y, %h {quant = #hyc.quant<f32>, epilogue = #hyc<epilogue none>, hyc_cpu.arena_offsets = array<i64: -2>, hyc_cpu.lowering_config = #hyc_cpu.lowering_config<kernel = "reference">} : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
+  return %l, %c : tensor<?x32xf32>, !c7
+}

@@ -7,6 +7,8 @@
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=bf16" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVBF16
 // RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=int8" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVINT8
 // RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 kv-cache=int4" -split-input-file 2>&1 | FileCheck %s --check-prefix=KVINT4
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 stream-min-bytes=8192" -split-input-file | FileCheck %s --check-prefix=STREAM
+// RUN: hyc-opt %s --hyc-cpu-select-lowering-strategy="target=avx512 native-bf16=true amx=true stream-min-bytes=8192" -split-input-file | FileCheck %s --check-prefix=AMXSTREAM
 // RUN: not hyc-opt %s --hyc-cpu-select-lowering-strategy=target=sve -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: target 'sve' is not supported (reference, avx2, avx512)
 
@@ -230,4 +232,54 @@ func.func @fp8(%tok: tensor<?xi32>, %pos: tensor<?xi32>, %c: !c3, %x: tensor<?x2
   %s = hyc.param #hyc.param<"f" : "w"> {hyc.quantize = "fp8.scale"} -> tensor<1x2xf32>
   %y = hyc.quant.matmul %x, %q scale(%s) {quant = #hyc.quant<fp8_e4m3, block = [128, 128]>, epilogue = #hyc<epilogue none>} : (tensor<?x256xf32>, tensor<128x256xf8E4M3FN>, tensor<1x2xf32>) -> tensor<?x128xf32>
   return %y, %c : tensor<?x128xf32>, !c3
+}
+
+// -----
+
+// Outputs that can outgrow the caches store C non-temporally from the rows
+// where they pass stream-min-bytes (default: the cost model's 16 MiB, which
+// these small bounds never reach). 64 tokens x top-2 = 128 expert rows; the
+// down projection's rows are 64 floats = 256 bytes, so 8192 bytes from 32
+// rows. Not marked: the [gate; up] pair (SiLU pairs the halves in a local
+// tile), a GEMM with a bias (added to C afterwards), rows that are not whole
+// 64-byte lines (N = 40), a GEMM whose bound stays below (N = 16 -> 128
+// rows > 64 tokens), and the entry's result (the caller's buffer). The amx
+// variant runs such steps on its AMX kernel instead.
+
+// CHECK-LABEL: func.func @streams
+// CHECK-NOT: stream_c_min_rows
+// STREAM-LABEL: func.func @streams
+// STREAM: hyc.moe.grouped_matmul
+// STREAM-NOT: stream_c_min_rows
+// STREAM: hyc.moe.grouped_matmul {{.*}}hyc_cpu.stream_c_min_rows = 32 : i64
+// STREAM-NOT: stream_c_min_rows
+// STREAM: return
+// AMXSTREAM-LABEL: func.func @streams
+// AMXSTREAM: hyc.moe.grouped_matmul {{.*}}hyc_cpu.amx_min_rows = 16 : i64
+// AMXSTREAM-NOT: stream_c_min_rows
+// AMXSTREAM: return
+func.func @streams(%x0: tensor<?x64xf32>, %ids: tensor<?x2xi32>) -> tensor<?x64xf32> attributes {hyc.entry = "extend"} {
+  %x = hyc.assume_bounds %x0 [64] : tensor<?x64xf32>
+  %px, %off, %rows = hyc.moe.permute %x, %ids {num_experts = 4 : i64} : tensor<?x64xf32>, tensor<?x2xi32> -> tensor<?x64xf32>, tensor<5xi32>, tensor<?xi32>
+  %wu = hyc.param #hyc.param<"f" : "l.experts.*.{gate,up}_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<4x64x64xi8>
+  %su = hyc.param #hyc.param<"f" : "l.experts.*.{gate,up}_proj.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<4x64xf32>
+  %h = hyc.moe.grouped_matmul %px, %wu, %off scale(%su : tensor<4x64xf32>) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue silu_mul>} : tensor<?x64xf32>, tensor<4x64x64xi8>, tensor<5xi32> -> tensor<?x32xf32>
+  %wd = hyc.param #hyc.param<"f" : "l.experts.*.down_proj.weight"> {hyc.quantize = "w8a8"} -> tensor<4x64x32xi8>
+  %sd = hyc.param #hyc.param<"f" : "l.experts.*.down_proj.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<4x64xf32>
+  %y = hyc.moe.grouped_matmul %h, %wd, %off scale(%sd : tensor<4x64xf32>) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : tensor<?x32xf32>, tensor<4x64x32xi8>, tensor<5xi32> -> tensor<?x64xf32>
+  %wb = hyc.param #hyc.param<"f" : "b.weight"> {hyc.quantize = "w8a8"} -> tensor<64x64xi8>
+  %sb = hyc.param #hyc.param<"f" : "b.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<64xf32>
+  %bb = hyc.param #hyc.param<"f" : "b.bias"> -> tensor<64xf32>
+  %yb = hyc.quant.matmul %x, %wb scale(%sb) bias(%bb) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<64x64xi8>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %w40 = hyc.param #hyc.param<"f" : "n40.weight"> {hyc.quantize = "w8a8"} -> tensor<40x64xi8>
+  %s40 = hyc.param #hyc.param<"f" : "n40.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<40xf32>
+  %y40 = hyc.quant.matmul %yb, %w40 scale(%s40) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<40x64xi8>, tensor<40xf32>) -> tensor<?x40xf32>
+  %w16 = hyc.param #hyc.param<"f" : "n16.weight"> {hyc.quantize = "w8a8"} -> tensor<16x40xi8>
+  %s16 = hyc.param #hyc.param<"f" : "n16.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<16xf32>
+  %y16 = hyc.quant.matmul %y40, %w16 scale(%s16) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x40xf32>, tensor<16x40xi8>, tensor<16xf32>) -> tensor<?x16xf32>
+  %w64 = hyc.param #hyc.param<"f" : "out.weight"> {hyc.quantize = "w8a8"} -> tensor<64x16xi8>
+  %s64 = hyc.param #hyc.param<"f" : "out.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<64xf32>
+  %o = hyc.quant.matmul %y16, %w64 scale(%s64) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x16xf32>, tensor<64x16xi8>, tensor<64xf32>) -> tensor<?x64xf32>
+  %sum = hyc.add %o, %y : tensor<?x64xf32>
+  return %o : tensor<?x64xf32>
 }

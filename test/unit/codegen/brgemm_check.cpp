@@ -34,9 +34,9 @@ PackedB pack_for(const BrgemmCase &c, const std::vector<float> &wf,
 } // namespace
 
 void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
-  const BrgemmDesc desc =
-      make_brgemm_desc(c.isa, c.a_type, c.b_type, c.c_type, c.k, c.n_block,
-                       c.accumulate, c.epilogue);
+  BrgemmDesc desc = make_brgemm_desc(c.isa, c.a_type, c.b_type, c.c_type, c.k,
+                                     c.n_block, c.accumulate, c.epilogue);
+  desc.stream_c = c.stream_c;
   BrgemmGenResult gen = generate_brgemm(desc);
   ASSERT_TRUE(gen) << gen.error;
   const BrgemmKernel &kernel = *gen.kernel;
@@ -44,7 +44,9 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
 
   const int M = desc.m_max, K = c.k, NB = c.n_block;
   const bool int8 = c.a_type == DataType::u8;
-  const int lda = K + 3, ldc = NB + 5;
+  // Non-temporal rows start on 64-byte lines; either way C has columns past
+  // the block that must keep their values.
+  const int lda = K + 3, ldc = c.stream_c ? (NB + 5 + 15) / 16 * 16 : NB + 5;
   std::mt19937 rng(1234 + K * 7 + NB + (c.accumulate ? 1 : 0));
 
   // Inputs, already rounded to what the kernel sees.
@@ -100,7 +102,7 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
         }
       }
 
-    std::vector<float> cf(size_t(M + 1) * ldc);
+    std::vector<float> cf(size_t(M + 1) * ldc + 16);
     std::vector<int32_t> ci(cf.size());
     for (size_t i = 0; i < cf.size(); ++i) {
       cf[i] = uniform(rng);
@@ -108,8 +110,10 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
     }
     const std::vector<float> cf_old = cf;
     const std::vector<int32_t> ci_old = ci;
+    // C starts at the first 64-byte boundary of the buffer (16 spare floats).
+    const size_t c0 = (64 - reinterpret_cast<uintptr_t>(cf.data()) % 64) % 64 / 4;
     void *c_ptr = c.c_type == DataType::s32 ? static_cast<void *>(ci.data())
-                                            : static_cast<void *>(cf.data());
+                                            : static_cast<void *>(cf.data() + c0);
     const auto call = [&](BrgemmFn fn) {
       fn(a_buf.data(), lda, packed.panel(0), c_ptr, ldc, m, &post);
     };
@@ -122,7 +126,7 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
 
     for (int i = 0; i <= M; ++i)
       for (int j = 0; j < ldc; ++j) {
-        const size_t at = size_t(i) * ldc + j;
+        const size_t at = size_t(i) * ldc + j + (c.c_type == DataType::s32 ? 0 : c0);
         const bool inside = i < m && j < NB;
         if (!inside) {
           if (c.c_type == DataType::s32)

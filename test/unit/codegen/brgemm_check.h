@@ -18,6 +18,9 @@ struct BrgemmCase {
   bool accumulate;
   Epilogue epilogue;
   int n_valid; ///< columns that exist in W; the rest of the block is padding
+  /// Non-temporal C stores (BrgemmDesc::stream_c): C rows then start
+  /// 64-byte aligned (ldc a multiple of 16 floats, the buffer aligned).
+  bool stream_c = false;
 };
 
 /// Makes one kernel call for check_brgemm: `call(fn)` calls the entry point

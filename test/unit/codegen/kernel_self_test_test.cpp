@@ -68,6 +68,7 @@ struct Table {
     row.super_group = d.super_group;
     row.codebook =
         d.codebook == Codebook::iq4nl ? HYRT_KERNEL_CODEBOOK_IQ4NL : HYRT_KERNEL_CODEBOOK_NONE;
+    row.stream_c = d.stream_c;
     rows.push_back(row);
     kernels.push_back(std::move(g.kernel));
   }
@@ -119,6 +120,13 @@ void add_families(Table &t, bool amx) {
         for (int k : ks(f))
           t.add(f.isa, f.a, f.b, k, acc, epi);
       }
+    // Non-temporal C stores (the self-test aligns C rows for them).
+    if (f.isa != Isa::avx2 && f.isa != Isa::amx && !f8)
+      for (int k : ks(f)) {
+        BrgemmDesc d = make_brgemm_desc(f.isa, f.a, f.b, DataType::f32, k);
+        d.stream_c = true;
+        t.add_desc(d);
+      }
   }
   // Grouped integer families (one kernel each: they have no K tails).
   if (amx)
@@ -132,6 +140,12 @@ void add_families(Table &t, bool amx) {
           for (bool acc : {false, true})
             for (Epilogue epi : {Epilogue::none, Epilogue::bias})
               t.add_grouped(isa, b, 2 * group, group, asym, acc, epi);
+    if (isa == Isa::avx512_vnni) { // the grouped kernel's non-temporal store
+      BrgemmDesc d = make_grouped_brgemm_desc(isa, DataType::u4, 64, 32, false, false,
+                                              Epilogue::none);
+      d.stream_c = true;
+      t.add_desc(d);
+    }
     // Two-level scales and the code book, as GGUF and AWQ weights use them:
     // Q4_K, Q5_K, Q6_K, IQ4_XS, AWQ, IQ4_NL.
     for (const GroupedFormat &f :

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -380,6 +381,62 @@ TEST_P(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
           << "M=" << c.M << " N=" << c.N << " at " << i;
       ASSERT_NEAR(grouped[i], want, 1e-4 * (1 + std::fabs(want)))
           << "grouped, M=" << c.M << " N=" << c.N << " at " << i;
+    }
+  }
+}
+
+// Non-temporal C stores (the kernel the compiler picks for outputs past the
+// caches): the dense and the grouped expert driver store the same bits as
+// with the plain kernel, on 64-byte aligned outputs as the arena gives them,
+// with a partial last panel (N = 80) going through the driver's local tile.
+TEST(CpuGemmDriverStream, NonTemporalStoresGiveThePlainKernelsBits) {
+  if (!host_supports(Isa::avx512_vnni))
+    GTEST_SKIP() << "host lacks AVX-512 VNNI: non-temporal kernels are AVX-512 only";
+  for (const Case &c : {Case{33, 80, 200}, Case{70, 64, 96}, Case{5, 96, 64}}) {
+    auto x = randomVec(c.M * c.K, 41);
+    std::vector<int8_t> q(size_t(c.N * c.K));
+    std::vector<float> ws(size_t(c.N));
+    std::mt19937 rng(42);
+    for (auto &v : q)
+      v = int8_t(int(rng() % 255) - 127);
+    for (auto &v : ws)
+      v = 0.001f * float(1 + rng() % 50);
+    PackedB p = pack_b_s8(q.data(), c.N, c.K, c.K);
+    BrgemmDesc desc = make_brgemm_desc(Isa::avx512_vnni, DataType::u8, DataType::s8,
+                                       DataType::f32, int(c.K));
+    BrgemmGenResult plain = generate_brgemm(desc);
+    desc.stream_c = true;
+    BrgemmGenResult nt = generate_brgemm(desc);
+    ASSERT_TRUE(plain && nt) << plain.error << nt.error;
+    const size_t bytes = size_t(c.M * c.N) * sizeof(float);
+    AlignedBuffer outPlain(bytes), outNt(bytes);
+    std::vector<uint8_t> scratch(size_t(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, c.M, c.K)));
+    auto run = [&](const BrgemmGenResult &k, AlignedBuffer &out, bool grouped) {
+      std::memset(out.data(), 0xA5, bytes);
+      const auto fn = reinterpret_cast<hyrt_brgemm_fn>(k.kernel->fn());
+      float *y = reinterpret_cast<float *>(out.data());
+      if (!grouped) {
+        hyrt_cpu_gemm_w8a8(x.data(), c.M, c.K, p.data.data(), ws.data(), c.N, nullptr, y,
+                           scratch.data(), fn, k.kernel->desc().m_max, kMinMacs);
+        return;
+      }
+      // One expert's matrix twice: rows [0, 3) and [3, M).
+      const size_t matrix = p.data.size();
+      AlignedBuffer stacked(2 * matrix);
+      std::memcpy(stacked.data(), p.data.data(), matrix);
+      std::memcpy(stacked.data() + matrix, p.data.data(), matrix);
+      std::vector<float> scales(ws);
+      scales.insert(scales.end(), ws.begin(), ws.end());
+      const int32_t offsets[3] = {0, int32_t(std::min<int64_t>(3, c.M)), int32_t(c.M)};
+      hyrt_cpu_grouped_gemm(HYRT_GEMM_W8A8, x.data(), c.M, c.K, offsets, 2, stacked.data(),
+                            scales.data(), c.N, y, scratch.data(), fn, k.kernel->desc().m_max,
+                            kMinMacs);
+    };
+    for (bool grouped : {false, true}) {
+      run(plain, outPlain, grouped);
+      run(nt, outNt, grouped);
+      ASSERT_EQ(std::memcmp(outPlain.data(), outNt.data(), bytes), 0)
+          << (grouped ? "grouped " : "dense ") << c.M << "x" << c.N << "x" << c.K;
     }
   }
 }

@@ -218,3 +218,19 @@ func.func @f(%q: memref<?x8x64xf32>, %c: !hyc.kv_cache<num_layers = 1, num_kv_he
   hyc_kernel.paged_attention %h, %q, %c, %o {layer = 1 : i64, scale = 0.125 : f32} : memref<?x8x64xf32>, !hyc.kv_cache<num_layers = 1, num_kv_heads = 4, k_head_dim = 64, v_head_dim = 64>, memref<?x8x64xf32>
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{stream_c (non-temporal C stores) needs f32 C with zero_init, no epilogue and an avx512 isa other than for f8 B, got C 'f32' accumulating, isa "avx512vnni"}}
+  %h = hyc_kernel.brgemm.dispatch [14, 32, 64] ld [64, 32, 32] (i8, i8 -> f32) {b_layout = "vnni4", epilogue = #hyc<epilogue none>, isa = "avx512vnni", stream_c} -> i64
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{stream_c (non-temporal C stores) needs f32 C with zero_init, no epilogue and an avx512 isa other than for f8 B, got C 'f32', isa "avx2"}}
+  %h = hyc_kernel.brgemm.dispatch [4, 32, 64] ld [64, 32, 32] (i8, i8 -> f32) {b_layout = "vnni4", epilogue = #hyc<epilogue none>, isa = "avx2", stream_c, zero_init} -> i64
+  return
+}
