@@ -270,23 +270,29 @@ private:
       auto entry = fn ? fn->getAttrOfType<StringAttr>("hyc.entry") : StringAttr();
       const bool decode = entry && entry.getValue() == "decode";
       auto q = cast<RankedTensorType>(op->getOperand(0).getType());
-      // tile[0]: the weight of the plain form's expansion against the
-      // attention work it saves, with which the kernel picks the form of
-      // each extend step (cost in multiply-adds, hyrt_cpu_mla_attention).
-      // Expanding the cached latents costs R (nope + v) per position and
-      // head; absorbed attention costs 2R + rope per attended position and
-      // head, plain nope + rope + v. The expansion runs at about a third of
-      // the attention kernels' rate (hyc_attention_bench, 16 heads: 512
-      // tokens from position 0 plain 41.5 ms vs absorbed 54.5; 256 tokens
-      // at 4096, 365 vs 242; 512 at 4096, 519 vs 518): weight 3. 0 (never)
-      // for decode, and where the plain attention saves nothing
-      // (2R <= nope + v).
+      // tile: the weights (in hundredths) of the plain form's expansion
+      // against the attention work it saves, with which the kernel picks
+      // the form of each extend step (cost in multiply-adds,
+      // hyrt_cpu_mla_attention): [on bf16 dot products, on fp32 kernels].
+      // Which kernels run is the host's (the attention kernels take bf16
+      // dot products on AVX-512 BF16 hosts whatever the GEMMs' variant). Expanding the cached latents costs
+      // R (nope + v) per position and head; absorbed attention costs
+      // 2R + rope per attended position and head, plain nope + rope + v.
+      // On bf16 dot products (a bf16 cache on an AVX-512 BF16 host): an expansion multiply-add costs ~0.65-0.7 of an
+      // absorbed one (hyc_attention_bench, 2-vCPU Zen 5: 128 heads, 128
+      // tokens at 1024, absorbed / plain 1.24; 16 heads, 512 tokens at 4096,
+      // 2.87), weight 70. On fp32 kernels the expansion
+      // is about three times slower (16 heads: 512 tokens from position 0
+      // plain 41.5 ms vs absorbed 54.5; 256 tokens at 4096, 365 vs 242):
+      // 300. 0 (never) for decode, and where the plain attention saves
+      // nothing (2R <= nope + v).
       auto mla = cast<MLAAttentionOp>(op);
       const int64_t nope = q.getDimSize(2), v = mla.getVHeadDim();
       const int64_t rank = cast<RankedTensorType>(mla.getKvB().getType()).getDimSize(1);
-      const int64_t plainWeight = !decode && 2 * rank > nope + v ? 3 : 0;
+      const bool never = decode || 2 * rank <= nope + v;
+      const int64_t weights[2] = {never ? 0 : 70, never ? 0 : 300};
       config = cpu::LoweringConfigAttr::get(
-          ctx, "mla_absorbed", {}, {}, {}, DenseI64ArrayAttr::get(ctx, {plainWeight}),
+          ctx, "mla_absorbed", {}, {}, {}, DenseI64ArrayAttr::get(ctx, weights),
           attentionThreads(machine, q.getDimSize(1)), 0,
           decode ? attentionKvSplits(machine, 1) : 1, StringAttr());
     } else if (kernels && isa<RMSNormOp, SiluMulOp>(op)) {

@@ -67,7 +67,7 @@ Run run(int64_t heads, int64_t T, int64_t n, int64_t splits, bool quick,
   auto call = [&] {
     hyrt_cpu_mla_attention(&kv, &step, 0, qn.data(), qp.data(), kvbHalf.data(), 1, heads, kNope,
                            kRope,
-                           kV, kRank, 0.07f, out.data(), splits, plainForm);
+                           kV, kRank, 0.07f, out.data(), splits, plainForm, plainForm);
   };
   call();
   double best = 1e30, spent = 0;
@@ -115,16 +115,25 @@ int main(int argc, char **argv) {
                   r.ms, bytes / r.ms / 1e6, 100 * bytes / r.ms / 1e6 / bw, gflops,
                   100 * gflops / fma);
     }
-    // A prefill chunk from position 0 in each form (plain_form -1 forces the
-    // plain one), GFLOP/s counted as the absorbed form's work for both.
+    // A prefill chunk from position 0 and later chunks of a long prompt in
+    // each form (plain_form -1 forces the plain one), GFLOP/s counted as the
+    // absorbed form's work for both: the ratio of the two times is what
+    // hyc-cpu-select-lowering-strategy's plain-form weight stands for.
     const int64_t T = heads > 16 ? 128 : 512;
-    for (int64_t plainForm : {int64_t(0), int64_t(-1)}) {
-      const Run p = run(heads, T, T, 1, quick, plainForm);
-      const double gflops = 2 * (p.attnMacs + p.foldMacs) / p.ms / 1e6;
-      std::printf("  prefill chunk of %lld tokens from position 0, %s form: %.1f ms (%.1f "
-                  "absorbed-GFLOP/s = %.0f%% of the fp32 FMA peak)\n",
-                  static_cast<long long>(T), plainForm ? "plain" : "absorbed", p.ms, gflops,
-                  100 * gflops / fma);
+    for (int64_t n : {T, 2 * T, 4 * T, 8 * T}) {
+      if (quick && n > 4 * T)
+        continue;
+      double ms[2];
+      for (int64_t plainForm : {int64_t(0), int64_t(-1)}) {
+        const Run p = run(heads, T, n, 1, quick, plainForm);
+        const double gflops = 2 * (p.attnMacs + p.foldMacs) / p.ms / 1e6;
+        ms[plainForm ? 1 : 0] = p.ms;
+        std::printf("  prefill chunk of %lld tokens ending at position %lld, %s form: %.1f ms "
+                    "(%.1f absorbed-GFLOP/s = %.0f%% of the fp32 FMA peak)\n",
+                    static_cast<long long>(T), static_cast<long long>(n - 1),
+                    plainForm ? "plain" : "absorbed", p.ms, gflops, 100 * gflops / fma);
+      }
+      std::printf("    absorbed / plain = %.2f\n", ms[0] / ms[1]);
     }
   }
 }

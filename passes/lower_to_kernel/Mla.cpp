@@ -24,6 +24,12 @@ static bool storesKvBAsBf16(MLAAttentionOp a) {
   return derivation && derivation.getValue() == "bf16";
 }
 
+/// The schedule's plain-form weights (tile = [on bf16 dot products, on fp32
+/// kernels]); 0 (never) where it wrote none.
+static int64_t plainWeight(cpu::LoweringConfigAttr config, size_t i) {
+  return config.getTile() && config.getTile().size() > i ? config.getTile()[i] : 0;
+}
+
 static LogicalResult lowerMlaAttention(MLAAttentionOp a, KernelEmitter &e) {
   auto qn = e.dims(a.getQNope());
   auto qp = e.dims(a.getQPe());
@@ -36,10 +42,8 @@ static LogicalResult lowerMlaAttention(MLAAttentionOp a, KernelEmitter &e) {
               e.ptrOf(a.getKvB()), e.i32(bf16KvB ? 1 : 0), qn[1].value,
               qn[2].value, qp[2].value, e.i64(a.getVHeadDim()), kvb[1].value,
               e.f32(a.getScale().convertToFloat()), e.ptrOf(a.getResult()),
-              e.i64(config.getKvSplits()),
-              e.i64(config.getTile() && !config.getTile().empty()
-                        ? config.getTile()[0]
-                        : 0)});
+              e.i64(config.getKvSplits()), e.i64(plainWeight(config, 0)),
+              e.i64(plainWeight(config, 1))});
     return success();
   }
   e.callKv("hyrt_ref_mla_attention",

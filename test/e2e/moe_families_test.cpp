@@ -146,7 +146,7 @@ TEST(MlaForms, PlainExtendAndAbsorbedDecodeMatchTheReference) {
               "--target", "avx512", "--quant", "bf16", "--max-seq-len", "256",
               "--max-batch-tokens", "256"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(readFile(fastArt + ".mlir").find("kernel = \"mla_absorbed\", tile = [3]"),
+  EXPECT_NE(readFile(fastArt + ".mlir").find("kernel = \"mla_absorbed\", tile = [70, 300]"),
             std::string::npos);
   const std::vector<int32_t> t = tokens(200);
   const Logits got = logitsOf(fastArt, t, 170), want = logitsOf(compileOnce(dir, bounds), t, 170);

@@ -21,7 +21,7 @@
 // the split merge and the output fold by (head, block of 8 tokens); all on
 // the thread pool. AVX-512 bodies in mla_attention_avx512.cpp, portable
 // ones here; a long extend chunk of one sequence takes the plain form
-// instead when that costs less (mla_plain.cpp, plainIsCheaper).
+// instead when that costs less (mla_plain.cpp, mlaPlainIsCheaper).
 #include "hyrt/cpu_kernels.h"
 
 #include "attention_group.h"
@@ -208,26 +208,6 @@ struct Item {
   int64_t t0, count, begin, end, slot;
 };
 
-/// Whether the plain form is cheaper for this step (one sequence, T new
-/// tokens, n positions): expanding the n - T cached latents that are not
-/// new costs R (nope + v) per position and head, weighted by `weight` (the
-/// schedule's: the expansion runs slower than the attention kernels); it
-/// saves (2R - nope - v) per attended position and head, about T (n - T/2)
-/// of them. Fresh prefill (n = T) always gains. weight < 0: always
-/// (tests, benchmarks); 0: never.
-bool plainIsCheaper(const Mla &m, const hyrt_step_v0 *step, int64_t weight) {
-  if (weight == 0 || step->num_seqs != 1 || step->num_tokens < 1)
-    return false;
-  if (weight < 0)
-    return true;
-  const double T = double(step->num_tokens), n = double(step->positions[step->num_tokens - 1]) + 1;
-  const double saved = double(2 * m.rank - m.nope - m.v);
-  if (saved <= 0)
-    return false;
-  return double(weight) * (n - T) * double(m.rank) * double(m.nope + m.v) <
-         T * (n - T / 2) * saved;
-}
-
 } // namespace
 
 extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
@@ -235,7 +215,8 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
                                        const void *w_kv_b, int32_t kv_b_bf16, int64_t num_heads,
                                        int64_t nope_dim, int64_t rope_dim, int64_t v_dim,
                                        int64_t kv_lora_rank, float scale, float *out,
-                                       int64_t kv_splits, int64_t plain_form) {
+                                       int64_t kv_splits, int64_t plain_form,
+                                       int64_t plain_form_fp32) {
   const Mla m{num_heads, nope_dim, rope_dim, v_dim, kv_lora_rank, scale};
   const LayerView l = layerView(kv, layer, 1);
   const int64_t T = step->num_tokens, H = num_heads, R = kv_lora_rank;
@@ -256,8 +237,11 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   const int threads = hyrt::cpu::threadsForAttention(positions * H * (2 * R + rope_dim) +
                                                      T * H * R * (nope_dim + v_dim));
 
-  // An extend chunk takes the plain form where that costs less.
-  if (avx512 && plainIsCheaper(m, step, plain_form) &&
+  // An extend chunk takes the plain form where that costs less, weighed by
+  // the schedule for the kernels it would run on here.
+  const int64_t weight =
+      hyrt::cpu::plainRunsOnBf16Dots(l, m, kv_b_bf16 != 0) ? plain_form : plain_form_fp32;
+  if (avx512 && hyrt::cpu::mlaPlainIsCheaper(m, step, weight) &&
       hyrt::cpu::plainExtendAvx512(step, l, m, q_nope, q_pe, w_kv_b, kv_b_bf16 != 0, out,
                                     threads))
     return;
@@ -347,3 +331,20 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
       foldOutput(m, oLat.data() + (t - t0) * R, inv[t - t0], w_kv_b, kv_b_bf16 != 0, t, h, out);
   });
 }
+
+namespace hyrt::cpu {
+
+bool mlaPlainIsCheaper(const Mla &m, const hyrt_step_v0 *step, int64_t weight) {
+  if (weight == 0 || step->num_seqs != 1 || step->num_tokens < 1)
+    return false;
+  if (weight < 0)
+    return true;
+  const double T = double(step->num_tokens), n = double(step->positions[step->num_tokens - 1]) + 1;
+  const double saved = double(2 * m.rank - m.nope - m.v);
+  if (saved <= 0)
+    return false;
+  return double(weight) / 100.0 * (n - T) * double(m.rank) * double(m.nope + m.v) <
+         T * (n - T / 2) * saved;
+}
+
+} // namespace hyrt::cpu

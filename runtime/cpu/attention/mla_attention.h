@@ -16,6 +16,21 @@ struct Mla {
   float scale;
 };
 
+/// Whether the plain form is cheaper for this step (one sequence, T new
+/// tokens, n positions): expanding the n - T cached latents that are not
+/// new costs R (nope + v) multiply-adds per position and head, weighted by
+/// weight / 100 (the schedule's: how an expansion multiply-add's time
+/// compares with an absorbed attention one's); it saves (2R - nope - v)
+/// per attended position and head, about T (n - T/2) of them. Fresh
+/// prefill (n = T) always gains. weight < 0: always (tests, benchmarks);
+/// 0: never.
+bool mlaPlainIsCheaper(const Mla &m, const hyrt_step_v0 *step, int64_t weight);
+
+/// Whether the plain form runs on bf16 dot products here (a bf16 cache and
+/// kv_b, AVX-512 BF16, dims the bf16 kernels take), the case the schedule's
+/// first weight is for; else fp32 kernels (mla_plain.cpp).
+bool plainRunsOnBf16Dots(const LayerView &l, const Mla &m, bool bf16W);
+
 /// Floats of one (token, split) partial: per head the unnormalized o_lat
 /// (rank floats), then the heads' running maxima, then their sums.
 inline int64_t mlaPartialFloats(const Mla &m) { return m.heads * (m.rank + 2); }

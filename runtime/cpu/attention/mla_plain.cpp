@@ -18,6 +18,23 @@
 
 namespace hyrt::cpu {
 
+namespace {
+
+bool expandsOnBf16Dots(const LayerView &l, const Mla &m, bool bf16W) {
+  return l.bf16 && bf16W && m.rank % 32 == 0 && hostHasAvx512Bf16() && !fp32AttentionOnly();
+}
+
+/// The expanded rows' view for the bf16 dot-product attention kernel.
+LayerView bf16ExpandedView(const Mla &m, int64_t n) {
+  return LayerView{m.heads, m.nope + m.rope, m.v, n, 1, nullptr, nullptr, true};
+}
+
+} // namespace
+
+bool plainRunsOnBf16Dots(const LayerView &l, const Mla &m, bool bf16W) {
+  return expandsOnBf16Dots(l, m, bf16W) && bf16DotsApply(bf16ExpandedView(m, 1));
+}
+
 /// The plain form for an extend chunk of one sequence at consecutive
 /// positions: every cached latent the chunk sees is expanded once into
 /// per-head keys [k_nope | k_pe] and values (W_UK, W_UV times the latent),
@@ -46,8 +63,7 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
       step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
   // bf16 latents and bf16 kv_b: the expansion takes vdpbf16ps on the stored
   // pairs (mla_expand_bf16_avx512.cpp), from a bf16 copy of the latents.
-  const bool bf16Expand =
-      l.bf16 && bf16W && R % 32 == 0 && hostHasAvx512Bf16() && !fp32AttentionOnly();
+  const bool bf16Expand = expandsOnBf16Dots(l, m, bf16W);
   thread_local std::vector<uint16_t> callerLatH;
   std::vector<uint16_t> &latH = callerLatH;
   if (bf16Expand)
@@ -114,7 +130,7 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   // values, and the heads attend on the bf16 dot-product kernel where it
   // takes the shape (DeepSeek's dk 192, dv 128): 3.0-3.4x the fp32
   // kernel's rate on dense shapes (bench/README.md "Long prompts").
-  const LayerView bf16View{H, dk, m.v, n, 1, nullptr, nullptr, true};
+  const LayerView bf16View = bf16ExpandedView(m, n);
   if (l.bf16 && bf16DotsApply(bf16View)) {
     thread_local std::vector<uint16_t> callerKh, callerVh;
     std::vector<uint16_t> &kh = callerKh, &vh = callerVh;

@@ -260,15 +260,18 @@ void hyrt_cpu_rope(const float *x, const int32_t *positions, int64_t num_tokens,
  * one sequence (consecutive new tokens) may run the plain form instead:
  * every latent it sees expanded once into per-head keys and values, then
  * multi-head attention. plain_form 0: never; > 0: where it costs less, the
- * expansion's multiply-adds weighted by plain_form against the attention's
- * it saves (the schedule's choice); < 0: always (tests, benchmarks). */
+ * expansion's multiply-adds weighted by plain_form / 100 against the
+ * attention's it saves (the schedule's choice; plain_form_fp32 in its place
+ * where the plain form would run on fp32 kernels instead of bf16 dot
+ * products: the host or the cache lacks bf16); < 0: always (tests,
+ * benchmarks). */
 void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_step_v0 *step,
                             int64_t layer, const float *q_nope, const float *q_pe,
                             const void *w_kv_b, int32_t kv_b_bf16, int64_t num_heads,
                             int64_t nope_dim,
                             int64_t rope_dim, int64_t v_dim, int64_t kv_lora_rank,
                             float scale, float *out, int64_t kv_splits,
-                            int64_t plain_form);
+                            int64_t plain_form, int64_t plain_form_fp32);
 
 /* hyrt_cpu_grouped_gemm (silu_mul = 0) or _silu_mul (1) reading the rows of
  * a hyrt_cpu_moe_permute through its row map instead of its fp32 copies:

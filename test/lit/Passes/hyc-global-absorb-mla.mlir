@@ -6,7 +6,8 @@
 // strategy then runs it on the absorbed kernel, splitting a decode token's
 // positions over the threads (one KV head) and reading a bf16 cache, and
 // lets an extend step take the plain form where it costs less, weighing
-// the expansion 3 times its multiply-adds (tile[0]; decode: 0, never). Without
+// the expansion's multiply-adds by tile / 100: 70 where the host runs it on
+// bf16 dot products, 300 on fp32 kernels (decode: 0, never). Without
 // the pass the op stays on the plain reference kernel and the cache fp32.
 
 // CHECK-LABEL: func.func @extend
@@ -15,9 +16,9 @@
 // CHECK: hyc.mla.attention {{.*}}hyc.mla_form = "absorbed"
 // STRATEGY: module attributes {hyc_cpu.kv_cache_dtype = "bf16"}
 // STRATEGY-LABEL: func.func @extend
-// STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [3], threads = 2>
+// STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [70, 300], threads = 2>
 // STRATEGY-LABEL: func.func @decode
-// STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [0], threads = 2, kv_splits = 2>
+// STRATEGY: hyc.mla.attention {{.*}}#hyc_cpu.lowering_config<kernel = "mla_absorbed", tile = [0, 0], threads = 2, kv_splits = 2>
 // PLAIN: module attributes {hyc_cpu.kv_cache_dtype = "f32"}
 // PLAIN: hyc.mla.attention {{.*}}<kernel = "reference">
 // PLAIN-NOT: mla_absorbed

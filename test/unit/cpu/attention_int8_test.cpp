@@ -427,7 +427,7 @@ void expectMlaMatches(const Int8Layer &c, int64_t heads, int64_t nope, int64_t r
   hyrt_ref_mla_attention(&c.int8, &s.abi, 0, qn.data(), qp.data(), kvb.data(), heads, nope,
                          rope, v, rank, scale, want.data());
   hyrt_cpu_mla_attention(&c.int8, &s.abi, 0, qn.data(), qp.data(), kvb.data(), 0, heads, nope,
-                         rope, v, rank, scale, got.data(), kvSplits, plainForm);
+                         rope, v, rank, scale, got.data(), kvSplits, plainForm, plainForm);
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 1e-2) << what << ", element " << i;
 }

@@ -25,6 +25,7 @@
 // values, V = max_j,d |v_jd|; added to the 1e-2 above.
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/reference.h"
+#include "runtime/cpu/attention/mla_attention.h"
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
 #include "test/common/compare.h"
@@ -112,7 +113,8 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
   hyrt_cpu_mla_attention(&kv, &step, 0, qn.data(), qp.data(),
                          bf16KvB ? static_cast<const void *>(kvbHalf.data()) : kvb.data(),
                          bf16KvB ? 1 : 0, m.heads, m.nope,
-                         m.rope, m.v, m.rank, scale, got.data(), kvSplits, plainForm);
+                         m.rope, m.v, m.rank, scale, got.data(), kvSplits, plainForm,
+                         plainForm);
   // The bf16 plain path (see the top): one sequence, plain form forced, a
   // bf16 cache, dims on the kernel's grid, a host with AVX-512 BF16.
   const bool bf16Plain = bf16 && plainForm < 0 && S == 1 && (m.nope + m.rope) % 32 == 0 &&
@@ -254,6 +256,39 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
   const std::vector<int32_t> blocks = scrambledBlocks(maxPages, -1, maxPages - 1, maxPages);
   expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {299}, {0}, {0}, {1}, blocks, maxPages, 2, rng,
               "DeepSeek-V3 heads, decode at length 300");
+}
+
+// The form decision (mlaPlainIsCheaper) on mla-small's dims: rank 512, nope
+// 128, v 128, so expanding a cached position costs 512 x 256 multiply-adds
+// per head and attending one saves 2 x 512 - 256 = 768. A step of T tokens
+// ending at position n - 1 takes the plain form when
+// weight / 100 x (n - T) x 131072 < T (n - T / 2) x 768. The bf16 kernels'
+// weight 70 sends a 4000-token prompt's last chunk (416 tokens at 3584) to
+// the plain form, which hyc_attention_bench measures 2.9x faster there; the
+// fp32 kernels' 300 keeps it absorbed. Short steps late in a context stay
+// absorbed under both; fresh prefill (n = T) is plain under any weight.
+TEST(MlaPlainForm, DecisionFollowsTheScheduleWeight) {
+  const hyrt::cpu::Mla m{16, 128, 64, 128, 512, 0.1f};
+  auto decide = [&](int64_t T, int64_t n, int64_t weight, int32_t seqs = 1) {
+    std::vector<int32_t> pos(static_cast<size_t>(T)), seq(static_cast<size_t>(T), 0),
+        tok(static_cast<size_t>(T), 1);
+    for (int64_t t = 0; t < T; ++t)
+      pos[size_t(t)] = int32_t(n - T + t);
+    const hyrt_step_v0 step{T,       seqs,    tok.data(), pos.data(), seq.data(), nullptr,
+                            nullptr, nullptr, nullptr,    0,          nullptr,    0,
+                            nullptr};
+    return hyrt::cpu::mlaPlainIsCheaper(m, &step, weight);
+  };
+  EXPECT_TRUE(decide(416, 4000, 70));   // 0.7 x 3584 x 131072 = 329M < 416 x 3792 x 768 = 1211M
+  EXPECT_FALSE(decide(416, 4000, 300)); // 1409M > 1211M
+  EXPECT_TRUE(decide(128, 1024, 70));   // 82M < 94M (128 heads there: plain 1.24x faster)
+  EXPECT_FALSE(decide(128, 1024, 90));  // 106M > 94M: the crossover sits between
+  EXPECT_FALSE(decide(16, 4000, 70));   // 366M > 16 x 3992 x 768 = 49M
+  EXPECT_TRUE(decide(512, 512, 300));   // fresh prefill: nothing cached to expand
+  EXPECT_TRUE(decide(1, 1, 1));
+  EXPECT_FALSE(decide(512, 512, 0));    // 0: never
+  EXPECT_TRUE(decide(16, 4000, -1));    // < 0: always
+  EXPECT_FALSE(decide(512, 512, 70, /*seqs=*/2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cache, CpuMlaAttention, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
