@@ -60,6 +60,19 @@ inline __m512 expForBf16(__m512 x) {
 }
 
 /// z[i] = sum of the 16 lanes of v[i].
+/// hyrt::toBf16 on 16 lanes, bit for bit: round to nearest even on the
+/// bits, a NaN kept a quiet NaN.
+inline __m256i toBf16x16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+      _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(r);
+}
+
 inline __m512 hsum16(const __m512 v[16]) {
   __m512 w[8], x[4];
   for (int k = 0; k < 8; ++k)

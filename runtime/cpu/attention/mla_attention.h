@@ -79,6 +79,12 @@ void expandLatentsAvx512(const Mla &m, const float *latents, int64_t latStride, 
 void expandLatentsBf16Dots(const Mla &m, const uint16_t *latents, int64_t latStride, int64_t n,
                            const uint16_t *wKvB, int64_t h, float *kNope, int64_t kStride,
                            float *v, int64_t vStride);
+/// The same, each fp32 sum rounded to bf16 (nearest even, hyrt::toBf16) as
+/// it is stored: the rows the bf16 attention kernel reads, without an fp32
+/// copy of them.
+void expandLatentsBf16Dots(const Mla &m, const uint16_t *latents, int64_t latStride, int64_t n,
+                           const uint16_t *wKvB, int64_t h, uint16_t *kNope, int64_t kStride,
+                           uint16_t *v, int64_t vStride);
 
 /// The plain form for an extend step of one sequence at consecutive
 /// positions (mla_plain.cpp); false when it does not apply (the caller runs

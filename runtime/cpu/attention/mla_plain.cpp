@@ -7,6 +7,7 @@
 // view of the expanded rows.
 #include "mla_attention.h"
 
+#include "../scratch_array.h"
 #include "../thread_pool.h"
 
 #include "../../reference/bf16.h"
@@ -15,6 +16,8 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#include <chrono>
+#include <cstdio>
 
 namespace hyrt::cpu {
 
@@ -53,34 +56,46 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
     if (step->positions[t] != step->positions[t - 1] + 1 || step->token_seq[t] != step->token_seq[0])
       return false;
   const int64_t n = int64_t(step->positions[T - 1]) + 1;
-  thread_local std::vector<float> callerLat, callerK, callerV, callerQ;
-  std::vector<float> &lat = callerLat, &kc = callerK, &vc = callerV, &qc = callerQ;
-  lat.resize(size_t(n * D));
-  kc.resize(size_t(H * n * dk));
-  vc.resize(size_t(H * n * m.v));
-  qc.resize(size_t(T * H * dk));
+  auto T0 = std::chrono::steady_clock::now(); auto lap=[&](const char*w){auto t=std::chrono::steady_clock::now(); std::fprintf(stderr,"%s T=%ld n=%ld %.3f\n",w,(long)T,(long)n,std::chrono::duration<double>(t-T0).count()*1e3); T0=t;};
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
+  auto cacheRow = [&](int64_t j) { return int64_t(blocks[j / l.page]) * l.page + j % l.page; };
   // bf16 latents and bf16 kv_b: the expansion takes vdpbf16ps on the stored
-  // pairs (mla_expand_bf16_avx512.cpp), from a bf16 copy of the latents.
+  // pairs (mla_expand_bf16_avx512.cpp). A bf16 cache whose expanded rows
+  // take the bf16 attention kernel (DeepSeek's dk 192, dv 128): those rows
+  // are rounded to bf16, as a dense model's bf16 cache stores its keys and
+  // values; with both, the expansion rounds its sums as it stores them and
+  // no fp32 copy of the expanded rows exists (at 128 heads and 8192
+  // positions that copy was 1.3 GB).
   const bool bf16Expand = expandsOnBf16Dots(l, m, bf16W);
-  thread_local std::vector<uint16_t> callerLatH;
-  std::vector<uint16_t> &latH = callerLatH;
-  if (bf16Expand)
-    latH.resize(size_t(n * R));
-  // Latent rows widened to fp32, [c | k_pe] per position (int8 rows
-  // dequantized: code x the row's scale); with bf16Expand only k_pe, c is
-  // copied as stored.
+  const LayerView bf16View = bf16ExpandedView(m, n);
+  const bool bf16Attend = l.bf16 && bf16DotsApply(bf16View);
+  const bool direct = bf16Expand && bf16Attend;
+  // The calling thread's scratch, rewritten on every call (scratch_array.h:
+  // growing it neither zero-fills nor copies).
+  thread_local ScratchArray<float> callerLat, callerK, callerV, callerQ;
+  thread_local ScratchArray<uint16_t> callerLatH, callerKh, callerVh;
+  float *const qc = callerQ.get(size_t(T * H * dk));
+  uint16_t *const kh = bf16Attend ? callerKh.get(size_t(H * n * dk)) : nullptr;
+  uint16_t *const vh = bf16Attend ? callerVh.get(size_t(H * n * m.v)) : nullptr;
+  float *const lat = direct ? nullptr : callerLat.get(size_t(n * D));
+  float *const kc = direct ? nullptr : callerK.get(size_t(H * n * dk));
+  float *const vc = direct ? nullptr : callerV.get(size_t(H * n * m.v));
+  uint16_t *const latH = bf16Expand ? callerLatH.get(size_t(n * D)) : nullptr;
+  // Latent rows: with bf16Expand copied as stored ([c | k_pe] bf16), k_pe
+  // also widened to fp32 unless direct; else widened to fp32 (int8 rows
+  // dequantized: code x the row's scale).
   parallelRows(n, D, [&](int64_t j) {
-    const int64_t row = int64_t(blocks[j / l.page]) * l.page + j % l.page;
-    float *dst = lat.data() + j * D;
+    const int64_t row = cacheRow(j);
     if (bf16Expand) {
       const uint16_t *src = l.kRow<uint16_t>(row, 0);
-      std::memcpy(latH.data() + j * R, src, sizeof(uint16_t) * size_t(R));
-      for (int64_t i = R; i < D; ++i)
-        dst[i] = hyrt::fromBf16(src[i]);
+      std::memcpy(latH + j * D, src, sizeof(uint16_t) * size_t(D));
+      if (!direct)
+        for (int64_t i = R; i < D; ++i)
+          lat[j * D + i] = hyrt::fromBf16(src[i]);
       return;
     }
+    float *dst = lat + j * D;
     if (l.int8) {
       const int8_t *src = l.kRow<int8_t>(row, 0);
       const float rowScale = l.kScaleOf<int8_t>(row, 0);
@@ -94,65 +109,73 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
       std::memcpy(dst, l.kRow<float>(row, 0), sizeof(float) * size_t(D));
     }
   });
-  // Expansion by (head, block of 64 positions), head-major.
+  lap("widen");
+  // Expansion by (head, block of 64 positions), head-major; k_pe appended
+  // to each key (bf16 as stored, or widened).
   constexpr int64_t kRows = 64;
   const int64_t rowBlocks = (n + kRows - 1) / kRows;
   parallelFor(H * rowBlocks, threads, [&](int64_t i) {
     const int64_t h = i / rowBlocks, j0 = (i % rowBlocks) * kRows, nb = std::min(kRows, n - j0);
-    float *kh = kc.data() + (h * n + j0) * dk;
+    if (direct) {
+      uint16_t *k = kh + (h * n + j0) * dk;
+      expandLatentsBf16Dots(m, latH + j0 * D, D, nb, static_cast<const uint16_t *>(wKvB),
+                            h, k, dk, vh + (h * n + j0) * m.v, m.v);
+      for (int64_t j = 0; j < nb; ++j)
+        std::memcpy(k + j * dk + m.nope, latH + (j0 + j) * D + R,
+                    sizeof(uint16_t) * size_t(m.rope));
+      return;
+    }
+    float *k = kc + (h * n + j0) * dk;
     if (bf16Expand)
-      expandLatentsBf16Dots(m, latH.data() + j0 * R, R, nb, static_cast<const uint16_t *>(wKvB),
-                            h, kh, dk, vc.data() + (h * n + j0) * m.v, m.v);
+      expandLatentsBf16Dots(m, latH + j0 * D, D, nb, static_cast<const uint16_t *>(wKvB),
+                            h, k, dk, vc + (h * n + j0) * m.v, m.v);
     else
-      expandLatentsAvx512(m, lat.data() + j0 * D, D, nb, wKvB, bf16W, h, kh, dk,
-                          vc.data() + (h * n + j0) * m.v, m.v);
+      expandLatentsAvx512(m, lat + j0 * D, D, nb, wKvB, bf16W, h, k, dk,
+                          vc + (h * n + j0) * m.v, m.v);
     for (int64_t j = 0; j < nb; ++j)
-      std::memcpy(kh + j * dk + m.nope, lat.data() + (j0 + j) * D + R,
+      std::memcpy(k + j * dk + m.nope, lat + (j0 + j) * D + R,
                   sizeof(float) * size_t(m.rope));
   });
-  for (int64_t t = 0; t < T; ++t)
+  lap("expand");
+  parallelRows(T, H * dk, [&](int64_t t) {
     for (int64_t h = 0; h < H; ++h) {
-      float *dst = qc.data() + (t * H + h) * dk;
+      float *dst = qc + (t * H + h) * dk;
       std::memcpy(dst, qNope + (t * H + h) * m.nope, sizeof(float) * size_t(m.nope));
       std::memcpy(dst + m.nope, qPe + (t * H + h) * m.rope, sizeof(float) * size_t(m.rope));
     }
-  // Multi-head attention over a one-page view: position j of head h is row
-  // j + h * n of the expanded keys and values.
-  const LayerView view{H, dk, m.v, n, 1, kc.data(), vc.data(), false};
+  });
   const int32_t page0 = 0;
   std::vector<int32_t> seq0(size_t(T), 0);
   const int32_t start = 0, len = int32_t(T), prefix = int32_t(n - T);
   const hyrt_step_v0 one{T,      1,       step->tokens, step->positions, seq0.data(), &start,
                          &len,   &prefix, &page0,       1,               nullptr,     0,
                          nullptr};
-  // A bf16 cache (latents rounded to bf16 already): the expanded rows are
-  // rounded to bf16 too, as a dense model's bf16 cache stores its keys and
-  // values, and the heads attend on the bf16 dot-product kernel where it
-  // takes the shape (DeepSeek's dk 192, dv 128): 3.0-3.4x the fp32
-  // kernel's rate on dense shapes (bench/README.md "Long prompts").
-  const LayerView bf16View = bf16ExpandedView(m, n);
-  if (l.bf16 && bf16DotsApply(bf16View)) {
-    thread_local std::vector<uint16_t> callerKh, callerVh;
-    std::vector<uint16_t> &kh = callerKh, &vh = callerVh;
-    kh.resize(kc.size());
-    vh.resize(vc.size());
-    parallelRows(H * n, dk + m.v, [&](int64_t r) {
-      for (int64_t i = 0; i < dk; ++i)
-        kh[size_t(r * dk + i)] = toBf16(kc[size_t(r * dk + i)]);
-      for (int64_t i = 0; i < m.v; ++i)
-        vh[size_t(r * m.v + i)] = toBf16(vc[size_t(r * m.v + i)]);
-    });
+  // Multi-head attention over a one-page view: position j of head h is row
+  // j + h * n of the expanded keys and values. On the bf16 dot-product
+  // kernel: 3.0-3.4x the fp32 kernel's rate on dense shapes
+  // (bench/README.md "Long prompts").
+  if (bf16Attend) {
+    if (!direct) // fp32 expansion: rounded to bf16 here
+      parallelRows(H * n, dk + m.v, [&](int64_t r) {
+        for (int64_t i = 0; i < dk; ++i)
+          kh[r * dk + i] = toBf16(kc[r * dk + i]);
+        for (int64_t i = 0; i < m.v; ++i)
+          vh[r * m.v + i] = toBf16(vc[r * m.v + i]);
+      });
+    lap("round");
     LayerView view = bf16View;
-    view.k = kh.data();
-    view.v = vh.data();
+    view.k = kh;
+    view.v = vh;
     constexpr int64_t kBf16Block = 32; // attention.cpp's kBf16TokenBlock
     const int64_t blocksOf = (T + kBf16Block - 1) / kBf16Block;
     parallelForDynamic(blocksOf * H, threads, [&](int, int64_t i) {
       const int64_t h = i % H, t0 = (i / H) * kBf16Block, tq = std::min(kBf16Block, T - t0);
-      attendBf16Dots(&one, view, qc.data(), H, m.scale, t0, tq, h, out);
+      attendBf16Dots(&one, view, qc, H, m.scale, t0, tq, h, out);
     });
+    lap("attend");
     return true;
   }
+  const LayerView view{H, dk, m.v, n, 1, kc, vc, false};
   // 64 tokens per item: each head's expanded rows are read once per 64
   // tokens (they outgrow the caches at long contexts; 8 per item ran 30%
   // slower at 4096 positions).
@@ -162,7 +185,7 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
     const int64_t h = i % H, t0 = (i / H) * kTokenBlock, tq = std::min(kTokenBlock, T - t0);
     thread_local std::vector<float> scores;
     scores.resize(size_t(tq * (int64_t(step->positions[t0]) + tq + 16)));
-    attendRowsAvx512<float>(&one, view, qc.data(), H, m.scale, t0, tq, h,
+    attendRowsAvx512<float>(&one, view, qc, H, m.scale, t0, tq, h,
                                        scores.data(), out);
   });
   return true;
