@@ -21,6 +21,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include <functional>
+
 namespace hyc {
 #define GEN_PASS_DEF_HYCCPUSELECTLOWERINGSTRATEGY
 #include "passes/Passes.h.inc"
@@ -76,10 +78,20 @@ std::optional<int64_t> streamCMinRows(Operation *op, const KernelScheme &ks,
   if (ShapedType::isDynamic(n) || n % 16 != 0 || out.getRank() != 2 || !fn)
     return std::nullopt;
   // Results of the entry (logits) live in the caller's buffer, whose
-  // alignment the plan does not set; the arena's buffers are 64-byte aligned.
-  for (Operation *user : op->getResult(0).getUsers())
-    if (isa<func::ReturnOp>(user))
-      return std::nullopt;
+  // alignment the plan does not set; the arena's buffers are 64-byte
+  // aligned. A view of the result (a reshape) returned counts as returned.
+  std::function<bool(Value)> returned = [&](Value v) {
+    for (Operation *user : v.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      for (Value r : user->getResults())
+        if (plan::aliasSource(r) == v && returned(r))
+          return true;
+    }
+    return false;
+  };
+  if (returned(op->getResult(0)))
+    return std::nullopt;
   // A step without bounds is the memory plan's error to report, not ours.
   ScopedDiagnosticHandler quiet(op->getContext(), [](Diagnostic &) { return success(); });
   FailureOr<SmallVector<int64_t>> bounds = plan::Bounds(fn).of(op->getResult(0));
@@ -274,18 +286,21 @@ private:
       // against the attention work it saves, with which the kernel picks
       // the form of each extend step (cost in multiply-adds,
       // hyrt_cpu_mla_attention): [on bf16 dot products, on fp32 kernels].
-      // Which kernels run is the host's (the attention kernels take bf16
-      // dot products on AVX-512 BF16 hosts whatever the GEMMs' variant). Expanding the cached latents costs
-      // R (nope + v) per position and head; absorbed attention costs
-      // 2R + rope per attended position and head, plain nope + rope + v.
-      // On bf16 dot products (a bf16 cache on an AVX-512 BF16 host): an expansion multiply-add costs ~0.65-0.7 of an
-      // absorbed one (hyc_attention_bench, 2-vCPU Zen 5: 128 heads, 128
-      // tokens at 1024, absorbed / plain 1.24; 16 heads, 512 tokens at 4096,
-      // 2.87), weight 70. On fp32 kernels the expansion
-      // is about three times slower (16 heads: 512 tokens from position 0
-      // plain 41.5 ms vs absorbed 54.5; 256 tokens at 4096, 365 vs 242):
-      // 300. 0 (never) for decode, and where the plain attention saves
-      // nothing (2R <= nope + v).
+      // Which kernels run is the host's: the attention kernels take bf16
+      // dot products on AVX-512 BF16 hosts whatever the GEMMs' variant.
+      // Expanding the cached latents costs R (nope + v) per position and
+      // head; absorbed attention costs 2R + rope per attended position and
+      // head, plain nope + rope + v.
+      // - On bf16 dot products (a bf16 cache on an AVX-512 BF16 host) an
+      //   expansion multiply-add costs ~0.65-0.7 of an absorbed one
+      //   (hyc_attention_bench, 2-vCPU Zen 5: 128 heads, 128 tokens at
+      //   1024, absorbed / plain 1.24; 16 heads, 512 tokens at 4096, 2.87):
+      //   weight 70.
+      // - On fp32 kernels the expansion is about three times slower (16
+      //   heads: 512 tokens from position 0 plain 41.5 ms vs absorbed 54.5;
+      //   256 tokens at 4096, 365 vs 242): weight 300.
+      // 0 (never) for decode, and where the plain attention saves nothing
+      // (2R <= nope + v).
       auto mla = cast<MLAAttentionOp>(op);
       const int64_t nope = q.getDimSize(2), v = mla.getVHeadDim();
       const int64_t rank = cast<RankedTensorType>(mla.getKvB().getType()).getDimSize(1);

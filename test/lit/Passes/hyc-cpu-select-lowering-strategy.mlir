@@ -283,3 +283,19 @@ func.func @streams(%x0: tensor<?x64xf32>, %ids: tensor<?x2xi32>) -> tensor<?x64x
   %sum = hyc.add %o, %y : tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
+
+// A result returned through a view (the logits reshaped) lives in the
+// caller's buffer too: not marked.
+// STREAM-LABEL: func.func @streams_returned_view
+// STREAM-NOT: stream_c_min_rows
+// STREAM: return
+func.func @streams_returned_view(%x0: tensor<?x64xf32>) -> tensor<?x4x16xf32> attributes {hyc.entry = "extend"} {
+  %x = hyc.assume_bounds %x0 [64] : tensor<?x64xf32>
+  %w = hyc.param #hyc.param<"f" : "head.weight"> {hyc.quantize = "w8a8"} -> tensor<64x64xi8>
+  %s = hyc.param #hyc.param<"f" : "head.weight"> {hyc.quantize = "w8a8.scale"} -> tensor<64xf32>
+  %y = hyc.quant.matmul %x, %w scale(%s) {quant = #hyc.quant<w8a8>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<64x64xi8>, tensor<64xf32>) -> tensor<?x64xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?x64xf32>
+  %v = tensor.expand_shape %y [[0], [1, 2]] output_shape [%n, 4, 16] : tensor<?x64xf32> into tensor<?x4x16xf32>
+  return %v : tensor<?x4x16xf32>
+}
