@@ -66,7 +66,7 @@ const KernelScheme *brgemmSchemeOf(Operation *op, KernelTarget target) {
 /// kernel can store C non-temporally and the compile bounds let a step get
 /// there; none otherwise.
 std::optional<int64_t> streamCMinRows(Operation *op, const KernelScheme &ks,
-                                      int64_t minBytes) {
+                                      int64_t minBytes, plan::Bounds &bounds) {
   auto mm = dyn_cast<QuantMatmulOp>(op);
   auto gm = dyn_cast<MoeGroupedMatmulOp>(op);
   if (!streamsC(ks) || (mm && (mm.getBias() || mm.getEpilogue() != Epilogue::none)) ||
@@ -74,8 +74,7 @@ std::optional<int64_t> streamCMinRows(Operation *op, const KernelScheme &ks,
     return std::nullopt;
   auto out = cast<RankedTensorType>(op->getResult(0).getType());
   const int64_t n = out.getDimSize(out.getRank() - 1);
-  auto fn = op->getParentOfType<func::FuncOp>();
-  if (ShapedType::isDynamic(n) || n % 16 != 0 || out.getRank() != 2 || !fn)
+  if (ShapedType::isDynamic(n) || n % 16 != 0 || out.getRank() != 2)
     return std::nullopt;
   // Results of the entry (logits) live in the caller's buffer, whose
   // alignment the plan does not set; the arena's buffers are 64-byte
@@ -94,10 +93,10 @@ std::optional<int64_t> streamCMinRows(Operation *op, const KernelScheme &ks,
     return std::nullopt;
   // A step without bounds is the memory plan's error to report, not ours.
   ScopedDiagnosticHandler quiet(op->getContext(), [](Diagnostic &) { return success(); });
-  FailureOr<SmallVector<int64_t>> bounds = plan::Bounds(fn).of(op->getResult(0));
+  FailureOr<SmallVector<int64_t>> outBounds = bounds.of(op->getResult(0));
   const int64_t rowBytes = n * int64_t(sizeof(float));
   const int64_t minRows = (minBytes + rowBytes - 1) / rowBytes;
-  if (failed(bounds) || (*bounds)[0] < minRows)
+  if (failed(outBounds) || (*outBounds)[0] < minRows)
     return std::nullopt;
   return minRows;
 }
@@ -131,6 +130,9 @@ struct HycCpuSelectLoweringStrategyPass
     WalkResult r = module.walk([&](func::FuncOp fn) {
       if (!fn->hasAttr("hyc.entry"))
         return WalkResult::advance();
+      // One bounds analysis per entry: its cache serves every GEMM's query.
+      plan::Bounds fnBounds(fn);
+      bounds = &fnBounds;
       for (Operation &op : fn.getBody().getOps()) {
         if (isComputeOp(&op) && failed(decide(&op)))
           return WalkResult::interrupt();
@@ -139,6 +141,7 @@ struct HycCpuSelectLoweringStrategyPass
         if (kernels && isa<tensor::ExtractSliceOp, tensor::ConcatOp>(op))
           op.setAttr(cpu::kLoweringConfigName, simpleConfig("copy"));
       }
+      bounds = nullptr;
       return WalkResult::advance();
     });
     if (r.wasInterrupted() || failed(decideKvCacheDtype(module)))
@@ -242,7 +245,8 @@ private:
               op->hasAttr(cpu::kAmxMinRowsName)
                   ? std::nullopt
                   : streamCMinRows(op, *ks,
-                                   streamMinBytes > 0 ? streamMinBytes : streamStoreMinBytes()))
+                                   streamMinBytes > 0 ? streamMinBytes : streamStoreMinBytes(),
+                                   *bounds))
         op->setAttr(cpu::kStreamCMinRowsName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), *minRows));
       // FP8 on native bf16: steps up to the bf16 x f8 kernel's block rows
@@ -359,6 +363,8 @@ private:
   CpuMachine machine;
   bool kernels = false;
   KernelTarget kernelTarget;
+  /// The bounds of the entry being decided (set for the walk over it).
+  plan::Bounds *bounds = nullptr;
 };
 
 } // namespace
