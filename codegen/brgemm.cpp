@@ -198,8 +198,7 @@ std::string validate_brgemm(const BrgemmDesc &d) {
   if (!tile && grouped_b) {
     err << "no " << isa_name(d.isa) << " generator for grouped "
         << data_type_name(d.b_type)
-        << " weights (avx512_vnni and avx2 have one; AMX hosts use "
-           "avx512_vnni, see grouped_kernel_isa)";
+        << " weights (avx512_vnni, avx2 and amx have one)";
     return err.str();
   }
   if (!tile) {
@@ -315,7 +314,8 @@ BrgemmGenResult generate_brgemm(const BrgemmDesc &desc) {
       return x86::generate_avx2_fp32(desc, tile);
     }
   case Isa::amx:
-    return x86::generate_amx(desc, tile);
+    return is_grouped(desc.b_layout) ? x86::generate_amx_grouped(desc, tile)
+                                     : x86::generate_amx(desc, tile);
   }
   r.error = "unknown ISA";
   return r;

@@ -79,7 +79,7 @@ bool codebook_from_name(const std::string &name, Codebook *out);
 /// f32 x bf16 and u8 x s8 (-> s32 or f32); amx bf16 x bf16 and u8 x s8;
 /// avx512_bf16 bf16 x f8 (FP8 weights, K a multiple of 128, decode-sized M:
 /// each 128-K block's sum is scaled by post->b_scale[block]; needs VBMI);
-/// avx512_vnni and avx2 s8 x u4 and s8 x u8 grouped (-> f32, below).
+/// avx512_vnni, avx2 and amx s8 x u4 and s8 x u8 grouped (-> f32, below).
 ///
 /// Grouped integer kernels (W4A8, GGUF Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/IQ4_NL/
 /// IQ4_XS and AWQ kept exactly): A is s8 per token, B unsigned codes with
@@ -114,8 +114,9 @@ bool codebook_from_name(const std::string &name, Codebook *out);
 ///                 acc = fma(-min_g[n], float(a_sum) * as_g, acc)
 ///   C = acc;  C = C_old + C (accumulate);  C = C + bias[n]
 /// (each product rounded once before its fma). The order of the groups
-/// never depends on m, so a row's result does not depend on the batch. AMX
-/// hosts run the avx512_vnni kernel (grouped_kernel_isa).
+/// never depends on m, so a row's result does not depend on the batch. The
+/// amx kernels (tdpbsud, x86/amx_grouped.cpp) form the same int32 group
+/// sums and fold them in the same order, so they give the same bits.
 struct BrgemmDesc {
   Isa isa = Isa::avx512_bf16;
   int m_max = 0;    ///< block rows; the kernel serves every m in 1..m_max

@@ -5,7 +5,9 @@
 // whose B widening and sign trick need more registers, see x86/avx2.cpp).
 // Grouped integer kernels keep an int32 group sum and an fp32 total per row
 // and column vector: 4 zmm per row on AVX-512 (x86/avx512_vnni_grouped.cpp),
-// 4 ymm per row and 16-column half on AVX2 (x86/avx2_grouped.cpp).
+// 4 ymm per row and 16-column half on AVX2 (x86/avx2_grouped.cpp); AMX holds
+// one group's sums in the 2x2 tiles and the totals in memory
+// (x86/amx_grouped.cpp).
 #include "codegen/tiles.h"
 
 namespace hyc::codegen {
@@ -46,6 +48,10 @@ constexpr BrgemmTile kTiles[] = {
     {Isa::avx2, DT::s8, DT::u8, 32, 2, 32, 4096},
     {Isa::amx, DT::bf16, DT::bf16, 32, 32, 1, 0},
     {Isa::amx, DT::u8, DT::s8, 32, 32, 1, 0},
+    // Grouped s8 x u4 / u8 on tdpbsud (x86/amx_grouped.cpp): 2x2 C tiles
+    // holding one group's sums at a time, folded on AVX-512.
+    {Isa::amx, DT::s8, DT::u4, 32, 32, 1, 0},
+    {Isa::amx, DT::s8, DT::u8, 32, 32, 1, 0},
 };
 
 } // namespace
@@ -94,15 +100,11 @@ BrgemmDesc make_brgemm_desc(Isa isa, DataType a_type, DataType b_type,
   return d;
 }
 
-Isa grouped_kernel_isa(Isa isa) {
-  return isa == Isa::amx ? Isa::avx512_vnni : isa;
-}
-
 BrgemmDesc make_grouped_brgemm_desc(Isa isa, DataType b_type, int k, int group,
                                     bool asymmetric, bool accumulate,
                                     Epilogue epilogue) {
   BrgemmDesc d =
-      make_brgemm_desc(grouped_kernel_isa(isa), DataType::s8, b_type,
+      make_brgemm_desc(isa, DataType::s8, b_type,
                        DataType::f32, k, 32, accumulate, epilogue);
   d.group = group;
   d.asymmetric = asymmetric;

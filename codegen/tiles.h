@@ -32,14 +32,9 @@ BrgemmDesc make_brgemm_desc(Isa isa, DataType a_type, DataType b_type,
                             bool accumulate = false,
                             Epilogue epilogue = Epilogue::none);
 
-/// The ISA whose generator serves grouped layouts on a host of `isa`: AMX
-/// hosts run the avx512_vnni kernel (no AMX grouped kernel exists); every
-/// other ISA maps to itself.
-Isa grouped_kernel_isa(Isa isa);
-
-/// A grouped-layout descriptor (s8 A, u4 or u8 codes, f32 C) with the
-/// table's block rows, for the ISA grouped_kernel_isa(isa) names. m_max = 0
-/// in the result means no generator exists for it.
+/// A grouped-layout descriptor (s8 A, u4 or u8 codes, f32 C) for `isa`
+/// with the table's block rows. m_max = 0 in the result means no generator
+/// exists for it.
 BrgemmDesc make_grouped_brgemm_desc(Isa isa, DataType b_type, int k, int group,
                                     bool asymmetric, bool accumulate = false,
                                     Epilogue epilogue = Epilogue::none);

@@ -53,12 +53,17 @@ const IsaInfo *isaInfo(const std::string &name) {
       {"avx512vnni:u8s8f32", Isa::avx512_vnni, DataType::u8, DataType::s8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
       // Grouped-scale integer weights (the kernel's `group`, `asymmetric`,
-      // `super_group` and `codebook` attributes); AMX variants run the
-      // avx512vnni kernel.
+      // `super_group` and `codebook` attributes).
       {"avx512vnni:s8u4f32", Isa::avx512_vnni, DataType::s8, DataType::u4,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
       {"avx512vnni:s8u8f32", Isa::avx512_vnni, DataType::s8, DataType::u8,
        {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}},
+      {"amx:s8u4f32", Isa::amx, DataType::s8, DataType::u4,
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "amx_tile",
+        "amx_int8"}},
+      {"amx:s8u8f32", Isa::amx, DataType::s8, DataType::u8,
+       {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "amx_tile",
+        "amx_int8"}},
       {"avx2:s8u4f32", Isa::avx2, DataType::s8, DataType::u4,
        {"avx2", "fma", "f16c"}},
       {"avx2:s8u8f32", Isa::avx2, DataType::s8, DataType::u8,

@@ -86,7 +86,8 @@ const SchemeRow kSchemes[] = {
     // calls; groupK 0). VNNI's rate, as W8A8; the AVX2 kernels split u8
     // codes into nibbles (two vpmaddubsw), so half the AVX2 int8 rate.
     // weightBits rounds up the 4.5 / 8.5 bits a code and its share of the
-    // fp16 scale take. AMX hosts run the VNNI kernels (no tile kernel).
+    // fp16 scale take. The amx variant's many-row steps take the tdpbsud
+    // kernels of the same layouts (below the table's other rows).
     {QuantScheme::q4, false, Level::avx512,
      {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4_g32",
       "hyrt_cpu_gemm_codes", HYRT_GEMM_W4A8, 128, 5}},
@@ -151,6 +152,39 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::q5_1, false, Level::avx2,
      {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q5_1", "hyrt_cpu_gemm_codes",
       HYRT_GEMM_Q5_1, 16, 9}},
+    // AMX tdpbsud on the same packed codes (x86/amx_grouped.cpp): 2048 is the
+    // tile multiply's peak; each group's fold on AVX-512 keeps these kernels
+    // well below it at groups of 32.
+    {QuantScheme::q4, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4_g32", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_W4A8, 2048, 5}},
+    {QuantScheme::q8, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q8_g32", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_W8A8_G32, 2048, 9}},
+    {QuantScheme::q4k, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4k", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4K, 2048, 5}},
+    {QuantScheme::q5k, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q5k", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q5K, 2048, 9}},
+    {QuantScheme::q6k, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q6k", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q6K, 2048, 9}},
+    {QuantScheme::iq4xs, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "iq4xs", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_IQ4XS, 2048, 5}},
+    {QuantScheme::iq4nl, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "iq4nl", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_IQ4NL, 2048, 5}},
+    {QuantScheme::q4z, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4z", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4Z, 2048, 5}},
+    {QuantScheme::q4_1, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4_1", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4_1, 2048, 5}},
+    {QuantScheme::q5_1, false, Level::amx,
+     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q5_1", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q5_1, 2048, 9}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {

@@ -121,6 +121,8 @@ BrgemmGenResult generate_avx2_bf16(const BrgemmDesc &desc,
 BrgemmGenResult generate_avx2_u8s8(const BrgemmDesc &desc,
                                    const BrgemmTile &tile);
 BrgemmGenResult generate_amx(const BrgemmDesc &desc, const BrgemmTile &tile);
+BrgemmGenResult generate_amx_grouped(const BrgemmDesc &desc,
+                                     const BrgemmTile &tile);
 JitCode generate_amx_release_code();
 
 } // namespace hyc::codegen::x86

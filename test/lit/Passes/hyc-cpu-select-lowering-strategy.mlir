@@ -299,3 +299,21 @@ func.func @streams_returned_view(%x0: tensor<?x64xf32>) -> tensor<?x4x16xf32> at
   %v = tensor.expand_shape %y [[0], [1, 2]] output_shape [%n, 4, 16] : tensor<?x64xf32> into tensor<?x4x16xf32>
   return %v : tensor<?x4x16xf32>
 }
+
+// -----
+
+// Integer codes (w4a8's q4, group 32) on the amx variant: many-row steps take
+// the tdpbsud kernel of the same packed layout, as w8a8 and bf16 GEMMs do;
+// the other variants have no AMX kernel to select.
+// CHECK-LABEL: func.func @amx_codes
+// CHECK-NOT: amx_min_rows
+// CHECK: return
+// AMXSTREAM-LABEL: func.func @amx_codes
+// AMXSTREAM: hyc.quant.matmul {{.*}}hyc_cpu.amx_min_rows = 16 : i64{{.*}}types = "s8u4f32", layout = "q4_g32"
+// AMXSTREAM: return
+func.func @amx_codes(%x0: tensor<?x64xf32>) -> tensor<?x128xf32> attributes {hyc.entry = "extend"} {
+  %x = hyc.assume_bounds %x0 [64] : tensor<?x64xf32>
+  %w = hyc.param #hyc.param<"f" : "q.weight"> {hyc.quantize = "q4g32"} -> tensor<128x64xi8>
+  %y = hyc.quant.matmul %x, %w {quant = #hyc.quant<q4, group = 32>, epilogue = #hyc<epilogue none>} : (tensor<?x64xf32>, tensor<128x64xi8>) -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}

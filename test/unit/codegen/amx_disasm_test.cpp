@@ -1,6 +1,6 @@
 // The AMX kernels' code checked by disassembly (llvm-mc): the tile loop, the
 // K-tail reconfiguration, the per-m tile configurations embedded after the
-// code, and the epilogues. (brgemm_amx_test.cpp executes them, on an
+// code, the epilogues, and the grouped kernels' K step. (brgemm_amx_test.cpp executes them, on an
 // emulated tile machine where the host lacks AMX.)
 // The AVX-512 BF16 kernel gets the same check, for hosts that cannot run it,
 // and the AVX2 kernels are checked for AVX-512 encodings.
@@ -207,6 +207,40 @@ TEST_F(Disassembly, AmxInt8DequantEpilogue) {
   ASSERT_EQ(cfgs.size(), 64u);
   EXPECT_EQ(colsb(cfgs[1], 4), 8); // m = 1 tail: 8 bytes of A
   EXPECT_EQ(rows(cfgs[1], 6), 2);  // two quads of B
+}
+
+TEST_F(Disassembly, AmxGroupedStepsAsWideAsTheGroupAllows) {
+  // The tiles hold one group's sums at a time, so a group is tiled in the
+  // widest K step dividing it: 16 for groups of 16 and 48, 32 for 32, 64
+  // for 128. (Narrower steps give the same bits at up to 4x the tile
+  // products; only the configuration and the code tell them apart.)
+  struct Case {
+    int group, step;
+  };
+  for (const Case c : {Case{16, 16}, Case{48, 16}, Case{32, 32}, Case{128, 64}}) {
+    SCOPED_TRACE("group " + std::to_string(c.group));
+    BrgemmGenResult r = generate_brgemm(
+        make_grouped_brgemm_desc(Isa::amx, DataType::u4, 3 * c.group, c.group, false));
+    ASSERT_TRUE(r) << r.error;
+    const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+    for (const std::string &l : lines)
+      ASSERT_EQ(l.rfind("ERROR", 0), std::string::npos) << l;
+    // Every m runs group / step products on its first row of tiles per
+    // group (the group loop's body), m > 16 as many on the second.
+    EXPECT_EQ(count(lines, "tdpbsud tmm0, tmm4, tmm6"), 32 * (c.group / c.step));
+    EXPECT_EQ(count(lines, "tdpbsud tmm3, tmm5, tmm7"), 16 * (c.group / c.step));
+    EXPECT_EQ(count(lines, "tdpbusd tmm0, tmm4, tmm6"), 0); // A is the signed side
+    EXPECT_EQ(count(lines, "tilezero tmm0"), 32);
+    const auto cfgs = tile_configs(*r.kernel);
+    ASSERT_EQ(cfgs.size(), 32u); // one per m: no K tail
+    const uint8_t *m20 = cfgs[19];
+    EXPECT_EQ(rows(m20, 0), 16);
+    EXPECT_EQ(rows(m20, 2), 4);
+    EXPECT_EQ(colsb(m20, 4), c.step);    // step bytes of s8 A per row
+    EXPECT_EQ(rows(m20, 6), c.step / 4); // step / 4 quads of B
+    EXPECT_EQ(colsb(m20, 6), 64);
+    EXPECT_EQ(rows(cfgs[4], 2), 0); // m = 5: the second row of tiles unused
+  }
 }
 
 TEST_F(Disassembly, AmxTileRelease) {

@@ -146,4 +146,9 @@ std::string AmxRunner::run(const std::function<void()> &call) {
   return error;
 }
 
+void report_amx(const AmxRunner &amx) {
+  std::printf("[   AMX    ] %s; %llu tile instructions emulated\n",
+              amx.why().c_str(), (unsigned long long)amx.trapped());
+}
+
 } // namespace hyc::codegen::test

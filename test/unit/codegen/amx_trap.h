@@ -50,6 +50,16 @@ private:
   uint64_t trapped_ = 0;
 };
 
+/// A call runner that sends every call through `amx` (for checks that take
+/// one, e.g. grouped_test_util.h's check_kernel).
+inline std::function<std::string(const std::function<void()> &)>
+through_amx(AmxRunner &amx) {
+  return [&amx](const std::function<void()> &call) { return amx.run(call); };
+}
+
+/// Says (in the test log) which way the kernels ran.
+void report_amx(const AmxRunner &amx);
+
 } // namespace hyc::codegen::test
 
 /// Skips the current test with the reason when AMX code cannot run here, and

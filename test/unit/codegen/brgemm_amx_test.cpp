@@ -36,27 +36,23 @@ BrgemmRunner through(AmxRunner &amx) {
   };
 }
 
-/// Says (in the test log) which way the kernels ran.
-void report(const AmxRunner &amx) {
-  std::printf("[   AMX    ] %s; %llu tile instructions emulated\n",
-              amx.why().c_str(), (unsigned long long)amx.trapped());
-}
-
 TEST(BrgemmAmx, TheGridsCoverEveryFamily) {
   // The grids below cover N block 32, the only one the tile table has for
   // AMX; a new AMX entry must join them.
   int families = 0;
-  for (DataType a : {DataType::f32, DataType::bf16, DataType::u8})
-    for (DataType b :
-         {DataType::f32, DataType::bf16, DataType::s8, DataType::f8})
+  for (DataType a : {DataType::f32, DataType::bf16, DataType::u8, DataType::s8})
+    for (DataType b : {DataType::f32, DataType::bf16, DataType::s8,
+                       DataType::f8, DataType::u4, DataType::u8})
       for (int nb : {16, 32, 48, 64, 128})
         if (find_brgemm_tile(Isa::amx, a, b, nb)) {
           ++families;
           EXPECT_EQ(nb, 32) << "an AMX kernel with N block " << nb
                             << " exists: add it to the BrgemmAmx grids";
         }
-  EXPECT_EQ(families, 2) << "bf16 x bf16 and u8 x s8 are the AMX families "
-                            "the grids cover";
+  EXPECT_EQ(families, 4)
+      << "bf16 x bf16 and u8 x s8 (here), s8 x u4 and s8 x u8 grouped "
+         "(brgemm_grouped_test.cpp, brgemm_grouped_two_level_test.cpp) are "
+         "the AMX families the grids cover";
 }
 
 TEST(BrgemmAmx, Bf16AllRowsKTailsEpilogues) {
@@ -66,7 +62,7 @@ TEST(BrgemmAmx, Bf16AllRowsKTailsEpilogues) {
   // whole steps, 34 and 102 steps plus a tail of 1 and 3 pairs.
   check_brgemm_grid(Isa::amx, DataType::bf16, DataType::bf16, DataType::f32,
                     {2, 30, 32, 34, 64, 102}, {32}, through(amx));
-  report(amx);
+  report_amx(amx);
 }
 
 TEST(BrgemmAmx, U8S8S32ExactAllRowsKTails) {
@@ -75,7 +71,7 @@ TEST(BrgemmAmx, U8S8S32ExactAllRowsKTails) {
   // Step 64: tails of 1 quad (4, 68), 15 quads (60), 3 (204 = 3 * 64 + 12).
   check_brgemm_grid(Isa::amx, DataType::u8, DataType::s8, DataType::s32,
                     {4, 60, 64, 68, 128, 204}, {32}, through(amx));
-  report(amx);
+  report_amx(amx);
 }
 
 TEST(BrgemmAmx, U8S8F32DequantAllRowsKTailsEpilogues) {
@@ -83,7 +79,7 @@ TEST(BrgemmAmx, U8S8F32DequantAllRowsKTailsEpilogues) {
   HYC_REQUIRE_AMX_RUNNER(amx);
   check_brgemm_grid(Isa::amx, DataType::u8, DataType::s8, DataType::f32,
                     {4, 60, 64, 68, 204}, {32}, through(amx));
-  report(amx);
+  report_amx(amx);
 }
 
 /// u8 x s8 -> s32 on the extremes: A bytes 255 and 0 (q = 127, -128), B
@@ -145,7 +141,7 @@ TEST(BrgemmAmx, Int8ExtremesExact) {
   // 255 * 128 * 65536, just inside int32.
   check_int8_extremes(amx, 65536, false, {1, 16, 17, 32});
   check_int8_extremes(amx, 256 + 4, true, {1, 2, 15, 16, 17, 31, 32});
-  report(amx);
+  report_amx(amx);
 }
 
 TEST(BrgemmAmx, ConfigurationIsKeptAcrossCalls) {
@@ -194,7 +190,7 @@ TEST(BrgemmAmx, ConfigurationIsKeptAcrossCalls) {
   if (emulated)
     EXPECT_EQ(tiles.executed(AmxOp::ldtilecfg), loads + 2)
         << "after tilerelease the kernel must configure again";
-  report(amx);
+  report_amx(amx);
 }
 
 /// A copy of a kernel's code with every `tileloadd tmm6, [r15 + r14*1]`
@@ -281,7 +277,7 @@ TEST(BrgemmAmx, BrokenTileStrideFailsTheCheck) {
     ASSERT_FALSE(failures.empty()) << "the broken kernel passed the check";
     std::printf("[  BROKEN  ] %s: %s\n", b.what, failures.front().c_str());
   }
-  report(amx);
+  report_amx(amx);
 }
 
 } // namespace

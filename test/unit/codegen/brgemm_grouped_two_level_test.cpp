@@ -8,6 +8,7 @@
 // super-blocks, sub-scale / sub-min / code / activation extremes, and each
 // GGUF format at its own code range. Plus the two-level packer (unpacked
 // back, padding exactly zero), names and the descriptor checks.
+#include "amx_trap.h"
 #include "codegen_test_util.h"
 #include "grouped_test_util.h"
 
@@ -47,7 +48,7 @@ int rows_of(Isa isa) {
 
 /// Every format at K of one and of three super-blocks, all four epilogue
 /// variants (a partial panel at the smaller K).
-void check_two_level_grid(Isa isa) {
+void check_two_level_grid(Isa isa, const KernelRun &run = {}) {
   uint32_t seed = 1000;
   for (const GroupedFormat &f : two_level_formats())
     for (int blocks : {1, 3}) {
@@ -55,26 +56,26 @@ void check_two_level_grid(Isa isa) {
       const Problem p = make_problem(f, k, rows_of(isa), blocks == 1 ? 27 : 32,
                                      Fill::random, seed++);
       for (int variant = 0; variant < 4; ++variant) {
-        check_kernel(isa, p, variant & 1, variant & 2);
+        check_kernel(isa, p, variant & 1, variant & 2, run);
         if (::testing::Test::HasFatalFailure())
           return;
       }
     }
 }
 
-void check_two_level_extremes(Isa isa) {
+void check_two_level_extremes(Isa isa, const KernelRun &run = {}) {
   uint32_t seed = 2000;
   for (const GroupedFormat &f : two_level_formats()) {
     const Problem p = make_problem(f, 2 * int(f.super_group), rows_of(isa), 32,
                                    Fill::extremes, seed++);
-    check_kernel(isa, p, true, true);
+    check_kernel(isa, p, true, true, run);
     if (::testing::Test::HasFatalFailure())
       return;
   }
 }
 
 /// IQ4_NL: the code book with one-level fp16 scales.
-void check_one_level_codebook(Isa isa) {
+void check_one_level_codebook(Isa isa, const KernelRun &run = {}) {
   uint32_t seed = 3000;
   for (int group : {16, 32})
     for (int k : {group, 2 * group, 32 * group})
@@ -83,7 +84,7 @@ void check_one_level_codebook(Isa isa) {
             make_problem(grouped(4, group, 0, false, Codebook::iq4nl), k,
                          rows_of(isa), k == group ? 21 : 32, fill, seed++);
         for (int variant = 0; variant < 4; ++variant) {
-          check_kernel(isa, p, variant & 1, variant & 2);
+          check_kernel(isa, p, variant & 1, variant & 2, run);
           if (::testing::Test::HasFatalFailure())
             return;
         }
@@ -111,7 +112,7 @@ const GgufCase kGgufCases[] = {
     {"AWQ", grouped(4, 32, 128, true), 0, 15, 1, 1, 15},
 };
 
-void check_gguf_formats(Isa isa) {
+void check_gguf_formats(Isa isa, const KernelRun &run = {}) {
   uint32_t seed = 4000;
   for (const GgufCase &c : kGgufCases) {
     SCOPED_TRACE(c.name);
@@ -125,8 +126,8 @@ void check_gguf_formats(Isa isa) {
     }
     if (std::string(c.name) == "AWQ")
       w.dmin = w.d;
-    check_kernel(isa, p, false, false);
-    check_kernel(isa, p, true, true);
+    check_kernel(isa, p, false, false, run);
+    check_kernel(isa, p, true, true, run);
     if (::testing::Test::HasFatalFailure())
       return;
   }
@@ -172,12 +173,34 @@ TEST(BrgemmGroupedTwoLevelAvx2, GgufFormatsAtTheirRanges) {
   check_gguf_formats(Isa::avx2);
 }
 
-TEST(BrgemmGroupedTwoLevel, AmxHostsRunTheVnniKernel) {
-  const BrgemmDesc d =
-      make_grouped_brgemm_desc(Isa::amx, grouped(4, 32, 256, true), 4096);
-  EXPECT_EQ(d.isa, Isa::avx512_vnni);
-  EXPECT_EQ(d.super_group, 256);
-  EXPECT_EQ(validate_brgemm(d), "");
+// AMX (tdpbsud): natively where the host runs AMX, else on the emulated
+// tile machine (amx_trap.h).
+TEST(BrgemmGroupedTwoLevelAmx, BitExactAllRowsFormats) {
+  AmxRunner amx;
+  HYC_REQUIRE_AMX_RUNNER(amx);
+  check_two_level_grid(Isa::amx, through_amx(amx));
+  report_amx(amx);
+}
+
+TEST(BrgemmGroupedTwoLevelAmx, BitExactAtExtremes) {
+  AmxRunner amx;
+  HYC_REQUIRE_AMX_RUNNER(amx);
+  check_two_level_extremes(Isa::amx, through_amx(amx));
+  report_amx(amx);
+}
+
+TEST(BrgemmGroupedTwoLevelAmx, OneLevelCodebookBitExact) {
+  AmxRunner amx;
+  HYC_REQUIRE_AMX_RUNNER(amx);
+  check_one_level_codebook(Isa::amx, through_amx(amx));
+  report_amx(amx);
+}
+
+TEST(BrgemmGroupedTwoLevelAmx, GgufFormatsAtTheirRanges) {
+  AmxRunner amx;
+  HYC_REQUIRE_AMX_RUNNER(amx);
+  check_gguf_formats(Isa::amx, through_amx(amx));
+  report_amx(amx);
 }
 
 TEST(BrgemmGroupedTwoLevel, NamesSaySuperGroupAndCodebook) {

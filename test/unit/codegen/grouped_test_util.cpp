@@ -308,7 +308,8 @@ std::vector<int32_t> Problem::post_sums(int rows) const {
   return pairs;
 }
 
-void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias) {
+void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias,
+                  const KernelRun &run) {
   const BrgemmDesc desc = make_grouped_brgemm_desc(
       isa, p.w.f, p.k(), accumulate, bias ? Epilogue::bias : Epilogue::none);
   ASSERT_EQ(desc.m_max, p.rows);
@@ -337,7 +338,14 @@ void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias) {
     post.bias = p.bias.data();
     post.a_scale = p.a_scale.data();
     post.a_sum = reinterpret_cast<const int32_t *>(sum_buf.data());
-    (*gen.kernel)(a_buf.data(), lda, packed.panel(0), c.data(), ldc, m, &post);
+    const auto call = [&] {
+      (*gen.kernel)(a_buf.data(), lda, packed.panel(0), c.data(), ldc, m,
+                    &post);
+    };
+    if (run)
+      ASSERT_EQ(run(call), "") << "m=" << m;
+    else
+      call();
     int bad = 0;
     for (int i = 0; i <= m; ++i)
       for (int n = 0; n < ldc; ++n) {

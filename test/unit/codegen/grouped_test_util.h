@@ -9,6 +9,8 @@
 #include "codegen/pack.h"
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace hyc::codegen::test {
@@ -79,10 +81,16 @@ Problem make_problem(const GroupedFormat &f, int k, int rows, int n_valid,
 /// brgemm.h's order, element by element, with std::fma for every fused op.
 float reference(const Problem &p, int m, int n, bool accumulate, bool bias);
 
+/// Runs one kernel call: directly when empty, else through an AMX runner
+/// (amx_trap.h: natively or on the emulated tile machine). Returns "" when
+/// the call completed, else what stopped it.
+using KernelRun = std::function<std::string(const std::function<void()> &)>;
+
 /// Runs the kernel for every m in 1..m_max with A ending at a guard page
 /// and C inside a wider buffer; every element must equal the reference's
 /// bits (padding columns: exactly the epilogue of 0), every element outside
 /// the block must keep its sentinel.
-void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias);
+void check_kernel(Isa isa, const Problem &p, bool accumulate, bool bias,
+                  const KernelRun &run = {});
 
 } // namespace hyc::codegen::test

@@ -129,10 +129,10 @@ void add_families(Table &t, bool amx) {
       }
   }
   // Grouped integer families (one kernel each: they have no K tails).
-  if (amx)
-    return;
-  for (Isa isa : {Isa::avx2, Isa::avx512_vnni}) {
-    if (!host_supports(isa))
+  const std::vector<Isa> grouped_isas =
+      amx ? std::vector<Isa>{Isa::amx} : std::vector<Isa>{Isa::avx2, Isa::avx512_vnni};
+  for (Isa isa : grouped_isas) {
+    if (isa != Isa::amx && !host_supports(isa))
       continue;
     for (DataType b : {DataType::u4, DataType::u8})
       for (int group : {32, 128})
