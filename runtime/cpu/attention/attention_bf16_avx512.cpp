@@ -15,8 +15,8 @@
 //   vectors of (k[2i], k[2i+1]) pairs by position, so one `vdpbf16ps` with
 //   a query pair broadcast adds a pair of dims to 16 positions' scores (no
 //   horizontal sums). Queries are scaled and rounded to bf16 once.
-// - The online softmax keeps each row's running maximum and sum; the
-//   block's probabilities are rounded to bf16 in position pairs.
+// - The online softmax keeps each row's running maximum (in base 2) and
+//   sum; the block's probabilities are rounded to bf16 in position pairs.
 // - V is packed as position pairs interleaved per dim (`vpunpck[lh]wd`),
 //   so one `vdpbf16ps` with a probability pair broadcast adds two
 //   positions to 16 dims of the row's output. The interleave permutes the
@@ -256,51 +256,61 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       alignas(64) float sc[kRows][kBlock];
       for (int x0 = 0; x0 < kRows; x0 += 4)
         scoreRows(Rq, rr + x0, kp, kPack, sc + x0);
-      // Online softmax per row; a row past this block (or a tail copy)
-      // adds nothing: probabilities 0, its output kept (factor 1). The
-      // rows' maxima first, then one exp for all their rescaling factors
-      // (0 at a row's first block: its old maximum is -inf).
+      // Online softmax per row, in base 2: a row's maximum is kept times
+      // log2(e), so each probability is 2^(s log2(e) - m), one fmsub and
+      // exp2ForBf16, whose lanes outside the row's visible positions (the
+      // causal triangle, the block's padding) give 0. A row past this block
+      // (or a tail copy) adds nothing: probabilities 0, its output kept
+      // (factor 1). The rows' maxima first, then one exp for all their
+      // rescaling factors (0 at a row's first block: its old maximum is
+      // -inf; exactly 1 where the maximum stays).
       alignas(64) uint32_t pr[kRows][kBlock / 2];
       alignas(64) float mOld[16], mNew[16], corr[16];
       bool live[kRows];
+      int64_t visibleOf[kRows];
       int64_t pairs = 0;
-      const __m512 ninf = _mm512_set1_ps(-INFINITY);
+      const __m512 ninf = _mm512_set1_ps(-INFINITY), log2e = _mm512_set1_ps(1.44269504f);
       for (int x = 0; x < kRows; ++x) {
         const int64_t r = rr[x], last = lastOf(r);
         live[x] = r0 + x < count && jb <= last;
         mOld[x] = mNew[x] = 0.0f; // factor 1 for rows that are not live
         if (!live[x])
           continue;
-        // Positions past the row's last (the causal triangle, the block's
-        // padding) take no weight.
         const int64_t visible = std::min(valid, last - jb + 1);
+        visibleOf[x] = visible;
         pairs = std::max(pairs, (visible + 1) / 2);
         __m512 vmax = ninf;
         for (int y = 0; y < kQuarters; ++y) {
           __m512 v = _mm512_load_ps(&sc[x][16 * y]);
-          if (int8)
+          if (int8) {
             v = _mm512_mul_ps(v, _mm512_load_ps(kScales + 16 * y));
-          v = _mm512_mask_mov_ps(ninf, tailMask(visible - 16 * y), v);
-          _mm512_store_ps(&sc[x][16 * y], v);
-          vmax = _mm512_max_ps(vmax, v);
+            _mm512_store_ps(&sc[x][16 * y], v);
+          }
+          vmax = _mm512_mask_max_ps(vmax, tailMask(visible - 16 * y), vmax, v);
         }
         mOld[x] = Rm[size_t(r)];
-        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(vmax));
+        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(_mm512_mul_ps(vmax, log2e)));
       }
       for (int x = kRows; x < 16; ++x)
         mOld[x] = mNew[x] = 0.0f;
-      _mm512_store_ps(corr, expForBf16(_mm512_sub_ps(_mm512_load_ps(mOld), _mm512_load_ps(mNew))));
+      // expForBf16 here: a factor's error would compound block after block.
+      _mm512_store_ps(corr, expForBf16(_mm512_mul_ps(
+                                _mm512_sub_ps(_mm512_load_ps(mOld), _mm512_load_ps(mNew)),
+                                _mm512_set1_ps(0.693147181f))));
       for (int x = 0; x < kRows; ++x) {
         if (!live[x]) {
           std::fill(pr[x], pr[x] + kBlock / 2, 0u);
           continue;
         }
-        const int64_t r = rr[x];
+        const int64_t r = rr[x], visible = visibleOf[x];
         const __m512 vm = _mm512_set1_ps(mNew[x]);
         __m512 sum = _mm512_setzero_ps();
         for (int y = 0; y < kQuarters; y += 2) {
-          const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_load_ps(&sc[x][16 * y]), vm));
-          const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_load_ps(&sc[x][16 * y + 16]), vm));
+          const __m512 e0 = exp2ForBf16(tailMask(visible - 16 * y),
+                                        _mm512_fmsub_ps(_mm512_load_ps(&sc[x][16 * y]), log2e, vm));
+          const __m512 e1 =
+              exp2ForBf16(tailMask(visible - 16 * y - 16),
+                          _mm512_fmsub_ps(_mm512_load_ps(&sc[x][16 * y + 16]), log2e, vm));
           sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
           // 16 position pairs: positions 16 y .. 16 y + 31 (int8 values:
           // weighted by their rows' scales; the sum keeps the plain ones).
