@@ -50,7 +50,13 @@ namespace {
 // in blocks of 64").
 constexpr int64_t kBlock = 64;
 constexpr int kQuarters = int(kBlock / 16); // 16-position vectors per block
-constexpr int kRows = 8;       // query rows per register block
+// Rows per score / P x V call (4 x 4 accumulators; 6 x 4 was no faster) and
+// per block of the loop. The calls' small loops are unrolled by pragma: left
+// as loops, GCC kept the accumulator arrays in memory as well as in
+// registers, zeroing and copying them through the stack on every call (2.26
+// -> 2.45x the fp32 kernel, bench/README.md "The seventh session").
+constexpr int kGroup = 4;
+constexpr int kRows = 2 * kGroup;
 
 /// Transposes 16 x 16 dwords: rows in[i] (16 dwords each) into out[j]
 /// (dword j of every row).
@@ -103,22 +109,28 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
                                             const uint32_t (*pr)[kBlock / 2], const float *corr,
                                             const uint32_t *vPack, int64_t pairs, int64_t dv,
                                             int64_t c, int64_t real) {
-  __m512 acc[4][N];
-  for (int x = 0; x < 4; ++x)
+  __m512 acc[kGroup][N];
+  #pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+    #pragma GCC unroll 8
     for (int y = 0; y < N; ++y)
       acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)]),
                                 _mm512_set1_ps(corr[x]));
   for (int64_t a = 0; a < pairs; ++a) {
     __m512bh v[N];
+    #pragma GCC unroll 8
     for (int y = 0; y < N; ++y)
       v[y] = (__m512bh)_mm512_load_si512(&vPack[a * dv + (c + y) * 16]);
-    for (int x = 0; x < 4; ++x) {
+    #pragma GCC unroll 8
+    for (int x = 0; x < kGroup; ++x) {
       const __m512bh pb = (__m512bh)_mm512_set1_epi32(int(pr[x][a]));
+      #pragma GCC unroll 8
       for (int y = 0; y < N; ++y)
         acc[x][y] = _mm512_dpbf16_ps(acc[x][y], pb, v[y]);
     }
   }
-  for (int x = 0; x < 4 && x < real; ++x)
+  for (int x = 0; x < kGroup && x < real; ++x)
+    #pragma GCC unroll 8
     for (int y = 0; y < N; ++y)
       _mm512_storeu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
 }
@@ -130,24 +142,32 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
 /// accumulatePv.
 __attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, int64_t kp,
                                          const uint32_t *kPack, float (*s)[kBlock]) {
-  __m512 sc[4][kQuarters];
-  for (int x = 0; x < 4; ++x)
+  __m512 sc[kGroup][kQuarters];
+  #pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+    #pragma GCC unroll 8
     for (int y = 0; y < kQuarters; ++y)
       sc[x][y] = _mm512_setzero_ps();
-  const uint32_t *qr[4];
-  for (int x = 0; x < 4; ++x)
+  const uint32_t *qr[kGroup];
+  #pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
     qr[x] = q + rr[x] * kp;
   for (int64_t i = 0; i < kp; ++i) {
     __m512bh k[kQuarters];
+    #pragma GCC unroll 8
     for (int y = 0; y < kQuarters; ++y)
       k[y] = (__m512bh)_mm512_load_si512(&kPack[i * kBlock + 16 * y]);
-    for (int x = 0; x < 4; ++x) {
+    #pragma GCC unroll 8
+    for (int x = 0; x < kGroup; ++x) {
       const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(qr[x][i]));
+      #pragma GCC unroll 8
       for (int y = 0; y < kQuarters; ++y)
         sc[x][y] = _mm512_dpbf16_ps(sc[x][y], qb, k[y]);
     }
   }
-  for (int x = 0; x < 4; ++x)
+  #pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+    #pragma GCC unroll 8
     for (int y = 0; y < kQuarters; ++y)
       _mm512_store_ps(&s[x][16 * y], sc[x][y]);
 }
@@ -254,7 +274,7 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       for (int x = 0; x < kRows; ++x)
         rr[x] = std::min(r0 + x, count - 1);
       alignas(64) float sc[kRows][kBlock];
-      for (int x0 = 0; x0 < kRows; x0 += 4)
+      for (int x0 = 0; x0 < kRows; x0 += kGroup)
         scoreRows(Rq, rr + x0, kp, kPack, sc + x0);
       // Online softmax per row, in base 2: a row's maximum is kept times
       // log2(e), so each probability is 2^(s log2(e) - m), one fmsub and
@@ -328,7 +348,7 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       // Output += P x V: four rows x four accumulators of 16 dims at a time
       // (each packed V vector and probability pair loaded once for four
       // multiply-adds).
-      for (int x0 = 0; x0 < kRows; x0 += 4)
+      for (int x0 = 0; x0 < kRows; x0 += kGroup)
         for (int64_t c = 0; c < vChunks; c += 4) {
           if (vChunks - c >= 4)
             accumulatePv<4>(Ro, rr + x0, pr + x0, corr + x0, vPack, pairs, dv, c, count - r0 - x0);
