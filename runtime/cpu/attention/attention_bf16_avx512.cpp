@@ -110,29 +110,33 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
                                             const uint32_t *vPack, int64_t pairs, int64_t dv,
                                             int64_t c, int64_t real) {
   __m512 acc[kGroup][N];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int y = 0; y < N; ++y)
       acc[x][y] = _mm512_mul_ps(_mm512_loadu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)]),
                                 _mm512_set1_ps(corr[x]));
   for (int64_t a = 0; a < pairs; ++a) {
     __m512bh v[N];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int y = 0; y < N; ++y)
       v[y] = (__m512bh)_mm512_load_si512(&vPack[a * dv + (c + y) * 16]);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int x = 0; x < kGroup; ++x) {
       const __m512bh pb = (__m512bh)_mm512_set1_epi32(int(pr[x][a]));
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int y = 0; y < N; ++y)
         acc[x][y] = _mm512_dpbf16_ps(acc[x][y], pb, v[y]);
     }
   }
-  for (int x = 0; x < kGroup && x < real; ++x)
-    #pragma GCC unroll 8
-    for (int y = 0; y < N; ++y)
-      _mm512_storeu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
+  // Constant bounds and a test inside: an array indexed by a run-time row
+  // would be kept in memory.
+#pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+    if (x < real)
+#pragma GCC unroll 8
+      for (int y = 0; y < N; ++y)
+        _mm512_storeu_ps(&o[size_t(rr[x] * dv + (c + y) * 16)], acc[x][y]);
 }
 
 /// Scores of four rows (query pairs at q + rr[x] * kp) against a packed K
@@ -143,31 +147,31 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
 __attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, int64_t kp,
                                          const uint32_t *kPack, float (*s)[kBlock]) {
   __m512 sc[kGroup][kQuarters];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int y = 0; y < kQuarters; ++y)
       sc[x][y] = _mm512_setzero_ps();
   const uint32_t *qr[kGroup];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
     qr[x] = q + rr[x] * kp;
   for (int64_t i = 0; i < kp; ++i) {
     __m512bh k[kQuarters];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int y = 0; y < kQuarters; ++y)
       k[y] = (__m512bh)_mm512_load_si512(&kPack[i * kBlock + 16 * y]);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int x = 0; x < kGroup; ++x) {
       const __m512bh qb = (__m512bh)_mm512_set1_epi32(int(qr[x][i]));
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int y = 0; y < kQuarters; ++y)
         sc[x][y] = _mm512_dpbf16_ps(sc[x][y], qb, k[y]);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int y = 0; y < kQuarters; ++y)
       _mm512_store_ps(&s[x][16 * y], sc[x][y]);
 }

@@ -74,10 +74,13 @@ void valuePass(int64_t G, int64_t dv, const uint16_t *const *vr, int64_t a1,
                int64_t rowBytes) {
   static_assert(NCH % 2 == 0, "chunks come in low/high pairs of a 32-dim interleave");
   int64_t hs[HB];
+#pragma GCC unroll 16
   for (int x = 0; x < HB; ++x)
     hs[x] = std::min(h0 + x, G - 1);
   __m512 a[HB][NCH];
+#pragma GCC unroll 16
   for (int x = 0; x < HB; ++x)
+#pragma GCC unroll 16
     for (int y = 0; y < NCH; ++y)
       a[x][y] = _mm512_loadu_ps(acc + hs[x] * dv + (c0 + y) * 16);
   for (int64_t p = 0; p < a1; ++p) {
@@ -88,21 +91,29 @@ void valuePass(int64_t G, int64_t dv, const uint16_t *const *vr, int64_t a1,
     }
     const uint16_t *v0 = vr[2 * p] + c0 * 16, *v1 = vr[2 * p + 1] + c0 * 16;
     __m512bh v[NCH];
+#pragma GCC unroll 16
     for (int y = 0; y < NCH; y += 2) {
       const __m512i x0 = _mm512_loadu_si512(v0 + y * 16), x1 = _mm512_loadu_si512(v1 + y * 16);
       v[y] = (__m512bh)_mm512_unpacklo_epi16(x0, x1);
       v[y + 1] = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
     }
+#pragma GCC unroll 16
     for (int x = 0; x < HB; ++x) {
       const __m512bh pb =
           (__m512bh)_mm512_set1_epi32(int(pairs[hs[x] * pairStride + pairBase + p]));
+#pragma GCC unroll 16
       for (int y = 0; y < NCH; ++y)
         a[x][y] = _mm512_dpbf16_ps(a[x][y], pb, v[y]);
     }
   }
-  for (int x = 0; x < HB && h0 + x < G; ++x)
-    for (int y = 0; y < NCH; ++y)
-      _mm512_storeu_ps(acc + hs[x] * dv + (c0 + y) * 16, a[x][y]);
+  // Constant bounds and a test inside: an array indexed by a run-time row
+  // would be kept in memory.
+#pragma GCC unroll 16
+  for (int x = 0; x < HB; ++x)
+    if (h0 + x < G)
+#pragma GCC unroll 16
+      for (int y = 0; y < NCH; ++y)
+        _mm512_storeu_ps(acc + hs[x] * dv + (c0 + y) * 16, a[x][y]);
 }
 
 using ValuePassFn = void (*)(int64_t, int64_t, const uint16_t *const *, int64_t,
@@ -206,10 +217,12 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       for (int64_t h = x * G; h < (x + 1) * G; ++h) {
         const uint32_t *qh = &qs[size_t(h * kp)];
         __m512 acc[kKeyBlock];
+#pragma GCC unroll 16
         for (int r = 0; r < kKeyBlock; ++r)
           acc[r] = _mm512_setzero_ps();
         for (int64_t d = 0; d < dk; d += 32) {
           const __m512bh qv = (__m512bh)_mm512_loadu_si512(qh + d / 2);
+#pragma GCC unroll 16
           for (int r = 0; r < kKeyBlock; ++r)
             acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)_mm512_loadu_si512(kr[r] + d));
         }
