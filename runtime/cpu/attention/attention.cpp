@@ -201,8 +201,15 @@ int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
 /// in L2 up to a few thousand positions.
 constexpr int64_t kTokenBlock = 8;
 /// The same for the bf16 dot-product kernel (attention_bf16_avx512.cpp),
-/// whose rows' state is not in registers: its block is longer.
+/// whose rows' state is not in registers: its block is longer, and longer
+/// still when the step has enough (token block, KV head) items for every
+/// thread without it.
 constexpr int64_t kBf16TokenBlock = 32;
+constexpr int64_t kBf16TokenBlockLong = 64;
+/// Work items per thread below which the longer block is not taken: a few
+/// per thread balance the causal triangle's uneven items under dynamic
+/// hand-out.
+constexpr int64_t kItemsPerThread = 4;
 
 /// A work item: tokens [t0, t0 + count) of one sequence and KV heads
 /// [kvh, kvh + heads) (heads > 1 only for a decode token on the bf16 decode
@@ -288,8 +295,16 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // The bf16 dot-product kernel packs each block of cached rows once per
   // token block: longer token blocks amortize it (extend chunk of dense-1b
   // at 4096 positions, hyc_extend_attention_bench: 218 GFLOP/s with 8
-  // tokens, 250 with 16, 259 with 32, 263 with 64).
-  const int64_t tokenBlock = hyrt::cpu::bf16DotsApply(l) ? kBf16TokenBlock : kTokenBlock;
+  // tokens, 250 with 16, 259 with 32, 263 with 64 when the kernel was
+  // slower; after its unrolled calls, 64 tokens give 3-5% over 32 on
+  // dense-1b's shape, 1-2% on moe-small's).
+  int64_t tokenBlock = kTokenBlock;
+  if (hyrt::cpu::bf16DotsApply(l)) {
+    const int64_t threads = int64_t(hyrt::cpu::ThreadPool::get().size());
+    tokenBlock = T * l.kvHeads >= kItemsPerThread * threads * kBf16TokenBlockLong
+                     ? kBf16TokenBlockLong
+                     : kBf16TokenBlock;
+  }
   for (int64_t t = 0; t < T; ++t) {
     if (!blocks.empty()) {
       auto &[t0, count] = blocks.back();

@@ -70,6 +70,17 @@ Scenario extendScenario() {
   return s;
 }
 
+/// One sequence's 230 tokens at positions 40..269 over a cached prefix: with
+/// four KV heads, enough (token block, KV head) items that hosts of up to 3
+/// threads take token blocks of 64 (attention.cpp), larger hosts blocks of
+/// 32; either way blocks end inside the kernel's 64-position blocks.
+Scenario longExtendScenario() {
+  Scenario s{{}, {}, 60, 1};
+  for (int32_t p = 40; p < 270; ++p)
+    s.positions.push_back(p), s.seqs.push_back(0);
+  return s;
+}
+
 /// Decode tokens only (the decode kernel): an odd and an even count of
 /// positions, across many pages, one of them below the split minimum
 /// (kMinSplitRows, 256) and two long enough to split into `splits` KV ranges.
@@ -135,6 +146,8 @@ TEST(CpuPagedAttentionBf16Dots, ExtendBlocksWithinTheDerivedBound) {
   for (const Case &c : kCases)
     for (bool bf16Queries : {true, false})
       checkCase(c, bf16Queries, extendScenario(), rng);
+  for (const Case &c : {Case{4, 64, 64}, Case{8, 128, 128}, Case{3, 64, 32}})
+    checkCase(c, /*bf16Queries=*/true, longExtendScenario(), rng, /*kvHeads=*/4);
 }
 
 // Decode tokens take the decode kernel (attention_decode_bf16_avx512.cpp),
