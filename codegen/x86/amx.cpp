@@ -9,12 +9,10 @@
 // (compared with sttilecfg), so a thread configures once per tile shape;
 // release with generate_amx_tile_release() (the runtime's pool workers do
 // tilerelease) when a thread is done.
+#include "codegen/x86/amx_tile_config.h"
 #include "codegen/x86/brgemm_jit.h"
 
 #include "codegen/pack.h"
-
-#include <array>
-#include <cstring>
 
 namespace hyc::codegen::x86 {
 
@@ -26,17 +24,6 @@ namespace {
 // configuration (sttilecfg).
 constexpr int kCfgProbe = 32 * 128;
 constexpr int kScratchBytes = kCfgProbe + 64;
-
-/// The 64-byte operand of ldtilecfg (palette 1).
-struct TileConfig {
-  std::array<uint8_t, 64> bytes{};
-  TileConfig() { bytes[0] = 1; }
-  void set(int tile, int rows, int colsb) {
-    bytes[16 + 2 * tile] = uint8_t(colsb & 0xFF);
-    bytes[16 + 2 * tile + 1] = uint8_t(colsb >> 8);
-    bytes[48 + tile] = uint8_t(rows);
-  }
-};
 
 class AmxJit final : public BrgemmJit {
 public:
@@ -63,22 +50,8 @@ private:
     else
       tdpbf16ps(c, a, b);
   }
-  // Loads `cfg` unless it is the configuration in place: a thread keeps
-  // its tiles configured from call to call and pays ldtilecfg (which also
-  // zeroes every tile) only when the shape changes (another m, the K
-  // tail). sttilecfg writes 64 zero bytes while no configuration is
-  // loaded, which never equals a palette-1 configuration.
-  void load_config(Label &cfg) {
-    Label loaded;
-    sttilecfg(ptr[rsp + kCfgProbe]);
-    lea(reg_tmp, ptr[rip + cfg]);
-    vmovdqu32(zmm0, ptr[rsp + kCfgProbe]);
-    vpcmpd(k1, zmm0, ptr[reg_tmp], 4); // lanes not equal
-    kortestw(k1, k1);
-    jz(loaded, T_NEAR);
-    ldtilecfg(ptr[reg_tmp]);
-    L(loaded);
-  }
+  // Another m or the K tail changes the shape (amx_tile_config.h).
+  void load_config(Label &cfg) { emit_load_tile_config(*this, cfg, kCfgProbe, reg_tmp); }
   void k_step(bool two);
   void emit_avx512_epilogue(int m);
 

@@ -25,12 +25,9 @@
 // The fold's cost (about four vector operations per row, column vector and
 // group) is what bounds these kernels at small groups; it is paid once per
 // group whatever K step the tiles take.
+#include "codegen/x86/amx_tile_config.h"
 #include "codegen/x86/brgemm_jit.h"
-
-#include "hyrt/support/iq4nl.h"
-
-#include <array>
-#include <cstring>
+#include "codegen/x86/grouped_scales.h"
 
 namespace hyc::codegen::x86 {
 
@@ -46,17 +43,6 @@ constexpr int kSums = kTotals + 32 * 128;
 constexpr int kCodes = kSums + 32 * 128;
 constexpr int kCfgProbe = kCodes + 16 * 128;
 constexpr int kScratchBytes = kCfgProbe + 64;
-
-/// The 64-byte operand of ldtilecfg (palette 1).
-struct TileConfig {
-  std::array<uint8_t, 64> bytes{};
-  TileConfig() { bytes[0] = 1; }
-  void set(int tile, int rows, int colsb) {
-    bytes[16 + 2 * tile] = uint8_t(colsb & 0xFF);
-    bytes[16 + 2 * tile + 1] = uint8_t(colsb >> 8);
-    bytes[48 + tile] = uint8_t(rows);
-  }
-};
 
 /// K elements per tile step: the largest of 64, 32, 16 dividing the group
 /// (validate_grouped_format makes groups multiples of 16).
@@ -83,7 +69,7 @@ protected:
     mov(eax, 0x0F0F0F0Fu);
     vpbroadcastd(nibble_mask(), eax);
     if (codebook_)
-      load_codebook();
+      emit_iq4nl_codebook(*this, codebook_values());
   }
 
   void emit_rows(int m) override {
@@ -167,32 +153,8 @@ private:
   const Reg64 reg_hdr = r9;        // the super-block's d, dmin
   const Reg64 reg_group = r11;     // groups left
 
-  /// kIq4nlU8 in every 128-bit lane of codebook_values(), built from
-  /// immediates: the code stays position independent and data free.
-  void load_codebook() {
-    uint64_t half[2];
-    std::memcpy(half, hyrt::kIq4nlU8, 16);
-    const Xmm lane(codebook_values().getIdx());
-    mov(rax, half[0]);
-    vmovq(lane, rax);
-    mov(rax, half[1]);
-    vpinsrq(lane, lane, rax, 1);
-    vshufi32x4(codebook_values(), codebook_values(), codebook_values(), 0);
-  }
-
-  // Loads `cfg` unless it is the configuration in place (as x86/amx.cpp:
-  // a thread pays ldtilecfg, which zeroes every tile, only when m changes).
-  void load_config(Label &cfg) {
-    Label loaded;
-    sttilecfg(ptr[rsp + kCfgProbe]);
-    lea(reg_tmp, ptr[rip + cfg]);
-    vmovdqu32(zmm0, ptr[rsp + kCfgProbe]);
-    vpcmpd(k1, zmm0, ptr[reg_tmp], 4); // lanes not equal
-    kortestw(k1, k1);
-    jz(loaded, T_NEAR);
-    ldtilecfg(ptr[reg_tmp]);
-    L(loaded);
-  }
+  // m changes the shape (amx_tile_config.h).
+  void load_config(Label &cfg) { emit_load_tile_config(*this, cfg, kCfgProbe, reg_tmp); }
 
   /// `count` groups from reg_bk: each one's tile steps, then its fold.
   void emit_groups(int64_t count) {
@@ -258,29 +220,11 @@ private:
   }
 
   /// The group's scales (and mins) into scale(j) (and min_reg(j)), as the
-  /// VNNI grouped kernel builds them. reg_bk points at the group's fp16
-  /// scales (one-level) or sc and m (two-level).
+  /// VNNI grouped kernel builds them (grouped_scales.h).
   void load_scales() {
-    for (int j = 0; j < 2; ++j) {
-      if (!two_level_) {
-        vcvtph2ps(scale(j), ptr[reg_bk + 32 * j]);
-        if (desc_.asymmetric)
-          vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 32 * j]);
-        continue;
-      }
-      // float(d) * float(sc): exact, so one vmulps is the defined value.
-      const Zmm factor = tmp(j);
-      vcvtph2ps(factor, ptr[reg_hdr + 32 * j]);
-      vpmovsxbd(scale(j), ptr[reg_bk + 16 * j]);
-      vcvtdq2ps(scale(j), scale(j));
-      vmulps(scale(j), scale(j), factor);
-      if (desc_.asymmetric) {
-        vcvtph2ps(factor, ptr[reg_hdr + 64 + 32 * j]);
-        vpmovzxbd(min_reg(j), ptr[reg_bk + 32 + 16 * j]);
-        vcvtdq2ps(min_reg(j), min_reg(j));
-        vmulps(min_reg(j), min_reg(j), factor);
-      }
-    }
+    const Zmm scales[2] = {scale(0), scale(1)}, mins[2] = {min_reg(0), min_reg(1)},
+              tmps[2] = {tmp(0), tmp(1)};
+    emit_group_scales(*this, desc_, reg_bk, reg_hdr, scales, mins, tmps);
   }
 
   /// Bytes per group in a row of post->a_sum: the sum, and with two-level

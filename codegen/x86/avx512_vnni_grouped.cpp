@@ -24,11 +24,10 @@
 // take A's scale per group too: one more vmulps per row and vector at the
 // fold (its scale an embedded broadcast), none at the store.
 #include "codegen/x86/brgemm_jit.h"
+#include "codegen/x86/grouped_scales.h"
 
 #include "codegen/pack.h"
-#include "hyrt/support/iq4nl.h"
 
-#include <cstring>
 #include <numeric>
 
 namespace hyc::codegen::x86 {
@@ -56,7 +55,7 @@ protected:
     mov(eax, 0x0F0F0F0Fu);
     vpbroadcastd(nibble_mask(), eax);
     if (codebook_)
-      load_codebook();
+      emit_iq4nl_codebook(*this, codebook_values());
   }
 
   void emit_rows(int m) override {
@@ -110,19 +109,6 @@ private:
   const Reg64 reg_hdr = r14;   // a_base[3]: the super-block's d, dmin
   const Reg64 reg_inner = r9;  // m is dead after the dispatch
   const Reg64 reg_group = rax; // groups left in the super-block
-
-  /// kIq4nlU8 in every 128-bit lane of codebook_values(), built from
-  /// immediates: the code stays position independent and data free.
-  void load_codebook() {
-    uint64_t half[2];
-    std::memcpy(half, hyrt::kIq4nlU8, 16);
-    const Xmm lane(codebook_values().getIdx());
-    mov(rax, half[0]);
-    vmovq(lane, rax);
-    mov(rax, half[1]);
-    vpinsrq(lane, lane, rax, 1);
-    vshufi32x4(codebook_values(), codebook_values(), codebook_values(), 0);
-  }
 
   /// Prefetches `lines` 64-byte lines at reg_bk, tile_.prefetch_b ahead.
   void emit_prefetch(int lines) {
@@ -186,26 +172,9 @@ private:
   /// The group's scales (and mins) into scale(j) (and min_reg(j)). reg_bk
   /// points at the group's fp16 scales (one-level) or sc and m (two-level).
   void load_scales() {
-    for (int j = 0; j < 2; ++j) {
-      if (!two_level_) {
-        vcvtph2ps(scale(j), ptr[reg_bk + 32 * j]);
-        if (desc_.asymmetric)
-          vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 32 * j]);
-        continue;
-      }
-      // float(d) * float(sc): exact, so one vmulps is the defined value.
-      const Zmm factor = tmp(j);
-      vcvtph2ps(factor, ptr[reg_hdr + 32 * j]);
-      vpmovsxbd(scale(j), ptr[reg_bk + 16 * j]);
-      vcvtdq2ps(scale(j), scale(j));
-      vmulps(scale(j), scale(j), factor);
-      if (desc_.asymmetric) {
-        vcvtph2ps(factor, ptr[reg_hdr + 64 + 32 * j]);
-        vpmovzxbd(min_reg(j), ptr[reg_bk + 32 + 16 * j]);
-        vcvtdq2ps(min_reg(j), min_reg(j));
-        vmulps(min_reg(j), min_reg(j), factor);
-      }
-    }
+    const Zmm scales[2] = {scale(0), scale(1)}, mins[2] = {min_reg(0), min_reg(1)},
+              tmps[2] = {tmp(0), tmp(1)};
+    emit_group_scales(*this, desc_, reg_bk, reg_hdr, scales, mins, tmps);
   }
 
   /// Bytes per group in a row of post->a_sum: the sum, and with two-level

@@ -1,0 +1,28 @@
+// Internal: what the grouped integer generators for AVX-512 and AMX
+// (x86/avx512_vnni_grouped.cpp, x86/amx_grouped.cpp) share: building a
+// group's scales and mins in registers exactly as brgemm.h defines them, and
+// the IQ4_NL code book in a register.
+#pragma once
+
+#include "codegen/brgemm.h"
+
+#include <xbyak/xbyak.h>
+
+namespace hyc::codegen::x86 {
+
+/// The group's scales (and, asymmetric, mins) of the panel's two 16-column
+/// vectors into scale[j] (and min[j]). `group` points at the group's fp16
+/// scales (one-level; mins 64 bytes after) or its sc and m bytes
+/// (two-level, where `header` points at the super-block's fp16 d and dmin;
+/// float(d) * float(sc) is exact, so one vmulps is the defined value).
+/// tmp[0..1] are clobbered.
+void emit_group_scales(Xbyak::CodeGenerator &g, const BrgemmDesc &d,
+                       const Xbyak::Reg64 &group, const Xbyak::Reg64 &header,
+                       const Xbyak::Zmm scale[2], const Xbyak::Zmm min[2],
+                       const Xbyak::Zmm tmp[2]);
+
+/// hyrt::kIq4nlU8 in every 128-bit lane of `dst`, built from immediates
+/// (the code stays position independent and data free); clobbers rax.
+void emit_iq4nl_codebook(Xbyak::CodeGenerator &g, const Xbyak::Zmm &dst);
+
+} // namespace hyc::codegen::x86
