@@ -5,6 +5,8 @@
 #include "codegen/tiles.h"
 #include "hyrt/gemm_layout.h"
 
+#include <vector>
+
 using namespace mlir;
 
 namespace hyc {
@@ -87,7 +89,7 @@ const SchemeRow kSchemes[] = {
     // codes into nibbles (two vpmaddubsw), so half the AVX2 int8 rate.
     // weightBits rounds up the 4.5 / 8.5 bits a code and its share of the
     // fp16 scale take. The amx variant's many-row steps take the tdpbsud
-    // kernels of the same layouts (below the table's other rows).
+    // kernel of the same layout (amxCodesScheme, derived from these rows).
     {QuantScheme::q4, false, Level::avx512,
      {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4_g32",
       "hyrt_cpu_gemm_codes", HYRT_GEMM_W4A8, 128, 5}},
@@ -152,39 +154,6 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::q5_1, false, Level::avx2,
      {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q5_1", "hyrt_cpu_gemm_codes",
       HYRT_GEMM_Q5_1, 16, 9}},
-    // AMX tdpbsud on the same packed codes (x86/amx_grouped.cpp): 2048 is the
-    // tile multiply's peak; each group's fold on AVX-512 keeps these kernels
-    // well below it at groups of 32.
-    {QuantScheme::q4, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4_g32", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_W4A8, 2048, 5}},
-    {QuantScheme::q8, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q8_g32", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_W8A8_G32, 2048, 9}},
-    {QuantScheme::q4k, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4k", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_Q4K, 2048, 5}},
-    {QuantScheme::q5k, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q5k", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_Q5K, 2048, 9}},
-    {QuantScheme::q6k, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q6k", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_Q6K, 2048, 9}},
-    {QuantScheme::iq4xs, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "iq4xs", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_IQ4XS, 2048, 5}},
-    {QuantScheme::iq4nl, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "iq4nl", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_IQ4NL, 2048, 5}},
-    {QuantScheme::q4z, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4z", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_Q4Z, 2048, 5}},
-    {QuantScheme::q4_1, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u4, "s8u4f32", "amx", "q4_1", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_Q4_1, 2048, 5}},
-    {QuantScheme::q5_1, false, Level::amx,
-     {Isa::amx, DataType::s8, DataType::u8, "s8u8f32", "amx", "q5_1", "hyrt_cpu_gemm_codes",
-      HYRT_GEMM_Q5_1, 2048, 9}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {
@@ -240,6 +209,33 @@ const KernelScheme *kernelSchemeNamed(llvm::StringRef isaName,
   return nullptr;
 }
 
+namespace {
+
+/// The amx variant's kernel of an integer-code scheme: the avx512 row's
+/// types, layout and driver on tdpbsud (x86/amx_grouped.cpp), derived so
+/// that every code format has one. 2048 is the tile multiply's peak; each
+/// group's fold on AVX-512 keeps these kernels well below it at groups of 32.
+const KernelScheme *amxCodesScheme(const KernelScheme &vnni) {
+  static const std::vector<KernelScheme> derived = [] {
+    std::vector<KernelScheme> v;
+    for (const SchemeRow &r : kSchemes)
+      if (r.level == Level::avx512 && hyrt_gemm_is_codes(r.ks.scratchId)) {
+        KernelScheme ks = r.ks;
+        ks.isa = Isa::amx;
+        ks.isaName = "amx";
+        ks.macsPerCycle = 2048;
+        v.push_back(ks);
+      }
+    return v;
+  }();
+  for (const KernelScheme &ks : derived)
+    if (ks.scratchId == vnni.scratchId)
+      return &ks;
+  return nullptr;
+}
+
+} // namespace
+
 const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
   // Only the schemes AMX hosts take (native bf16, VNNI): AMX tiles read the
   // same activations and packed layouts, K in whole pairs / quads (a
@@ -250,6 +246,8 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k) {
   const int64_t unit = ks.aType == DataType::bf16 ? 2 : 4;
   if (!ks.groupK && k % unit != 0)
     return nullptr;
+  if (hyrt_gemm_is_codes(ks.scratchId))
+    return amxCodesScheme(ks);
   return find(row->quant, row->grouped, Level::amx);
 }
 

@@ -67,21 +67,7 @@ private:
 };
 
 TileConfig AmxJit::make_config(int m, int k_elems) const {
-  const int r0 = m < 16 ? m : 16, r1 = m - r0;
-  const int a_colsb = k_elems * (int8_ ? 1 : 2);
-  const int b_rows = k_elems / unit_;
-  TileConfig cfg;
-  cfg.set(0, r0, 64);
-  cfg.set(1, r0, 64);
-  cfg.set(4, r0, a_colsb);
-  if (r1 > 0) {
-    cfg.set(2, r1, 64);
-    cfg.set(3, r1, 64);
-    cfg.set(5, r1, a_colsb);
-  }
-  cfg.set(6, b_rows, 64);
-  cfg.set(7, b_rows, 64);
-  return cfg;
+  return tile_config_2x2(m, k_elems * (int8_ ? 1 : 2), k_elems / unit_);
 }
 
 void AmxJit::k_step(bool two) {

@@ -114,18 +114,8 @@ protected:
     for (int m = 1; m <= desc_.m_max; ++m) {
       align(64);
       L(configs_[m]);
-      const int r0 = m < 16 ? m : 16, r1 = m - r0;
-      TileConfig cfg;
-      cfg.set(0, r0, 64);
-      cfg.set(1, r0, 64);
-      cfg.set(4, r0, k_step_);
-      if (r1 > 0) {
-        cfg.set(2, r1, 64);
-        cfg.set(3, r1, 64);
-        cfg.set(5, r1, k_step_);
-      }
-      cfg.set(6, k_step_ / 4, 64);
-      cfg.set(7, k_step_ / 4, 64);
+      // k_step_ bytes of s8 A a row, k_step_ / 4 quads of B.
+      const TileConfig cfg = tile_config_2x2(m, k_step_, k_step_ / 4);
       for (uint8_t b : cfg.bytes)
         db(b);
     }

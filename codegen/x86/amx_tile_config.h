@@ -21,6 +21,12 @@ struct TileConfig {
   }
 };
 
+/// The tile shapes both AMX generators use for m rows: C in tmm0-3 (2x2
+/// tiles of 16 x 16 dwords; rows m and m - 16), A in tmm4-5 (`a_colsb`
+/// bytes a row), B in tmm6-7 (`b_rows` rows of 64 bytes). The second row
+/// of tiles stays unconfigured for m <= 16.
+TileConfig tile_config_2x2(int m, int a_colsb, int b_rows);
+
 /// Loads the configuration at `cfg` unless it is the one in place: a thread
 /// keeps its tiles configured from call to call and pays ldtilecfg (which
 /// also zeroes every tile) only when the shape changes. sttilecfg writes 64

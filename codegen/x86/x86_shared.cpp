@@ -11,6 +11,22 @@ namespace hyc::codegen::x86 {
 
 using namespace Xbyak;
 
+TileConfig tile_config_2x2(int m, int a_colsb, int b_rows) {
+  const int r0 = m < 16 ? m : 16, r1 = m - r0;
+  TileConfig cfg;
+  cfg.set(0, r0, 64);
+  cfg.set(1, r0, 64);
+  cfg.set(4, r0, a_colsb);
+  if (r1 > 0) {
+    cfg.set(2, r1, 64);
+    cfg.set(3, r1, 64);
+    cfg.set(5, r1, a_colsb);
+  }
+  cfg.set(6, b_rows, 64);
+  cfg.set(7, b_rows, 64);
+  return cfg;
+}
+
 void emit_load_tile_config(CodeGenerator &g, Label &cfg, int probe, const Reg64 &tmp) {
   Label loaded;
   g.sttilecfg(g.ptr[g.rsp + probe]);
