@@ -16,8 +16,6 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
-#include <chrono>
-#include <cstdio>
 
 namespace hyrt::cpu {
 
@@ -56,7 +54,6 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
     if (step->positions[t] != step->positions[t - 1] + 1 || step->token_seq[t] != step->token_seq[0])
       return false;
   const int64_t n = int64_t(step->positions[T - 1]) + 1;
-  auto T0 = std::chrono::steady_clock::now(); auto lap=[&](const char*w){auto t=std::chrono::steady_clock::now(); std::fprintf(stderr,"%s T=%ld n=%ld %.3f\n",w,(long)T,(long)n,std::chrono::duration<double>(t-T0).count()*1e3); T0=t;};
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
   auto cacheRow = [&](int64_t j) { return int64_t(blocks[j / l.page]) * l.page + j % l.page; };
@@ -109,7 +106,6 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
       std::memcpy(dst, l.kRow<float>(row, 0), sizeof(float) * size_t(D));
     }
   });
-  lap("widen");
   // Expansion by (head, block of 64 positions), head-major; k_pe appended
   // to each key (bf16 as stored, or widened).
   constexpr int64_t kRows = 64;
@@ -136,7 +132,6 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
       std::memcpy(k + j * dk + m.nope, lat + (j0 + j) * D + R,
                   sizeof(float) * size_t(m.rope));
   });
-  lap("expand");
   parallelRows(T, H * dk, [&](int64_t t) {
     for (int64_t h = 0; h < H; ++h) {
       float *dst = qc + (t * H + h) * dk;
@@ -162,7 +157,6 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
         for (int64_t i = 0; i < m.v; ++i)
           vh[r * m.v + i] = toBf16(vc[r * m.v + i]);
       });
-    lap("round");
     LayerView view = bf16View;
     view.k = kh;
     view.v = vh;
@@ -172,7 +166,6 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
       const int64_t h = i % H, t0 = (i / H) * kBf16Block, tq = std::min(kBf16Block, T - t0);
       attendBf16Dots(&one, view, qc, H, m.scale, t0, tq, h, out);
     });
-    lap("attend");
     return true;
   }
   const LayerView view{H, dk, m.v, n, 1, kc, vc, false};
