@@ -16,6 +16,9 @@
 // bytes read per second are printed beside the GFLOP/s. `page`: positions
 // per KV cache page (default 16, the engine's default). `heads`,
 // `kv_heads`, `dim`: another model's attention (moe-small: 32 4 128).
+// HYC_BENCH_BF16_ONLY=1 times the bf16 kernel alone: the fp32 kernel's
+// rounds in between change its cache-resident rate by up to 30%, which
+// hides a kernel change's effect.
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
@@ -134,17 +137,25 @@ int main(int argc, char **argv) {
     return 2 * macs / s * 1e-9;
   };
   timed(true), timed(false); // warm-up
+  const bool onlyBf16 = std::getenv("HYC_BENCH_BF16_ONLY") != nullptr;
   for (int r = 0; r < rounds; ++r) {
-    f32.push_back(timed(true));
+    if (!onlyBf16)
+      f32.push_back(timed(true));
     if (bf16)
       b16.push_back(timed(false));
   }
   // Cache bytes per second at the median rate (for one-token chunks: a
   // decode step's attention).
   auto gbs = [&](double gflops) { return cacheBytes / (2 * macs / (gflops * 1e9)) * 1e-9; };
-  std::printf("fp32 row-blocked kernel: %.0f GFLOP/s (%.0f%% of the FMA peak), cache %.1f GB/s\n",
-              median(f32), 100 * median(f32) / peaks.fp32_gflops, gbs(median(f32)));
-  if (bf16)
+  if (onlyBf16)
+    std::printf("fp32 row-blocked kernel: not timed (HYC_BENCH_BF16_ONLY)\n");
+  else
+    std::printf("fp32 row-blocked kernel: %.0f GFLOP/s (%.0f%% of the FMA peak), cache %.1f GB/s\n",
+                median(f32), 100 * median(f32) / peaks.fp32_gflops, gbs(median(f32)));
+  if (bf16 && onlyBf16)
+    std::printf("bf16 dot-product kernel: %.0f GFLOP/s (%.0f%% of the bf16 peak), cache %.1f GB/s\n",
+                median(b16), 100 * median(b16) / peaks.bf16_gflops, gbs(median(b16)));
+  else if (bf16)
     std::printf("bf16 dot-product kernel: %.0f GFLOP/s (%.0f%% of the bf16 peak), %.2fx, cache "
                 "%.1f GB/s\n",
                 median(b16), 100 * median(b16) / peaks.bf16_gflops, median(b16) / median(f32),

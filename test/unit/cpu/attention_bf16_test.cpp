@@ -88,12 +88,12 @@ Scenario decodeScenario(int64_t splits) {
   return {{1500, 200, 1023}, {0, 1, 1}, 310, splits};
 }
 
-/// The step on a cache of random bf16 values (page size 5, block tables
+/// The step on a cache of random bf16 values (page size 5 unless told, block tables
 /// scrambled, `kvHeads` KV heads), checked against the reference to the
 /// bound above.
 void checkCase(const Case &c, bool bf16Queries, const Scenario &sc, std::mt19937 &rng,
-               int64_t kvHeads = 2) {
-  const int64_t pageSize = 5, maxPages = sc.maxPages, pages = 2 * maxPages + 3;
+               int64_t kvHeads = 2, int64_t pageSize = 5) {
+  const int64_t maxPages = sc.maxPages, pages = 2 * maxPages + 3;
   const int64_t heads = c.group * kvHeads, dk = c.dk, dv = c.dv;
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<int32_t> blocks(size_t(2 * maxPages));
@@ -179,6 +179,22 @@ TEST(CpuPagedAttentionBf16Dots, DecodeItemsOverSeveralKvHeadsWithinTheDerivedBou
     for (int64_t splits : {1, 2})
       for (const Case &c : {Case{2, 64, 64}, Case{8, 128, 128}, Case{3, 64, 32}})
         checkCase(c, /*bf16Queries=*/true, decodeScenario(splits), rng, kvHeads);
+}
+
+// Pages of 16 positions (the engine's default) and 32: the decode kernel's
+// blocks of 16 positions then lie in one page or straddle two depending on
+// where a split starts, and groups of 4, 8 and 12 heads over head dims 64
+// and 128 (dense-1b's and moe-small's shapes) run as they do in a model.
+TEST(CpuPagedAttentionBf16Dots, DecodeBlocksOnWholePagesWithinTheDerivedBound) {
+  if (!hyrt::cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 on this host: decode tokens of a bf16 cache run the "
+                    "fp32 kernel (attention_test.cpp)";
+  std::mt19937 rng(24);
+  for (int64_t pageSize : {16, 32})
+    for (int64_t splits : {1, 3})
+      for (const Case &c : {Case{4, 64, 64}, Case{8, 128, 128}, Case{12, 128, 64}})
+        checkCase(c, /*bf16Queries=*/true, Scenario{{1500, 200, 1023}, {0, 1, 1}, 100, splits},
+                  rng, /*kvHeads=*/3, pageSize);
 }
 
 // Head dims off the kernel's grid (multiples of 32 up to 256) keep the fp32
