@@ -28,12 +28,17 @@ void siluMulRow(const float *gate, const float *up, int64_t n, float *out);
 /// NaN when the row holds a NaN or Inf, so that it poisons its outputs).
 void quantizeRowU8(const float *x, int64_t n, int64_t lda, uint8_t *q, float *scale);
 
-// The AVX-512 bodies (elementwise_avx512.cpp), for AVX-512F hosts only.
+// The AVX-512 bodies (elementwise_avx512.cpp), for AVX-512F hosts only
+// (u8RowToS8SumsAvx512: AVX-512F + BW).
 void rmsNormRowAvx512(const float *x, const float *residual, const float *w,
                       int64_t dim, float eps, float *out, float *residual_out);
 void siluMulRowAvx512(const float *gate, const float *up, int64_t n, float *out);
 void quantizeRowU8Avx512(const float *x, int64_t n, int64_t lda, uint8_t *q,
                          float *scale);
+/// A row quantized by quantizeRowU8 turned into s8 in place (q - 128 over
+/// [0, lda)), and sums[g] = the sum of the s8 values of group g over
+/// [g * group, min(n, (g + 1) * group)) for g < ceil(n / group).
+void u8RowToS8SumsAvx512(uint8_t *q, int64_t n, int64_t lda, int64_t group, int32_t *sums);
 
 } // namespace hyrt::cpu
 

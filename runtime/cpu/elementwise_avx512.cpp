@@ -2,6 +2,7 @@
 // semantics they share with the portable ones).
 #include "elementwise.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -99,6 +100,28 @@ void quantizeRowU8Avx512(const float *x, int64_t n, int64_t lda, uint8_t *q,
   }
   for (int64_t k = n; k < lda; ++k)
     q[k] = 128;
+}
+
+__attribute__((target("avx512f,avx512bw"))) void u8RowToS8SumsAvx512(uint8_t *q, int64_t n,
+                                                                     int64_t lda, int64_t group,
+                                                                     int32_t *sums) {
+  // Each group's u8 sum from vpsadbw against zero (eight 64-bit partial
+  // sums per 64 bytes), less 128 per element: the s8 sum, exact.
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t g0 = 0, g = 0; g0 < n; g0 += group, ++g) {
+    const int64_t end = std::min(n, g0 + group);
+    __m512i acc = zero;
+    for (int64_t k = g0; k < end; k += 64) {
+      const __mmask64 m = end - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (end - k)) - 1;
+      acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(m, q + k), zero));
+    }
+    sums[g] = int32_t(_mm512_reduce_add_epi64(acc) - 128 * (end - g0));
+  }
+  const __m512i flip = _mm512_set1_epi8(char(0x80));
+  for (int64_t k = 0; k < lda; k += 64) {
+    const __mmask64 m = lda - k >= 64 ? ~__mmask64(0) : (__mmask64(1) << (lda - k)) - 1;
+    _mm512_mask_storeu_epi8(q + k, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, q + k), flip));
+  }
 }
 
 } // namespace hyrt::cpu

@@ -3,6 +3,7 @@
 // activations (see hyrt/cpu_kernels.h). The row arithmetic is elementwise.h's,
 // shared with the unfused norm / SiLU kernels so fused equals unfused.
 #include "elementwise.h"
+#include "host_isa.h"
 #include "hyrt/cpu_kernels.h"
 #include "thread_pool.h"
 
@@ -29,6 +30,10 @@ extern "C" void hyrt_cpu_quantize_rows_s8_sums(const float *x, int64_t M, int64_
     // the same numbers), so both schemes quantize activations alike.
     uint8_t *u = reinterpret_cast<uint8_t *>(a + m * lda);
     quantizeRowU8(x + m * K, K, lda, u, a_scale + m);
+    if (hostHasAvx512BwVl()) {
+      u8RowToS8SumsAvx512(u, K, lda, group, a_sum + m * groups);
+      return;
+    }
     // One pass: each group converted and summed; then the padding.
     int8_t *q = a + m * lda;
     for (int64_t g = 0; g < groups; ++g) {

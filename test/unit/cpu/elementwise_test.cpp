@@ -15,11 +15,15 @@
 // - Quantization: the same fp32 arithmetic as hyrt_ref_quantize_rows (x * 1/s
 //   rounded to nearest even, clamped): bit for bit, u8 = q + 128.
 #include "hyrt/cpu_kernels.h"
+#include "runtime/cpu/host_isa.h"
 #include "hyrt/reference.h"
 #include "test/unit/runtime/ref_test_util.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -121,6 +125,57 @@ TEST(CpuElementwise, QuantizeRowsEqualsReferenceBitForBit) {
     for (int64_t k = K; k < lda; ++k)
       ASSERT_EQ(int(a[size_t(m * lda + k)]), 128) << "pad of row " << m;
   }
+}
+
+// The grouped kernels' activations (hyrt_cpu_quantize_rows_s8_sums): the
+// same per-token codes as s8 (pad 0) and each group's sum over the row's
+// elements, computed independently here from the reference codes. K = 100
+// ends inside a group for every group size (16: the two-level Q6_K, 32,
+// 64, 128: longer than the row), and the pad runs past a 64-byte vector.
+// Both bodies: AVX-512 (vpsadbw sums) where the host has F + BW, and the
+// portable loop, which must agree with it.
+TEST(CpuElementwise, QuantizeRowsS8SumsEqualsReference) {
+  const int64_t K = 100, lda = 176, M = 3;
+  auto x = random_vec(size_t(M * K), 10, -5, 5);
+  x[size_t(K + 3)] = 0.0f;
+  for (int64_t k = 0; k < K; ++k) // a row of one sign: sums far from 0
+    x[size_t(2 * K + k)] = 1.0f + float(k % 13);
+  std::vector<int8_t> q(size_t(M * K));
+  std::vector<float> want(M);
+  hyrt_ref_quantize_rows(x.data(), M, K, q.data(), want.data());
+  const bool avx512 = hyrt::cpu::hostHasAvx512BwVl();
+  for (bool portable : {false, true}) {
+    if (!portable && !avx512) {
+      std::printf("[ skipped  ] the AVX-512 body: this host lacks AVX-512F/BW\n");
+      continue;
+    }
+    hyrt::cpu::portableOnly() = portable;
+    for (int64_t group : {16, 32, 64, 128}) {
+      const int64_t groups = (K + group - 1) / group;
+      std::vector<int8_t> a(size_t(M * lda), 7);
+      std::vector<float> scale(M);
+      std::vector<int32_t> sums(size_t(M * groups), -1);
+      hyrt_cpu_quantize_rows_s8_sums(x.data(), M, K, lda, group, a.data(), scale.data(),
+                                     sums.data());
+      const std::string what = std::string(portable ? "portable" : "avx512") + " group " +
+                               std::to_string(group);
+      for (int64_t m = 0; m < M; ++m) {
+        EXPECT_EQ(scale[size_t(m)], want[size_t(m)]) << what << " row " << m;
+        for (int64_t k = 0; k < K; ++k)
+          ASSERT_EQ(int(a[size_t(m * lda + k)]), int(q[size_t(m * K + k)]))
+              << what << " row " << m << " k " << k;
+        for (int64_t k = K; k < lda; ++k)
+          ASSERT_EQ(int(a[size_t(m * lda + k)]), 0) << what << " pad of row " << m;
+        for (int64_t g = 0; g < groups; ++g) {
+          int32_t sum = 0;
+          for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k)
+            sum += q[size_t(m * K + k)];
+          EXPECT_EQ(sums[size_t(m * groups + g)], sum) << what << " row " << m << " group " << g;
+        }
+      }
+    }
+  }
+  hyrt::cpu::portableOnly() = false;
 }
 
 } // namespace
