@@ -53,6 +53,7 @@ extern "C" void hyrt_cpu_quantize_groups_s8_sums(const float *x, int64_t M, int6
                                                  int64_t lda, int64_t group,
                                                  int64_t groups, int8_t *a,
                                                  int32_t *a_sum) {
+  const bool avx512 = hostHasAvx512BwVl();
   parallelRows(M, K, [&](int64_t m) {
     uint8_t *u = reinterpret_cast<uint8_t *>(a + m * lda);
     int32_t *pairs = a_sum + m * 2 * groups;
@@ -64,6 +65,12 @@ extern "C" void hyrt_cpu_quantize_groups_s8_sums(const float *x, int64_t M, int6
       if (len > 0)
         quantizeRowU8(x + m * K + k0, len, group, u + k0, &scale);
       int32_t sum = 0;
+      if (len > 0 && avx512) {
+        u8RowToS8SumsAvx512(u + k0, len, group, group, &sum);
+        pairs[2 * g] = sum;
+        std::memcpy(&pairs[2 * g + 1], &scale, sizeof(float));
+        continue;
+      }
       for (int64_t k = k0; k < k0 + group; ++k) {
         a[m * lda + k] = k < K ? int8_t(int32_t(u[k]) - 128) : 0;
         sum += a[m * lda + k];
