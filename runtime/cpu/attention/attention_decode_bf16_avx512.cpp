@@ -27,8 +27,12 @@
 //   resident, 1.1-1.25x the cache GB/s (bench/README.md, "Decode attention
 //   sweeping a page's KV heads"). attention.cpp decides how many heads an
 //   item takes.
+// - MLA's absorbed decode (mla_attention.cpp) runs here too: all heads in
+//   one group over one KV head of latent rows, keys [c | k_pe], values their
+//   first rank elements (LayerView::vStride), rank up to 512.
 // Numerics are those of the extend kernel (attention_bf16_avx512.cpp), with
-// the same derived bound (test/unit/cpu/attention_bf16_test.cpp).
+// the same derived bound (test/unit/cpu/attention_bf16_test.cpp;
+// mla_attention_test.cpp for the latent form).
 #include "attention_group.h"
 #include "../tls_pointer.h"
 
@@ -124,6 +128,13 @@ using ValuePassFn = void (*)(int64_t, int64_t, const uint16_t *const *, int64_t,
 /// and HB heads per pass as many as fit beside them (at most the group).
 ValuePassFn pickValuePass(int64_t G, int64_t dv, int &hb, int &nch) {
   const int64_t chunks = dv / 16;
+  if (G >= 16) {
+    // Many heads over one KV head (MLA's latent rows): each interleaved
+    // pair of rows serves 8 heads, so its unpack costs 1 per 8 dot products
+    // rather than 1 per dot product with one head per pass.
+    hb = 8, nch = 2;
+    return valuePass<8, 2>;
+  }
   nch = chunks % 16 == 0 ? 16 : chunks % 8 == 0 ? 8 : chunks % 4 == 0 ? 4 : 2;
   int64_t fit = 16 / nch;
   hb = int(std::min<int64_t>(fit, G >= 8 ? 8 : G >= 4 ? 4 : G >= 2 ? 2 : 1));

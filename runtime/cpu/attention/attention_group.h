@@ -27,11 +27,14 @@ struct LayerView {
   bool bf16;
   bool int8 = false;
   float *kScale = nullptr, *vScale = nullptr; // int8 only
+  /// Elements between value rows when they are not dv apart: MLA's latent
+  /// rows read as values (their first rank elements of rank + rope).
+  int64_t vStride = 0;
   template <typename T> T *kRow(int64_t row, int64_t kvh) const {
     return static_cast<T *>(k) + (row + kvh * page) * dk;
   }
   template <typename T> T *vRow(int64_t row, int64_t kvh) const {
-    return static_cast<T *>(v) + (row + kvh * page) * dv;
+    return static_cast<T *>(v) + (row + kvh * page) * (vStride ? vStride : dv);
   }
   /// The factor a row's loaded elements are multiplied by: its scale for
   /// int8 rows, 1 (folded away at compile time) for fp32 and bf16 ones.
@@ -139,7 +142,11 @@ struct KvSplit {
 /// Floats of one split's partial result.
 inline int64_t kvSplitFloats(const LayerView &l) {
   const int64_t slices = (l.dv + 15) / 16;
-  const int64_t sv = slices <= 1 ? 1 : slices <= 2 ? 2 : slices <= 4 ? 4 : slices <= 8 ? 8 : 16;
+  const int64_t sv = slices <= 1   ? 1
+                     : slices <= 2 ? 2
+                     : slices <= 4 ? 4
+                     : slices <= 8 ? 8
+                                   : (slices + 15) / 16 * 16; // dv > 256: MLA's rank
   return l.group * (16 * sv + 2);
 }
 

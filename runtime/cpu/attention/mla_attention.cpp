@@ -201,6 +201,12 @@ foldOutput(const Mla &m, const float *oLat, float inv, const void *wKvB, bool bf
     foldOutputBody(m, oLat, inv, static_cast<const float *>(wKvB), t, h, out);
 }
 
+/// Heads x cached positions from which a decode token's absorbed attention
+/// runs on bf16 dot products (hyc_attention_bench, one layer, 2 threads:
+/// 16 heads are faster on the fp32 kernel up to ~2048 positions and on bf16
+/// from ~4096; 128 heads on bf16 from 512).
+constexpr int64_t kBf16DecodeMinWork = 64 * 1024;
+
 /// A work item: tokens [t0, t0 + count) of one sequence at consecutive
 /// positions (count 1 for a split decode token) over positions
 /// [begin, end) (end < 0: each token's own prefix); partials from `slot`.
@@ -291,10 +297,47 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   first[size_t(T)] = slots;
   const int64_t stride = hyrt::cpu::mlaPartialFloats(m);
   parts.resize(size_t(slots * stride));
+  // Decode tokens over a bf16 cache on AVX-512 BF16 hosts, where the step
+  // is compute-bound (heads x positions >= kBf16DecodeMinWork): the GQA
+  // decode kernel on bf16 dot products (attention_decode_bf16_avx512.cpp)
+  // with every head in one group over one KV head, keys the latent rows
+  // [c | k_pe] and values their first rank elements, its split partials
+  // laid out as this driver's ([H][R], H maxima, H sums). The fp32 kernel
+  // below widens every cached element and multiplies on FMAs; below the
+  // threshold (few heads, short contexts) it is as fast or faster
+  // (hyc_attention_bench, bench/README.md "The eighth session"). Queries
+  // [q_lat | q_pe] per (token, head), scaled and rounded to bf16 by the
+  // kernel: the error bound is derived in mla_attention_test.cpp.
+  const int64_t D = R + rope_dim;
+  hyrt::cpu::LayerView lv = l;
+  lv.dk = D, lv.dv = R, lv.v = l.k, lv.vStride = D, lv.group = H;
+  const bool decodeBf16 = l.bf16 && hyrt::cpu::hostHasAvx512Bf16() && D % 32 == 0 &&
+                          R % 32 == 0 && hyrt::cpu::kvSplitFloats(lv) == stride;
+  thread_local std::vector<float> callerQCat;
+  std::vector<float> &qCat = callerQCat;
+  if (decodeBf16) {
+    qCat.resize(size_t(T * H * D));
+    for (const Item &it : items)
+      if (it.count == 1 && it.begin == 0)
+        for (int64_t h = 0; h < H; ++h) {
+          float *dst = qCat.data() + (it.t0 * H + h) * D;
+          std::memcpy(dst, qLat.data() + (it.t0 * H + h) * R, sizeof(float) * size_t(R));
+          std::memcpy(dst + R, q_pe + (it.t0 * H + h) * rope_dim,
+                      sizeof(float) * size_t(rope_dim));
+        }
+  }
   hyrt::cpu::parallelForDynamic(int64_t(items.size()), threads, [&](int, int64_t i) {
     const Item &it = items[size_t(i)];
     float *part = parts.data() + it.slot * stride;
     const int64_t end = it.end < 0 ? INT64_MAX : it.end;
+    if (decodeBf16 && it.count == 1 &&
+        H * (int64_t(step->positions[it.t0]) + 1) >= kBf16DecodeMinWork) {
+      const int64_t n = int64_t(step->positions[it.t0]) + 1;
+      const hyrt::cpu::KvSplit split{it.begin, std::min(end, n), part};
+      hyrt::cpu::attendDecodeBf16(step, lv, qCat.data(), H, m.scale, it.t0, 0, 1, nullptr,
+                                  &split);
+      return;
+    }
     if (avx512 && hyrt::cpu::withRowType(l, [&](auto *type) {
           using T = std::remove_pointer_t<decltype(type)>;
           return hyrt::cpu::attendLatentAvx512<T>(step, l, m, qLat.data(), q_pe, it.t0,

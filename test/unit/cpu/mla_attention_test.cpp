@@ -161,6 +161,58 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
       }
     }
   }
+  // The bf16 decode path (mla_attention.cpp): decode tokens alone in their
+  // sequence over a bf16 cache, heads x positions >= 64K, latent dims on
+  // the bf16 kernels' grid. Its extra error, as in attention_bf16_test.cpp
+  // in latent space: the scaled query qs = scale [q_lat | q_pe] rounded to
+  // bf16 moves each score by at most E = 2^-9 max_j sum_d |qs_d| |c_jd|,
+  // the probabilities (exp error under 2^-13, rounded to bf16) give o_lat
+  // an error of at most Vc (e^(2E + 2^-12) - 1 + 2^-9), Vc = max |c_jr|,
+  // and the output fold multiplies it by at most max_d sum_r |W_UV[d][r]|.
+  const bool bf16Decode = bf16 && plainForm == 0 && T == S && hyrt::cpu::hostHasAvx512Bf16() &&
+                          (m.rank + m.rope) % 32 == 0 && m.rank % 32 == 0 &&
+                          (m.rank & (m.rank - 1)) == 0 && m.rank >= 32;
+  for (int64_t t = 0; bf16Decode && t < T; ++t) {
+    const int64_t n = int64_t(positions[size_t(t)]) + 1, D = m.rank + m.rope;
+    if (m.heads * n < 64 * 1024)
+      continue;
+    for (int64_t h = 0; h < m.heads; ++h) {
+      std::vector<double> qs(size_t(D), 0.0);
+      for (int64_t r = 0; r < m.rank; ++r) {
+        double acc = 0;
+        for (int64_t d = 0; d < m.nope; ++d)
+          acc += double(kvb[size_t((h * (m.nope + m.v) + d) * m.rank + r)]) *
+                 qn[size_t((t * m.heads + h) * m.nope + d)];
+        qs[size_t(r)] = scale * acc;
+      }
+      for (int64_t d = 0; d < m.rope; ++d)
+        qs[size_t(m.rank + d)] = scale * double(qp[size_t((t * m.heads + h) * m.rope + d)]);
+      double worst = 0, vc = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t row = int64_t(blocks[size_t(int64_t(tokenSeq[size_t(t)]) * maxPages +
+                                                  j / c.pageSize)]) *
+                                c.pageSize +
+                            j % c.pageSize;
+        const float *cj = c.f32.data() + row * D;
+        double sum = 0;
+        for (int64_t d = 0; d < D; ++d)
+          sum += std::fabs(qs[size_t(d)]) * std::fabs(cj[d]);
+        worst = std::max(worst, sum);
+        for (int64_t r = 0; r < m.rank; ++r)
+          vc = std::max(vc, double(std::fabs(cj[r])));
+      }
+      double fold = 0;
+      for (int64_t d = 0; d < m.v; ++d) {
+        double row = 0;
+        for (int64_t r = 0; r < m.rank; ++r)
+          row += std::fabs(kvb[size_t((h * (m.nope + m.v) + m.nope + d) * m.rank + r)]);
+        fold = std::max(fold, row);
+      }
+      const double E = std::ldexp(worst, -9) * 1.01;
+      extra[size_t(t * m.heads + h)] =
+          fold * vc * (std::expm1(2 * E + std::ldexp(1.0, -12)) + std::ldexp(1.0, -9));
+    }
+  }
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < m.heads; ++h) {
       const float *g = got.data() + (t * m.heads + h) * m.v,
@@ -256,6 +308,28 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
   const std::vector<int32_t> blocks = scrambledBlocks(maxPages, -1, maxPages - 1, maxPages);
   expectMatch(m, cache, bf16, /*bf16KvB=*/!bf16, {299}, {0}, {0}, {1}, blocks, maxPages, 2, rng,
               "DeepSeek-V3 heads, decode at length 300");
+}
+
+// Decode on bf16 dot products (heads x positions >= 64K, a bf16 cache):
+// 64 heads, latent rank 64 and rope 32 (rows of 96, values the first 64
+// of them), one decode token per sequence at lengths 1024 and 2000 (bf16
+// path) and 600 (below the threshold: the fp32 kernel), KV splits off and
+// on (each split's partial merged like the fp32 kernel's), pages of 16
+// scrambled. Held to the derived bound above plus the 1e-2 and
+// the cosine; values read from the wrong rows or dims, a split written to
+// another's slot or a head's maximum dropped fails it.
+TEST_P(CpuMlaAttention, DecodeOnBf16DotsWithinTheDerivedBound) {
+  const bool bf16 = std::get<0>(GetParam());
+  const Dims m{64, 32, 32, 32, 64};
+  const int64_t pageSize = 16, maxPages = 2000 / pageSize + 2, pages = 3 * maxPages;
+  std::mt19937 rng(13);
+  LatentCache cache(pages, pageSize, m.rank + m.rope, rng);
+  const std::vector<int32_t> blocks = scrambledBlocks(3 * maxPages, 29, 3, pages);
+  for (int64_t splits : {1, 3})
+    expectMatch(m, cache, bf16, /*bf16KvB=*/bf16, {1023, 1999, 599}, {0, 1, 2}, {0, 1, 2},
+                {1, 1, 1}, blocks, maxPages, splits, rng,
+                std::string(bf16 ? "bf16" : "f32") + " decode, 64 heads, splits " +
+                    std::to_string(splits));
 }
 
 // The form decision (mlaPlainIsCheaper) on mla-small's dims: rank 512, nope
