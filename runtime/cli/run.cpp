@@ -25,7 +25,7 @@ const char kRunUsage[] =
     "               [--page-size N] [--no-stats] [--verbose] [--tp N]\n"
     "               [--print-ids]\n"
     "  --prompt TEXT        text to continue (default \"\": BOS only)\n"
-    "  -n N                 tokens to generate (default 256, fewer when the\n"
+    "  -n N, --max-tokens N tokens to generate (default 256, fewer when the\n"
     "                       prompt leaves less room; more than max_seq_len -\n"
     "                       prompt + 1 is an error: the last is never fed)\n"
     "  --temperature T      0 = greedy (default 0)\n"
@@ -84,6 +84,7 @@ void add_run_flags(cli::ArgParser &parser, RunFlags &f) {
   parser.add_string("--prompt", &f.prompt, &f.prompt_given);
   parser.add_int_list("--prompt-ids", &f.prompt_ids, &f.ids_given);
   parser.add_int("-n", &f.n, 0);
+  parser.add_int("--max-tokens", &f.n, 0); // the OpenAI API's name for it
   parser.add_real("--temperature", &f.temperature, 0, HUGE_VAL);
   parser.add_int("--top-k", &f.top_k, 0);
   parser.add_real("--top-p", &f.top_p, 0, 1);

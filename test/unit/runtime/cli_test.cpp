@@ -103,6 +103,11 @@ TEST_F(CliTest, PromptIsPrintedThenContinued) {
                           "--no-stats"});
   ASSERT_EQ(ids.code, 0) << ids.err;
   EXPECT_EQ(ids.out.rfind("Once upon a", 0), 0u) << ids.out;
+  // --max-tokens (the serving API's name) is -n: the same three tokens.
+  const Output named = run({art(), "--prompt-ids", "1,403", "--max-tokens", "3",
+                            "--no-stats"});
+  ASSERT_EQ(named.code, 0) << named.err;
+  EXPECT_EQ(named.out, ids.out);
 }
 
 TEST_F(CliTest, SamplingIsSeeded) {
