@@ -316,8 +316,9 @@ TEST_P(CpuMlaAttention, ExtendAndRealShapesMatchThePlainForm) {
 // path) and 600 (below the threshold: the fp32 kernel), KV splits off and
 // on (each split's partial merged like the fp32 kernel's), pages of 16
 // scrambled. Held to the derived bound above plus the 1e-2 and
-// the cosine; values read from the wrong rows or dims, a split written to
-// another's slot or a head's maximum dropped fails it.
+// the cosine; values read with the dense stride (rank) instead of the
+// latent row's, or one position dropped at a split boundary, fail it
+// (both checked).
 TEST_P(CpuMlaAttention, DecodeOnBf16DotsWithinTheDerivedBound) {
   const bool bf16 = std::get<0>(GetParam());
   const Dims m{64, 32, 32, 32, 64};
