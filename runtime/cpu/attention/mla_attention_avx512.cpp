@@ -327,6 +327,38 @@ namespace {
 template <typename W>
 void dotTiles(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t nW, int64_t K,
               const float *inv, float *dst, int64_t dstStride) {
+  if (nA == 1) {
+    // One row (a decode token): 16 weight rows per hsum16 and each a vector
+    // loaded once for them, where the 4 x 4 tiles would repeat the row 4
+    // times (4x the multiply-adds). Each dot's lanes and its tree are the
+    // tiles' own, so the bits are the same.
+    const float sc = inv ? inv[0] : 1.0f;
+    for (int64_t d0 = 0; d0 < nW; d0 += 16) {
+      const W *wr[16];
+      for (int g = 0; g < 16; ++g)
+        wr[g] = w + std::min<int64_t>(d0 + g, nW - 1) * K;
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (int g = 0; g < 16; ++g)
+        acc[g] = _mm512_setzero_ps();
+      const bool ahead = d0 + 16 < nW;
+      for (int64_t r = 0; r < K; r += 16) {
+        if (ahead && (r * int64_t(sizeof(W))) % 64 == 0)
+          for (int g = 0; g < 16; ++g)
+            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + 16 * K + r), _MM_HINT_T0);
+        const __m512 av = _mm512_loadu_ps(a + r);
+#pragma GCC unroll 16
+        for (int g = 0; g < 16; ++g)
+          acc[g] = _mm512_fmadd_ps(av, widen16(wr[g] + r), acc[g]);
+      }
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, hsum16(acc));
+      const int64_t dn = std::min<int64_t>(16, nW - d0);
+      for (int64_t g = 0; g < dn; ++g)
+        dst[d0 + g] = lanes[g] * sc;
+    }
+    return;
+  }
   for (int64_t u0 = 0; u0 < nA; u0 += 4) {
     const float *ar[4];
     for (int u = 0; u < 4; ++u)
