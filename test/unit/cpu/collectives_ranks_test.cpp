@@ -16,10 +16,12 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,9 +31,17 @@ using hyrt::RankGroup;
 using hyrt::ShmGroup;
 using hyrt::ShmGroupOptions;
 
+/// A group name no earlier run can have left behind: with only the pid, a
+/// segment that outlived its run (its rank 0 killed) met a later process
+/// with the same pid, whose rank 1 could open the stale segment before rank
+/// 0 replaced it ("ranks disagree on size"; seen in a full CTest run after
+/// the pids wrapped).
 std::string uniqueName() {
   static int n = 0;
-  return "/hyc-collectives-test-" + std::to_string(getpid()) + "-" + std::to_string(n++);
+  static const unsigned long long nonce =
+      (static_cast<unsigned long long>(std::random_device{}()) << 32) ^ std::random_device{}();
+  return "/hyc-collectives-test-" + std::to_string(getpid()) + "-" + std::to_string(nonce) +
+         "-" + std::to_string(n++);
 }
 
 std::string messageFile(const std::string &name, int rank) {
@@ -89,6 +99,7 @@ void onRanks(int size, const std::function<std::string(int)> &check) {
           why = "final barrier failed";
       }
       std::ofstream(messageFile(name, r)) << why;
+      g.reset(); // rank 0 unlinks the segment; _exit runs no destructors
       _exit(why.empty() ? 0 : 1);
     }
     pids.push_back(pid);
@@ -96,9 +107,10 @@ void onRanks(int size, const std::function<std::string(int)> &check) {
   for (int r = 0; r < size; ++r) {
     int status = 0;
     waitpid(pids[size_t(r)], &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "rank " << r << ": " << readMessage(name, r);
+    const std::string message = readMessage(name, r); // read (and removed) whatever the outcome
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r << ": " << message;
   }
+  shm_unlink(name.c_str()); // whatever a failed rank 0 left (ENOENT otherwise)
 }
 
 /// Values of mixed magnitude, so that a different order of addition would
