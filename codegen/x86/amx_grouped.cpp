@@ -172,7 +172,7 @@ private:
     emit_fold();
     // One-level: scales (and mins); two-level: sc and m.
     add(reg_bk, !two_level_ && desc_.asymmetric ? 128 : 64);
-    add(reg_a_sum, sum_bytes());
+    add(reg_a_sum, grouped_a_sum_bytes(desc_));
     dec(reg_group);
     jnz(group_loop, T_NEAR);
   }
@@ -217,9 +217,6 @@ private:
     emit_group_scales(*this, desc_, reg_bk, reg_hdr, scales, mins, tmps);
   }
 
-  /// Bytes per group in a row of post->a_sum: the sum, and with two-level
-  /// scales A's scale after it.
-  int sum_bytes() const { return two_level_ ? 8 : 4; }
 
   /// Folds the stored int32 sums into the totals, brgemm.h's order:
   ///   symmetric:  total = fma(float(sum - zp * a_sum) [* as_g], scale, total)
@@ -228,7 +225,7 @@ private:
   /// reg_a_sum points at a_sum[0][g].
   void emit_fold() {
     load_scales();
-    const int zp_shift = u4_ && !codebook_ ? 3 : 7; // zero point 8 or 128
+    const int zp_shift = grouped_zero_point_shift(desc_);
     // A loop over the rows (one body per m is enough code): rax is the
     // row's offset in the scratches, rdx its sums (reg_b is dead here).
     const Reg64 off = reg_tmp, row_sum = reg_b;
@@ -260,7 +257,7 @@ private:
         vfnmadd231ps(a, min_reg(j), t); // total - min * a_sum, one rounding
       vmovaps(total, a);
     }
-    add(row_sum, groups_ * sum_bytes());
+    add(row_sum, groups_ * grouped_a_sum_bytes(desc_));
     add(off, 128);
     cmp(off, m_ * 128);
     jne(row_loop, T_NEAR);

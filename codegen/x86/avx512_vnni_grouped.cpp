@@ -142,7 +142,7 @@ private:
     emit_fold();
     // One-level: scales (and mins); two-level: sc and m.
     add(reg_bk, !two_level_ && desc_.asymmetric ? 128 : 64);
-    add(reg_a_sum, sum_bytes());
+    add(reg_a_sum, grouped_a_sum_bytes(desc_));
     dec(counter);
     jnz(group_loop, T_NEAR);
   }
@@ -177,18 +177,15 @@ private:
     emit_group_scales(*this, desc_, reg_bk, reg_hdr, scales, mins, tmps);
   }
 
-  /// Bytes per group in a row of post->a_sum: the sum, and with two-level
-  /// scales A's scale after it.
-  int sum_bytes() const { return two_level_ ? 8 : 4; }
 
   /// reg_a_sum points at a_sum[0][g].
   void emit_fold() {
     // The lines the quads' prefetches skip.
     emit_prefetch(!two_level_ && desc_.asymmetric ? 2 : 1);
     load_scales();
-    const int zp_shift = u4_ && !codebook_ ? 3 : 7; // zero point 8 or 128
+    const int zp_shift = grouped_zero_point_shift(desc_);
     for (int i = 0; i < m_; ++i) {
-      const int64_t row = int64_t(i) * groups_ * sum_bytes();
+      const int64_t row = int64_t(i) * groups_ * grouped_a_sum_bytes(desc_);
       const Address sum = ptr_b[reg_a_sum + row];
       const Address a_scale = ptr_b[reg_a_sum + row + 4]; // two-level only
       const Zmm t = tmp(i);

@@ -311,14 +311,18 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   const int64_t D = R + rope_dim;
   hyrt::cpu::LayerView lv = l;
   lv.dk = D, lv.dv = R, lv.v = l.k, lv.vStride = D, lv.group = H;
-  const bool decodeBf16 = l.bf16 && hyrt::cpu::hostHasAvx512Bf16() && D % 32 == 0 &&
+  const bool bf16Kernel = l.bf16 && hyrt::cpu::hostHasAvx512Bf16() && D % 32 == 0 &&
                           R % 32 == 0 && hyrt::cpu::kvSplitFloats(lv) == stride;
+  auto onBf16Dots = [&](const Item &it) {
+    return bf16Kernel && it.count == 1 &&
+           H * (int64_t(step->positions[it.t0]) + 1) >= kBf16DecodeMinWork;
+  };
   thread_local std::vector<float> callerQCat;
   std::vector<float> &qCat = callerQCat;
-  if (decodeBf16) {
+  if (bf16Kernel) {
     qCat.resize(size_t(T * H * D));
     for (const Item &it : items)
-      if (it.count == 1 && it.begin == 0)
+      if (onBf16Dots(it) && it.begin == 0) // a token's first split: once per token
         for (int64_t h = 0; h < H; ++h) {
           float *dst = qCat.data() + (it.t0 * H + h) * D;
           std::memcpy(dst, qLat.data() + (it.t0 * H + h) * R, sizeof(float) * size_t(R));
@@ -330,8 +334,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
     const Item &it = items[size_t(i)];
     float *part = parts.data() + it.slot * stride;
     const int64_t end = it.end < 0 ? INT64_MAX : it.end;
-    if (decodeBf16 && it.count == 1 &&
-        H * (int64_t(step->positions[it.t0]) + 1) >= kBf16DecodeMinWork) {
+    if (onBf16Dots(it)) {
       const int64_t n = int64_t(step->positions[it.t0]) + 1;
       const hyrt::cpu::KvSplit split{it.begin, std::min(end, n), part};
       hyrt::cpu::attendDecodeBf16(step, lv, qCat.data(), H, m.scale, it.t0, 0, 1, nullptr,

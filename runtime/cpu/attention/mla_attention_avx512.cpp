@@ -321,83 +321,70 @@ void foldQueryAvx512(const Mla &m, const float *qNope, const void *wKvB, bool bf
 namespace {
 
 /// dst[i * dstStride + d] = scale_i * sum_r a[i][r] w[d][r] for i < nA,
-/// d < nW (scale_i = inv[i], or 1 without inv): 4 rows x 4 weight rows per
-/// 16 accumulators (8 loads per 16 FMAs), one hsum16 for the 16 dots. Rows
-/// past nA / nW repeat the last one and are not stored. K % 16 == 0.
-template <typename W>
-void dotTiles(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t nW, int64_t K,
-              const float *inv, float *dst, int64_t dstStride) {
-  if (nA == 1) {
-    // One row (a decode token): 16 weight rows per hsum16 and each a vector
-    // loaded once for them, where the 4 x 4 tiles would repeat the row 4
-    // times (4x the multiply-adds). Each dot's lanes and its tree are the
-    // tiles' own, so the bits are the same.
-    const float sc = inv ? inv[0] : 1.0f;
-    for (int64_t d0 = 0; d0 < nW; d0 += 16) {
-      const W *wr[16];
-      for (int g = 0; g < 16; ++g)
-        wr[g] = w + std::min<int64_t>(d0 + g, nW - 1) * K;
-      __m512 acc[16];
-#pragma GCC unroll 16
-      for (int g = 0; g < 16; ++g)
-        acc[g] = _mm512_setzero_ps();
-      const bool ahead = d0 + 16 < nW;
-      for (int64_t r = 0; r < K; r += 16) {
-        if (ahead && (r * int64_t(sizeof(W))) % 64 == 0)
-          for (int g = 0; g < 16; ++g)
-            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + 16 * K + r), _MM_HINT_T0);
-        const __m512 av = _mm512_loadu_ps(a + r);
-#pragma GCC unroll 16
-        for (int g = 0; g < 16; ++g)
-          acc[g] = _mm512_fmadd_ps(av, widen16(wr[g] + r), acc[g]);
-      }
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, hsum16(acc));
-      const int64_t dn = std::min<int64_t>(16, nW - d0);
-      for (int64_t g = 0; g < dn; ++g)
-        dst[d0 + g] = lanes[g] * sc;
-    }
-    return;
-  }
-  for (int64_t u0 = 0; u0 < nA; u0 += 4) {
-    const float *ar[4];
-    for (int u = 0; u < 4; ++u)
+/// d < nW (scale_i = inv[i], or 1 without inv): U rows x G weight rows per
+/// 16 accumulators (each a vector loaded once for the G weight rows, each
+/// weight vector widened once for the U rows), one hsum16 for the 16 dots.
+/// Rows past nA / nW repeat the last one and are not stored. K % 16 == 0.
+/// Each dot's lanes and tree are the same whatever U and G are, so the
+/// shapes give the same bits.
+template <int U, int G, typename W>
+void dotTilesOf(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t nW, int64_t K,
+                const float *inv, float *dst, int64_t dstStride) {
+  static_assert(U * G == 16, "one hsum16 per tile");
+  for (int64_t u0 = 0; u0 < nA; u0 += U) {
+    const float *ar[U];
+    for (int u = 0; u < U; ++u)
       ar[u] = a + std::min<int64_t>(u0 + u, nA - 1) * aStride;
-    for (int64_t d0 = 0; d0 < nW; d0 += 4) {
-      const W *wr[4];
-      for (int g = 0; g < 4; ++g)
+    for (int64_t d0 = 0; d0 < nW; d0 += G) {
+      const W *wr[G];
+      for (int g = 0; g < G; ++g)
         wr[g] = w + std::min<int64_t>(d0 + g, nW - 1) * K;
       __m512 acc[16];
+#pragma GCC unroll 16
       for (int i = 0; i < 16; ++i)
         acc[i] = _mm512_setzero_ps();
-      // The next 4 weight rows, a line per row per step (the rows are
-      // contiguous, so this runs 4 rows ahead of the loads).
-      const bool ahead = d0 + 4 < nW;
+      // The next G weight rows, a line per row per step (the rows are
+      // contiguous, so this runs G rows ahead of the loads).
+      const bool ahead = d0 + G < nW;
       for (int64_t r = 0; r < K; r += 16) {
         if (ahead && (r * int64_t(sizeof(W))) % 64 == 0)
-          for (int g = 0; g < 4; ++g)
-            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + 4 * K + r), _MM_HINT_T0);
-        __m512 av[4], wv[4];
-        for (int u = 0; u < 4; ++u)
+          for (int g = 0; g < G; ++g)
+            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + G * K + r), _MM_HINT_T0);
+        __m512 av[U];
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u)
           av[u] = _mm512_loadu_ps(ar[u] + r);
-        for (int g = 0; g < 4; ++g)
-          wv[g] = widen16(wr[g] + r);
-        for (int u = 0; u < 4; ++u)
-          for (int g = 0; g < 4; ++g)
-            acc[u * 4 + g] = _mm512_fmadd_ps(av[u], wv[g], acc[u * 4 + g]);
+#pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) {
+          const __m512 wv = widen16(wr[g] + r);
+#pragma GCC unroll 4
+          for (int u = 0; u < U; ++u)
+            acc[u * G + g] = _mm512_fmadd_ps(av[u], wv, acc[u * G + g]);
+        }
       }
-      // Lanes 4u..4u+3: row u0 + u, weight rows d0..d0+3.
+      // Lane u * G + g: row u0 + u, weight row d0 + g.
       alignas(64) float lanes[16];
       _mm512_store_ps(lanes, hsum16(acc));
-      const int64_t dn = std::min<int64_t>(4, nW - d0);
-      for (int64_t u = 0; u < 4 && u0 + u < nA; ++u) {
+      const int64_t dn = std::min<int64_t>(G, nW - d0);
+      for (int64_t u = 0; u < U && u0 + u < nA; ++u) {
         float *o = dst + (u0 + u) * dstStride + d0;
         const float sc = inv ? inv[u0 + u] : 1.0f;
         for (int64_t g = 0; g < dn; ++g)
-          o[g] = lanes[u * 4 + g] * sc;
+          o[g] = lanes[u * G + g] * sc;
       }
     }
   }
+}
+
+/// dotTilesOf in 4 x 4 tiles, or 1 x 16 for a single row (a decode token),
+/// where 4 x 4 would repeat the row 4 times (4x the multiply-adds).
+template <typename W>
+void dotTiles(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t nW, int64_t K,
+              const float *inv, float *dst, int64_t dstStride) {
+  if (nA == 1)
+    dotTilesOf<1, 16>(a, aStride, nA, w, nW, K, inv, dst, dstStride);
+  else
+    dotTilesOf<4, 4>(a, aStride, nA, w, nW, K, inv, dst, dstStride);
 }
 
 } // namespace
