@@ -19,15 +19,19 @@ using DT = DataType;
 // Prefetch distances are in bytes of B (one K step of a panel is 128 bytes):
 // 4 KiB (32 steps) ahead is early enough for DRAM streams in decode and stays
 // well inside L1 when the panel comes from L2 in prefill.
+//
+// K streams: the VNNI kernel's bodies of up to kTwoStreamMaxRows rows (decode)
+// read a panel's two K halves interleaved (tiles.h); its int32 sums are exact,
+// so a row's result is the same in every body.
 constexpr BrgemmTile kTiles[] = {
-    // isa              A        B        N   M   unroll prefetch
+    // isa              A        B        N   M   unroll prefetch K streams
     {Isa::avx512_bf16, DT::bf16, DT::bf16, 32, 14, 4, 4096},
     {Isa::avx512_bf16, DT::bf16, DT::bf16, 64, 6, 4, 4096},
     // FP8 weights widened in registers (x86/avx512_fp8.cpp): C and block
     // accumulators for 4 rows next to seven constant tables; one K step of
     // e4m3 codes is 64 bytes, so 4 KiB ahead is 64 steps.
     {Isa::avx512_bf16, DT::bf16, DT::f8, 32, 4, 4, 4096},
-    {Isa::avx512_vnni, DT::u8, DT::s8, 32, 14, 4, 4096},
+    {Isa::avx512_vnni, DT::u8, DT::s8, 32, 14, 4, 4096, 2},
     {Isa::avx512_vnni, DT::u8, DT::s8, 64, 6, 4, 4096},
     {Isa::avx512_core, DT::f32, DT::f32, 32, 14, 4, 4096},
     {Isa::avx512_core, DT::f32, DT::f32, 64, 6, 4, 4096},

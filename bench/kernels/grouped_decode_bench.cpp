@@ -14,10 +14,15 @@
 // larger than the L3, so they come from DRAM as in decode. Plain executable
 // (no Google Benchmark, no oneDNN):
 //   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds] [w8a8-tiles]
-// `w8a8-tiles` (AVX-512 VNNI hosts): a comma-separated list of
-// prefetch:unroll pairs (bytes of B ahead, K quads per loop iteration); each
-// adds the W8A8 kernel generated with that tile (codegen/tiles.cpp holds the
-// default) as one more kind, so a tile choice is judged in the same rounds.
+//       [N] [K]
+// `w8a8-tiles` (AVX-512 VNNI hosts; "-" for none): a comma-separated list of
+// prefetch:unroll[:streams] (bytes of B ahead, K quads per loop iteration,
+// K streams, tiles.h); each adds the W8A8 kernel generated with that tile
+// (codegen/tiles.cpp holds the default) as one more kind, so a tile choice
+// is judged in the same rounds. The W8A8 kinds also include the 64-column
+// kernel (two adjacent panels per call: two streams 32 x K bytes apart).
+// N (a multiple of 64) and K (of 256): the GEMV's shape, e.g. 128256 2048 for
+// dense-1b's output head.
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
 #include "codegen/host_peaks.h"
@@ -35,6 +40,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,7 +48,8 @@ using namespace hyc::codegen;
 
 namespace {
 
-constexpr int kN = 4096, kK = 4096;
+// The GEMV shape: N x K, 4096 x 4096 unless given (arguments 5 and 6).
+int kN = 4096, kK = 4096;
 
 using Clock = std::chrono::steady_clock;
 
@@ -51,7 +58,7 @@ using Clock = std::chrono::steady_clock;
 /// packed weight bytes over the span from the first thread's start to the
 /// last one's end (timed inside the threads, after a spin start).
 double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copies, const void *a,
-                   const BrgemmPostArgs &post, int threads) {
+                   const BrgemmPostArgs &post, int threads, int panelsPerCall) {
   std::vector<float> c(kN);
   std::vector<Clock::time_point> t0(threads), t1(threads);
   std::atomic<int> ready{0};
@@ -68,7 +75,7 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
       t0[t] = Clock::now();
       for (const PackedB &w : copies) {
         const int64_t lo = w.n_panels * t / threads, hi = w.n_panels * (t + 1) / threads;
-        for (int64_t p = lo; p < hi; ++p)
+        for (int64_t p = lo; p < hi; p += panelsPerCall)
           kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
       }
       t1[t] = Clock::now();
@@ -151,6 +158,14 @@ int main(int argc, char **argv) {
   const double copies_mb = argc > 1 ? std::atof(argv[1]) : 256;
   const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
   const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 7;
+  if (argc > 6) {
+    kN = std::atoi(argv[5]);
+    kK = std::atoi(argv[6]);
+    if (kN < 64 || kN % 64 != 0 || kK < 256 || kK % 256 != 0) {
+      std::printf("N: a multiple of 64, K: a multiple of 256; found %s %s\n", argv[5], argv[6]);
+      return 1;
+    }
+  }
   const Isa isa = host_supports(Isa::avx512_vnni) ? Isa::avx512_vnni : Isa::avx2;
   std::mt19937 rng(1);
   std::vector<int8_t> a(kK);
@@ -171,28 +186,33 @@ int main(int argc, char **argv) {
       format(4, 32, 0, false, Codebook::iq4nl),   // IQ4_NL
       format(8, 16, 256),                         // Q6_K
   };
-  // W8A8 tile variants (prefetch bytes, unroll), before the default W8A8 kind.
-  std::vector<std::pair<int, int>> tiles;
-  if (argc > 4 && isa == Isa::avx512_vnni)
+  // W8A8 tile variants (prefetch bytes, unroll, K streams), before the
+  // 64-column and the default W8A8 kinds.
+  std::vector<std::tuple<int, int, int>> tiles;
+  if (argc > 4 && isa == Isa::avx512_vnni && std::strcmp(argv[4], "-") != 0)
     for (const char *p = argv[4]; *p;) {
       char *end = nullptr;
       const long pf = std::strtol(p, &end, 10);
-      long unroll = 4;
+      long unroll = 4, streams = 1;
       if (end && *end == ':')
         unroll = std::strtol(end + 1, &end, 10);
-      if (unroll < 1 || unroll > 64 || pf < 0 || end == p) {
-        std::printf("w8a8-tiles: expected prefetch:unroll pairs, found \"%s\"\n", argv[4]);
+      if (end && *end == ':')
+        streams = std::strtol(end + 1, &end, 10);
+      if (unroll < 1 || unroll > 64 || pf < 0 || streams < 1 || streams > 2 || end == p) {
+        std::printf("w8a8-tiles: expected prefetch:unroll[:streams], found \"%s\"\n", argv[4]);
         return 1;
       }
-      tiles.push_back({int(pf), int(unroll)});
+      tiles.push_back({int(pf), int(unroll), int(streams)});
       p = *end == ',' ? end + 1 : end;
     }
   const int nFormats = int(sizeof kFormats / sizeof kFormats[0]);
-  const int kinds = nFormats + int(tiles.size()) + 1; // + W8A8
+  // + W8A8 with 64 columns (AVX-512 VNNI) + W8A8 (the reference, last)
+  const int wide = isa == Isa::avx512_vnni ? 1 : 0;
+  const int kinds = nFormats + int(tiles.size()) + wide + 1;
 
-  std::printf("isa %s, N = K = %d, m = 1, %d threads, ~%.0f MB of weight copies per kind, "
+  std::printf("isa %s, N = %d, K = %d, m = 1, %d threads, ~%.0f MB of weight copies per kind, "
               "%d interleaved rounds\n",
-              isa_name(isa), kN, threads, copies_mb, rounds);
+              isa_name(isa), kN, kK, threads, copies_mb, rounds);
   struct Kind {
     std::string name;
     double mb = 0;
@@ -200,6 +220,7 @@ int main(int argc, char **argv) {
     std::vector<int32_t> a_sum;
     BrgemmPostArgs post;
     bool grouped = false;
+    int panelsPerCall = 1;
     std::unique_ptr<BrgemmKernel> kernel;
     std::vector<double> gbps, ratio;
   };
@@ -226,7 +247,9 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n_copies; ++i)
         copies.push_back(clone(first));
     } else {
-      d = make_brgemm_desc(isa, DataType::u8, DataType::s8, DataType::f32, kK);
+      const bool wideKind = wide && kind + 2 == kinds;
+      d = make_brgemm_desc(isa, DataType::u8, DataType::s8, DataType::f32, kK,
+                           wideKind ? 64 : 32);
       std::vector<int8_t> w(size_t(kN) * kK);
       for (int8_t &v : w)
         v = int8_t(int(rng() % 255) - 127);
@@ -235,12 +258,13 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n_copies; ++i)
         copies.push_back(pack_b_s8(w.data(), kN, kK, kK));
     }
-    const bool variant = !grouped && kind + 1 < kinds;
+    const bool variant = !grouped && kind < nFormats + int(tiles.size());
     BrgemmTile tile{};
     if (variant) {
       tile = *find_brgemm_tile(isa, DataType::u8, DataType::s8, 32);
-      tile.prefetch_b = tiles[size_t(kind - nFormats)].first;
-      tile.k_unroll = tiles[size_t(kind - nFormats)].second;
+      tile.prefetch_b = std::get<0>(tiles[size_t(kind - nFormats)]);
+      tile.k_unroll = std::get<1>(tiles[size_t(kind - nFormats)]);
+      tile.k_streams = std::get<2>(tiles[size_t(kind - nFormats)]);
     }
     BrgemmGenResult g = variant ? x86::generate_avx512_vnni(d, tile) : generate_brgemm(d);
     if (!g) {
@@ -250,11 +274,13 @@ int main(int argc, char **argv) {
     Kind &k = all[size_t(kind)];
     k.name = g.kernel->name();
     if (variant)
-      k.name += " pf" + std::to_string(tile.prefetch_b) + " u" + std::to_string(tile.k_unroll);
+      k.name += " pf" + std::to_string(tile.prefetch_b) + " u" + std::to_string(tile.k_unroll) +
+                " s" + std::to_string(tile.k_streams);
     k.mb = double(one) / 1e6;
     k.copies = std::move(copies);
     k.a_sum = std::move(a_sum);
     k.grouped = grouped;
+    k.panelsPerCall = d.n_block / 32;
     k.kernel = std::move(g.kernel);
     k.post.a_scale = &a_scale;
     k.post.b_scale = b_scale.data();
@@ -266,7 +292,7 @@ int main(int argc, char **argv) {
     for (Kind &k : all) {
       const void *act = k.grouped ? static_cast<const void *>(a.data()) : a_u8.data();
       const double before = probe.read_window_gbps(window);
-      const double rate = stream_rate(*k.kernel, k.copies, act, k.post, threads);
+      const double rate = stream_rate(*k.kernel, k.copies, act, k.post, threads, k.panelsPerCall);
       const double after = probe.read_window_gbps(window);
       k.gbps.push_back(rate);
       k.ratio.push_back(rate / (0.5 * (before + after)));

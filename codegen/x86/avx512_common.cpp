@@ -74,7 +74,8 @@ void Avx512BrgemmJit::emit_store(int m) {
   }
 }
 
-void Avx512BrgemmJit::emit_step(int u, int set, bool prefetch) {
+void Avx512BrgemmJit::emit_step(int step, int set, bool prefetch, int64_t base) {
+  const int64_t u = base + step;
   for (int j = 0; j < nv_; ++j)
     emit_load_b(j, ptr[reg_bk + b_col_offset(j) + u * 128]);
   if (prefetch && tile_.prefetch_b > 0)
@@ -84,7 +85,7 @@ void Avx512BrgemmJit::emit_step(int u, int set, bool prefetch) {
           ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b + 64]);
     }
   for (int i = 0; i < m_; ++i)
-    emit_row(set, i, u * a_step_bytes(), /*partial=*/false);
+    emit_row(set, i, int(u * a_step_bytes()), /*partial=*/false);
 }
 
 void Avx512BrgemmJit::emit_rows(int m) {
@@ -113,27 +114,39 @@ void Avx512BrgemmJit::emit_rows(int m) {
   mov(reg_bk, reg_b);
   const int64_t full_steps = desc_.k / k_unit();
   const int partial = desc_.k % k_unit();
-  const int64_t iters = full_steps / unroll;
-  const int rem = int(full_steps % unroll);
-  if (iters > 0) {
+  // One stream: the loop walks K in order. Two (tiles.h k_streams, bodies
+  // of few rows of an int32-accumulating kernel): each iteration takes step
+  // u of K's first half and then step u of its second half, `span` steps
+  // further on, so a panel is read as two interleaved streams; the steps
+  // past both halves follow in order. Integer sums are exact, so every body
+  // gives the same result whatever its order.
+  const bool two = tile_.k_streams == 2 && int_accumulators() && m <= kTwoStreamMaxRows &&
+                   desc_.k >= kTwoStreamMinK;
+  const int64_t span = two ? full_steps / 2 / unroll * unroll : full_steps / unroll * unroll;
+  if (span > 0) {
     Label loop;
-    mov(reg_kloop, iters);
+    mov(reg_kloop, span / unroll);
     align(16);
     L(loop);
-    for (int u = 0; u < unroll; ++u)
+    for (int u = 0; u < unroll; ++u) {
       emit_step(u, u % sets_, /*prefetch=*/true);
+      if (two)
+        emit_step(u, u % sets_, /*prefetch=*/true, span);
+    }
     advance_a_bases(m, unroll * a_step_bytes());
     add(reg_bk, unroll * 128);
     dec(reg_kloop);
     jnz(loop, T_NEAR);
   }
-  for (int u = 0; u < rem; ++u)
-    emit_step(u, u % sets_, /*prefetch=*/false);
+  // reg_bk is now at step `span`; what is left starts at `base` from it.
+  const int64_t base = two ? span : 0, left = full_steps - (two ? 2 * span : span);
+  for (int64_t r = 0; r < left; ++r)
+    emit_step(int(r), int(r % sets_), /*prefetch=*/false, base);
   if (partial) {
     for (int j = 0; j < nv_; ++j)
-      emit_load_b(j, ptr[reg_bk + b_col_offset(j) + rem * 128]);
+      emit_load_b(j, ptr[reg_bk + b_col_offset(j) + (base + left) * 128]);
     for (int i = 0; i < m; ++i)
-      emit_row(rem % sets_, i, rem * a_step_bytes(), /*partial=*/true);
+      emit_row(int(left % sets_), i, int((base + left) * a_step_bytes()), /*partial=*/true);
   }
 
   for (int s = 1; s < sets_; ++s)

@@ -60,7 +60,9 @@ protected:
   static constexpr int kARegs = 2;
 
 private:
-  void emit_step(int step_in_iter, int set, bool prefetch);
+  /// K step `base + step` from reg_bk (B) and the A bases: B loads, their
+  /// prefetch, and every row's broadcast and dot products.
+  void emit_step(int step, int set, bool prefetch, int64_t base = 0);
 };
 
 } // namespace hyc::codegen::x86

@@ -5,14 +5,19 @@
 #include "brgemm_check.h"
 #include "codegen_test_util.h"
 
+#include "codegen/pack.h"
 #include "codegen/tiles.h"
+#include "codegen/x86/brgemm_jit.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace hyc::codegen::test {
 namespace {
@@ -59,6 +64,78 @@ TEST(BrgemmAvx512Vnni, LargeKExact) {
   HYC_REQUIRE_ISA(Isa::avx512_vnni);
   check_brgemm({Isa::avx512_vnni, DataType::u8, DataType::s8, DataType::s32, 32,
                 4099, false, Epilogue::none, 32});
+}
+
+// Two K streams (codegen/tiles.h k_streams): from K = 512 the VNNI kernel's
+// bodies of up to kTwoStreamMaxRows rows walk a panel's two K halves step by
+// step, so a decode GEMV keeps two weight streams per thread in flight. K
+// values: the threshold, a partial quad (515), steps left after the
+// interleaved halves (1000: 250 quads, halves of 124 + 2 left; 1027). The
+// kernel against the reference for every m, every row of a full
+// (one-stream) block bit-identical to the same row alone (two streams: the
+// batch-invariance contract), and the kernel really is the two-stream one
+// (its code differs from the one-stream generation of the same tile). The
+// fp32-accumulating families keep one stream (their sums' order would
+// depend on the block's rows).
+TEST(BrgemmAvx512Vnni, TwoKStreamsForFewRowsMatchTheReferenceAndTheFullBlock) {
+  HYC_REQUIRE_ISA(Isa::avx512_vnni);
+  for (const BrgemmTile *t :
+       {find_brgemm_tile(Isa::avx512_bf16, DataType::bf16, DataType::bf16, 32),
+        find_brgemm_tile(Isa::avx512_core, DataType::f32, DataType::f32, 32),
+        find_brgemm_tile(Isa::avx512_core, DataType::f32, DataType::bf16, 32)}) {
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->k_streams, 1) << isa_name(t->isa) << " sums in fp32";
+  }
+  const BrgemmTile *tile = find_brgemm_tile(Isa::avx512_vnni, DataType::u8, DataType::s8, 32);
+  ASSERT_NE(tile, nullptr);
+  ASSERT_EQ(tile->k_streams, 2);
+  for (DataType c : {DataType::f32, DataType::s32})
+    check_brgemm_grid(Isa::avx512_vnni, DataType::u8, DataType::s8, c, {512, 515, 1000, 1027},
+                      {32});
+  for (int K : {512, 1027}) {
+    SCOPED_TRACE("K=" + std::to_string(K));
+    const BrgemmDesc d =
+        make_brgemm_desc(Isa::avx512_vnni, DataType::u8, DataType::s8, DataType::f32, K);
+    BrgemmGenResult two = generate_brgemm(d);
+    ASSERT_TRUE(two) << two.error;
+    BrgemmTile one = *tile;
+    one.k_streams = 1;
+    BrgemmGenResult single = x86::generate_avx512_vnni(d, one);
+    ASSERT_TRUE(single) << single.error;
+    EXPECT_FALSE(two.kernel->code_size() == single.kernel->code_size() &&
+                 std::memcmp(two.kernel->code(), single.kernel->code(),
+                             two.kernel->code_size()) == 0)
+        << "the table's tile generated the one-stream kernel";
+
+    // Every row of a full block (one stream) against the same row alone.
+    const int M = d.m_max;
+    ASSERT_GT(M, kTwoStreamMaxRows);
+    std::mt19937 rng{uint32_t(K)};
+    std::vector<int8_t> w(size_t(32) * K);
+    for (int8_t &v : w)
+      v = int8_t(int(rng() % 255) - 127);
+    const PackedB packed = pack_b_s8(w.data(), 32, K, K);
+    std::vector<uint8_t> a(size_t(M) * K);
+    for (uint8_t &v : a)
+      v = uint8_t(rng() & 0xFF);
+    std::vector<float> a_scale(M), b_scale(32);
+    for (float &v : a_scale)
+      v = 0.01f + std::fabs(uniform(rng)) * 0.02f;
+    for (float &v : b_scale)
+      v = 0.01f + std::fabs(uniform(rng)) * 0.02f;
+    BrgemmPostArgs post;
+    post.a_scale = a_scale.data();
+    post.b_scale = b_scale.data();
+    std::vector<float> block(size_t(M) * 32), alone(32);
+    two.kernel->fn()(a.data(), K, packed.panel(0), block.data(), 32, M, &post);
+    for (int i = 0; i < M; ++i) {
+      post.a_scale = a_scale.data() + i;
+      two.kernel->fn()(a.data() + size_t(i) * K, K, packed.panel(0), alone.data(), 32, 1,
+                       &post);
+      ASSERT_EQ(std::memcmp(alone.data(), block.data() + size_t(i) * 32, 32 * 4), 0)
+          << "row " << i << " alone differs from the row in a block of " << M;
+    }
+  }
 }
 
 // Non-temporal C stores (vmovntps): the same values as the reference, for
