@@ -13,6 +13,7 @@
 #define HYC_CODEGEN_HOST_PEAKS_H
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -75,11 +76,12 @@ public:
   ~StreamReader();
   StreamReader(const StreamReader &) = delete;
   StreamReader &operator=(const StreamReader &) = delete;
-  /// Best of `reps` reads of the whole buffer by each of the two read
-  /// loops (plain, and with the decode kernels' software prefetch), GB/s;
-  /// 0 without AVX-512.
+  /// Best of `reps` reads of the whole buffer by each of the three read
+  /// loops (plain; with the decode kernels' software prefetch; and two
+  /// interleaved streams per thread with it, as the W8A8 decode kernel
+  /// reads), GB/s; 0 without AVX-512.
   double read_gbps(int reps = 2);
-  /// The better of two reads of the next `bytes` of the buffer, one per
+  /// The best of three reads of the next `bytes` of the buffer, one per
   /// read loop (windows taken in turn, so a window is never in cache when
   /// the buffer is larger than the caches), GB/s: a short probe to take
   /// between the steps it judges.
@@ -89,6 +91,12 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// For tests: the wrapping sum of the qwords of [p, p + bytes) as read loop
+/// `loop` (0 plain, 1 prefetching, 2 two streams; StreamReader's probe is
+/// the best of the three) reads them; bytes a multiple of 512. 0 without
+/// AVX-512.
+uint64_t read_loop_sum(int loop, const void *p, size_t bytes);
 
 } // namespace hyc::codegen
 

@@ -10,6 +10,9 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <cstdint>
+#include <vector>
+
 using hyc::compiler::judgeSegments;
 using hyc::compiler::YardstickSegment;
 
@@ -106,6 +109,30 @@ TEST(BenchYardstick, ProbesReadTheWeightsWhenTheyHoldTwoWindows) {
     EXPECT_FALSE(small.readsRegion());
   }
   munmap(weights, 2 * window);
+}
+
+// Each of the probe's three read loops (plain, prefetching, two streams)
+// reads every byte of its span exactly once and nothing past it: the
+// loops' qword sums equal the span's. Odd block counts put the two-stream
+// loop's halves on a 256-byte boundary; the bytes after the span differ,
+// so a read past it, a skipped line or a line read twice changes the sum.
+TEST(BenchYardstick, ProbeReadLoopsReadEveryByteOnce) {
+  if (!hyc::codegen::executes_avx512_fma())
+    GTEST_SKIP() << "the probe's read loops need AVX-512; this CPU takes no probes";
+  std::vector<uint64_t> buf((size_t(1) << 17) + 4096);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (uint64_t &v : buf) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = x;
+  }
+  for (size_t blocks : {size_t(1), size_t(7), size_t(2048), size_t(2051)}) {
+    uint64_t want = 0;
+    for (size_t i = 0; i < blocks * 64; ++i)
+      want += buf[i];
+    for (int loop = 0; loop < 3; ++loop)
+      EXPECT_EQ(hyc::codegen::read_loop_sum(loop, buf.data(), blocks * 512), want)
+          << "loop " << loop << ", " << blocks << " blocks of 512 bytes";
+  }
 }
 
 namespace {

@@ -385,6 +385,62 @@ TEST_P(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
   }
 }
 
+// Decode-sized W8A8 gate/up steps (at most a row block: runs of 8 panels,
+// each half's run before the other's, and the kernel's two-K-stream bodies
+// from K = 512) give every row the bits the same row gets inside a large
+// step (one panel at a time, 14-row blocks): the batch-invariance contract.
+// N = 552 is two whole runs and a run of two panels, the last one partial.
+// The large step's rows are checked against silu of the quantized
+// reference GEMMs, so both paths are right, not merely equal.
+TEST_P(CpuGemmDriver, W8A8SiluMulRowsAreTheSameInDecodeRunsAndLargeSteps) {
+  const int64_t M = 20, N = 552, K = 512;
+  auto x = randomVec(M * K, 21), wg = randomVec(N * K, 22), wu = randomVec(N * K, 23);
+  auto kernel = kernelFor(int8(), DataType::u8, DataType::s8, int(K));
+  ASSERT_LT(3, kernel->desc().m_max);
+  ASSERT_GT(M, kernel->desc().m_max);
+  // [gate; up] per-channel int8 with [gate scales; up scales].
+  std::vector<int8_t> q(size_t(2 * N * K));
+  std::vector<float> ws(size_t(2 * N));
+  for (int64_t n = 0; n < 2 * N; ++n) {
+    const float *row = (n < N ? wg.data() + n * K : wu.data() + (n - N) * K);
+    float amax = 0;
+    for (int64_t k = 0; k < K; ++k)
+      amax = std::max(amax, std::fabs(row[k]));
+    ws[size_t(n)] = amax / 127.0f;
+    for (int64_t k = 0; k < K; ++k)
+      q[size_t(n * K + k)] = int8_t(std::nearbyint(row[k] / ws[size_t(n)]));
+  }
+  PackedB pg = pack_b_s8(q.data(), N, K, K), pu = pack_b_s8(q.data() + N * K, N, K, K);
+  const size_t half = pg.data.size();
+  AlignedBuffer packed(2 * half);
+  std::memcpy(packed.data(), pg.data.data(), half);
+  std::memcpy(packed.data() + half, pu.data.data(), half);
+  std::vector<uint8_t> scratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, M, K));
+  auto run = [&](const float *rows, int64_t m, float *out) {
+    hyrt_cpu_gemm_silu_mul(HYRT_GEMM_W8A8, rows, m, K, packed.data(), ws.data(), N, out,
+                           scratch.data(), reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                           kernel->desc().m_max, kMinMacs);
+  };
+  std::vector<float> large(size_t(M * N));
+  run(x.data(), M, large.data());
+  // The large step against silu of the quantized reference GEMMs.
+  std::vector<float> g(size_t(M * N)), u(size_t(M * N));
+  hyrt_ref_matmul_w8a8(x.data(), q.data(), ws.data(), nullptr, M, N, K, g.data());
+  hyrt_ref_matmul_w8a8(x.data(), q.data() + N * K, ws.data() + N, nullptr, M, N, K, u.data());
+  for (size_t i = 0; i < large.size(); ++i) {
+    const double want = g[i] / (1 + std::exp(-double(g[i]))) * u[i];
+    ASSERT_NEAR(large[i], want, 1e-4 * (1 + std::fabs(want))) << "at " << i;
+  }
+  for (int64_t m : {int64_t(1), int64_t(3)})
+    for (int64_t r0 = 0; r0 + m <= M; r0 += 7) {
+      std::vector<float> small(size_t(m * N), -7.0f);
+      run(x.data() + r0 * K, m, small.data());
+      ASSERT_EQ(std::memcmp(small.data(), large.data() + r0 * N, small.size() * 4), 0)
+          << GetParam().name << ": rows " << r0 << ".." << r0 + m - 1
+          << " of a " << m << "-row step differ from the same rows of a " << M << "-row step";
+    }
+}
+
 // Non-temporal C stores (the kernel the compiler picks for outputs past the
 // caches): the dense and the grouped expert driver store the same bits as
 // with the plain kernel, on 64-byte aligned outputs as the arena gives them,
