@@ -397,6 +397,15 @@ void siluMulRun(int32_t scheme, const Activations &A, int64_t M, int64_t N, cons
   }
 }
 
+/// A's rows from r0 on (their scales and group sums with them).
+Activations rowsFrom(const Activations &A, int64_t r0) {
+  Activations r = A;
+  r.a = static_cast<const char *>(A.a) + r0 * A.lda * A.elem;
+  r.scale = A.scale ? A.scale + r0 : nullptr;
+  r.sum = A.sum ? A.sum + r0 * A.sumStride : nullptr;
+  return r;
+}
+
 /// siluMulPanel over every panel and all M rows, one panel range per thread
 /// (steps of one row block: runs of kSiluRun panels, siluMulRun).
 void runPanelsSiluMul(int32_t scheme, const Activations &A, int64_t M, int64_t N,
@@ -601,6 +610,14 @@ void runGroupedItems(int32_t scheme, const Activations &A, int64_t used, int64_t
                    if (siluMul) {
                      const char *wGate = w + 2 * e * matrixBytes;
                      const float *gScale = wScale ? wScale + e * 2 * sStride : nullptr;
+                     if (r1 - r0 <= mMax) { // one row block: runs, as a dense decode step
+                       const Activations rows = rowsFrom(A, r0);
+                       for (int64_t q = p0; q < p1; q += kSiluRun)
+                         siluMulRun(scheme, rows, r1 - r0, N, wGate, wGate + matrixBytes, pBytes,
+                                    gScale, gScale ? gScale + sStride : nullptr, out + r0 * N,
+                                    kernel, q, std::min(p1, q + kSiluRun), groups);
+                       return;
+                     }
                      for (int64_t p = p0; p < p1; ++p)
                        siluMulPanel(scheme, A, N, wGate, wGate + matrixBytes, pBytes, gScale,
                                     gScale ? gScale + sStride : nullptr, out, kernel, mMax, p,

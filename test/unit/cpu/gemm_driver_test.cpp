@@ -388,7 +388,8 @@ TEST_P(CpuGemmDriver, SiluMulPairsGateAndUpPanels) {
 // Decode-sized W8A8 gate/up steps (at most a row block: runs of 8 panels,
 // each half's run before the other's, and the kernel's two-K-stream bodies
 // from K = 512) give every row the bits the same row gets inside a large
-// step (one panel at a time, 14-row blocks): the batch-invariance contract.
+// step (one panel at a time, 14-row blocks): the batch-invariance contract;
+// so do the expert driver's experts of few rows (runs) and of many.
 // N = 552 is two whole runs and a run of two panels, the last one partial.
 // The large step's rows are checked against silu of the quantized
 // reference GEMMs, so both paths are right, not merely equal.
@@ -439,6 +440,25 @@ TEST_P(CpuGemmDriver, W8A8SiluMulRowsAreTheSameInDecodeRunsAndLargeSteps) {
           << GetParam().name << ": rows " << r0 << ".." << r0 + m - 1
           << " of a " << m << "-row step differ from the same rows of a " << M << "-row step";
     }
+  // The expert driver, these weights for every expert: 3 rows (runs), 15
+  // (panels, two row blocks) and 2 rows from row 18 (runs, offset rows).
+  constexpr int kExperts = 3;
+  AlignedBuffer stacked(2 * kExperts * half);
+  std::vector<float> stackedScales;
+  for (size_t i = 0; i < kExperts; ++i) {
+    std::memcpy(stacked.data() + i * 2 * half, packed.data(), 2 * half);
+    stackedScales.insert(stackedScales.end(), ws.begin(), ws.end());
+  }
+  const int32_t offsets[kExperts + 1] = {0, 3, 18, int32_t(M)};
+  std::vector<float> grouped(size_t(M * N), -7.0f);
+  std::vector<uint8_t> groupedScratch(hyrt_gemm_scratch_bytes_for(HYRT_GEMM_W8A8, M, K));
+  hyrt_cpu_grouped_gemm_silu_mul(HYRT_GEMM_W8A8, x.data(), M, K, offsets, kExperts, stacked.data(),
+                                 stackedScales.data(), N, grouped.data(), groupedScratch.data(),
+                                 reinterpret_cast<hyrt_brgemm_fn>(kernel->fn()),
+                                 kernel->desc().m_max, kMinMacs);
+  for (int64_t r = 0; r < M; ++r)
+    ASSERT_EQ(std::memcmp(grouped.data() + r * N, large.data() + r * N, size_t(N) * 4), 0)
+        << GetParam().name << ": expert row " << r << " differs from the dense step's";
 }
 
 // Non-temporal C stores (the kernel the compiler picks for outputs past the
