@@ -118,11 +118,8 @@ TEST(BrgemmAvx512Vnni, TwoKStreamsForFewRowsMatchTheReferenceAndTheFullBlock) {
     std::vector<uint8_t> a(size_t(M) * K);
     for (uint8_t &v : a)
       v = uint8_t(rng() & 0xFF);
-    std::vector<float> a_scale(M), b_scale(32);
-    for (float &v : a_scale)
-      v = 0.01f + std::fabs(uniform(rng)) * 0.02f;
-    for (float &v : b_scale)
-      v = 0.01f + std::fabs(uniform(rng)) * 0.02f;
+    const std::vector<float> a_scale = dequant_scales(rng, size_t(M)),
+                             b_scale = dequant_scales(rng, 32);
     BrgemmPostArgs post;
     post.a_scale = a_scale.data();
     post.b_scale = b_scale.data();

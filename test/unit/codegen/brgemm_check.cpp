@@ -68,13 +68,11 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
   const PackedB packed = pack_for(c, wf, wq);
   ASSERT_GE(packed.n_panels * 32, NB);
 
-  std::vector<float> bias(NB), a_scale(M), b_scale(NB);
+  std::vector<float> bias(NB);
   for (float &v : bias)
     v = uniform(rng);
-  for (float &v : a_scale)
-    v = 0.01f + std::fabs(uniform(rng)) * 0.02f;
-  for (float &v : b_scale)
-    v = 0.01f + std::fabs(uniform(rng)) * 0.02f;
+  const std::vector<float> a_scale = dequant_scales(rng, size_t(M)),
+                           b_scale = dequant_scales(rng, size_t(NB));
   BrgemmPostArgs post;
   post.bias = bias.data();
   post.a_scale = a_scale.data();

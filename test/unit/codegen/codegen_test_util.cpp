@@ -3,6 +3,7 @@
 
 #include "codegen/tiles.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include <sys/mman.h>
@@ -75,6 +76,13 @@ bool can_run(Isa isa, std::string *note) {
 
 float uniform(std::mt19937 &rng) {
   return std::uniform_real_distribution<float>(-1.f, 1.f)(rng);
+}
+
+std::vector<float> dequant_scales(std::mt19937 &rng, size_t n) {
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = 0.01f + std::fabs(uniform(rng)) * 0.02f;
+  return v;
 }
 
 } // namespace hyc::codegen::test

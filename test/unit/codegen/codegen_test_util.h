@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace hyc::codegen::test {
 
@@ -36,6 +37,10 @@ bool can_run(Isa isa, std::string *note);
 
 /// Uniform floats in [-1, 1).
 float uniform(std::mt19937 &rng);
+
+/// n activation or weight scales of a u8 x s8 -> f32 kernel, in
+/// [0.01, 0.03) (uniform's draws, in order).
+std::vector<float> dequant_scales(std::mt19937 &rng, size_t n);
 
 } // namespace hyc::codegen::test
 
