@@ -47,10 +47,11 @@ all of them together, R times, and reports:
   prefill and decode tokens/s, decode bytes of weights read per token and
   their share of the streaming read bandwidth (short reads of windows of
   the artifact's weights, or of a huge-page buffer for small artifacts,
-  each the better of a plain read and one prefetching ahead as the decode
-  kernels do, before a round's decode and after every second step; the
-  median of the segments' paired ratios; above 100% is flagged as a
-  measurement error), prefill FLOPs per token and their share of the
+  each the best of a plain read, one prefetching ahead as the decode
+  kernels do, and one reading two interleaved streams per thread as the
+  W8A8 decode kernel does, before a round's decode and after every second
+  step; the median of the segments' paired ratios; above 100% is flagged
+  as a measurement error), prefill FLOPs per token and their share of the
   measured peak of the instruction the artifact's GEMM kernels use.
 
   --input N     prompt tokens per sequence (default 128)
