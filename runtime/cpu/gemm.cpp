@@ -416,10 +416,14 @@ void runPanelsSiluMul(int32_t scheme, const Activations &A, int64_t M, int64_t N
   const int64_t panels = (N + kPanel - 1) / kPanel;
   const int threads = 2 * M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1;
   if (M <= mMax) {
-    const int64_t runs = (panels + kSiluRun - 1) / kSiluRun;
+    // Runs of at most kSiluRun panels, as many as a multiple of the pool's
+    // threads, so that the threads' contiguous shares stay even (mla-small's
+    // shared experts: 88 panels, 11 runs of 8 would split 5 / 6).
+    const int64_t pool = threads == 1 ? 1 : hyrt::cpu::ThreadPool::get().size();
+    const int64_t runs = ((panels + kSiluRun - 1) / kSiluRun + pool - 1) / pool * pool;
     hyrt::cpu::parallelFor(runs, threads, [&](int64_t r) {
       siluMulRun(scheme, A, M, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
-                 r * kSiluRun, std::min(panels, (r + 1) * kSiluRun), groups);
+                 panels * r / runs, panels * (r + 1) / runs, groups);
     });
     return;
   }
