@@ -193,25 +193,44 @@ void blockCall(hyrt_brgemm_fn kernel, const char *aBlock, int64_t lda, int64_t a
   }
 }
 
+/// Panel p of one weight matrix as its row blocks read it: the panel
+/// (panelB) and, with one scale per output channel, its 32 columns' scales
+/// (zero past the last column) for the kernel's epilogue.
+struct PanelOperand {
+  PanelOperand(int32_t scheme, const char *w, int64_t pBytes, int64_t p, const float *bScale,
+               int64_t N, int64_t groups, int64_t rowBlocks, PanelScales &w8, int slot = 0)
+      : b(panelB(scheme, w, pBytes, p, bScale, N, groups, rowBlocks, w8, slot)),
+        perChannel(bScale && groups == 0) {
+    if (perChannel)
+      std::memcpy(scale, bScale + p * kPanel, size_t(std::min(kPanel, N - p * kPanel)) * 4);
+  }
+  PanelOperand(const PanelOperand &) = delete; // post() points into it
+
+  /// The epilogue's arguments for a row block whose A scales and group sums
+  /// start at aScale and aSum (null where the scheme has none).
+  PostArgs post(const float *aScale, const int32_t *aSum) const {
+    return {nullptr, aScale, perChannel ? scale : nullptr, aSum};
+  }
+
+  const PanelB b;
+  const bool perChannel;
+  alignas(64) float scale[kPanel] = {};
+};
+
 /// Panel p of rows [mBegin, mEnd), in row blocks of up to mMax.
 void gemmPanel(const GemmOperands &g, int64_t p, int64_t mBegin, int64_t mEnd) {
   const int64_t N = g.N, col = p * kPanel;
   const int64_t cols = N - col < kPanel ? N - col : kPanel;
   alignas(64) float tile[kMaxBlockRows * kPanel];
-  alignas(64) float scale[kPanel] = {};
   thread_local PanelScales groupScales;
-  PostArgs post{nullptr, nullptr, nullptr};
-  const PanelB b = panelB(g.scheme, g.w, g.panelBytes, p, g.bScale, N, g.groups,
-                          (mEnd - mBegin + g.mMax - 1) / g.mMax, groupScales);
-  if (g.bScale && g.groups == 0) {
-    std::memcpy(scale, g.bScale + col, size_t(cols) * sizeof(float));
-    post.b_scale = scale;
-  }
+  const PanelOperand panel(g.scheme, g.w, g.panelBytes, p, g.bScale, N, g.groups,
+                           (mEnd - mBegin + g.mMax - 1) / g.mMax, groupScales);
+  const PanelB &b = panel.b;
   for (int64_t m0 = mBegin; m0 < mEnd; m0 += g.mMax) {
     const int64_t rows = mEnd - m0 < g.mMax ? mEnd - m0 : g.mMax;
     const char *aBlock = static_cast<const char *>(g.a) + m0 * g.lda * g.aElem;
-    post.a_scale = g.aScale ? g.aScale + m0 : nullptr;
-    post.a_sum = g.aSum ? g.aSum + m0 * g.aSumStride : nullptr;
+    PostArgs post = panel.post(g.aScale ? g.aScale + m0 : nullptr,
+                               g.aSum ? g.aSum + m0 * g.aSumStride : nullptr);
     if (cols == kPanel) {
       blockCall(g.kernel, aBlock, g.lda, g.aElem, b, g.out + m0 * N + col, N, rows, post);
     } else {
@@ -329,26 +348,18 @@ void siluMulPanel(int32_t scheme, const Activations &A, int64_t N, const char *w
   const int64_t col = p * kPanel;
   const int64_t cols = N - col < kPanel ? N - col : kPanel;
   alignas(64) float gate[kMaxBlockRows * kPanel], up[kMaxBlockRows * kPanel];
-  alignas(64) float gScale[kPanel] = {}, uScale[kPanel] = {};
   thread_local PanelScales gGroups, uGroups;
-  PostArgs gPost{nullptr, nullptr, nullptr}, uPost{nullptr, nullptr, nullptr};
   const int64_t rowBlocks = (mEnd - mBegin + mMax - 1) / mMax;
-  const PanelB gB =
-      panelB(scheme, wGate, panelBytes, p, gateScale, N, groups, rowBlocks, gGroups, 0);
-  const PanelB uB = panelB(scheme, wUp, panelBytes, p, upScale, N, groups, rowBlocks, uGroups, 1);
-  if (gateScale && groups == 0) {
-    std::memcpy(gScale, gateScale + col, size_t(cols) * sizeof(float));
-    std::memcpy(uScale, upScale + col, size_t(cols) * sizeof(float));
-    gPost.b_scale = gScale;
-    uPost.b_scale = uScale;
-  }
+  const PanelOperand g(scheme, wGate, panelBytes, p, gateScale, N, groups, rowBlocks, gGroups, 0);
+  const PanelOperand u(scheme, wUp, panelBytes, p, upScale, N, groups, rowBlocks, uGroups, 1);
   for (int64_t m0 = mBegin; m0 < mEnd; m0 += mMax) {
     const int64_t rows = mEnd - m0 < mMax ? mEnd - m0 : mMax;
     const char *aBlock = static_cast<const char *>(A.a) + m0 * A.lda * A.elem;
-    gPost.a_scale = uPost.a_scale = A.scale ? A.scale + m0 : nullptr;
-    gPost.a_sum = uPost.a_sum = A.sum ? A.sum + m0 * A.sumStride : nullptr;
-    blockCall(kernel, aBlock, A.lda, A.elem, gB, gate, kPanel, rows, gPost);
-    blockCall(kernel, aBlock, A.lda, A.elem, uB, up, kPanel, rows, uPost);
+    const float *aScale = A.scale ? A.scale + m0 : nullptr;
+    const int32_t *aSum = A.sum ? A.sum + m0 * A.sumStride : nullptr;
+    PostArgs gPost = g.post(aScale, aSum), uPost = u.post(aScale, aSum);
+    blockCall(kernel, aBlock, A.lda, A.elem, g.b, gate, kPanel, rows, gPost);
+    blockCall(kernel, aBlock, A.lda, A.elem, u.b, up, kPanel, rows, uPost);
     for (int64_t r = 0; r < rows; ++r)
       hyrt::cpu::siluMulRow(gate + r * kPanel, up + r * kPanel, cols,
                             out + (m0 + r) * N + col);
@@ -375,17 +386,9 @@ void siluMulRun(int32_t scheme, const Activations &A, int64_t M, int64_t N, cons
     const char *w = half == 0 ? wGate : wUp;
     const float *scale = half == 0 ? gateScale : upScale;
     for (int64_t p = p0; p < p1; ++p) {
-      const int64_t col = p * kPanel, cols = std::min(kPanel, N - col);
-      alignas(64) float colScale[kPanel] = {};
-      PostArgs post{nullptr, nullptr, nullptr};
-      const PanelB b = panelB(scheme, w, panelBytes, p, scale, N, groups, 1, halfGroups, half);
-      if (scale && groups == 0) {
-        std::memcpy(colScale, scale + col, size_t(cols) * sizeof(float));
-        post.b_scale = colScale;
-      }
-      post.a_scale = A.scale;
-      post.a_sum = A.sum;
-      blockCall(kernel, static_cast<const char *>(A.a), A.lda, A.elem, b,
+      const PanelOperand panel(scheme, w, panelBytes, p, scale, N, groups, 1, halfGroups, half);
+      PostArgs post = panel.post(A.scale, A.sum);
+      blockCall(kernel, static_cast<const char *>(A.a), A.lda, A.elem, panel.b,
                 prod[half] + (p - p0) * M * kPanel, kPanel, M, post);
     }
   }

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -199,6 +200,12 @@ ShmGroup::~ShmGroup() {
     munmap(g.base, g.bytes);
   if (g.o.rank == 0)
     shm_unlink(g.o.name.c_str());
+}
+
+std::string unique_group_name(const std::string &prefix) {
+  std::random_device rd;
+  const unsigned long long nonce = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
+  return prefix + std::to_string(::getpid()) + "-" + std::to_string(nonce);
 }
 
 int ShmGroup::rank() const { return impl_->o.rank; }

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <random>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -244,12 +243,9 @@ Status start_ranks(const std::string &dir, int64_t requested, TensorParallel *tp
       return s;
   tp->size = int(m.tp_size);
   const pid_t parent = ::getpid();
-  // The pid and a random nonce: a segment a crashed run left (one killed
-  // before every rank mapped it, see below) can share a later run's pid,
-  // and a rank could open that stale segment before rank 0 replaces it.
-  const unsigned long long nonce =
-      (static_cast<unsigned long long>(std::random_device{}()) << 32) ^ std::random_device{}();
-  tp->group_name = "/hyc-tp-" + std::to_string(parent) + "-" + std::to_string(nonce);
+  // Not the pid alone: a segment a crashed run left (one killed before
+  // every rank mapped it, see below) can share a later run's pid.
+  tp->group_name = unique_group_name("/hyc-tp-");
   // hwloc: whole NUMA nodes or a node's cores per rank (hyrt/parallel/placement.h);
   // a count it cannot place (more ranks than cores) shares the CPUs.
   std::vector<RankPlacement> placements;

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,17 +30,11 @@ using hyrt::RankGroup;
 using hyrt::ShmGroup;
 using hyrt::ShmGroupOptions;
 
-/// A group name no earlier run can have left behind: with only the pid, a
-/// segment that outlived its run (its rank 0 killed) met a later process
-/// with the same pid, whose rank 1 could open the stale segment before rank
-/// 0 replaced it ("ranks disagree on size"; seen in a full CTest run after
-/// the pids wrapped).
+/// A group name no earlier run can have left behind (seen in a full CTest
+/// run after the pids wrapped: hyrt::unique_group_name).
 std::string uniqueName() {
   static int n = 0;
-  static const unsigned long long nonce =
-      (static_cast<unsigned long long>(std::random_device{}()) << 32) ^ std::random_device{}();
-  return "/hyc-collectives-test-" + std::to_string(getpid()) + "-" + std::to_string(nonce) +
-         "-" + std::to_string(n++);
+  return hyrt::unique_group_name("/hyc-collectives-test-") + "-" + std::to_string(n++);
 }
 
 std::string messageFile(const std::string &name, int rank) {

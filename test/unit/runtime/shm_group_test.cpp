@@ -25,9 +25,11 @@ using hyrt::ShmGroup;
 using hyrt::ShmGroupOptions;
 using hyrt::Status;
 
+/// Not the pid alone: a segment an earlier, killed run left can share this
+/// run's pid (hyrt::unique_group_name).
 std::string uniqueName() {
   static int n = 0;
-  return "/hyc-shm-test-" + std::to_string(getpid()) + "-" + std::to_string(n++);
+  return hyrt::unique_group_name("/hyc-shm-test-") + "-" + std::to_string(n++);
 }
 
 std::string messageFile(const std::string &name, int rank) {

@@ -50,6 +50,13 @@ struct ShmGroupOptions {
   std::function<std::string()> peer_check;
 };
 
+/// `prefix` + this process's pid + a random nonce: a segment name no earlier
+/// run can have left behind. With the pid alone, a segment that outlived
+/// its run (rank 0 killed before it unlinked it) met a later process with
+/// the same pid once pids wrapped, and a rank could open that stale segment
+/// before rank 0 replaced it ("ranks disagree on size").
+std::string unique_group_name(const std::string &prefix);
+
 class ShmGroup final : public RankGroup {
 public:
   /// Joins the group: rank 0 creates the segment (an old one of the same
