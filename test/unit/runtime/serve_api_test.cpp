@@ -10,6 +10,7 @@
 #include "runtime/serving/openai_api.h"
 #include "runtime/serving/tokenize_api.h"
 #include "runtime/text/tokenizer/util.h"
+#include "test/unit/common/test_files.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -36,8 +37,11 @@ hyrt::Tokenizer tinyTokenizer() {
                     {"post_processor", nullptr},
                     {"decoder", {{"type", "ByteLevel"}}},
                     {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
-  const fs::path dir = fs::path(::testing::TempDir()) / "serve_api_tok";
-  fs::create_directories(dir);
+  // A directory of this call's own: CTest runs these tests as parallel
+  // processes, and one fixed directory let one rewrite tokenizer.json while
+  // another read it (a failed read, then a crash on the empty tokenizer).
+  const hyc::test::TempDir tmp("serve_api_tok-");
+  const fs::path dir = tmp.path();
   std::ofstream(dir / "tokenizer.json") << tok.dump();
   std::ofstream(dir / "tokenizer_config.json")
       << R"({"add_bos_token": true, "bos_token": "<|x|>"})";
