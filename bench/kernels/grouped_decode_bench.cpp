@@ -21,6 +21,9 @@
 // (codegen/tiles.cpp holds the default) as one more kind, so a tile choice
 // is judged in the same rounds. The W8A8 kinds also include the 64-column
 // kernel (two adjacent panels per call: two streams 32 x K bytes apart).
+// AVX-512 BF16 hosts add the bf16 kernel (the default compile's decode) in
+// both widths, 32 and 64 columns: the fp32 kernels cannot split K into two
+// streams without changing a row's sum order, two adjacent panels can.
 // N (a multiple of 64) and K (of 256): the GEMV's shape, e.g. 128256 2048 for
 // dense-1b's output head.
 #include "codegen/brgemm.h"
@@ -208,7 +211,12 @@ int main(int argc, char **argv) {
   const int nFormats = int(sizeof kFormats / sizeof kFormats[0]);
   // + W8A8 with 64 columns (AVX-512 VNNI) + W8A8 (the reference, last)
   const int wide = isa == Isa::avx512_vnni ? 1 : 0;
-  const int kinds = nFormats + int(tiles.size()) + wide + 1;
+  // bf16 x bf16 in 32 and 64 columns (AVX-512 BF16), before the W8A8 kinds.
+  const int bf16Kinds = host_supports(Isa::avx512_bf16) ? 2 : 0;
+  const int kinds = nFormats + bf16Kinds + int(tiles.size()) + wide + 1;
+  std::vector<uint16_t> a_bf16(static_cast<size_t>(kK));
+  for (int k = 0; k < kK; ++k)
+    a_bf16[size_t(k)] = f32_to_bf16(0.01f * float(a[size_t(k)]));
 
   std::printf("isa %s, N = %d, K = %d, m = 1, %d threads, ~%.0f MB of weight copies per kind, "
               "%d interleaved rounds\n",
@@ -220,6 +228,7 @@ int main(int argc, char **argv) {
     std::vector<int32_t> a_sum;
     BrgemmPostArgs post;
     bool grouped = false;
+    const void *act = nullptr;
     int panelsPerCall = 1;
     std::unique_ptr<BrgemmKernel> kernel;
     std::vector<double> gbps, ratio;
@@ -227,6 +236,7 @@ int main(int argc, char **argv) {
   std::vector<Kind> all(kinds);
   for (int kind = 0; kind < kinds; ++kind) {
     const bool grouped = kind < nFormats;
+    const bool bf16 = !grouped && kind < nFormats + bf16Kinds;
     BrgemmDesc d;
     std::vector<PackedB> copies;
     std::vector<int32_t> a_sum;
@@ -246,6 +256,17 @@ int main(int argc, char **argv) {
       const PackedB first = random_weights(f, rng);
       for (int i = 0; i < n_copies; ++i)
         copies.push_back(clone(first));
+    } else if (bf16) {
+      const int n_block = kind == nFormats ? 32 : 64;
+      d = make_brgemm_desc(Isa::avx512_bf16, DataType::bf16, DataType::bf16, DataType::f32, kK,
+                           n_block);
+      std::vector<uint16_t> w(size_t(kN) * kK);
+      for (uint16_t &v : w)
+        v = f32_to_bf16(0.001f * float(int(rng() % 255) - 127));
+      one = packed_panel_bytes(BLayout::bf16_vnni2, kK) * (kN / 32);
+      const int n_copies = std::max(1, int(copies_mb * 1e6 / double(one)));
+      for (int i = 0; i < n_copies; ++i)
+        copies.push_back(pack_b_bf16(w.data(), kN, kK, kK));
     } else {
       const bool wideKind = wide && kind + 2 == kinds;
       d = make_brgemm_desc(isa, DataType::u8, DataType::s8, DataType::f32, kK,
@@ -258,13 +279,14 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n_copies; ++i)
         copies.push_back(pack_b_s8(w.data(), kN, kK, kK));
     }
-    const bool variant = !grouped && kind < nFormats + int(tiles.size());
+    const int tileIndex = kind - nFormats - bf16Kinds;
+    const bool variant = !grouped && !bf16 && tileIndex < int(tiles.size());
     BrgemmTile tile{};
     if (variant) {
       tile = *find_brgemm_tile(isa, DataType::u8, DataType::s8, 32);
-      tile.prefetch_b = std::get<0>(tiles[size_t(kind - nFormats)]);
-      tile.k_unroll = std::get<1>(tiles[size_t(kind - nFormats)]);
-      tile.k_streams = std::get<2>(tiles[size_t(kind - nFormats)]);
+      tile.prefetch_b = std::get<0>(tiles[size_t(tileIndex)]);
+      tile.k_unroll = std::get<1>(tiles[size_t(tileIndex)]);
+      tile.k_streams = std::get<2>(tiles[size_t(tileIndex)]);
     }
     BrgemmGenResult g = variant ? x86::generate_avx512_vnni(d, tile) : generate_brgemm(d);
     if (!g) {
@@ -280,6 +302,9 @@ int main(int argc, char **argv) {
     k.copies = std::move(copies);
     k.a_sum = std::move(a_sum);
     k.grouped = grouped;
+    k.act = grouped ? static_cast<const void *>(a.data())
+            : bf16  ? static_cast<const void *>(a_bf16.data())
+                    : static_cast<const void *>(a_u8.data());
     k.panelsPerCall = d.n_block / 32;
     k.kernel = std::move(g.kernel);
     k.post.a_scale = &a_scale;
@@ -290,9 +315,9 @@ int main(int argc, char **argv) {
   const size_t window = size_t(128) << 20;
   for (int round = 0; round < rounds; ++round)
     for (Kind &k : all) {
-      const void *act = k.grouped ? static_cast<const void *>(a.data()) : a_u8.data();
       const double before = probe.read_window_gbps(window);
-      const double rate = stream_rate(*k.kernel, k.copies, act, k.post, threads, k.panelsPerCall);
+      const double rate =
+          stream_rate(*k.kernel, k.copies, k.act, k.post, threads, k.panelsPerCall);
       const double after = probe.read_window_gbps(window);
       k.gbps.push_back(rate);
       k.ratio.push_back(rate / (0.5 * (before + after)));
