@@ -183,6 +183,13 @@ struct BrgemmPostArgs {
   /// two-level ones [m][k / group] pairs {sum, scale bits} (see above).
   /// Appended last: generated code reads the fields by offset.
   const int32_t *a_sum = nullptr;
+  /// Weight streams per thread in the few-row bodies of kernels that have
+  /// both forms (tiles.h BrgemmTile::k_streams): 2 takes the two-stream
+  /// loop, anything else (and a null post) the one-stream loop. The host
+  /// decides (hyrt::cpu::decodeStreams): two streams read 1.09-1.15x
+  /// faster on AMD Zen 5 and 0.8-0.96x as fast on Zen 4. The results are
+  /// the same bits either way (the forms exist only for int32 sums).
+  int64_t k_streams = 0;
 };
 
 /// Every generated brgemm kernel has this signature. lda and ldc count

@@ -21,6 +21,7 @@
 #include "hyrt/engine/engine.h"
 #include "hyrt/parallel/shm_group.h"
 #include "hyrt/parallel/tensor_parallel.h"
+#include "hyrt/support/decode_streams.h"
 
 #include <algorithm>
 #include <chrono>
@@ -525,6 +526,9 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               static_cast<long long>(batch), static_cast<long long>(rounds));
   std::printf("  variant %s\n", artifact->variant_reason().c_str());
   std::printf("  kernel self-test %s\n", artifact->self_test_summary().c_str());
+  std::printf("  W8A8 decode GEMVs: %d weight stream%s per thread (%s)\n",
+              hyrt::decodeStreams().streams, hyrt::decodeStreams().streams == 1 ? "" : "s",
+              hyrt::decodeStreams().why.c_str());
   std::printf("  TTFT %.2f ms   TPOT %.3f ms (p50 %.3f, p99 %.3f)\n",
               median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
               percentile(tpot, 0.99) * 1e3);

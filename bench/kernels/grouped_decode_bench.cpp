@@ -208,7 +208,12 @@ int main(int argc, char **argv) {
       tiles.push_back({int(pf), int(unroll), int(streams)});
       p = *end == ',' ? end + 1 : end;
     }
-  const int nFormats = int(sizeof kFormats / sizeof kFormats[0]);
+  // HYC_BENCH_NO_GROUPED=1: the bf16 and W8A8 kinds alone (quicker rounds,
+  // so more of them fall in one bandwidth phase).
+  const char *noGrouped = std::getenv("HYC_BENCH_NO_GROUPED");
+  const int nFormats = noGrouped && std::strcmp(noGrouped, "1") == 0
+                           ? 0
+                           : int(sizeof kFormats / sizeof kFormats[0]);
   // + W8A8 with 64 columns (AVX-512 VNNI) + W8A8 (the reference, last)
   const int wide = isa == Isa::avx512_vnni ? 1 : 0;
   // bf16 x bf16 in 32 and 64 columns (AVX-512 BF16), before the W8A8 kinds.
@@ -313,7 +318,10 @@ int main(int argc, char **argv) {
   }
   StreamReader probe(threads, size_t(1) << 30);
   const size_t window = size_t(128) << 20;
-  for (int round = 0; round < rounds; ++round)
+  // One line per round on stderr (each kind's GB/s and its ratio to its
+  // bracketing probes): the host's bandwidth phases show round by round.
+  for (int round = 0; round < rounds; ++round) {
+    std::fprintf(stderr, "round %d:", round + 1);
     for (Kind &k : all) {
       const double before = probe.read_window_gbps(window);
       const double rate =
@@ -321,7 +329,10 @@ int main(int argc, char **argv) {
       const double after = probe.read_window_gbps(window);
       k.gbps.push_back(rate);
       k.ratio.push_back(rate / (0.5 * (before + after)));
+      std::fprintf(stderr, " %.1f (%.0f%%)", rate, 100 * k.ratio.back());
     }
+    std::fprintf(stderr, "\n");
+  }
   // Each kind's rate over the W8A8 kernel's in the same round (the last
   // kind): kernels compared in adjacent moments, whatever the phase.
   const Kind &w8 = all.back();

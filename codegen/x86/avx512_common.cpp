@@ -88,40 +88,14 @@ void Avx512BrgemmJit::emit_step(int step, int set, bool prefetch, int64_t base) 
     emit_row(set, i, int(u * a_step_bytes()), /*partial=*/false);
 }
 
-void Avx512BrgemmJit::emit_rows(int m) {
-  m_ = m;
-  // Independent accumulator sets hide FMA latency when few rows share a
-  // block, but they change the order of a row's sum. The count is chosen
-  // for the full block (m_max) and used for every m, so a row sums the same
-  // way whichever block it lands in: logits do not depend on the batch
-  // (test/e2e/batch_invariance_test.cpp). With the table's blocks this is 1
-  // set; decode (m = 1) is bound by reading B, not by FMA latency.
-  sets_ = 1;
-  const int rows = desc_.m_max > 0 ? desc_.m_max : m;
-  const int fixed = nv_ * b_regs_per_col() + kARegs + const_regs();
-  while (sets_ < 4 && sets_ * rows * nv_ < 8 &&
-         2 * sets_ * rows * nv_ + fixed <= 32)
-    sets_ *= 2;
+void Avx512BrgemmJit::emit_k_loop(int m, bool two) {
   const int unroll = tile_.k_unroll; // a multiple of every sets_ value
-
-  emit_init(m);
-  for (int s = 1; s < sets_; ++s)
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < nv_; ++j)
-        vpxord(acc(s, i, j), acc(s, i, j), acc(s, i, j));
-
-  load_a_bases(m);
-  mov(reg_bk, reg_b);
   const int64_t full_steps = desc_.k / k_unit();
   const int partial = desc_.k % k_unit();
-  // One stream: the loop walks K in order. Two (tiles.h k_streams, bodies
-  // of few rows of an int32-accumulating kernel): each iteration takes step
+  // One stream: the loop walks K in order. Two: each iteration takes step
   // u of K's first half and then step u of its second half, `span` steps
   // further on, so a panel is read as two interleaved streams; the steps
-  // past both halves follow in order. Integer sums are exact, so every body
-  // gives the same result whatever its order.
-  const bool two = tile_.k_streams == 2 && int_accumulators() && m <= kTwoStreamMaxRows &&
-                   desc_.k >= kTwoStreamMinK;
+  // past both halves follow in order.
   const int64_t span = two ? full_steps / 2 / unroll * unroll : full_steps / unroll * unroll;
   if (span > 0) {
     Label loop;
@@ -147,6 +121,52 @@ void Avx512BrgemmJit::emit_rows(int m) {
       emit_load_b(j, ptr[reg_bk + b_col_offset(j) + (base + left) * 128]);
     for (int i = 0; i < m; ++i)
       emit_row(int(left % sets_), i, int((base + left) * a_step_bytes()), /*partial=*/true);
+  }
+}
+
+void Avx512BrgemmJit::emit_rows(int m) {
+  m_ = m;
+  // Independent accumulator sets hide FMA latency when few rows share a
+  // block, but they change the order of a row's sum. The count is chosen
+  // for the full block (m_max) and used for every m, so a row sums the same
+  // way whichever block it lands in: logits do not depend on the batch
+  // (test/e2e/batch_invariance_test.cpp). With the table's blocks this is 1
+  // set; decode (m = 1) is bound by reading B, not by FMA latency.
+  sets_ = 1;
+  const int rows = desc_.m_max > 0 ? desc_.m_max : m;
+  const int fixed = nv_ * b_regs_per_col() + kARegs + const_regs();
+  while (sets_ < 4 && sets_ * rows * nv_ < 8 &&
+         2 * sets_ * rows * nv_ + fixed <= 32)
+    sets_ *= 2;
+
+  emit_init(m);
+  for (int s = 1; s < sets_; ++s)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < nv_; ++j)
+        vpxord(acc(s, i, j), acc(s, i, j), acc(s, i, j));
+
+  load_a_bases(m);
+  mov(reg_bk, reg_b);
+  // Two streams (tiles.h k_streams, bodies of few rows of an
+  // int32-accumulating kernel) when the caller asks for them
+  // (BrgemmPostArgs::k_streams = 2, the host's choice): both loops are
+  // emitted and the body branches once on the field. Integer sums are
+  // exact, so both give the same result.
+  const bool two = tile_.k_streams == 2 && int_accumulators() && m <= kTwoStreamMaxRows &&
+                   desc_.k >= kTwoStreamMinK;
+  if (!two) {
+    emit_k_loop(m, /*two=*/false);
+  } else {
+    Label one, joined;
+    test(reg_post, reg_post);
+    jz(one, T_NEAR);
+    cmp(qword[reg_post + offsetof(BrgemmPostArgs, k_streams)], 2);
+    jne(one, T_NEAR);
+    emit_k_loop(m, /*two=*/true);
+    jmp(joined, T_NEAR);
+    L(one);
+    emit_k_loop(m, /*two=*/false);
+    L(joined);
   }
 
   for (int s = 1; s < sets_; ++s)

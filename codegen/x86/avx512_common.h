@@ -63,6 +63,9 @@ private:
   /// K step `base + step` from reg_bk (B) and the A bases: B loads, their
   /// prefetch, and every row's broadcast and dot products.
   void emit_step(int step, int set, bool prefetch, int64_t base = 0);
+  /// The K loop of an m-row body from reg_bk and the A bases at the block's
+  /// origin: one stream in K order, or (`two`) K's two halves interleaved.
+  void emit_k_loop(int m, bool two);
 };
 
 } // namespace hyc::codegen::x86

@@ -17,6 +17,7 @@
 // scalar evaluation in that order (this file builds with -ffp-contract=off).
 #include "hyrt/artifact/kernel_self_test.h"
 
+#include "hyrt/support/decode_streams.h"
 #include "hyrt/support/f16.h"
 #include "hyrt/support/iq4nl.h"
 
@@ -36,7 +37,10 @@ namespace {
 /// The brgemm C ABI (hyrt_brgemm_fn in cpu_kernels.h, BrgemmFn in codegen).
 struct PostArgs {
   const float *bias, *a_scale, *b_scale;
-  const int32_t *a_sum; // grouped kernels: [m][k / group]
+  const int32_t *a_sum = nullptr; // grouped kernels: [m][k / group]
+  // The few-row bodies' form this host's drivers ask for, so the self-test
+  // checks the loop that will run.
+  int64_t k_streams = hyrt::decodeStreams().streams;
 };
 using KernelFn = void (*)(const void *a, int64_t lda, const void *b, void *c, int64_t ldc,
                           int64_t m, const PostArgs *post);

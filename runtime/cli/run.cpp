@@ -7,6 +7,7 @@
 #include "hyrt/cli/npy.h"
 #include "hyrt/parallel/rank_group.h"
 #include "hyrt/parallel/tensor_parallel.h"
+#include "hyrt/support/decode_streams.h"
 
 #include <algorithm>
 #include <cmath>
@@ -186,7 +187,9 @@ int run_rank(const std::string &command, const std::string *implied_dir,
   const Manifest &m = session.artifact->manifest();
   if (f.verbose)
     err << command << ": variant " << session.artifact->variant_reason() << "\n"
-        << command << ": kernel self-test " << session.artifact->self_test_summary() << "\n";
+        << command << ": kernel self-test " << session.artifact->self_test_summary() << "\n"
+        << command << ": W8A8 decode GEMVs: " << hyrt::decodeStreams().streams
+        << " weight stream(s) per thread (" << hyrt::decodeStreams().why << ")\n";
   if (f.verbose && tp.group)
     err << command << ": tensor parallel, rank " << tp.rank << " of " << tp.size << " over "
         << tp.group->transport() << (tp.placement.empty() ? "" : "; " + tp.placement) << "\n";

@@ -2,6 +2,7 @@
 #include "elementwise.h"
 #include "hyrt/cpu_kernels.h"
 #include "hyrt/gemm_layout.h"
+#include "hyrt/support/decode_streams.h"
 #include "thread_pool.h"
 
 #include "../reference/bf16.h"
@@ -16,12 +17,14 @@ namespace {
 constexpr int64_t kPanel = 32;
 constexpr int64_t kMaxBlockRows = 64;
 
-/// codegen's BrgemmPostArgs: a_sum is read by the integer-code kernels only.
+/// codegen's BrgemmPostArgs: a_sum is read by the integer-code kernels only,
+/// k_streams by the kernels whose few-row bodies have a two-stream form.
 struct PostArgs {
   const float *bias;
   const float *a_scale;
   const float *b_scale;
   const int32_t *a_sum = nullptr;
+  int64_t k_streams = hyrt::decodeStreams().streams;
 };
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }

@@ -67,16 +67,18 @@ TEST(BrgemmAvx512Vnni, LargeKExact) {
 }
 
 // Two K streams (codegen/tiles.h k_streams): from K = 512 the VNNI kernel's
-// bodies of up to kTwoStreamMaxRows rows walk a panel's two K halves step by
-// step, so a decode GEMV keeps two weight streams per thread in flight. K
-// values: the threshold, a partial quad (515), steps left after the
+// bodies of up to kTwoStreamMaxRows rows can walk a panel's two K halves
+// step by step, so a decode GEMV keeps two weight streams per thread in
+// flight; they do when the caller asks (BrgemmPostArgs::k_streams = 2, the
+// host's choice: hyrt/support/decode_streams.h), else they walk K in order.
+// K values: the threshold, a partial quad (515), steps left after the
 // interleaved halves (1000: 250 quads, halves of 124 + 2 left; 1027). The
-// kernel against the reference for every m, every row of a full
-// (one-stream) block bit-identical to the same row alone (two streams: the
-// batch-invariance contract), and the kernel really is the two-stream one
-// (its code differs from the one-stream generation of the same tile). The
-// fp32-accumulating families keep one stream (their sums' order would
-// depend on the block's rows).
+// kernel against the reference for every m in both forms, every row of a
+// full (one-stream) block bit-identical to the same row alone in either
+// form and with a null post (the batch-invariance contract), and the kernel
+// really holds the two-stream loop (its code differs from the one-stream
+// generation of the same tile). The fp32-accumulating families keep one
+// stream (their sums' order would depend on the block's rows).
 TEST(BrgemmAvx512Vnni, TwoKStreamsForFewRowsMatchTheReferenceAndTheFullBlock) {
   HYC_REQUIRE_ISA(Isa::avx512_vnni);
   for (const BrgemmTile *t :
@@ -89,9 +91,12 @@ TEST(BrgemmAvx512Vnni, TwoKStreamsForFewRowsMatchTheReferenceAndTheFullBlock) {
   const BrgemmTile *tile = find_brgemm_tile(Isa::avx512_vnni, DataType::u8, DataType::s8, 32);
   ASSERT_NE(tile, nullptr);
   ASSERT_EQ(tile->k_streams, 2);
-  for (DataType c : {DataType::f32, DataType::s32})
-    check_brgemm_grid(Isa::avx512_vnni, DataType::u8, DataType::s8, c, {512, 515, 1000, 1027},
-                      {32});
+  for (int64_t streams : {2, 0})
+    for (DataType c : {DataType::f32, DataType::s32}) {
+      SCOPED_TRACE("k_streams=" + std::to_string(streams));
+      check_brgemm_grid(Isa::avx512_vnni, DataType::u8, DataType::s8, c, {512, 515, 1000, 1027},
+                        {32}, {}, streams);
+    }
   for (int K : {512, 1027}) {
     SCOPED_TRACE("K=" + std::to_string(K));
     const BrgemmDesc d =
@@ -125,13 +130,28 @@ TEST(BrgemmAvx512Vnni, TwoKStreamsForFewRowsMatchTheReferenceAndTheFullBlock) {
     post.b_scale = b_scale.data();
     std::vector<float> block(size_t(M) * 32), alone(32);
     two.kernel->fn()(a.data(), K, packed.panel(0), block.data(), 32, M, &post);
-    for (int i = 0; i < M; ++i) {
-      post.a_scale = a_scale.data() + i;
-      two.kernel->fn()(a.data() + size_t(i) * K, K, packed.panel(0), alone.data(), 32, 1,
-                       &post);
-      ASSERT_EQ(std::memcmp(alone.data(), block.data() + size_t(i) * 32, 32 * 4), 0)
-          << "row " << i << " alone differs from the row in a block of " << M;
+    for (int64_t streams : {2, 1}) {
+      post.k_streams = streams;
+      for (int i = 0; i < M; ++i) {
+        post.a_scale = a_scale.data() + i;
+        two.kernel->fn()(a.data() + size_t(i) * K, K, packed.panel(0), alone.data(), 32, 1,
+                         &post);
+        ASSERT_EQ(std::memcmp(alone.data(), block.data() + size_t(i) * 32, 32 * 4), 0)
+            << "row " << i << " alone (k_streams " << streams
+            << ") differs from the row in a block of " << M;
+      }
     }
+    // s32 C needs no epilogue operands: a null post takes the one-stream
+    // loop (the body must not read through it).
+    std::vector<int32_t> sums(size_t(M) * 32), sum(32);
+    post.k_streams = 2;
+    const BrgemmDesc ds =
+        make_brgemm_desc(Isa::avx512_vnni, DataType::u8, DataType::s8, DataType::s32, K);
+    BrgemmGenResult s32 = generate_brgemm(ds);
+    ASSERT_TRUE(s32) << s32.error;
+    s32.kernel->fn()(a.data(), K, packed.panel(0), sums.data(), 32, M, &post);
+    s32.kernel->fn()(a.data(), K, packed.panel(0), sum.data(), 32, 1, nullptr);
+    EXPECT_EQ(std::memcmp(sum.data(), sums.data(), 32 * 4), 0) << "null post, one row";
   }
 }
 

@@ -77,6 +77,7 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
   post.bias = bias.data();
   post.a_scale = a_scale.data();
   post.b_scale = b_scale.data();
+  post.k_streams = c.k_streams;
 
   const int a_elem = data_type_size(c.a_type);
   for (int m = 1; m <= M; ++m) {
@@ -181,7 +182,7 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run) {
 void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
                        std::initializer_list<int> ks,
                        std::initializer_list<int> n_blocks,
-                       const BrgemmRunner &run) {
+                       const BrgemmRunner &run, int64_t k_streams) {
   struct Flags {
     bool accumulate;
     Epilogue epilogue;
@@ -195,7 +196,7 @@ void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
       for (const Flags &f : kFlags) {
         if (f.epilogue == Epilogue::bias && c != DataType::f32)
           continue;
-        check_brgemm({isa, a, b, c, nb, k, f.accumulate, f.epilogue, nb - 5},
+        check_brgemm({isa, a, b, c, nb, k, f.accumulate, f.epilogue, nb - 5, false, k_streams},
                      run);
         if (::testing::Test::HasFatalFailure())
           return;

@@ -21,6 +21,9 @@ struct BrgemmCase {
   /// Non-temporal C stores (BrgemmDesc::stream_c): C rows then start
   /// 64-byte aligned (ldc a multiple of 16 floats, the buffer aligned).
   bool stream_c = false;
+  /// BrgemmPostArgs::k_streams of every call: 2 asks the few-row bodies
+  /// that have it for the two-stream loop, 0 for the one-stream loop.
+  int64_t k_streams = 0;
 };
 
 /// Makes one kernel call for check_brgemm: `call(fn)` calls the entry point
@@ -43,6 +46,6 @@ void check_brgemm(const BrgemmCase &c, const BrgemmRunner &run = {});
 void check_brgemm_grid(Isa isa, DataType a, DataType b, DataType c,
                        std::initializer_list<int> ks,
                        std::initializer_list<int> n_blocks,
-                       const BrgemmRunner &run = {});
+                       const BrgemmRunner &run = {}, int64_t k_streams = 0);
 
 } // namespace hyc::codegen::test

@@ -3,6 +3,7 @@
 // variant runs, what HYC_ISA may force, and the errors naming what is
 // missing. Execution on those CPUs is not faked: only the choice is tested.
 #include "hyrt/artifact/artifact.h"
+#include "hyrt/support/decode_streams.h"
 
 #include <gtest/gtest.h>
 
@@ -149,6 +150,29 @@ TEST(VariantChoice, AVariantRefusedBySelfTestGivesWayToTheNextBest) {
             std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("amx lacks amx_tile"), std::string::npos) << s.message();
+}
+
+// The host's choice of weight streams (hyrt/support/decode_streams.h): the
+// environment's 1 or 2 wins; otherwise two only on AMD family 26 and later
+// (measured faster there), one on Zen 4 (measured slower) and on hosts
+// never measured; a malformed value is named in the reason and ignored.
+TEST(DecodeStreams, TheHostRuleAndItsOverride) {
+  EXPECT_EQ(hyrt::chooseDecodeStreams(nullptr, true, 26).streams, 2);
+  EXPECT_EQ(hyrt::chooseDecodeStreams(nullptr, true, 27).streams, 2);
+  EXPECT_EQ(hyrt::chooseDecodeStreams(nullptr, true, 25).streams, 1);
+  EXPECT_EQ(hyrt::chooseDecodeStreams(nullptr, false, 6).streams, 1);
+  EXPECT_EQ(hyrt::chooseDecodeStreams("1", true, 26).streams, 1);
+  EXPECT_EQ(hyrt::chooseDecodeStreams("2", false, 6).streams, 2);
+  EXPECT_EQ(hyrt::chooseDecodeStreams("2", false, 6).why, "HYRT_DECODE_STREAMS=2");
+  const hyrt::DecodeStreams bad = hyrt::chooseDecodeStreams("3x", true, 25);
+  EXPECT_EQ(bad.streams, 1);
+  EXPECT_NE(bad.why.find("HYRT_DECODE_STREAMS=\"3x\" ignored: expected 1 or 2"),
+            std::string::npos)
+      << bad.why;
+  EXPECT_NE(hyrt::chooseDecodeStreams(nullptr, true, 25).why.find("Zen 4"), std::string::npos);
+  // This host's decision is one of the two forms, with a reason.
+  EXPECT_TRUE(hyrt::decodeStreams().streams == 1 || hyrt::decodeStreams().streams == 2);
+  EXPECT_FALSE(hyrt::decodeStreams().why.empty());
 }
 
 } // namespace
