@@ -19,7 +19,8 @@
 // prefetch:unroll[:streams] (bytes of B ahead, K quads per loop iteration,
 // K streams, tiles.h); each adds the W8A8 kernel generated with that tile
 // (codegen/tiles.cpp holds the default) as one more kind, so a tile choice
-// is judged in the same rounds. The W8A8 kinds also include the 64-column
+// is judged in the same rounds; a variant's calls ask for its K streams,
+// the table's kernels for the host's (hyrt/support/decode_streams.h). The W8A8 kinds also include the 64-column
 // kernel (two adjacent panels per call: two streams 32 x K bytes apart).
 // AVX-512 BF16 hosts add the bf16 kernel (the default compile's decode) in
 // both widths, 32 and 64 columns: the fp32 kernels cannot split K into two
@@ -32,6 +33,7 @@
 #include "codegen/pack.h"
 #include "codegen/tiles.h"
 #include "codegen/x86/brgemm_jit.h"
+#include "hyrt/support/decode_streams.h"
 
 #include <algorithm>
 #include <atomic>
@@ -224,8 +226,9 @@ int main(int argc, char **argv) {
     a_bf16[size_t(k)] = f32_to_bf16(0.01f * float(a[size_t(k)]));
 
   std::printf("isa %s, N = %d, K = %d, m = 1, %d threads, ~%.0f MB of weight copies per kind, "
-              "%d interleaved rounds\n",
-              isa_name(isa), kN, kK, threads, copies_mb, rounds);
+              "%d interleaved rounds; the table's W8A8 kernels read %d K stream(s) (%s)\n",
+              isa_name(isa), kN, kK, threads, copies_mb, rounds, hyrt::decodeStreams().streams,
+              hyrt::decodeStreams().why.c_str());
   struct Kind {
     std::string name;
     double mb = 0;
@@ -315,6 +318,10 @@ int main(int argc, char **argv) {
     k.post.a_scale = &a_scale;
     k.post.b_scale = b_scale.data();
     k.post.a_sum = k.a_sum.data();
+    // The two-stream loop runs where the call asks for it: a tile variant
+    // asks for its own streams, the table's kernels for the host's choice
+    // (as the runtime's drivers do).
+    k.post.k_streams = variant ? tile.k_streams : hyrt::decodeStreams().streams;
   }
   StreamReader probe(threads, size_t(1) << 30);
   const size_t window = size_t(128) << 20;
