@@ -567,17 +567,30 @@ struct ExpertItems {
   int64_t count() const { return int64_t(experts.size()) * blocksPerExpert; }
 };
 
-ExpertItems expertItems(const int32_t *offsets, int64_t numExperts, int64_t N) {
+/// Items per thread: about four balance uneven experts under dynamic
+/// hand-out, and fewer, larger items keep each weight slice one long
+/// stream. When every expert's rows fit one row block of mMax (decode,
+/// small batches) an item costs its bytes alone, so the only imbalance is
+/// the last item's tail: sixteen per thread make it a quarter as long while
+/// each item still streams hundreds of KiB (moe-small w8a8 decode on AMD
+/// Zen 4, six alternating pairs: grouped GEMMs per token median 9.9 ms
+/// with four, 9.6 with sixteen, inside the host's noise; bench/README.md,
+/// the tenth session).
+constexpr int64_t kItemsPerThread = 4, kItemsPerThreadOneBlock = 16;
+
+ExpertItems expertItems(const int32_t *offsets, int64_t numExperts, int64_t N, int64_t mMax) {
   ExpertItems items;
+  int64_t mostRows = 0;
   for (int64_t e = 0; e < numExperts; ++e)
-    if (offsets[e + 1] > offsets[e])
+    if (offsets[e + 1] > offsets[e]) {
       items.experts.push_back(int32_t(e));
+      mostRows = std::max<int64_t>(mostRows, offsets[e + 1] - offsets[e]);
+    }
   if (items.experts.empty())
     return items;
   const int64_t panels = (N + kPanel - 1) / kPanel;
-  // About four items per thread balance uneven experts under dynamic
-  // hand-out; fewer, larger items keep each weight slice one long stream.
-  const int64_t want = 4 * int64_t(hyrt::cpu::ThreadPool::get().size());
+  const int64_t want = (mostRows <= mMax ? kItemsPerThreadOneBlock : kItemsPerThread) *
+                       int64_t(hyrt::cpu::ThreadPool::get().size());
   const int64_t nonEmpty = int64_t(items.experts.size());
   const int64_t blocks = std::min(panels, std::max<int64_t>(1, (want + nonEmpty - 1) / nonEmpty));
   items.panelsPerItem = (panels + blocks - 1) / blocks;
@@ -588,9 +601,9 @@ ExpertItems expertItems(const int32_t *offsets, int64_t numExperts, int64_t N) {
 /// body(e, firstPanel, endPanel, rowBegin, rowEnd) for every item, on every
 /// thread once the grouped GEMM is worth splitting.
 template <typename Body>
-void forExpertItems(const int32_t *offsets, int64_t numExperts, int64_t N,
+void forExpertItems(const int32_t *offsets, int64_t numExperts, int64_t N, int64_t mMax,
                     int64_t rows, int64_t K, int64_t parallelMinMacs, Body &&body) {
-  const ExpertItems items = expertItems(offsets, numExperts, N);
+  const ExpertItems items = expertItems(offsets, numExperts, N, mMax);
   const int64_t panels = (N + kPanel - 1) / kPanel;
   hyrt::cpu::parallelForDynamic(
       items.count(), rows * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1,
@@ -612,7 +625,7 @@ void runGroupedItems(int32_t scheme, const Activations &A, int64_t used, int64_t
   const char *w = static_cast<const char *>(wPacked);
   const int64_t matrixBytes = packedMatrixBytes(scheme, N, K);
   const int64_t pBytes = panelBytes(scheme, K);
-  forExpertItems(offsets, numExperts, N, (siluMul ? 2 : 1) * used, K, parallelMinMacs,
+  forExpertItems(offsets, numExperts, N, mMax, (siluMul ? 2 : 1) * used, K, parallelMinMacs,
                  [&](int32_t e, int64_t p0, int64_t p1, int64_t r0, int64_t r1) {
                    r1 = std::min(r1, used);
                    const int64_t sStride = scaleStride(scheme, N, K);
