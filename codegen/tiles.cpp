@@ -20,12 +20,14 @@ using DT = DataType;
 // 4 KiB (32 steps) ahead is early enough for DRAM streams in decode and stays
 // well inside L1 when the panel comes from L2 in prefill.
 //
-// K streams: the VNNI kernel's bodies of up to kTwoStreamMaxRows rows (decode)
-// read a panel's two K halves interleaved (tiles.h); its int32 sums are exact,
-// so a row's result is the same in every body.
+// K streams (tiles.h): the VNNI and bf16 kernels' bodies of up to
+// kTwoStreamMaxRows rows (decode) can read a panel's two K halves
+// interleaved, as the host chooses per call. VNNI's int32 sums are exact,
+// so a row's result is the same in every body; the bf16 kernel's fp32 sums
+// are kept the same by summing the halves apart in every body.
 constexpr BrgemmTile kTiles[] = {
     // isa              A        B        N   M   unroll prefetch K streams
-    {Isa::avx512_bf16, DT::bf16, DT::bf16, 32, 14, 4, 4096},
+    {Isa::avx512_bf16, DT::bf16, DT::bf16, 32, 14, 4, 4096, 2},
     {Isa::avx512_bf16, DT::bf16, DT::bf16, 64, 6, 4, 4096},
     // FP8 weights widened in registers (x86/avx512_fp8.cpp): C and block
     // accumulators for 4 rows next to seven constant tables; one K step of

@@ -16,13 +16,17 @@ struct BrgemmTile {
   int k_unroll;   ///< K steps (pairs / quads / singles) per loop iteration
   int prefetch_b; ///< bytes ahead of the current B line to prefetch (0: none)
   /// K streams per panel in the bodies of few rows (m <= kTwoStreamMaxRows,
-  /// from K = kTwoStreamMinK): 2 walks the two halves of K step by step, so
-  /// a decode GEMV keeps two weight streams per thread in flight; from DRAM
-  /// that reads 1.04-1.19x faster than one stream on AMD Zen 5
-  /// (bench/kernels/README.md "Two K streams"). Only kernels whose sums are
-  /// exact (int32: AVX-512 VNNI) take it: with fp32 sums the order would
-  /// differ between bodies and a row's result would depend on the batch, and
-  /// making every body two-stream costs prefill 2-9%.
+  /// from K = kTwoStreamMinK): 2 generates a second loop that walks the two
+  /// halves of K step by step, taken when the call asks for it
+  /// (BrgemmPostArgs::k_streams, the host's choice), so a decode GEMV keeps
+  /// two weight streams per thread in flight; from DRAM that reads
+  /// 1.04-1.19x faster than one stream on AMD Zen 5 and 0.79-0.96x as fast
+  /// on Zen 4 (bench/kernels/README.md "Two K streams", "Weight streams per
+  /// host"). int32 sums (AVX-512 VNNI) are exact, so the order does not
+  /// matter; fp32 sums (bf16) would make a row's result depend on its
+  /// body, so with 2 every body of an fp32 kernel sums the halves apart and
+  /// adds them (x86/avx512_common.cpp emit_fp32_halves): the same bits in
+  /// every body, one stream or two.
   int k_streams = 1;
 };
 

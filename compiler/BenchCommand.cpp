@@ -526,7 +526,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               static_cast<long long>(batch), static_cast<long long>(rounds));
   std::printf("  variant %s\n", artifact->variant_reason().c_str());
   std::printf("  kernel self-test %s\n", artifact->self_test_summary().c_str());
-  std::printf("  W8A8 decode GEMVs: %d weight stream%s per thread (%s)\n",
+  std::printf("  decode GEMVs (W8A8, bf16): %d weight stream%s per thread (%s)\n",
               hyrt::decodeStreams().streams, hyrt::decodeStreams().streams == 1 ? "" : "s",
               hyrt::decodeStreams().why.c_str());
   std::printf("  TTFT %.2f ms   TPOT %.3f ms (p50 %.3f, p99 %.3f)\n",

@@ -124,6 +124,97 @@ void Avx512BrgemmJit::emit_k_loop(int m, bool two) {
   }
 }
 
+bool Avx512BrgemmJit::fp32_halves() const {
+  return tile_.k_streams == 2 && !int_accumulators() && sets_ == 1 &&
+         desc_.k >= kTwoStreamMinK;
+}
+
+void Avx512BrgemmJit::emit_span(int64_t steps, int set, int64_t second, int set_b) {
+  const int unroll = tile_.k_unroll;
+  if (steps <= 0)
+    return;
+  Label loop;
+  mov(reg_kloop, steps / unroll);
+  align(16);
+  L(loop);
+  for (int u = 0; u < unroll; ++u) {
+    emit_step(u, set, /*prefetch=*/true);
+    if (second > 0)
+      emit_step(u, set_b, /*prefetch=*/true, second);
+  }
+  advance_a_bases(m_, unroll * a_step_bytes());
+  add(reg_bk, unroll * 128);
+  dec(reg_kloop);
+  jnz(loop, T_NEAR);
+}
+
+void Avx512BrgemmJit::emit_tail(int64_t base, int64_t left, int set) {
+  const int partial = desc_.k % k_unit();
+  for (int64_t r = 0; r < left; ++r)
+    emit_step(int(r), set, /*prefetch=*/false, base);
+  if (partial) {
+    for (int j = 0; j < nv_; ++j)
+      emit_load_b(j, ptr[reg_bk + b_col_offset(j) + (base + left) * 128]);
+    for (int i = 0; i < m_; ++i)
+      emit_row(set, i, int((base + left) * a_step_bytes()), /*partial=*/true);
+  }
+}
+
+void Avx512BrgemmJit::emit_fp32_halves(int m) {
+  // Every body sums K as (first half) + (second half, then the steps past
+  // both halves and the partial step): half A in the accumulators emit_init
+  // set up (C when accumulating), half B from zero, each walked in K order,
+  // then one add. fp32 addition is commutative bit for bit, so a row gets
+  // the same bits from the two-stream walk of the few-row bodies (halves
+  // interleaved step by step, a second accumulator set for half B), their
+  // one-stream walk (the halves one after the other, the same two sets) and
+  // the bodies of more rows (the halves one after the other, half A spilled
+  // to the stack meanwhile: their registers hold one set). The cost in
+  // those: one spill, one reload and one add per accumulator per call.
+  const int unroll = tile_.k_unroll;
+  const int64_t full = desc_.k / k_unit();
+  const int64_t span = full / 2 / unroll * unroll;
+  const int64_t left = full - 2 * span;
+  if (m <= kTwoStreamMaxRows) {
+    sets_ = 2; // registers for half B's set (emit_step's B and A move up)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < nv_; ++j)
+        vpxord(acc(1, i, j), acc(1, i, j), acc(1, i, j));
+    Label one, joined;
+    test(reg_post, reg_post);
+    jz(one, T_NEAR);
+    cmp(qword[reg_post + offsetof(BrgemmPostArgs, k_streams)], 2);
+    jne(one, T_NEAR);
+    emit_span(span, 0, span, 1); // reg_bk ends at step span
+    emit_tail(span, left, 1);
+    jmp(joined, T_NEAR);
+    L(one);
+    emit_span(span, 0);
+    emit_span(span, 1); // reg_bk ends at step 2 * span
+    emit_tail(0, left, 1);
+    L(joined);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < nv_; ++j)
+        vaddps(acc(0, i, j), acc(0, i, j), acc(1, i, j));
+    sets_ = 1;
+    return;
+  }
+  const int bytes = m * nv_ * 64;
+  emit_span(span, 0);
+  sub(rsp, bytes);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < nv_; ++j) {
+      vmovups(ptr[rsp + (i * nv_ + j) * 64], acc(0, i, j));
+      vpxord(acc(0, i, j), acc(0, i, j), acc(0, i, j));
+    }
+  emit_span(span, 0);
+  emit_tail(0, left, 0);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < nv_; ++j)
+      vaddps(acc(0, i, j), acc(0, i, j), ptr[rsp + (i * nv_ + j) * 64]);
+  add(rsp, bytes);
+}
+
 void Avx512BrgemmJit::emit_rows(int m) {
   m_ = m;
   // Independent accumulator sets hide FMA latency when few rows share a
@@ -147,6 +238,11 @@ void Avx512BrgemmJit::emit_rows(int m) {
 
   load_a_bases(m);
   mov(reg_bk, reg_b);
+  if (fp32_halves()) {
+    emit_fp32_halves(m);
+    emit_store(m);
+    return;
+  }
   // Two streams (tiles.h k_streams, bodies of few rows of an
   // int32-accumulating kernel) when the caller asks for them
   // (BrgemmPostArgs::k_streams = 2, the host's choice): both loops are

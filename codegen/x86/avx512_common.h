@@ -66,6 +66,19 @@ private:
   /// The K loop of an m-row body from reg_bk and the A bases at the block's
   /// origin: one stream in K order, or (`two`) K's two halves interleaved.
   void emit_k_loop(int m, bool two);
+  /// fp32 accumulators whose tile splits K (tiles.h k_streams = 2): every
+  /// body sums K's two halves apart and adds them (emit_fp32_halves).
+  bool fp32_halves() const;
+  /// The m-row body's K sum as two halves (see fp32_halves).
+  void emit_fp32_halves(int m);
+  /// A loop over `steps` K steps (a multiple of the unroll) from reg_bk into
+  /// accumulator set `set`, advancing reg_bk and the A bases; with
+  /// `second` > 0 each step also takes the step `second` steps further on
+  /// into set `set_b` (two interleaved streams).
+  void emit_span(int64_t steps, int set, int64_t second = 0, int set_b = 0);
+  /// `left` straight-line steps from `base` steps past reg_bk, then K's
+  /// partial step, into set `set`.
+  void emit_tail(int64_t base, int64_t left, int set);
 };
 
 } // namespace hyc::codegen::x86

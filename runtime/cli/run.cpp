@@ -188,7 +188,7 @@ int run_rank(const std::string &command, const std::string *implied_dir,
   if (f.verbose)
     err << command << ": variant " << session.artifact->variant_reason() << "\n"
         << command << ": kernel self-test " << session.artifact->self_test_summary() << "\n"
-        << command << ": W8A8 decode GEMVs: " << hyrt::decodeStreams().streams
+        << command << ": decode GEMVs (W8A8, bf16): " << hyrt::decodeStreams().streams
         << " weight stream(s) per thread (" << hyrt::decodeStreams().why << ")\n";
   if (f.verbose && tp.group)
     err << command << ": tensor parallel, rank " << tp.rank << " of " << tp.size << " over "

@@ -1,13 +1,15 @@
 // How many weight streams per thread a decode GEMV reads, decided per host.
 //
-// The W8A8 kernel's bodies of few rows come in two forms (codegen/tiles.h
-// k_streams; both generated, chosen per call by BrgemmPostArgs::k_streams):
-// K in order, one stream per panel, or the panel's two K halves interleaved.
+// The W8A8 and bf16 kernels' bodies of few rows come in two forms
+// (codegen/tiles.h k_streams; both generated, chosen per call by
+// BrgemmPostArgs::k_streams): one stream per panel, or the panel's two K
+// halves interleaved.
 // Which reads DRAM faster depends on the core, not the ISA: on AMD Zen 5
 // (family 26) two streams read 1.09-1.15x faster than one; on AMD Zen 4
 // (family 25) 0.79-0.96x as fast, and at the top of its bandwidth phases
-// 0.79x (bench/kernels/README.md "Weight streams per host"). The sums are
-// int32, so the results are the same bits either way.
+// 0.79x (bench/kernels/README.md "Weight streams per host"). The results
+// are the same bits either way (int32 sums; the bf16 kernel sums K's halves
+// apart in every body).
 //
 // Header-only: the artifact's kernels (hyrt_cpu, linked into the artifact)
 // and the loader's self-test and `hyc bench` (hyrt, in the host process)
