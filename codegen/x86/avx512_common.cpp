@@ -124,6 +124,13 @@ void Avx512BrgemmJit::emit_k_loop(int m, bool two) {
   }
 }
 
+void Avx512BrgemmJit::jump_unless_two_streams(const Label &one) {
+  test(reg_post, reg_post); // a null post: one stream
+  jz(one, T_NEAR);
+  cmp(qword[reg_post + offsetof(BrgemmPostArgs, k_streams)], 2);
+  jne(one, T_NEAR);
+}
+
 bool Avx512BrgemmJit::fp32_halves() const {
   return tile_.k_streams == 2 && !int_accumulators() && sets_ == 1 &&
          desc_.k >= kTwoStreamMinK;
@@ -181,10 +188,7 @@ void Avx512BrgemmJit::emit_fp32_halves(int m) {
       for (int j = 0; j < nv_; ++j)
         vpxord(acc(1, i, j), acc(1, i, j), acc(1, i, j));
     Label one, joined;
-    test(reg_post, reg_post);
-    jz(one, T_NEAR);
-    cmp(qword[reg_post + offsetof(BrgemmPostArgs, k_streams)], 2);
-    jne(one, T_NEAR);
+    jump_unless_two_streams(one);
     emit_span(span, 0, span, 1); // reg_bk ends at step span
     emit_tail(span, left, 1);
     jmp(joined, T_NEAR);
@@ -254,10 +258,7 @@ void Avx512BrgemmJit::emit_rows(int m) {
     emit_k_loop(m, /*two=*/false);
   } else {
     Label one, joined;
-    test(reg_post, reg_post);
-    jz(one, T_NEAR);
-    cmp(qword[reg_post + offsetof(BrgemmPostArgs, k_streams)], 2);
-    jne(one, T_NEAR);
+    jump_unless_two_streams(one);
     emit_k_loop(m, /*two=*/true);
     jmp(joined, T_NEAR);
     L(one);

@@ -66,6 +66,9 @@ private:
   /// The K loop of an m-row body from reg_bk and the A bases at the block's
   /// origin: one stream in K order, or (`two`) K's two halves interleaved.
   void emit_k_loop(int m, bool two);
+  /// Jumps to `one` unless the call asks for two K streams
+  /// (BrgemmPostArgs::k_streams = 2 behind a non-null post).
+  void jump_unless_two_streams(const Xbyak::Label &one);
   /// fp32 accumulators whose tile splits K (tiles.h k_streams = 2): every
   /// body sums K's two halves apart and adds them (emit_fp32_halves).
   bool fp32_halves() const;
