@@ -89,6 +89,7 @@ struct ThreadPool::Impl {
   std::chrono::nanoseconds spin{200000};
   std::vector<int> cpus;
   std::vector<std::thread> workers;
+  bool pinned = false; // worker t on cpus[t]; cpus[0] left for the caller
 };
 
 ThreadPool &ThreadPool::get() {
@@ -108,6 +109,7 @@ ThreadPool::ThreadPool() : impl_(new Impl) {
   size_ = std::max(1, std::min(n == 0 ? available : n, kMaxThreads));
   impl_->spin = std::chrono::microseconds(envInt("HYRT_SPIN_US", 200));
   const bool pin = envInt("HYRT_PIN", 1) != 0 && int(impl_->cpus.size()) >= size_;
+  impl_->pinned = pin && size_ > 1;
   pthread_atfork(nullptr, nullptr, [] { gForked.store(true); });
   for (int t = 1; t < size_; ++t) {
     impl_->workers.emplace_back([this, t] { workerLoop(t); });
@@ -178,6 +180,37 @@ void ThreadPool::workerLoop(int tid) {
   }
 }
 
+/// The caller runs share 0 of every job but is not pinned (a pinned
+/// caller would hand its one-CPU mask to every thread it creates later).
+/// After sleeping (a join, a socket, the bench's probe threads) the kernel
+/// may wake it on a worker's CPU and leave it there for milliseconds while
+/// that worker spins beside it: both shares then run at half speed. A
+/// scratch loop of 4 MB decode GEMVs through the driver read at 65-69% of
+/// the probe in the rounds where the caller sat on the worker's CPU for
+/// 58-82 of 610 calls, 85-92% in the others. So a dispatch whose caller is
+/// on a CPU of this job's workers moves it to cpus[0], which no worker
+/// holds, and gives back its own mask at once: the kernel does not move a
+/// running thread back, and the mask its later threads inherit is
+/// unchanged. sched_getcpu() costs tens of nanoseconds; the move, two
+/// syscalls, happens only when needed.
+void ThreadPool::moveCallerOffWorkers(int threads) {
+  Impl &p = *impl_;
+  const int cpu = sched_getcpu();
+  bool onWorker = false;
+  for (int t = 1; t < threads; ++t)
+    onWorker |= cpu == p.cpus[size_t(t)];
+  if (!onWorker)
+    return;
+  cpu_set_t own, first;
+  CPU_ZERO(&own);
+  if (sched_getaffinity(0, sizeof(own), &own) != 0 || !CPU_ISSET(p.cpus[0], &own))
+    return;
+  CPU_ZERO(&first);
+  CPU_SET(p.cpus[0], &first);
+  if (sched_setaffinity(0, sizeof(first), &first) == 0)
+    sched_setaffinity(0, sizeof(own), &own);
+}
+
 void ThreadPool::dispatch(int threads, Fn fn, void *ctx) {
   threads = std::min(threads, size_);
   Impl &p = *impl_;
@@ -194,6 +227,8 @@ void ThreadPool::dispatch(int threads, Fn fn, void *ctx) {
   if (p.parkedWorkers.load() > 0)
     futexWake(&p.job);
 
+  if (p.pinned)
+    moveCallerOffWorkers(threads);
   tInJob = true;
   fn(ctx, 0, threads);
   tInJob = false;

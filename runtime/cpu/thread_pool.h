@@ -51,6 +51,7 @@ private:
   using Fn = void (*)(void *, int, int);
   ThreadPool();
   void dispatch(int threads, Fn fn, void *ctx);
+  void moveCallerOffWorkers(int threads);
   void workerLoop(int tid);
   struct Impl;
   Impl *impl_;

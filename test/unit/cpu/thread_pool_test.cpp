@@ -68,6 +68,47 @@ TEST(ThreadPool, WorkersArePinnedToOneCpuEach) {
     EXPECT_EQ(cpusOf[size_t(t)], 1) << "worker " << t;
 }
 
+// The caller runs share 0 unpinned; woken on a worker's CPU it would share
+// that CPU with the worker (both shares at half speed). A dispatch moves it
+// off (runtime/cpu/thread_pool.cpp moveCallerOffWorkers) and leaves its own
+// affinity mask as it was.
+TEST(ThreadPool, ACallerOnAWorkersCpuIsMovedOffAndKeepsItsMask) {
+  ThreadPool &pool = ThreadPool::get();
+  if (pool.size() < 2)
+    GTEST_SKIP() << "one-thread pool: no workers on this host";
+  std::vector<int> cpuOf(size_t(pool.size()), -1);
+  pool.run(kAllThreads, [&](int tid, int) { cpuOf[size_t(tid)] = sched_getcpu(); });
+  const int worker = cpuOf[1];
+  cpu_set_t own, one, after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(own), &own), 0);
+  CPU_ZERO(&one);
+  CPU_SET(worker, &one);
+  // Five dispatches whose caller sat on the worker's CPU when they began.
+  // Without the move every one runs share 0 there; with it, another process
+  // taking cpus[0] (parallel tests) could send the caller back before it
+  // looks, so one moved dispatch is required, not five.
+  int stayed = 0, moved = 0, tries = 0;
+  for (; tries < 100 && stayed < 5; ++tries) {
+    // Onto the worker's CPU, then the whole mask back: the kernel leaves a
+    // running thread where it is.
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(own), &own), 0);
+    if (sched_getcpu() != worker)
+      continue; // moved by the scheduler before the test could look
+    ++stayed;
+    int callerCpu = -1;
+    pool.run(kAllThreads, [&](int tid, int) {
+      if (tid == 0)
+        callerCpu = sched_getcpu();
+    });
+    moved += callerCpu != worker;
+  }
+  ASSERT_GT(stayed, 0) << "the caller never stayed on worker 1's CPU in " << tries << " tries";
+  EXPECT_GT(moved, 0) << "all " << stayed << " dispatches ran the caller's share on worker 1's CPU";
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&own, &after)) << "the caller's mask changed";
+}
+
 TEST(ThreadPool, NestedSplitsRunInline) {
   std::atomic<int64_t> sum{0};
   parallelFor(8, kAllThreads, [&](int64_t i) {
