@@ -88,40 +88,18 @@ void Avx512BrgemmJit::emit_step(int step, int set, bool prefetch, int64_t base) 
     emit_row(set, i, int(u * a_step_bytes()), /*partial=*/false);
 }
 
-void Avx512BrgemmJit::emit_k_loop(int m, bool two) {
+void Avx512BrgemmJit::emit_k_loop(bool two) {
   const int unroll = tile_.k_unroll; // a multiple of every sets_ value
   const int64_t full_steps = desc_.k / k_unit();
-  const int partial = desc_.k % k_unit();
   // One stream: the loop walks K in order. Two: each iteration takes step
   // u of K's first half and then step u of its second half, `span` steps
   // further on, so a panel is read as two interleaved streams; the steps
-  // past both halves follow in order.
+  // past both halves follow in order. Steps rotate over the accumulator
+  // sets (kRotateSets).
   const int64_t span = two ? full_steps / 2 / unroll * unroll : full_steps / unroll * unroll;
-  if (span > 0) {
-    Label loop;
-    mov(reg_kloop, span / unroll);
-    align(16);
-    L(loop);
-    for (int u = 0; u < unroll; ++u) {
-      emit_step(u, u % sets_, /*prefetch=*/true);
-      if (two)
-        emit_step(u, u % sets_, /*prefetch=*/true, span);
-    }
-    advance_a_bases(m, unroll * a_step_bytes());
-    add(reg_bk, unroll * 128);
-    dec(reg_kloop);
-    jnz(loop, T_NEAR);
-  }
+  emit_span(span, kRotateSets, two ? span : 0, kRotateSets);
   // reg_bk is now at step `span`; what is left starts at `base` from it.
-  const int64_t base = two ? span : 0, left = full_steps - (two ? 2 * span : span);
-  for (int64_t r = 0; r < left; ++r)
-    emit_step(int(r), int(r % sets_), /*prefetch=*/false, base);
-  if (partial) {
-    for (int j = 0; j < nv_; ++j)
-      emit_load_b(j, ptr[reg_bk + b_col_offset(j) + (base + left) * 128]);
-    for (int i = 0; i < m; ++i)
-      emit_row(int(left % sets_), i, int((base + left) * a_step_bytes()), /*partial=*/true);
-  }
+  emit_tail(two ? span : 0, full_steps - (two ? 2 * span : span), kRotateSets);
 }
 
 void Avx512BrgemmJit::jump_unless_two_streams(const Label &one) {
@@ -145,9 +123,9 @@ void Avx512BrgemmJit::emit_span(int64_t steps, int set, int64_t second, int set_
   align(16);
   L(loop);
   for (int u = 0; u < unroll; ++u) {
-    emit_step(u, set, /*prefetch=*/true);
+    emit_step(u, set == kRotateSets ? u % sets_ : set, /*prefetch=*/true);
     if (second > 0)
-      emit_step(u, set_b, /*prefetch=*/true, second);
+      emit_step(u, set_b == kRotateSets ? u % sets_ : set_b, /*prefetch=*/true, second);
   }
   advance_a_bases(m_, unroll * a_step_bytes());
   add(reg_bk, unroll * 128);
@@ -158,12 +136,13 @@ void Avx512BrgemmJit::emit_span(int64_t steps, int set, int64_t second, int set_
 void Avx512BrgemmJit::emit_tail(int64_t base, int64_t left, int set) {
   const int partial = desc_.k % k_unit();
   for (int64_t r = 0; r < left; ++r)
-    emit_step(int(r), set, /*prefetch=*/false, base);
+    emit_step(int(r), set == kRotateSets ? int(r % sets_) : set, /*prefetch=*/false, base);
   if (partial) {
     for (int j = 0; j < nv_; ++j)
       emit_load_b(j, ptr[reg_bk + b_col_offset(j) + (base + left) * 128]);
     for (int i = 0; i < m_; ++i)
-      emit_row(set, i, int((base + left) * a_step_bytes()), /*partial=*/true);
+      emit_row(set == kRotateSets ? int(left % sets_) : set, i,
+               int((base + left) * a_step_bytes()), /*partial=*/true);
   }
 }
 
@@ -255,14 +234,14 @@ void Avx512BrgemmJit::emit_rows(int m) {
   const bool two = tile_.k_streams == 2 && int_accumulators() && m <= kTwoStreamMaxRows &&
                    desc_.k >= kTwoStreamMinK;
   if (!two) {
-    emit_k_loop(m, /*two=*/false);
+    emit_k_loop(/*two=*/false);
   } else {
     Label one, joined;
     jump_unless_two_streams(one);
-    emit_k_loop(m, /*two=*/true);
+    emit_k_loop(/*two=*/true);
     jmp(joined, T_NEAR);
     L(one);
-    emit_k_loop(m, /*two=*/false);
+    emit_k_loop(/*two=*/false);
     L(joined);
   }
 

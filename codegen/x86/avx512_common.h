@@ -63,9 +63,10 @@ private:
   /// K step `base + step` from reg_bk (B) and the A bases: B loads, their
   /// prefetch, and every row's broadcast and dot products.
   void emit_step(int step, int set, bool prefetch, int64_t base = 0);
-  /// The K loop of an m-row body from reg_bk and the A bases at the block's
-  /// origin: one stream in K order, or (`two`) K's two halves interleaved.
-  void emit_k_loop(int m, bool two);
+  /// The K loop of the current body (m_ rows) from reg_bk and the A bases
+  /// at the block's origin: one stream in K order, or (`two`) K's two
+  /// halves interleaved.
+  void emit_k_loop(bool two);
   /// Jumps to `one` unless the call asks for two K streams
   /// (BrgemmPostArgs::k_streams = 2 behind a non-null post).
   void jump_unless_two_streams(const Xbyak::Label &one);
@@ -74,6 +75,8 @@ private:
   bool fp32_halves() const;
   /// The m-row body's K sum as two halves (see fp32_halves).
   void emit_fp32_halves(int m);
+  /// `set` value for emit_span / emit_tail: step u goes to set u % sets_.
+  static constexpr int kRotateSets = -1;
   /// A loop over `steps` K steps (a multiple of the unroll) from reg_bk into
   /// accumulator set `set`, advancing reg_bk and the A bases; with
   /// `second` > 0 each step also takes the step `second` steps further on
