@@ -58,9 +58,16 @@ constexpr int64_t kValueBlock = 64; // positions per value pass (L1-resident)
 // hardware prefetchers do not follow).
 constexpr int64_t kAhead = 32;
 
+// Into L2 (T1), not L1: a decode token's cache comes from DRAM, and T0
+// prefetches hold the core's few L1 miss buffers until their lines arrive,
+// so the prefetch instructions themselves stalled (13% of the kernel's
+// samples on the one after a prefetcht0, Zen 4). With T1 the cache read
+// from DRAM went from 13-14 to 19-21 GB/s (dense-1b's heads, 16 layers at
+// 4000 positions) and 11-13 to 18-20 GB/s (moe-small's); cache-resident
+// rates did not move (bench/README.md, "Decode attention at depth").
 inline void prefetchLines(const void *p, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64)
-    _mm_prefetch(static_cast<const char *>(p) + b, _MM_HINT_T0);
+    _mm_prefetch(static_cast<const char *>(p) + b, _MM_HINT_T1);
 }
 
 /// Value pass over position pairs [0, a1) of a block whose bf16 value rows

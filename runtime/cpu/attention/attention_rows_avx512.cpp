@@ -55,7 +55,7 @@ inline __m512 load16(const uint16_t *p) {
 
 template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
   for (int64_t b = 0; b < elems * int64_t(sizeof(T)); b += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T1);
 }
 
 // Rows prefetched ahead in the key and value passes (through the block
