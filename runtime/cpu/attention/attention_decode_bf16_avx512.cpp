@@ -159,11 +159,56 @@ ValuePassFn pickValuePass(int64_t G, int64_t dv, int &hb, int &nch) {
   }
 }
 
-} // namespace
+/// Scores of 16 key rows `kr` for four query heads at once, into s[h]
+/// (lane r: row r). Lanes 4h..4h+3 of a vector are head h's, one pair of
+/// dims each, so one 16-byte run of a key row (8 dims) broadcast to the four
+/// 128-bit lanes serves all four heads: `qp` holds the heads' query pairs in
+/// that order, [chunk][head][4 pairs], `chunks` = dk / 8. Each row's 16
+/// lanes then need one tree of 44 shuffles and adds for the four heads
+/// where one head per vector took 45 per head: on dense-1b's heads (dk 64)
+/// the tree was as costly as the dot products.
+inline void keyScores4(const uint32_t *qp, int64_t chunks, const uint16_t *const *kr,
+                       __m512 s[4]) {
+  __m512 acc[kKeyBlock];
+#pragma GCC unroll 16
+  for (int r = 0; r < kKeyBlock; ++r)
+    acc[r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const __m512bh qv = (__m512bh)_mm512_loadu_si512(qp + c * 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < kKeyBlock; ++r) {
+      const __m512i k8 =
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kr[r] + c * 8)));
+      acc[r] = _mm512_dpbf16_ps(acc[r], qv, (__m512bh)k8);
+    }
+  }
+  // Per 128-bit lane (head): rows 2m, 2m + 1 -> [a0+a2, b0+b2, a1+a3, b1+b3].
+  __m512 t[8];
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m)
+    t[m] = _mm512_add_ps(_mm512_unpacklo_ps(acc[2 * m], acc[2 * m + 1]),
+                         _mm512_unpackhi_ps(acc[2 * m], acc[2 * m + 1]));
+  // Rows 4k .. 4k + 3 whole, per head.
+  __m512 u[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k)
+    u[k] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // A 4 x 4 transpose of 128-bit lanes: head h's 16 rows into s[h].
+  const __m512 a = _mm512_shuffle_f32x4(u[0], u[1], 0x44), b = _mm512_shuffle_f32x4(u[0], u[1], 0xEE);
+  const __m512 c = _mm512_shuffle_f32x4(u[2], u[3], 0x44), d = _mm512_shuffle_f32x4(u[2], u[3], 0xEE);
+  s[0] = _mm512_shuffle_f32x4(a, c, 0x88);
+  s[1] = _mm512_shuffle_f32x4(a, c, 0xDD);
+  s[2] = _mm512_shuffle_f32x4(b, d, 0x88);
+  s[3] = _mm512_shuffle_f32x4(b, d, 0xDD);
+}
 
-void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
-                      int64_t numHeads, float scale, int64_t t, int64_t kvh0, int64_t kvhCount,
-                      float *out, const KvSplit *splits) {
+/// attendDecodeBf16 for a bf16 (Int8 false) or int8 cache: the cache's
+/// type a constant, so the per-row pointer loops carry no test of it.
+template <bool Int8>
+void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                           int64_t numHeads, float scale, int64_t t, int64_t kvh0,
+                           int64_t kvhCount, float *out, const KvSplit *splits) {
   const int64_t dk = l.dk, dv = l.dv, G = l.group, kp = dk / 2, H = kvhCount;
   const int64_t n = int64_t(step->positions[t]) + 1;
   const int64_t jBegin = splits ? splits[0].begin : 0, jEnd = splits ? splits[0].end : n;
@@ -194,6 +239,18 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       _mm512_storeu_si512(&qs[size_t(h * kp + d / 2)], (__m512i)b);
     }
   }
+  // Groups of four heads (not MLA's latent rows: their many dims leave the
+  // tree a small share) take their keys four at a time (keyScores4): the
+  // same pairs as qs, [four heads][chunk of 8 dims][head][4 pairs].
+  const bool four = G % 4 == 0 && G < 16 && dk % 8 == 0;
+  thread_local std::vector<uint32_t> q4Buf;
+  if (four) {
+    q4Buf.resize(size_t(H * G * kp));
+    for (int64_t h = 0; h < H * G; ++h)
+      for (int64_t pr = 0; pr < kp; ++pr)
+        q4Buf[size_t((h / 4) * 4 * kp + (pr / 4) * 16 + (h % 4) * 4 + pr % 4)] = qs[size_t(h * kp + pr)];
+  }
+  const uint32_t *const q4 = pinned(q4Buf.data());
 
   // Keys: scores [kv head][head][padded]. Each block of positions is taken
   // for every KV head in turn: a page's heads lie side by side (abi.h), so
@@ -203,7 +260,7 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
   float *const scores = pinned(scoreBuf.data());
   // An int8 cache's rows widened to bf16 codes per block (int8_rows_bf16.h):
   // the keys' scales multiply the scores, the values' the probabilities.
-  const bool int8 = l.int8;
+  constexpr bool int8 = Int8;
   alignas(64) thread_local uint16_t tWide[kValueBlock * 256];
   uint16_t *const wide = pinned(tWide);
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
@@ -232,7 +289,17 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
           kr[r] = l.kRow<uint16_t>(row, kvh);
         }
       }
-      for (int64_t h = x * G; h < (x + 1) * G; ++h) {
+      for (int64_t h0 = x * G; four && h0 < (x + 1) * G; h0 += 4) {
+        __m512 s4[4];
+        keyScores4(q4 + h0 * kp, dk / 8, kr, s4);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) {
+          const __m512 sums = int8 ? _mm512_mul_ps(s4[u], _mm512_load_ps(kScales)) : s4[u];
+          _mm512_storeu_ps(scores + (h0 + u) * padded + jb,
+                           _mm512_mask_mov_ps(ninf, tailMask(valid), sums));
+        }
+      }
+      for (int64_t h = x * G; !four && h < (x + 1) * G; ++h) {
         const uint32_t *qh = &qs[size_t(h * kp)];
         __m512 acc[kKeyBlock];
 #pragma GCC unroll 16
@@ -352,6 +419,17 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
       std::copy(sums + x * G, sums + (x + 1) * G, partial + G * dvPad + G);
     }
   }
+}
+
+} // namespace
+
+void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                      int64_t numHeads, float scale, int64_t t, int64_t kvh0, int64_t kvhCount,
+                      float *out, const KvSplit *splits) {
+  if (l.int8)
+    attendDecodeBf16Cache<true>(step, l, q, numHeads, scale, t, kvh0, kvhCount, out, splits);
+  else
+    attendDecodeBf16Cache<false>(step, l, q, numHeads, scale, t, kvh0, kvhCount, out, splits);
 }
 
 } // namespace hyrt::cpu
