@@ -64,7 +64,8 @@ constexpr int64_t kAhead = 32;
 // samples on the one after a prefetcht0, Zen 4). With T1 the cache read
 // from DRAM went from 13-14 to 19-21 GB/s (dense-1b's heads, 16 layers at
 // 4000 positions) and 11-13 to 18-20 GB/s (moe-small's); cache-resident
-// rates did not move (bench/README.md, "Decode attention at depth").
+// rates did not move (bench/README.md, "Decode attention at depth:
+// prefetch into L2").
 inline void prefetchLines(const void *p, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64)
     _mm_prefetch(static_cast<const char *>(p) + b, _MM_HINT_T1);

@@ -53,6 +53,9 @@ inline __m512 load16(const uint16_t *p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
+// Into L2 (T1): T0 prefetches of a DRAM-resident cache held the L1 miss
+// buffers and stalled (Zen 4: 14.6-15 -> 18.7-19 GB/s with T1; bench/
+// README.md, "Decode attention at depth: prefetch into L2").
 template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
   for (int64_t b = 0; b < elems * int64_t(sizeof(T)); b += 64)
     _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T1);
