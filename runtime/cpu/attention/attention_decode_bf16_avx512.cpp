@@ -12,7 +12,9 @@
 // - Keys: per block of 16 positions and per query head, 16 accumulators
 //   (one per position) of `vdpbf16ps` over the head dim with the head's
 //   scaled query pairs (rounded to bf16 once), then one transpose-and-add
-//   tree into 16 scores: scores are stored [head][position].
+//   tree into 16 scores: scores are stored [head][position]. GQA groups of
+//   4 or 8 heads take four heads per vector instead (keyScores4): one tree
+//   per 16 positions for the four.
 // - Softmax per head in fp32; the probabilities are rounded to bf16 in
 //   position pairs, the sum kept from the unrounded ones.
 // - Values: two cached rows interleaved per dim (`vpunpck[lh]wd`) make 16
@@ -20,6 +22,7 @@
 //   head's probability pair broadcast adds two positions to 16 dims. The
 //   interleave permutes dims within each 32 (as in attention_bf16_avx512.cpp);
 //   the output is un-permuted at the end.
+// - The cache is prefetched through the block table into L2, not L1.
 // - Several KV heads: each block of positions is taken for every KV head in
 //   turn. A page holds its KV heads side by side (abi.h), so the cache is
 //   read in address order instead of one 4 KB run per page and head (16
