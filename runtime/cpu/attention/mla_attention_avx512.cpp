@@ -265,10 +265,14 @@ void foldQueryBlock(const Mla &m, const float *qNope, const W *wKvB, int64_t h, 
     for (int64_t d = 0; d < m.nope; ++d) {
       const W *wr = wh + d * R + col;
       // Rows a few ahead, one line at a time: the rows are 1-2 KB apart,
-      // which the hardware prefetchers follow late or not at all.
+      // which the hardware prefetchers follow late or not at all. Into L2
+      // (T1): T0 prefetches of DRAM-resident lines hold the L1 miss buffers
+      // (bench/README.md, "Decode attention at depth: prefetch into L2";
+      // mla-small w8a8 decode: this kernel 1.13-1.26 -> 0.86-0.91 ms per
+      // token).
       if (d + kFoldAhead < m.nope)
         for (int64_t b = 0; b < int64_t(sizeof(W)) * 16 * V; b += 64)
-          _mm_prefetch(reinterpret_cast<const char *>(wr + kFoldAhead * R) + b, _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char *>(wr + kFoldAhead * R) + b, _MM_HINT_T1);
       __m512 w[V];
       for (int v = 0; v < V; ++v)
         w[v] = widen16(wr + 16 * v, k[v]);
@@ -349,7 +353,7 @@ void dotTilesOf(const float *a, int64_t aStride, int64_t nA, const W *w, int64_t
       for (int64_t r = 0; r < K; r += 16) {
         if (ahead && (r * int64_t(sizeof(W))) % 64 == 0)
           for (int g = 0; g < G; ++g)
-            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + G * K + r), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(wr[g] + G * K + r), _MM_HINT_T1);
         __m512 av[U];
 #pragma GCC unroll 4
         for (int u = 0; u < U; ++u)
