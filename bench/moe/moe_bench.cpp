@@ -330,6 +330,7 @@ int main(int argc, char **argv) {
           std::string(L.name).find(onlyLayer) == std::string::npos)
         continue;
       HostPeaks peaks = measure_compute_peaks(threads);
+      keep_best_peaks(peaks, measure_compute_peaks(threads)); // a first one runs low
       peaks.read_gbps = measure_read_gbps(threads, size_t(1) << 30, 3);
       runLayer(L, s, threads, peaks, quick, onlyTokens, streamDown);
     }
