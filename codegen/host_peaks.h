@@ -50,6 +50,10 @@ HostPeaks measure_peaks(int threads);
 /// several measurements is the estimate.
 void keep_best_peaks(HostPeaks &best, const HostPeaks &again);
 
+/// The best of `tries` measure_compute_peaks (keep_best_peaks): a process's
+/// first measurement often runs before the cores have ramped up.
+HostPeaks measure_best_compute_peaks(int threads, int tries);
+
 /// Reads a `bytes` buffer (larger than the last-level cache), so that the
 /// next call of a kernel under test reads its operands from memory as an
 /// artifact's step does (called again, they would come from L3).

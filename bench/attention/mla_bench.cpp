@@ -100,11 +100,7 @@ int main(int argc, char **argv) {
     std::printf("hyc_attention_bench: no AVX-512 here; the portable kernel is not measured\n");
     return 0;
   }
-  // The best of three (keep_best_peaks): a process's first measurement
-  // often runs before the cores have ramped up.
-  hyc::codegen::HostPeaks peaks = hyc::codegen::measure_compute_peaks(threads);
-  for (int i = 0; i < 2; ++i)
-    hyc::codegen::keep_best_peaks(peaks, hyc::codegen::measure_compute_peaks(threads));
+  const hyc::codegen::HostPeaks peaks = hyc::codegen::measure_best_compute_peaks(threads, 3);
   const bool bf16 = peaks.bf16_gflops > peaks.fp32_gflops;
   const double peak = bf16 ? peaks.bf16_gflops : peaks.fp32_gflops;
   const char *peakName = bf16 ? "bf16 vdpbf16ps" : "fp32 FMA";

@@ -136,9 +136,7 @@ int main(int argc, char **argv) {
     k.b = pack_b_s8(w.data(), kN, kK, kK);
     kinds.push_back(std::move(k));
   }
-  HostPeaks peaks = measure_compute_peaks(1);
-  for (int i = 0; i < 2; ++i) // the best of three: a process's first one often runs low
-    keep_best_peaks(peaks, measure_compute_peaks(1));
+  const HostPeaks peaks = measure_best_compute_peaks(1, 3);
   const double ops = 2.0 * rows * kN * kK;
   auto pass = [&](Kind &k) {
     BrgemmPostArgs post;

@@ -329,8 +329,7 @@ int main(int argc, char **argv) {
       if ((quick && (L.hidden > 2048 || L.experts > 64)) ||
           std::string(L.name).find(onlyLayer) == std::string::npos)
         continue;
-      HostPeaks peaks = measure_compute_peaks(threads);
-      keep_best_peaks(peaks, measure_compute_peaks(threads)); // a first one runs low
+      HostPeaks peaks = measure_best_compute_peaks(threads, 2);
       peaks.read_gbps = measure_read_gbps(threads, size_t(1) << 30, 3);
       runLayer(L, s, threads, peaks, quick, onlyTokens, streamDown);
     }

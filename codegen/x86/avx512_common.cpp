@@ -109,9 +109,12 @@ void Avx512BrgemmJit::jump_unless_two_streams(const Label &one) {
   jne(one, T_NEAR);
 }
 
+bool Avx512BrgemmJit::splits_k() const {
+  return tile_.k_streams == 2 && desc_.k >= kTwoStreamMinK;
+}
+
 bool Avx512BrgemmJit::fp32_halves() const {
-  return tile_.k_streams == 2 && !int_accumulators() && sets_ == 1 &&
-         desc_.k >= kTwoStreamMinK;
+  return splits_k() && !int_accumulators() && sets_ == 1;
 }
 
 void Avx512BrgemmJit::emit_span(int64_t steps, int set, int64_t second, int set_b) {
@@ -231,8 +234,7 @@ void Avx512BrgemmJit::emit_rows(int m) {
   // (BrgemmPostArgs::k_streams = 2, the host's choice): both loops are
   // emitted and the body branches once on the field. Integer sums are
   // exact, so both give the same result.
-  const bool two = tile_.k_streams == 2 && int_accumulators() && m <= kTwoStreamMaxRows &&
-                   desc_.k >= kTwoStreamMinK;
+  const bool two = splits_k() && int_accumulators() && m <= kTwoStreamMaxRows;
   if (!two) {
     emit_k_loop(/*two=*/false);
   } else {

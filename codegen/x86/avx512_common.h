@@ -70,6 +70,9 @@ private:
   /// Jumps to `one` unless the call asks for two K streams
   /// (BrgemmPostArgs::k_streams = 2 behind a non-null post).
   void jump_unless_two_streams(const Xbyak::Label &one);
+  /// The tile splits K into two streams (tiles.h k_streams = 2) and K is
+  /// long enough for it (kTwoStreamMinK).
+  bool splits_k() const;
   /// fp32 accumulators whose tile splits K (tiles.h k_streams = 2): every
   /// body sums K's two halves apart and adds them (emit_fp32_halves).
   bool fp32_halves() const;
