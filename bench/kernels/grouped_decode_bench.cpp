@@ -34,6 +34,7 @@
 #include "codegen/tiles.h"
 #include "codegen/x86/brgemm_jit.h"
 #include "hyrt/support/decode_streams.h"
+#include "hyrt/support/steal_ranges.h"
 
 #include <algorithm>
 #include <atomic>
@@ -50,6 +51,7 @@
 #include <vector>
 
 using namespace hyc::codegen;
+using hyrt::StealRanges;
 
 namespace {
 
@@ -57,6 +59,11 @@ namespace {
 int kN = 4096, kK = 4096;
 
 using Clock = std::chrono::steady_clock;
+
+// HYC_BENCH_SYNC=1: the threads meet after every GEMV (a dispatch's join);
+// gWaitShare[t]: thread t's share of its pass spent waiting there.
+int gSync = 0; // 2: the threads also balance each GEMV (StealRanges)
+double gWaitShare[64];
 
 /// One pass over `copies` (an N x K GEMV each) on `threads` pinned threads,
 /// thread t on the t-th contiguous share of every copy's panels; GB/s of
@@ -68,6 +75,11 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
   std::vector<Clock::time_point> t0(threads), t1(threads);
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
+  std::atomic<int64_t> arrived{0};
+  std::vector<std::unique_ptr<StealRanges>> steal;
+  if (gSync == 2)
+    for (const PackedB &w : copies)
+      steal.push_back(std::make_unique<StealRanges>(w.n_panels / panelsPerCall, threads));
   const std::vector<int> cpus = process_cpus();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
@@ -78,12 +90,29 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
       while (!go.load(std::memory_order_acquire)) {
       }
       t0[t] = Clock::now();
+      int64_t gen = 0;
+      double waited = 0;
       for (const PackedB &w : copies) {
-        const int64_t lo = w.n_panels * t / threads, hi = w.n_panels * (t + 1) / threads;
-        for (int64_t p = lo; p < hi; p += panelsPerCall)
-          kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
+        if (gSync == 2) { // balanced: a thread done with its share takes from the back of another's
+          StealRanges &sr = *steal[size_t(&w - copies.data())];
+          for (int64_t i = sr.next(t); i >= 0; i = sr.next(t))
+            kernel(a, kK, w.panel(i * panelsPerCall), c.data() + i * panelsPerCall * 32, kN, 1, &post);
+        } else {
+          const int64_t lo = w.n_panels * t / threads, hi = w.n_panels * (t + 1) / threads;
+          for (int64_t p = lo; p < hi; p += panelsPerCall)
+            kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
+        }
+        if (gSync) { // every thread waits for the others after each GEMV, as a dispatch's join
+          const auto w0 = Clock::now();
+          ++gen;
+          arrived.fetch_add(1, std::memory_order_acq_rel);
+          while (arrived.load(std::memory_order_acquire) < gen * threads) {
+          }
+          waited += std::chrono::duration<double>(Clock::now() - w0).count();
+        }
       }
       t1[t] = Clock::now();
+      gWaitShare[t] = waited / std::chrono::duration<double>(t1[t] - t0[t]).count();
     });
   while (ready.load() < threads) {
   }
@@ -172,6 +201,7 @@ int main(int argc, char **argv) {
     }
   }
   const Isa isa = host_supports(Isa::avx512_vnni) ? Isa::avx512_vnni : Isa::avx2;
+  gSync = std::getenv("HYC_BENCH_SYNC") ? std::atoi(std::getenv("HYC_BENCH_SYNC")) : 0;
   std::mt19937 rng(1);
   std::vector<int8_t> a(kK);
   for (int8_t &v : a)
@@ -337,6 +367,8 @@ int main(int argc, char **argv) {
       k.gbps.push_back(rate);
       k.ratio.push_back(rate / (0.5 * (before + after)));
       std::fprintf(stderr, " %.1f (%.0f%%)", rate, 100 * k.ratio.back());
+      if (gSync)
+        std::fprintf(stderr, " [wait %.0f/%.0f%%]", 100 * gWaitShare[0], 100 * gWaitShare[1 % threads]);
     }
     std::fprintf(stderr, "\n");
   }

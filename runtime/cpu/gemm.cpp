@@ -265,8 +265,9 @@ void runPanels(const void *a, int64_t lda, int64_t aElem, int64_t M, int64_t N,
   // Below parallelMinMacs (the compiler's schedule decision) one thread runs
   // the GEMM: waking the workers would cost more than the work it splits.
   // Panels are split in contiguous ranges: each thread streams its own
-  // slice of the weights in memory order.
-  hyrt::cpu::parallelFor(panels, M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1,
+  // slice of the weights in memory order, and one that finishes first takes
+  // panels from the back of the other's (parallelForBalanced).
+  hyrt::cpu::parallelForBalanced(panels, M * N * K >= parallelMinMacs ? hyrt::cpu::kAllThreads : 1,
                          [&](int64_t p) { gemmPanel(g, p, 0, M); });
 }
 
@@ -427,13 +428,13 @@ void runPanelsSiluMul(int32_t scheme, const Activations &A, int64_t M, int64_t N
     // shared experts: 88 panels, 11 runs of 8 would split 5 / 6).
     const int64_t pool = threads == 1 ? 1 : hyrt::cpu::ThreadPool::get().size();
     const int64_t runs = ((panels + kSiluRun - 1) / kSiluRun + pool - 1) / pool * pool;
-    hyrt::cpu::parallelFor(runs, threads, [&](int64_t r) {
+    hyrt::cpu::parallelForBalanced(runs, threads, [&](int64_t r) {
       siluMulRun(scheme, A, M, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
                  panels * r / runs, panels * (r + 1) / runs, groups);
     });
     return;
   }
-  hyrt::cpu::parallelFor(panels, threads, [&](int64_t p) {
+  hyrt::cpu::parallelForBalanced(panels, threads, [&](int64_t p) {
     siluMulPanel(scheme, A, N, wGate, wUp, panelBytes, gateScale, upScale, out, kernel,
                  mMax, p, 0, M, groups);
   });

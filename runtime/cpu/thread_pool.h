@@ -15,6 +15,8 @@
 #ifndef HYRT_CPU_THREAD_POOL_H
 #define HYRT_CPU_THREAD_POOL_H
 
+#include "hyrt/support/steal_ranges.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -73,6 +75,35 @@ template <typename Body> void parallelFor(int64_t n, int maxThreads, Body &&body
   pool.run(threads, [&](int tid, int nth) {
     const int64_t begin = n * tid / nth, end = n * (tid + 1) / nth;
     for (int64_t i = begin; i < end; ++i)
+      body(i);
+  });
+}
+
+/// body(i) for i in [0, n): each thread walks the contiguous share a static
+/// split would give it, in order, and a thread done with its own share takes
+/// items one at a time from the back of another's (hyrt/support/
+/// steal_ranges.h: the two hardware threads of a core stream at unequal,
+/// shifting rates, and a static split's join waits for the slower one).
+/// Items must not care which thread runs them.
+template <typename Body> void parallelForBalanced(int64_t n, int maxThreads, Body &&body) {
+  if (n <= 0)
+    return;
+  ThreadPool &pool = ThreadPool::get();
+  const int threads = int(std::min<int64_t>(n, std::min(maxThreads, pool.size())));
+  if (threads > hyrt::StealRanges::kMaxShares) {
+    parallelFor(n, threads, body);
+    return;
+  }
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i)
+      body(i);
+    return;
+  }
+  hyrt::StealRanges ranges(n, threads);
+  // Run inline (a nested or concurrent call), thread 0 walks its share and
+  // then takes every other share's items: all n still run once.
+  pool.run(threads, [&](int tid, int) {
+    for (int64_t i = ranges.next(tid); i >= 0; i = ranges.next(tid))
       body(i);
   });
 }

@@ -257,7 +257,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   const int64_t foldBlocks = (T + kFoldBlock - 1) / kFoldBlock;
   // Items are head-major: a thread's contiguous range reuses one head's
   // weights (256 KB at DeepSeek's shapes, L2-resident) across token blocks.
-  hyrt::cpu::parallelFor(H * foldBlocks, threads, [&](int64_t i) {
+  hyrt::cpu::parallelForBalanced(H * foldBlocks, threads, [&](int64_t i) {
     const int64_t h = i / foldBlocks, t0 = (i % foldBlocks) * kFoldBlock,
                   t1 = std::min(T, t0 + kFoldBlock);
     if (avx512)
@@ -358,7 +358,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   });
 
   // Split merge and the W_UV fold by (head, block of 8 tokens).
-  hyrt::cpu::parallelFor(H * foldBlocks, threads, [&](int64_t i) {
+  hyrt::cpu::parallelForBalanced(H * foldBlocks, threads, [&](int64_t i) {
     const int64_t h = i / foldBlocks, t0 = (i % foldBlocks) * kFoldBlock,
                   t1 = std::min(T, t0 + kFoldBlock);
     thread_local std::vector<float> oLat;

@@ -1,5 +1,6 @@
 // The runtime's thread pool (runtime/cpu/thread_pool.h): every index of a
-// split runs exactly once, nested and concurrent callers complete (inline)
+// split runs exactly once (static, dynamic and balanced splits; the
+// balanced split's StealRanges under racing threads), nested and concurrent callers complete (inline)
 // instead of deadlocking, parked workers wake for the next job, and workers
 // are pinned to one CPU each.
 #include "runtime/cpu/thread_pool.h"
@@ -16,7 +17,9 @@
 
 namespace {
 
+using hyrt::StealRanges;
 using hyrt::cpu::parallelFor;
+using hyrt::cpu::parallelForBalanced;
 using hyrt::cpu::parallelForDynamic;
 using hyrt::cpu::kAllThreads;
 using hyrt::cpu::ThreadPool;
@@ -36,6 +39,66 @@ TEST(ThreadPool, DynamicSplitVisitsEveryIndexOnce) {
   parallelForDynamic(n, kAllThreads, [&](int, int64_t i) { seen[size_t(i)].fetch_add(1); });
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(seen[size_t(i)].load(), 1) << i;
+}
+
+TEST(ThreadPool, BalancedSplitVisitsEveryIndexOnce) {
+  for (int64_t n : {1, 2, 3, 7, 1000, 4099}) {
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    parallelForBalanced(n, kAllThreads, [&](int64_t i) { seen[size_t(i)].fetch_add(1); });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(seen[size_t(i)].load(), 1) << "n=" << n << " i=" << i;
+  }
+  // Nested: the inner split runs inline on one thread, which must still
+  // take the other shares' items.
+  std::atomic<int64_t> sum{0};
+  parallelForBalanced(8, kAllThreads, [&](int64_t i) {
+    parallelForBalanced(100, kAllThreads, [&](int64_t j) { sum.fetch_add(i * 100 + j); });
+  });
+  EXPECT_EQ(sum.load(), int64_t(800) * 799 / 2);
+}
+
+// A thread alone walks its own share front to back, then takes the other
+// shares' items from their backs, the next share first.
+TEST(StealRanges, OwnShareInOrderThenOthersFromTheBack) {
+  StealRanges r(10, 3); // shares [0, 3), [3, 6), [6, 10)
+  std::vector<int64_t> got;
+  for (int64_t i = r.next(1); i >= 0; i = r.next(1))
+    got.push_back(i);
+  EXPECT_EQ(got, (std::vector<int64_t>{3, 4, 5, 9, 8, 7, 6, 2, 1, 0}));
+  EXPECT_EQ(r.next(0), -1);
+  EXPECT_EQ(r.next(2), -1);
+}
+
+// Real threads racing on the same shares, one of them slowed: every item
+// is handed out exactly once (a plain fetch_add on each end would hand the
+// last item of a share to both ends or to neither), and the fast threads
+// take items of the slow one's share.
+TEST(StealRanges, RacingThreadsTakeEveryItemOnce) {
+  constexpr int kThreads = 4;
+  constexpr int64_t n = 20000;
+  int repsWithSteals = 0; // summed: one rep's threads may start late on a loaded host
+  for (int rep = 0; rep < 20; ++rep) {
+    StealRanges r(n, kThreads);
+    std::vector<std::atomic<int>> seen(n);
+    std::atomic<int64_t> stolenFromSlow{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int64_t i = r.next(t); i >= 0; i = r.next(t)) {
+          seen[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+          if (t == 0 && (i & 63) == 0)
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+          if (t != 0 && i < n / kThreads)
+            stolenFromSlow.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    for (std::thread &th : threads)
+      th.join();
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(seen[size_t(i)].load(), 1) << "rep " << rep << " item " << i;
+    repsWithSteals += stolenFromSlow.load() > 0;
+  }
+  EXPECT_GT(repsWithSteals, 0) << "no thread ever took an item of the slowed thread's share";
 }
 
 TEST(ThreadPool, JobsRunOnSeveralThreadsWhenThePoolHasThem) {
