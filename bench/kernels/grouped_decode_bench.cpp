@@ -26,7 +26,9 @@
 // both widths, 32 and 64 columns: the fp32 kernels cannot split K into two
 // streams without changing a row's sum order, two adjacent panels can.
 // N (a multiple of 64) and K (of 256): the GEMV's shape, e.g. 128256 2048 for
-// dense-1b's output head.
+// dense-1b's output head. HYC_BENCH_SYNC=1: the threads meet after every
+// GEMV (a dispatch's join) and each round's line gives their waits there;
+// =2: each GEMV also split as the runtime's parallelForBalanced does.
 #include "codegen/brgemm.h"
 #include "codegen/cpu_isa.h"
 #include "codegen/host_peaks.h"

@@ -110,7 +110,7 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
   // to each key (bf16 as stored, or widened).
   constexpr int64_t kRows = 64;
   const int64_t rowBlocks = (n + kRows - 1) / kRows;
-  parallelFor(H * rowBlocks, threads, [&](int64_t i) {
+  hyrt::cpu::parallelForBalanced(H * rowBlocks, threads, [&](int64_t i) {
     const int64_t h = i / rowBlocks, j0 = (i % rowBlocks) * kRows, nb = std::min(kRows, n - j0);
     if (direct) {
       uint16_t *k = kh + (h * n + j0) * dk;
