@@ -90,7 +90,7 @@ template <typename Body> void parallelForBalanced(int64_t n, int maxThreads, Bod
     return;
   ThreadPool &pool = ThreadPool::get();
   const int threads = int(std::min<int64_t>(n, std::min(maxThreads, pool.size())));
-  if (threads > hyrt::StealRanges::kMaxShares) {
+  if (threads > hyrt::StealRanges::kMaxShares || n >= (int64_t(1) << 31)) {
     parallelFor(n, threads, body);
     return;
   }
