@@ -1,5 +1,6 @@
 // Peak measurement: Xbyak loops of 24 independent zmm dot/FMA chains per
-// thread, and a streaming read on transparent huge pages (host_peaks.h).
+// thread (12 ymm ones for the avx2 variant's instructions), and a streaming
+// read on transparent huge pages (host_peaks.h).
 #include "codegen/host_peaks.h"
 
 #include "codegen/pack.h"
@@ -24,14 +25,19 @@ namespace hyc::codegen {
 
 namespace {
 
-enum class Op { fma_f32, dot_bf16, dot_u8s8 };
+enum class Op { fma_f32, dot_bf16, dot_u8s8, avx2_fma_f32, avx2_dot_u8s8 };
+constexpr int kOps = 5;
 
 /// void loop(int64_t iterations): 24 accumulators, one instruction each per
-/// iteration.
+/// iteration (AVX-512); the AVX2 forms below.
 class PeakLoop : public Xbyak::CodeGenerator {
 public:
   explicit PeakLoop(Op op) {
     using namespace Xbyak;
+    if (op == Op::avx2_fma_f32 || op == Op::avx2_dot_u8s8) {
+      avx2(op);
+      return;
+    }
     for (int r = 0; r < 26; ++r)
       vpxord(Zmm(r), Zmm(r), Zmm(r));
     vpternlogd(zmm30, zmm30, zmm30, 0xFF);
@@ -51,7 +57,48 @@ public:
     vzeroupper();
     ret();
   }
+
+private:
+  /// VEX only, 16 ymm registers. FMA: 12 accumulators, one vfmadd231ps
+  /// each per iteration. Int8: AVX2 has no u8 x s8 -> s32 dot product; the
+  /// shortest exact form is vpmaddubsw (32 products summed in pairs to
+  /// int16) then vpmaddwd by int16 ones (pairs to int32) then vpaddd, so
+  /// one "instruction" here is that chain of three over 32 multiply-adds
+  /// (6 chains: two temporaries each would not fit 12). The avx2 W8A8 and
+  /// grouped kernels need at least these three per 32 (plus the sign trick
+  /// or the nibble unpack), so none can pass this peak.
+  void avx2(Op op) {
+    using namespace Xbyak;
+    for (int r = 0; r < 16; ++r)
+      vpxor(Ymm(r), Ymm(r), Ymm(r));
+    vpcmpeqd(ymm14, ymm14, ymm14); // all ones: u8 255 / s8 -1
+    vpabsb(ymm15, ymm14);          // bytes 1
+    Label loop;
+    L(loop);
+    if (op == Op::avx2_fma_f32) {
+      for (int r = 0; r < 12; ++r)
+        vfmadd231ps(Ymm(r), ymm14, ymm15);
+    } else {
+      // ymm12: int16 ones for vpmaddwd (0x0001 words: bytes 1, 0).
+      vpsrlw(ymm12, ymm15, 8);
+      for (int c = 0; c < 6; ++c) {
+        const Ymm t = Ymm(6 + c);
+        vpmaddubsw(t, ymm14, ymm15);
+        vpmaddwd(t, t, ymm12);
+        vpaddd(Ymm(c), Ymm(c), t);
+      }
+    }
+    dec(rdi);
+    jnz(loop);
+    vzeroupper();
+    ret();
+  }
 };
+
+/// Instructions (or int8 chains) per iteration of a PeakLoop.
+int instructionsPerIteration(Op op) {
+  return op == Op::avx2_fma_f32 ? 12 : op == Op::avx2_dot_u8s8 ? 6 : 24;
+}
 
 /// uint64_t read(const void *p, int64_t blocks_of_512_bytes): eight independent
 /// accumulators, so that only the memory system limits the loads (STREAM's
@@ -63,8 +110,13 @@ public:
 class ReadLoop : public Xbyak::CodeGenerator {
 public:
   static constexpr size_t kBlock = 512;
-  explicit ReadLoop(int ahead, bool two_streams = false) {
+  /// `ymm`: VEX ymm loads (two per line) for hosts without AVX-512.
+  explicit ReadLoop(int ahead, bool two_streams = false, bool ymm = false) {
     using namespace Xbyak;
+    if (ymm) {
+      readYmm(ahead, two_streams);
+      return;
+    }
     for (int i = 0; i < 8; ++i)
       vpxorq(Zmm(i), Zmm(i), Zmm(i));
     if (two_streams) { // rdx = the second half's offset: blocks x 256 bytes
@@ -97,7 +149,47 @@ public:
     vzeroupper();
     ret();
   }
+
+private:
+  /// The same walk with ymm accumulators: each 64-byte line is two loads
+  /// into its accumulator.
+  void readYmm(int ahead, bool two_streams) {
+    using namespace Xbyak;
+    for (int i = 0; i < 8; ++i)
+      vpxor(Ymm(i), Ymm(i), Ymm(i));
+    if (two_streams) {
+      mov(rdx, rsi);
+      shl(rdx, 8);
+    }
+    Label loop;
+    L(loop);
+    for (int i = 0; i < 8; ++i) {
+      const int line = two_streams ? i % 4 : i;
+      const RegExp at = two_streams && i >= 4 ? rdi + rdx + line * 64 : rdi + line * 64;
+      if (ahead > 0)
+        prefetcht0(ptr[at + ahead]);
+      vpaddq(Ymm(i), Ymm(i), ptr[at]);
+      vpaddq(Ymm(i), Ymm(i), ptr[at + 32]);
+    }
+    add(rdi, int(two_streams ? kBlock / 2 : kBlock));
+    dec(rsi);
+    jnz(loop);
+    for (int i = 1; i < 8; ++i)
+      vpaddq(ymm0, ymm0, Ymm(i));
+    vextracti128(xmm1, ymm0, 1);
+    vpaddq(xmm0, xmm0, xmm1);
+    vpshufd(xmm1, xmm0, 0x4e);
+    vpaddq(xmm0, xmm0, xmm1);
+    vmovq(rax, xmm0);
+    vzeroupper();
+    ret();
+  }
 };
+
+/// Whether the read loops run here, and in which form: zmm where AVX-512
+/// executes, ymm on AVX2 hosts.
+bool readLoopsRun() { return executes_avx512_fma() || executes_avx2_fma(); }
+bool readLoopsYmm() { return !executes_avx512_fma(); }
 
 double now() {
   return std::chrono::duration<double>(
@@ -123,7 +215,8 @@ double compute_peak(Op op, int threads, double ops_per_instr) {
     const double t0 = now();
     onThreads(threads, [&](int) { fn(iters); });
     const double dt = now() - t0;
-    best = std::max(best, threads * iters * 24.0 * ops_per_instr / dt * 1e-9);
+    best = std::max(best, threads * iters * double(instructionsPerIteration(op)) *
+                              ops_per_instr / dt * 1e-9);
   }
   return best;
 }
@@ -146,8 +239,8 @@ bool probeInChild(Op op) {
 /// again; `hyc bench`, which re-measures the peaks between rounds, measured
 /// its prefills with ~16K such faults each (72 MB of mla-small's arena).
 bool executes(Op op) {
-  static std::once_flag once[3];
-  static bool answer[3];
+  static std::once_flag once[kOps];
+  static bool answer[kOps];
   const int i = int(op);
   std::call_once(once[i], [&] { answer[i] = probeInChild(op); });
   return answer[i];
@@ -158,6 +251,7 @@ bool executes(Op op) {
 bool executes_avx512_fma() { return executes(Op::fma_f32); }
 bool executes_bf16() { return executes(Op::dot_bf16); }
 bool executes_vnni() { return executes(Op::dot_u8s8); }
+bool executes_avx2_fma() { return executes(Op::avx2_fma_f32); }
 
 HostPeaks measure_compute_peaks(int threads) {
   HostPeaks p;
@@ -167,6 +261,10 @@ HostPeaks measure_compute_peaks(int threads) {
     p.bf16_gflops = compute_peak(Op::dot_bf16, threads, 64);
   if (executes_vnni())
     p.int8_gops = compute_peak(Op::dot_u8s8, threads, 128);
+  if (executes_avx2_fma()) {
+    p.avx2_fp32_gflops = compute_peak(Op::avx2_fma_f32, threads, 16);
+    p.avx2_int8_gops = compute_peak(Op::avx2_dot_u8s8, threads, 64);
+  }
   return p;
 }
 
@@ -200,7 +298,8 @@ struct StreamReader::Impl {
   // W8A8 decode kernel read two streams per thread, it outran both
   // one-stream probes there (decode / probe 104-105%). What a kernel can
   // reach, the yardstick reaches too.
-  ReadLoop plain{0}, ahead{4096}, twoStreams{4096, true};
+  ReadLoop plain{0, false, readLoopsYmm()}, ahead{4096, false, readLoopsYmm()},
+      twoStreams{4096, true, readLoopsYmm()};
   const ReadLoop *loops[3] = {&plain, &ahead, &twoStreams};
   std::vector<int> cpus; // the process's CPUs: thread t pinned to cpus[t]
   size_t next = 0;       // where the next window starts
@@ -250,7 +349,7 @@ void pin_current_thread(int cpu) {
 }
 
 StreamReader::StreamReader(int threads, size_t bytes) {
-  if (!executes_avx512_fma())
+  if (!readLoopsRun())
     return;
   const size_t unit = ReadLoop::kBlock * size_t(threads);
   bytes = std::max<size_t>(bytes / unit, 1) * unit;
@@ -259,7 +358,7 @@ StreamReader::StreamReader(int threads, size_t bytes) {
 
 StreamReader::StreamReader(int threads, const void *region, size_t bytes) {
   const size_t unit = ReadLoop::kBlock * size_t(threads);
-  if (!executes_avx512_fma() || !region || bytes < unit)
+  if (!readLoopsRun() || !region || bytes < unit)
     return;
   impl_ = std::make_unique<Impl>(threads, bytes / unit * unit,
                                  static_cast<const uint8_t *>(region));
@@ -294,8 +393,11 @@ double StreamReader::read_window_gbps(size_t bytes) {
 
 uint64_t read_loop_sum(int loop, const void *p, size_t bytes) {
   static const ReadLoop plain{0}, ahead{4096}, twoStreams{4096, true};
-  const ReadLoop *loops[3] = {&plain, &ahead, &twoStreams};
-  if (loop < 0 || loop > 2 || bytes % ReadLoop::kBlock != 0 || !executes_avx512_fma())
+  static const ReadLoop plainY{0, false, true}, aheadY{4096, false, true},
+      twoStreamsY{4096, true, true};
+  const ReadLoop *loops[6] = {&plain, &ahead, &twoStreams, &plainY, &aheadY, &twoStreamsY};
+  if (loop < 0 || loop > 5 || bytes % ReadLoop::kBlock != 0 ||
+      (loop < 3 ? !executes_avx512_fma() : !executes_avx2_fma()))
     return 0;
   return loops[loop]->getCode<uint64_t (*)(const void *, int64_t)>()(
       p, int64_t(bytes / ReadLoop::kBlock));
@@ -309,6 +411,8 @@ void keep_best_peaks(HostPeaks &best, const HostPeaks &again) {
   best.fp32_gflops = std::max(best.fp32_gflops, again.fp32_gflops);
   best.bf16_gflops = std::max(best.bf16_gflops, again.bf16_gflops);
   best.int8_gops = std::max(best.int8_gops, again.int8_gops);
+  best.avx2_fp32_gflops = std::max(best.avx2_fp32_gflops, again.avx2_fp32_gflops);
+  best.avx2_int8_gops = std::max(best.avx2_int8_gops, again.avx2_int8_gops);
 }
 
 HostPeaks measure_best_compute_peaks(int threads, int tries) {

@@ -2,7 +2,8 @@
 //
 // Efficiencies are ratios to limits measured on the same machine in the
 // same run (the benchmark machines are shared and swing minute to minute):
-// Xbyak loops of 24 independent zmm FMA / dot-product chains per thread, and
+// Xbyak loops of 24 independent zmm FMA / dot-product chains per thread
+// (12 ymm ones for the avx2 variant's instructions), and
 // a streaming read of a huge-page buffer (eight independent accumulators per
 // thread, threads pinned to their own CPUs, timed inside the threads;
 // bench/bandwidth holds it against a plain C++ read). Used by `hyc bench` and by
@@ -23,6 +24,11 @@ struct HostPeaks {
   double fp32_gflops = 0; ///< vfmadd231ps zmm (0 when it cannot execute)
   double bf16_gflops = 0; ///< vdpbf16ps zmm (0 when it cannot execute)
   double int8_gops = 0;   ///< vpdpbusd zmm (0 when it cannot execute)
+  /// The avx2 variant's instructions (VEX, ymm): vfmadd231ps, and the
+  /// vpmaddubsw + vpmaddwd + vpaddd chain that is AVX2's u8 x s8 dot
+  /// product (64 ops per chain of 32 multiply-adds).
+  double avx2_fp32_gflops = 0;
+  double avx2_int8_gops = 0;
   double read_gbps = 0;   ///< streaming read, transparent huge pages
 };
 
@@ -32,13 +38,14 @@ struct HostPeaks {
 bool executes_avx512_fma();
 bool executes_bf16();
 bool executes_vnni();
+bool executes_avx2_fma();
 
 /// Peak of each instruction that executes here, with `threads` threads.
 HostPeaks measure_compute_peaks(int threads);
 
 /// Best of `reps` streaming reads of a `bytes` buffer (2 MiB aligned,
-/// MADV_HUGEPAGE, touched first), with `threads` threads, in GB/s. Needs
-/// AVX-512; 0 when it cannot execute.
+/// MADV_HUGEPAGE, touched first), with `threads` threads, in GB/s: zmm
+/// loads where AVX-512 executes, ymm on AVX2 hosts; 0 on neither.
 double measure_read_gbps(int threads, size_t bytes = size_t(1) << 30,
                          int reps = 5);
 
@@ -98,8 +105,9 @@ private:
 
 /// For tests: the wrapping sum of the qwords of [p, p + bytes) as read loop
 /// `loop` (0 plain, 1 prefetching, 2 two streams; StreamReader's probe is
-/// the best of the three) reads them; bytes a multiple of 512. 0 without
-/// AVX-512.
+/// the best of the three; 3-5 the same in ymm, what hosts without AVX-512
+/// probe with) reads them; bytes a multiple of 512. 0 where the loop's
+/// instructions do not execute.
 uint64_t read_loop_sum(int loop, const void *p, size_t bytes);
 
 } // namespace hyc::codegen

@@ -454,7 +454,7 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
   }
   const double bytesPerToken = cost.decodeBytesPerStep / double(batch);
   std::string peakName;
-  const double peak = kernelPeak(artifact->variant(), peaks, peakName);
+  const double peak = kernelPeak(artifact->variant(), peaks, cost.integerCodes, peakName);
   YardstickJudgement yard;
   if (yardstick)
     yard = yardstick->judge(cost.decodeBytesPerStep);

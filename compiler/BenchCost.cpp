@@ -12,6 +12,13 @@ bool contains(const std::string &s, const char *part) {
   return s.find(part) != std::string::npos;
 }
 
+/// A layout of floating-point values (f32, f16, bf16 and its VNNI pairs,
+/// FP8 codes widened to bf16); the rest (s8_vnni4, q4_g32, iq4xs, ...) are
+/// integer codes, which every variant multiplies with integer instructions.
+bool floatLayout(const std::string &dtype) {
+  return dtype.rfind("f", 0) == 0 || dtype.rfind("bf16", 0) == 0;
+}
+
 } // namespace
 
 /// Every GEMM weight (rank >= 2, with its scales) is read once per decode
@@ -34,6 +41,7 @@ ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t bat
   const double expertFlopShare =
       mi.num_experts > 0 ? double(mi.num_experts_per_tok) / double(mi.num_experts)
                          : 1.0;
+  double integerBytes = 0, floatBytes = 0; // GEMM weights by layout
   for (int64_t index : v.weights) {
     const hyrt::TensorEntry &t = m.tensors[size_t(index)];
     const bool embed = contains(t.name, "embed_tokens.weight");
@@ -48,6 +56,8 @@ ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t bat
     }
     const double share = expert ? expertShare : 1.0;
     c.decodeBytesPerStep += double(t.nbytes) * share;
+    if (t.shape.size() >= 2 && !contains(t.name, ".scale"))
+      (floatLayout(t.dtype) ? floatBytes : integerBytes) += double(t.nbytes);
     const bool scale = contains(t.name, ".scale");
     if (t.shape.size() >= 2 && !scale && !head) {
       double elements = 1;
@@ -58,14 +68,23 @@ ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t bat
   }
   c.flopsPerToken += 4.0 * double(mi.num_layers) * double(mi.num_heads) *
                      double(mi.head_dim) * double(input) / 2.0;
+  c.integerCodes = integerBytes > floatBytes;
   return c;
 }
 
-double kernelPeak(const hyrt::Variant &v, const codegen::HostPeaks &p,
+double kernelPeak(const hyrt::Variant &v, const codegen::HostPeaks &p, bool integerCodes,
                   std::string &which) {
   const auto &f = v.cpu_features;
   auto has = [&](const char *x) { return std::find(f.begin(), f.end(), x) != f.end(); };
-  if (has("avx512_vnni") && p.int8_gops > 0) {
+  if (!has("avx512f")) { // the avx2 variant: VEX ymm instructions only
+    if (integerCodes) {
+      which = "int8 vpmaddubsw+vpmaddwd (AVX2)";
+      return p.avx2_int8_gops;
+    }
+    which = "fp32 FMA (AVX2)";
+    return p.avx2_fp32_gflops;
+  }
+  if (integerCodes && has("avx512_vnni") && p.int8_gops > 0) {
     which = "int8 vpdpbusd";
     return p.int8_gops;
   }

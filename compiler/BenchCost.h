@@ -20,6 +20,9 @@ namespace hyc::compiler {
 struct ModelCost {
   double decodeBytesPerStep = 0; ///< weights read by one decode step
   double flopsPerToken = 0;      ///< prefill GEMM FLOPs per prompt token
+  /// Most GEMM weight bytes are integer codes (W8A8, 4-bit...): the
+  /// kernels multiply with integer instructions.
+  bool integerCodes = false;
 };
 
 /// For `batch` sequences decoding together after prompts of `input` tokens
@@ -27,9 +30,10 @@ struct ModelCost {
 ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t batch,
                     int64_t input);
 
-/// The measured peak (GFLOP/s) of the instruction the artifact's GEMM
-/// kernels use; `which` names it.
-double kernelPeak(const hyrt::Variant &v, const codegen::HostPeaks &p,
+/// The measured peak (GFLOP/s, GOP/s) of the instruction the variant's GEMM
+/// kernels use for weights of that kind (integerCodes: ModelCost's); `which`
+/// names it. 0 when it was not measured (does not execute here).
+double kernelPeak(const hyrt::Variant &v, const codegen::HostPeaks &p, bool integerCodes,
                   std::string &which);
 
 } // namespace hyc::compiler
