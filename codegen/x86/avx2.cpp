@@ -5,7 +5,13 @@
 // 16 ymm registers hold too few accumulators for a whole 32-column panel, so
 // every kernel walks the panel as two 16-column halves (two ymm of 8 columns
 // each, m x 2 accumulators) and reads A once per half; m_max is what a half
-// leaves room for next to its B vectors, A broadcasts and constants.
+// leaves room for next to its B vectors, A broadcasts and constants. One
+// row (decode) walks the whole panel in one pass where its four column
+// vectors fit: the two-pass walk reads the panel's second half back from L2
+// while nothing streams from memory (dense-1b's avx2 decode read 76-81% of
+// the probe with it). Each column's operations and their order are the
+// same in both walks (same sets, same K steps), so a row alone gives the
+// bits it gives inside a block.
 //
 // f32 x bf16 widens each ymm of k-pairs into its even half (dword << 16) and
 // odd half (dword & 0xFFFF0000) and runs two FMAs per row and column vector,
@@ -43,7 +49,7 @@ protected:
   // Family hooks.
   /// K elements per step: 1 (f32), 2 (bf16 pair), 4 (u8/s8 quad).
   virtual int k_unit() const = 0;
-  /// Registers for one step's B vectors (both column vectors of a half).
+  /// Registers for one step's B vectors (all vecs_ column vectors of a pass).
   virtual int b_regs() const = 0;
   /// Registers for A broadcasts and temporaries.
   virtual int scratch_regs() const = 0;
@@ -59,30 +65,32 @@ protected:
   /// Row i of one step: A's unit at byte disp (partial: only K % k_unit()
   /// elements exist) into acc(set, i, *).
   virtual void emit_row(int set, int i, int disp, bool partial) = 0;
-  /// Stores the reduced set-0 accumulators of one half (default: + bias,
+  /// Stores the reduced set-0 accumulators of one pass (default: + bias,
   /// store fp32).
-  virtual void emit_store(int m, int half);
+  virtual void emit_store(int m);
 
   void emit_rows(int m) override;
 
   Ymm acc(int set, int i, int j) const {
-    return Ymm((set * m_ + i) * kVecs + j);
+    return Ymm((set * m_ + i) * vecs_ + j);
   }
-  Ymm b_reg(int r) const { return Ymm(sets_ * m_ * kVecs + r); }
-  Ymm scratch(int r) const { return Ymm(sets_ * m_ * kVecs + b_regs() + r); }
+  Ymm b_reg(int r) const { return Ymm(sets_ * m_ * vecs_ + r); }
+  Ymm scratch(int r) const { return Ymm(sets_ * m_ * vecs_ + b_regs() + r); }
   Ymm const_reg(int c) const { return Ymm(15 - c); }
-  /// Byte offset of column vector j of a half inside one 128-byte step.
-  static int col_offset(int half, int j) { return half * 64 + j * 32; }
+  /// Byte offset of the pass's column vector j inside one 128-byte step.
+  int col_offset(int j) const { return (first_ + j) * 32; }
   /// Bytes of one A row per step.
   int a_step_bytes() const { return k_unit() * data_type_size(desc_.a_type); }
 
   static constexpr int kVecs = 2; ///< ymm column vectors per 16-column half
   int m_ = 0;                     ///< rows of the body being emitted
   int sets_ = 1;                  ///< independent accumulator sets
+  int vecs_ = kVecs;              ///< column vectors of the pass being emitted
+  int first_ = 0;                 ///< the pass's first column vector
 
 private:
-  void emit_half(int m, int half);
-  void emit_step(int u, int set, int half, bool partial);
+  void emit_pass(int m);
+  void emit_step(int u, int set, bool partial);
 };
 
 void Avx2BrgemmJit::emit_rows(int m) {
@@ -90,47 +98,60 @@ void Avx2BrgemmJit::emit_rows(int m) {
   // Sets chosen for the full block and used for every m (batch invariance,
   // see Avx512BrgemmJit::emit_rows).
   sets_ = 1;
+  vecs_ = kVecs;
   const int rows = desc_.m_max > 0 ? desc_.m_max : m;
   const int fixed = b_regs() + scratch_regs() + const_regs();
   while (sets_ < max_sets() && sets_ * rows * kVecs < 8 &&
          2 * sets_ * rows * kVecs + fixed <= 16)
     sets_ *= 2;
-  for (int half = 0; half < 2; ++half)
-    emit_half(m, half);
+  // One row: the whole panel in one pass when its four column vectors (and
+  // their B registers and scratch) fit beside the constants.
+  vecs_ = 2 * kVecs;
+  const bool onePass = m == 1 && sets_ * vecs_ + b_regs() + scratch_regs() + const_regs() <= 16;
+  if (onePass) {
+    first_ = 0;
+    emit_pass(m);
+    return;
+  }
+  vecs_ = kVecs;
+  for (int half = 0; half < 2; ++half) {
+    first_ = half * kVecs;
+    emit_pass(m);
+  }
 }
 
-void Avx2BrgemmJit::emit_step(int u, int set, int half, bool partial) {
-  // The first half streams the panel: fetch both 64-byte lines of the K
-  // row `prefetch_b` bytes ahead (the second half then reads them from
+void Avx2BrgemmJit::emit_step(int u, int set, bool partial) {
+  // The first pass streams the panel: fetch both 64-byte lines of the K
+  // row `prefetch_b` bytes ahead (a second half then reads them from
   // cache). Without it, decode (m = 1) read weights at under half the
   // streaming bandwidth.
-  if (half == 0 && tile_.prefetch_b > 0 && !partial) {
+  if (first_ == 0 && tile_.prefetch_b > 0 && !partial) {
     prefetcht0(ptr[reg_bk + u * 128 + tile_.prefetch_b]);
     prefetcht0(ptr[reg_bk + u * 128 + 64 + tile_.prefetch_b]);
   }
-  for (int j = 0; j < kVecs; ++j)
-    emit_load_b(j, ptr[reg_bk + col_offset(half, j) + u * 128], partial);
+  for (int j = 0; j < vecs_; ++j)
+    emit_load_b(j, ptr[reg_bk + col_offset(j) + u * 128], partial);
   for (int i = 0; i < m_; ++i)
     emit_row(set, i, u * a_step_bytes(), partial);
 }
 
-void Avx2BrgemmJit::emit_half(int m, int half) {
+void Avx2BrgemmJit::emit_pass(int m) {
   if (desc_.accumulate && !int_accumulators()) {
     mov(reg_tmp, reg_c);
     for (int i = 0; i < m; ++i) {
-      for (int j = 0; j < kVecs; ++j)
-        vmovups(acc(0, i, j), ptr[reg_tmp + col_offset(half, j)]);
+      for (int j = 0; j < vecs_; ++j)
+        vmovups(acc(0, i, j), ptr[reg_tmp + col_offset(j)]);
       if (i + 1 < m)
         add(reg_tmp, reg_ldc);
     }
   } else {
     for (int i = 0; i < m; ++i)
-      for (int j = 0; j < kVecs; ++j)
+      for (int j = 0; j < vecs_; ++j)
         vpxor(acc(0, i, j), acc(0, i, j), acc(0, i, j));
   }
   for (int s = 1; s < sets_; ++s)
     for (int i = 0; i < m; ++i)
-      for (int j = 0; j < kVecs; ++j)
+      for (int j = 0; j < vecs_; ++j)
         vpxor(acc(s, i, j), acc(s, i, j), acc(s, i, j));
 
   load_a_bases(m);
@@ -146,36 +167,36 @@ void Avx2BrgemmJit::emit_half(int m, int half) {
     align(16);
     L(loop);
     for (int u = 0; u < unroll; ++u)
-      emit_step(u, u % sets_, half, /*partial=*/false);
+      emit_step(u, u % sets_, /*partial=*/false);
     advance_a_bases(m, unroll * a_step_bytes());
     add(reg_bk, unroll * 128);
     dec(reg_kloop);
     jnz(loop, T_NEAR);
   }
   for (int u = 0; u < rem; ++u)
-    emit_step(u, u % sets_, half, /*partial=*/false);
+    emit_step(u, u % sets_, /*partial=*/false);
   if (partial)
-    emit_step(rem, rem % sets_, half, /*partial=*/true);
+    emit_step(rem, rem % sets_, /*partial=*/true);
 
   for (int s = 1; s < sets_; ++s)
     for (int i = 0; i < m; ++i)
-      for (int j = 0; j < kVecs; ++j) {
+      for (int j = 0; j < vecs_; ++j) {
         if (int_accumulators())
           vpaddd(acc(0, i, j), acc(0, i, j), acc(s, i, j));
         else
           vaddps(acc(0, i, j), acc(0, i, j), acc(s, i, j));
       }
-  emit_store(m, half);
+  emit_store(m);
 }
 
-void Avx2BrgemmJit::emit_store(int m, int half) {
+void Avx2BrgemmJit::emit_store(int m) {
   const Reg64 bias = rbx; // A bases are dead here; the next half reloads them
   if (desc_.epilogue == Epilogue::bias)
     mov(bias, ptr[reg_post + offsetof(BrgemmPostArgs, bias)]);
   mov(reg_tmp, reg_c);
   for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < kVecs; ++j) {
-      const int off = col_offset(half, j);
+    for (int j = 0; j < vecs_; ++j) {
+      const int off = col_offset(j);
       if (desc_.epilogue == Epilogue::bias)
         vaddps(acc(0, i, j), acc(0, i, j), ptr[bias + off]);
       vmovups(ptr[reg_tmp + off], acc(0, i, j));
@@ -193,7 +214,7 @@ public:
 
 protected:
   int k_unit() const override { return 1; }
-  int b_regs() const override { return kVecs; }
+  int b_regs() const override { return vecs_; }
   int scratch_regs() const override { return 2; }
 
   void emit_load_b(int j, const Address &src, bool) override {
@@ -203,7 +224,7 @@ protected:
   void emit_row(int set, int i, int disp, bool) override {
     const Ymm a = scratch(i & 1);
     vbroadcastss(a, a_addr(i, disp));
-    for (int j = 0; j < kVecs; ++j)
+    for (int j = 0; j < vecs_; ++j)
       vfmadd231ps(acc(set, i, j), b_reg(j), a);
   }
 };
@@ -217,7 +238,7 @@ public:
 
 protected:
   int k_unit() const override { return 2; }
-  int b_regs() const override { return 2 * kVecs; } // even, odd per vector
+  int b_regs() const override { return 2 * vecs_; } // even, odd per vector
   int scratch_regs() const override { return 2; }   // A even, A odd
   int const_regs() const override { return 1; }     // 0xFFFF0000
 
@@ -241,7 +262,7 @@ protected:
     vbroadcastss(a_even, a_addr(i, disp));
     if (!partial) // A has K elements per row: never read A[K]
       vbroadcastss(a_odd, a_addr(i, disp + 4));
-    for (int j = 0; j < kVecs; ++j) {
+    for (int j = 0; j < vecs_; ++j) {
       if (!partial)
         vfmadd231ps(acc(set, i, j), odd(j), a_odd);
       vfmadd231ps(acc(set, i, j), even(j), a_even);
@@ -264,8 +285,8 @@ public:
 
 protected:
   int k_unit() const override { return 4; }
-  int b_regs() const override { return kVecs; }
-  int scratch_regs() const override { return 2 + kVecs; }
+  int b_regs() const override { return vecs_; }
+  int scratch_regs() const override { return 2 + vecs_; }
   int const_regs() const override { return 2; }
   int max_sets() const override { return 1; }
   bool int_accumulators() const override { return true; }
@@ -287,7 +308,7 @@ protected:
       vpbroadcastd(a_q, a_addr(i, disp));
     vpxor(a_q, a_q, bias_bytes()); // u8 = q + 128 -> s8 q
     vpabsb(a_abs, a_q);            // |q| <= 128, read as u8 by vpmaddubsw
-    for (int j = 0; j < kVecs; ++j) {
+    for (int j = 0; j < vecs_; ++j) {
       const Ymm t = scratch(2 + j);
       vpsignb(t, b_reg(j), a_q); // sign(q_a) * b (0 where q_a = 0)
       vpmaddubsw(t, a_abs, t);   // pair sums, |.| <= 32512
@@ -296,7 +317,7 @@ protected:
     }
   }
 
-  void emit_store(int m, int half) override {
+  void emit_store(int m) override {
     const bool to_f32 = desc_.c_type == DataType::f32;
     const Reg64 c_row = reg_tmp, bias = rbx, a_scale = rbp, b_scale = r13;
     if (to_f32) {
@@ -310,9 +331,9 @@ protected:
     for (int i = 0; i < m; ++i) {
       if (to_f32)
         vbroadcastss(a_s, ptr[a_scale + i * 4]);
-      for (int j = 0; j < kVecs; ++j) {
+      for (int j = 0; j < vecs_; ++j) {
         const Ymm z = acc(0, i, j);
-        const int off = col_offset(half, j);
+        const int off = col_offset(j);
         if (!to_f32) {
           if (desc_.accumulate)
             vpaddd(z, z, ptr[c_row + off]);

@@ -307,18 +307,25 @@ TEST_F(Disassembly, Avx2U8S8SignTrick) {
       Isa::avx2, DataType::u8, DataType::s8, DataType::f32, 64));
   ASSERT_TRUE(r) << r.error;
   const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
-  // m = 1: B in ymm2/3, q_a in ymm4, |q_a| in ymm5, int16 ones in ymm15,
-  // bytes 0x80 in ymm14; each column vector gets sign, madd, madd, add.
+  // m = 1 walks the whole panel in one pass: accumulators ymm0-3, the
+  // step's four B vectors in ymm4-7, q_a in ymm8, |q_a| in ymm9, int16 ones
+  // in ymm15, bytes 0x80 in ymm14; each column vector gets sign, madd, madd,
+  // add.
   EXPECT_TRUE(contains_run(
-      lines, {"vmovdqu ymm2, ymmword ptr [r15]",
-              "vmovdqu ymm3, ymmword ptr [r15 + 32]",
-              "vpbroadcastd ymm4, dword ptr [rbx]", "vpxor ymm4, ymm4, ymm14",
-              "vpabsb ymm5, ymm4", "vpsignb ymm6, ymm2, ymm4",
-              "vpmaddubsw ymm6, ymm5, ymm6", "vpmaddwd ymm6, ymm6, ymm15",
-              "vpaddd ymm0, ymm0, ymm6", "vpsignb ymm7, ymm3, ymm4",
-              "vpmaddubsw ymm7, ymm5, ymm7", "vpmaddwd ymm7, ymm7, ymm15",
-              "vpaddd ymm1, ymm1, ymm7"}))
+      lines, {"vmovdqu ymm4, ymmword ptr [r15]", "vmovdqu ymm5, ymmword ptr [r15 + 32]",
+              "vmovdqu ymm6, ymmword ptr [r15 + 64]", "vmovdqu ymm7, ymmword ptr [r15 + 96]",
+              "vpbroadcastd ymm8, dword ptr [rbx]", "vpxor ymm8, ymm8, ymm14",
+              "vpabsb ymm9, ymm8", "vpsignb ymm10, ymm4, ymm8",
+              "vpmaddubsw ymm10, ymm9, ymm10", "vpmaddwd ymm10, ymm10, ymm15",
+              "vpaddd ymm0, ymm0, ymm10", "vpsignb ymm11, ymm5, ymm8",
+              "vpmaddubsw ymm11, ymm9, ymm11", "vpmaddwd ymm11, ymm11, ymm15",
+              "vpaddd ymm1, ymm1, ymm11"}))
       << dump(lines, 200);
+  // m = 2 keeps the two 16-column halves: B in ymm4/5, q_a in ymm6.
+  EXPECT_TRUE(contains_run(
+      lines, {"vmovdqu ymm4, ymmword ptr [r15]", "vmovdqu ymm5, ymmword ptr [r15 + 32]",
+              "vpbroadcastd ymm6, dword ptr [rbx]", "vpxor ymm6, ymm6, ymm14"}))
+      << dump(lines, 400);
   // The comp row is never read: the sums are already signed.
   for (const std::string &l : lines)
     EXPECT_EQ(l.find("vpsubd"), std::string::npos) << l;

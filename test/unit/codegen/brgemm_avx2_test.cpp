@@ -153,6 +153,74 @@ TEST(BrgemmAvx2U8S8, MatchesVnniBitForBit) {
       }
 }
 
+// Batch invariance: one row (decode) walks the whole panel in one pass,
+// a block of rows walks it as two halves; every row of a full block must
+// give the bits it gives alone, with accumulation into C and the bias
+// epilogue, for every K tail. The fp32 families would differ in their last
+// bits if the one-pass walk summed a column in another order (e.g. the
+// even element of a bf16 pair before the odd one).
+TEST(BrgemmAvx2, EachRowOfABlockMatchesTheRowAlone) {
+  HYC_REQUIRE_ISA(Isa::avx2);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (DataType b : {DataType::f32, DataType::bf16, DataType::s8})
+    for (int K : {1, 3, 5, 17, 131, 1000})
+      for (bool acc : {false, true}) {
+        const DataType a = b == DataType::s8 ? DataType::u8 : DataType::f32;
+        BrgemmGenResult g = generate_brgemm(
+            make_brgemm_desc(Isa::avx2, a, b, DataType::f32, K, 32, acc, Epilogue::bias));
+        ASSERT_TRUE(g) << g.error;
+        SCOPED_TRACE(g.kernel->name() + (acc ? " accumulate" : ""));
+        const int M = g.kernel->desc().m_max;
+        ASSERT_GE(M, 2);
+        const size_t aElem = a == DataType::u8 ? 1 : 4;
+        std::vector<uint8_t> A(size_t(M) * K * aElem);
+        PackedB packed;
+        if (b == DataType::s8) {
+          std::vector<int8_t> w(size_t(32) * K);
+          for (int8_t &v : w)
+            v = int8_t(int(rng() % 255) - 127);
+          packed = pack_b_s8(w.data(), 32, K, K);
+          for (uint8_t &v : A)
+            v = uint8_t(rng() & 0xFF);
+        } else {
+          std::vector<float> w(size_t(32) * K);
+          for (float &v : w)
+            v = uni(rng);
+          packed = b == DataType::bf16 ? pack_b_bf16_from_f32(w.data(), 32, K, K)
+                                       : pack_b_f32(w.data(), 32, K, K);
+          for (size_t i = 0; i < A.size(); i += 4) {
+            const float f = uni(rng);
+            std::memcpy(&A[i], &f, 4);
+          }
+        }
+        std::vector<float> bias(32), aScale(M), bScale(32), cInit(size_t(M) * 32);
+        for (float &v : bias)
+          v = uni(rng);
+        for (float &v : aScale)
+          v = 0.01f + 0.005f * uni(rng);
+        for (float &v : bScale)
+          v = 0.01f + 0.005f * uni(rng);
+        for (float &v : cInit)
+          v = uni(rng);
+        BrgemmPostArgs post;
+        post.bias = bias.data();
+        post.a_scale = b == DataType::s8 ? aScale.data() : nullptr;
+        post.b_scale = b == DataType::s8 ? bScale.data() : nullptr;
+        std::vector<float> block = cInit;
+        g.kernel->fn()(A.data(), K, packed.panel(0), block.data(), 32, M, &post);
+        for (int i = 0; i < M; ++i) {
+          std::vector<float> alone(cInit.begin() + size_t(i) * 32,
+                                   cInit.begin() + size_t(i + 1) * 32);
+          post.a_scale = b == DataType::s8 ? aScale.data() + i : nullptr;
+          g.kernel->fn()(A.data() + size_t(i) * K * aElem, K, packed.panel(0), alone.data(), 32,
+                         1, &post);
+          ASSERT_EQ(std::memcmp(alone.data(), block.data() + size_t(i) * 32, 32 * 4), 0)
+              << "row " << i << " alone differs from the row in a block of " << M << ", K = " << K;
+        }
+      }
+}
+
 TEST(BrgemmAvx2, NamesAndLimits) {
   BrgemmDesc d = make_brgemm_desc(Isa::avx2, DataType::f32, DataType::bf16,
                                   DataType::f32, 4096);
