@@ -8,7 +8,11 @@
 // x86/avx2.cpp), each over every group; a row keeps an int32 group sum and
 // an fp32 total per 8-column vector (4 ymm per row and half), so m_max = 2.
 // The first half streams B and prefetches it; the second reads it again
-// from cache.
+// from cache. One row (decode) instead walks the panel once, its four
+// column vectors one after the other inside each quad (8 ymm of sums and
+// totals): the second half's pass from L2 left the memory idle, and the
+// one-row walk keeps every element's operations (the same int32 sums, the
+// same fold and epilogue in the same order), so its bits.
 //
 // There is no vpdpbusd, so the dot products are built exactly:
 // - u4: vpmaddubsw(codes, A) pair sums are at most 2 * 15 * 128 = 3840, far
@@ -58,6 +62,12 @@ protected:
 
   void emit_rows(int m) override {
     m_ = m;
+    one_row_ = m == 1;
+    if (one_row_) {
+      emit_half(0);
+      one_row_ = false;
+      return;
+    }
     for (int half = 0; half < 2; ++half)
       emit_half(half);
   }
@@ -105,11 +115,17 @@ private:
   }
 
   void emit_half(int half) {
-    for (int i = 0; i < m_; ++i)
-      for (int j = 0; j < 2; ++j) {
-        vpxor(acc_i(i, j), acc_i(i, j), acc_i(i, j));
-        vpxor(acc_f(i, j), acc_f(i, j), acc_f(i, j));
+    if (one_row_)
+      for (int j = 0; j < 4; ++j) {
+        vpxor(sum1(j), sum1(j), sum1(j));
+        vpxor(total1(j), total1(j), total1(j));
       }
+    else
+      for (int i = 0; i < m_; ++i)
+        for (int j = 0; j < 2; ++j) {
+          vpxor(acc_i(i, j), acc_i(i, j), acc_i(i, j));
+          vpxor(acc_f(i, j), acc_f(i, j), acc_f(i, j));
+        }
     load_a_bases(m_);
     mov(reg_bk, reg_b);
     mov(reg_a_sum, ptr[reg_post + offsetof(BrgemmPostArgs, a_sum)]);
@@ -166,7 +182,9 @@ private:
     if (half == 0 && tile_.prefetch_b > 0)
       for (int line = 0; line < quad_bytes_ / 64; ++line)
         prefetcht0(ptr[reg_bk + off + 64 * line + tile_.prefetch_b]);
-    if (u4_ && codebook_)
+    if (one_row_)
+      emit_quad_one_row(off, u);
+    else if (u4_ && codebook_)
       emit_quad_codebook(off, u, half);
     else if (u4_)
       emit_quad_u4(off, u, half);
@@ -291,6 +309,10 @@ private:
   void emit_fold(int half) {
     // The lines the quads' prefetches skip.
     emit_prefetch(half, !two_level_ && desc_.asymmetric ? 2 : 1);
+    if (one_row_) {
+      emit_fold_one_row();
+      return;
+    }
     load_scales(half);
     const Ymm t = sum_tmp();
     for (int i = 0; i < m_; ++i) {
@@ -330,12 +352,13 @@ private:
       mov(bias, ptr[reg_post + offsetof(BrgemmPostArgs, bias)]);
     const Ymm s = sum_tmp();
     mov(c_row, reg_c);
+    const int vecs = one_row_ ? 4 : 2;
     for (int i = 0; i < m_; ++i) {
       if (!two_level_) // two-level: A's scales went in at the folds
         vbroadcastss(s, ptr[a_scale + i * 4]);
-      for (int j = 0; j < 2; ++j) {
+      for (int j = 0; j < vecs; ++j) {
         const int off = 64 * half + 32 * j;
-        const Ymm f = acc_f(i, j);
+        const Ymm f = one_row_ ? total1(j) : acc_f(i, j);
         if (!two_level_)
           vmulps(f, f, s);
         if (desc_.accumulate)
@@ -349,6 +372,114 @@ private:
     }
   }
 
+  // One row (emit_rows with m = 1): sums ymm0-3 and totals ymm4-7 for the
+  // panel's four column vectors; per quad, column vector by column vector,
+  // codes in ymm8 (u8: even bytes ymm8, odd ymm9), A in ymm10 (u8: even
+  // words ymm10, odd ymm11; code book: |A| ymm11), products in ymm12; the
+  // constants as above (ymm13 code book, ymm14 mask, ymm15 ones or the
+  // word mask). The fold: scale ymm8, min ymm9, the fp16 factor ymm10, A's
+  // group scale ymm11, A's group sum ymm12.
+  Ymm sum1(int j) const { return Ymm(j); }
+  Ymm total1(int j) const { return Ymm(4 + j); }
+
+  /// Column vector j's codes of the quad at off, as unpack_nibbles gives
+  /// them: vectors 0 and 1 are the low nibbles of the quad's two 32-byte
+  /// rows, vectors 2 and 3 the high ones (the two-half walk's second half).
+  void unpack_vector(const Ymm &c, int64_t off, int j) {
+    const Ymm mask(14);
+    if (j < 2) {
+      vpand(c, mask, ptr[reg_bk + off + 32 * j]);
+      return;
+    }
+    vmovdqu(c, ptr[reg_bk + off + 32 * (j - 2)]);
+    vpsrlw(c, c, 4);
+    vpand(c, c, mask);
+  }
+
+  void emit_quad_one_row(int64_t off, int u) {
+    const Ymm c(8), a(10), t(12);
+    if (!u4_) { // as emit_quad_u8
+      const Ymm odd(9), a_odd(11), mask(15);
+      vpbroadcastd(a_odd, a_addr(0, u * 4));
+      vpsllw(a, a_odd, 8);
+      vpsraw(a, a, 8);
+      vpsraw(a_odd, a_odd, 8);
+      for (int j = 0; j < 4; ++j) {
+        vmovdqu(odd, ptr[reg_bk + off + 32 * j]);
+        vpand(c, mask, odd);
+        vpsrlw(odd, odd, 8);
+        vpmaddwd(t, c, a);
+        vpaddd(sum1(j), sum1(j), t);
+        vpmaddwd(t, odd, a_odd);
+        vpaddd(sum1(j), sum1(j), t);
+      }
+      return;
+    }
+    const Ymm ones(15), a_abs(11);
+    vpbroadcastd(a, a_addr(0, u * 4));
+    if (codebook_)
+      vpabsb(a_abs, a);
+    for (int j = 0; j < 4; ++j) {
+      unpack_vector(c, off, j);
+      if (codebook_) { // as emit_quad_codebook
+        vpshufb(c, codebook_values(), c);
+        vpsignb(t, c, a);
+        vpmaddubsw(t, a_abs, t);
+      } else { // as emit_quad_u4
+        vpmaddubsw(t, c, a);
+      }
+      vpmaddwd(t, t, ones);
+      vpaddd(sum1(j), sum1(j), t);
+    }
+  }
+
+  /// emit_fold for one row: each column vector's scales (load_scales'
+  /// values) loaded just before its fold.
+  void emit_fold_one_row() {
+    const Ymm scale1(8), min1(9), factor(10), act(11), t(12);
+    if (two_level_)
+      vbroadcastss(act, ptr[reg_a_sum + 4]);
+    const bool subtract = !desc_.asymmetric && !codebook_;
+    if (desc_.asymmetric || subtract)
+      vpbroadcastd(t, ptr[reg_a_sum]);
+    if (desc_.asymmetric) {
+      vcvtdq2ps(t, t);
+      if (two_level_)
+        vmulps(t, t, act);
+    } else if (subtract) {
+      vpslld(t, t, u4_ ? 3 : 7);
+    }
+    for (int j = 0; j < 4; ++j) {
+      const int col = 8 * j;
+      if (!two_level_) {
+        vcvtph2ps(scale1, ptr[reg_bk + 2 * col]);
+        if (desc_.asymmetric)
+          vcvtph2ps(min1, ptr[reg_bk + 64 + 2 * col]);
+      } else {
+        vcvtph2ps(factor, ptr[reg_hdr + 2 * col]);
+        vpmovsxbd(scale1, ptr[reg_bk + col]);
+        vcvtdq2ps(scale1, scale1);
+        vmulps(scale1, scale1, factor);
+        if (desc_.asymmetric) {
+          vcvtph2ps(factor, ptr[reg_hdr + 64 + 2 * col]);
+          vpmovzxbd(min1, ptr[reg_bk + 32 + col]);
+          vcvtdq2ps(min1, min1);
+          vmulps(min1, min1, factor);
+        }
+      }
+      const Ymm a = sum1(j), f = total1(j);
+      if (subtract)
+        vpsubd(a, a, t);
+      vcvtdq2ps(a, a);
+      if (two_level_)
+        vmulps(a, a, act);
+      vfmadd231ps(f, a, scale1);
+      if (desc_.asymmetric)
+        vfnmadd231ps(f, min1, t);
+      vpxor(a, a, a);
+    }
+  }
+
   const bool u4_;
   const bool two_level_;
   const bool codebook_;
@@ -356,6 +487,7 @@ private:
   const int64_t groups_;
   const int unroll_;
   int m_ = 0;
+  bool one_row_ = false; ///< emitting the one-row body
 };
 
 } // namespace
