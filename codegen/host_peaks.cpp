@@ -113,12 +113,12 @@ public:
   /// `ymm`: VEX ymm loads (two per line) for hosts without AVX-512.
   explicit ReadLoop(int ahead, bool two_streams = false, bool ymm = false) {
     using namespace Xbyak;
-    if (ymm) {
-      readYmm(ahead, two_streams);
-      return;
+    for (int i = 0; i < 8; ++i) {
+      if (ymm)
+        vpxor(Ymm(i), Ymm(i), Ymm(i));
+      else
+        vpxorq(Zmm(i), Zmm(i), Zmm(i));
     }
-    for (int i = 0; i < 8; ++i)
-      vpxorq(Zmm(i), Zmm(i), Zmm(i));
     if (two_streams) { // rdx = the second half's offset: blocks x 256 bytes
       mov(rdx, rsi);
       shl(rdx, 8);
@@ -130,52 +130,28 @@ public:
       const RegExp at = two_streams && i >= 4 ? rdi + rdx + line * 64 : rdi + line * 64;
       if (ahead > 0)
         prefetcht0(ptr[at + ahead]);
-      vpaddq(Zmm(i), Zmm(i), ptr[at]);
+      if (ymm) {
+        vpaddq(Ymm(i), Ymm(i), ptr[at]);
+        vpaddq(Ymm(i), Ymm(i), ptr[at + 32]);
+      } else {
+        vpaddq(Zmm(i), Zmm(i), ptr[at]);
+      }
     }
     add(rdi, int(two_streams ? kBlock / 2 : kBlock));
     dec(rsi);
     jnz(loop);
     // The wrapping sum of every qword read, returned (what the tests check:
     // each byte of the span read exactly once).
-    for (int i = 1; i < 8; ++i)
-      vpaddq(zmm0, zmm0, Zmm(i));
-    vextracti64x4(ymm1, zmm0, 1);
-    vpaddq(ymm0, ymm0, ymm1);
-    vextracti128(xmm1, ymm0, 1);
-    vpaddq(xmm0, xmm0, xmm1);
-    vpshufd(xmm1, xmm0, 0x4e);
-    vpaddq(xmm0, xmm0, xmm1);
-    vmovq(rax, xmm0);
-    vzeroupper();
-    ret();
-  }
-
-private:
-  /// The same walk with ymm accumulators: each 64-byte line is two loads
-  /// into its accumulator.
-  void readYmm(int ahead, bool two_streams) {
-    using namespace Xbyak;
-    for (int i = 0; i < 8; ++i)
-      vpxor(Ymm(i), Ymm(i), Ymm(i));
-    if (two_streams) {
-      mov(rdx, rsi);
-      shl(rdx, 8);
+    for (int i = 1; i < 8; ++i) {
+      if (ymm)
+        vpaddq(ymm0, ymm0, Ymm(i));
+      else
+        vpaddq(zmm0, zmm0, Zmm(i));
     }
-    Label loop;
-    L(loop);
-    for (int i = 0; i < 8; ++i) {
-      const int line = two_streams ? i % 4 : i;
-      const RegExp at = two_streams && i >= 4 ? rdi + rdx + line * 64 : rdi + line * 64;
-      if (ahead > 0)
-        prefetcht0(ptr[at + ahead]);
-      vpaddq(Ymm(i), Ymm(i), ptr[at]);
-      vpaddq(Ymm(i), Ymm(i), ptr[at + 32]);
+    if (!ymm) {
+      vextracti64x4(ymm1, zmm0, 1);
+      vpaddq(ymm0, ymm0, ymm1);
     }
-    add(rdi, int(two_streams ? kBlock / 2 : kBlock));
-    dec(rsi);
-    jnz(loop);
-    for (int i = 1; i < 8; ++i)
-      vpaddq(ymm0, ymm0, Ymm(i));
     vextracti128(xmm1, ymm0, 1);
     vpaddq(xmm0, xmm0, xmm1);
     vpshufd(xmm1, xmm0, 0x4e);
