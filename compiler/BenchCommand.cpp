@@ -526,14 +526,8 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
               static_cast<long long>(batch), static_cast<long long>(rounds));
   std::printf("  variant %s\n", artifact->variant_reason().c_str());
   std::printf("  kernel self-test %s\n", artifact->self_test_summary().c_str());
-  const std::vector<std::string> &features = artifact->variant().cpu_features;
-  if (std::find(features.begin(), features.end(), "avx512f") == features.end())
-    std::printf("  decode GEMVs: 1 weight stream per thread (the avx2 kernels have no "
-                "two-stream form)\n");
-  else
-    std::printf("  decode GEMVs (W8A8, bf16): %d weight stream%s per thread (%s)\n",
-                hyrt::decodeStreams().streams, hyrt::decodeStreams().streams == 1 ? "" : "s",
-                hyrt::decodeStreams().why.c_str());
+  std::printf("  decode GEMVs %s\n",
+              hyrt::decodeGemvLine(artifact->variant().cpu_features).c_str());
   std::printf("  TTFT %.2f ms   TPOT %.3f ms (p50 %.3f, p99 %.3f)\n",
               median(ttft) * 1e3, tpotMean * 1e3, percentile(tpot, 0.5) * 1e3,
               percentile(tpot, 0.99) * 1e3);

@@ -175,4 +175,18 @@ TEST(DecodeStreams, TheHostRuleAndItsOverride) {
   EXPECT_FALSE(hyrt::decodeStreams().why.empty());
 }
 
+// What the tools print: the host's choice for a variant whose kernels have
+// both forms (AVX-512), one stream for the avx2 kernels whatever the host.
+TEST(DecodeStreams, TheLineNamesTheVariantsForm) {
+  const std::vector<std::string> avx2 = {"avx2", "fma", "sse2"},
+                                 avx512 = {"avx512_vnni", "avx512f", "sse2"};
+  EXPECT_EQ(hyrt::decodeGemvLine(avx2),
+            "1 weight stream per thread (the avx2 kernels have no two-stream form)");
+  EXPECT_NE(hyrt::decodeGemvLine(avx512).find(hyrt::decodeStreams().why), std::string::npos);
+  EXPECT_EQ(hyrt::decodeGemvLine(avx512).rfind("(W8A8, bf16): " +
+                                                    std::to_string(hyrt::decodeStreams().streams),
+                                                0),
+            0u);
+}
+
 } // namespace

@@ -87,6 +87,20 @@ inline const DecodeStreams &decodeStreams() {
   return d;
 }
 
+/// What `hyc bench` and `hyc run --verbose` print after "decode GEMVs" for
+/// a variant with these CPU features: the host's choice where the variant's
+/// kernels have both forms (AVX-512), one stream for the avx2 kernels.
+template <typename Features> std::string decodeGemvLine(const Features &cpuFeatures) {
+  bool avx512 = false;
+  for (const auto &f : cpuFeatures)
+    avx512 |= f == "avx512f";
+  if (!avx512)
+    return "1 weight stream per thread (the avx2 kernels have no two-stream form)";
+  const DecodeStreams &d = decodeStreams();
+  return "(W8A8, bf16): " + std::to_string(d.streams) + " weight stream" +
+         (d.streams == 1 ? "" : "s") + " per thread (" + d.why + ")";
+}
+
 } // namespace hyrt
 
 #endif // HYRT_SUPPORT_DECODE_STREAMS_H
