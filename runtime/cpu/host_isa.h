@@ -28,6 +28,13 @@ inline bool &portableOnly() {
   return forced;
 }
 
+/// AVX2 + FMA: the portable attention body's key pass (attention_keys_avx2.cpp),
+/// on every host that has them, portable mode included.
+inline bool hostHasAvx2Fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
 /// AVX-512F: the elementwise and GQA-group kernels' 16-lane bodies.
 inline bool hostHasAvx512() {
   static const bool has = __builtin_cpu_supports("avx512f");

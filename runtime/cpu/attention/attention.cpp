@@ -46,12 +46,14 @@ attendGroupBody(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                 dv = l.dv;
   const int64_t ns = n + 1; // stride of one head's scores
   const float *qg = q + (t * numHeads + kvh * G) * dk;
-  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
-    const T *kr = l.kRow<T>(row, kvh);
-    const float rowScale = l.kScaleOf<T>(row, kvh) * scale;
-    for (int64_t g = 0; g < G; ++g)
-      scores[g * ns + j] = dot(qg + g * dk, kr, dk) * rowScale;
-  });
+  if (!hyrt::cpu::hostHasAvx2Fma() ||
+      !hyrt::cpu::keyScoresAvx2(step, l, qg, scale, t, kvh, n, scores, ns))
+    forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+      const T *kr = l.kRow<T>(row, kvh);
+      const float rowScale = l.kScaleOf<T>(row, kvh) * scale;
+      for (int64_t g = 0; g < G; ++g)
+        scores[g * ns + j] = dot(qg + g * dk, kr, dk) * rowScale;
+    });
   for (int64_t g = 0; g < G; ++g) {
     float *sg = scores + g * ns;
     float maxScore = -INFINITY;

@@ -52,6 +52,14 @@ struct LayerView {
   }
 };
 
+/// The key pass of the portable group body on AVX2 + FMA
+/// (attention_keys_avx2.cpp): scores[g * ns + j] = q_g . k_j * scale (times
+/// an int8 row's scale) for token t's positions j < n; false, with nothing
+/// written, for shapes it does not take (group not 1, 2, 4 or 8; dk not a
+/// multiple of 8). Call only where hostHasAvx2Fma().
+bool keyScoresAvx2(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
+                   int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns);
+
 /// Calls f with a null pointer of the cache's element type (float,
 /// uint16_t for bf16, int8_t), so that one call site instantiates a
 /// kernel template for each dtype.

@@ -137,15 +137,14 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
 // than one so head-major page offsets are exercised, and blocks of
 // consecutive tokens sharing each row load (extend). Same tolerance as
 // above: fp32 accumulation against the double reference.
-TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl"))
-    GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the row-blocked kernel cannot run";
+namespace {
+void everyGroupMatchesReference(bool portable) {
   // Extend blocks of the bf16 cache on this kernel too (not the bf16
   // dot-product one): see attention_bf16_test.cpp.
   hyrt::cpu::fp32AttentionOnly() = true;
+  hyrt::cpu::portableOnly() = portable;
   struct Restore {
-    ~Restore() { hyrt::cpu::fp32AttentionOnly() = false; }
+    ~Restore() { hyrt::cpu::fp32AttentionOnly() = false, hyrt::cpu::portableOnly() = false; }
   } restore;
   const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
   std::mt19937 rng(3);
@@ -177,6 +176,25 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
                                  "group " + std::to_string(group) + " dv " +
                                      std::to_string(dv) + (bf16 ? " bf16" : " f32"));
       }
+}
+} // namespace
+
+TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the row-blocked kernel cannot run";
+  everyGroupMatchesReference(false);
+}
+
+// The same shapes on the portable bodies (what hosts without AVX-512 and
+// the avx2 variant run): groups 1, 2, 4 and 8 with dk a multiple of 8 take
+// the AVX2 key pass where the host has AVX2 + FMA (attention_keys_avx2.cpp:
+// eight-row steps ending inside a page and inside a step), group 16 and the
+// others the scalar one.
+TEST(CpuPagedAttentionRows, PortableBodiesMatchReferenceForEveryGroup) {
+  if (!hyrt::cpu::hostHasAvx2Fma())
+    std::printf("note: no AVX2 + FMA here: every group takes the scalar key pass\n");
+  everyGroupMatchesReference(true);
 }
 
 // Flash decoding: a decode token's positions split into KV ranges of at

@@ -1,0 +1,129 @@
+// The key pass of the portable GQA-group attention body (attention.cpp) on
+// AVX2 + FMA, for hosts without AVX-512 (and the avx2 variant): scores of
+// one token's G query heads against every cached row it sees.
+//
+// Why: the portable body computes one dot product per (row, head) and GCC
+// reduces each one's eight lanes one add after another from the stack; on
+// the avx2 variant's 2000-token prompt (dense-1b heads) that key pass made
+// attention 31% of the prefill at ~30 GFLOP/s (bench/README.md "The avx2
+// variant"). Here 8 / G rows x G heads are eight independent accumulators
+// over the head dim, and one hadd tree turns the eight into one vector of
+// eight scores.
+//
+// Numerics: fp32 products of the query with the cache's values (bf16 and
+// int8 widened exactly, an int8 row's scale applied to its score as the
+// portable body does), summed in another order than the portable body's:
+// the attention tests' fp32-accumulation tolerance covers both.
+#include "attention_group.h"
+
+#include <cstdint>
+#include <immintrin.h>
+#include <type_traits>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+namespace hyrt::cpu {
+
+namespace {
+
+inline __m256 load8(const float *p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t *p) {
+  const __m256i w =
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+inline __m256 load8(const int8_t *p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+}
+
+/// The eight lane sums of a[0..7] as one vector: lane i is a[i]'s sum.
+inline __m256 sum8(const __m256 a[8]) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                       _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+/// Rows [0, n) of token t: R = 8 / G rows x G heads per step into eight
+/// accumulators; a tail of fewer than R rows repeats its last row in the
+/// unused slots and stores only its own.
+template <typename T, int G>
+void keyScores(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
+               int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns) {
+  constexpr int R = 8 / G;
+  const int64_t dk = l.dk;
+  const T *rows[R];
+  int64_t rowIds[R], pos[R];
+  int filled = 0;
+  auto flush = [&] {
+    const int valid = filled;
+    for (int r = filled; r < R; ++r) // tail: repeat the last row
+      rows[r] = rows[filled - 1];
+    __m256 acc[8];
+    for (int i = 0; i < 8; ++i)
+      acc[i] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dk; d += 8)
+      for (int r = 0; r < R; ++r) {
+        const __m256 k = load8(rows[r] + d);
+        for (int g = 0; g < G; ++g)
+          acc[r * G + g] = _mm256_fmadd_ps(k, _mm256_loadu_ps(qg + g * dk + d), acc[r * G + g]);
+      }
+    alignas(32) float s[8];
+    _mm256_store_ps(s, sum8(acc));
+    for (int r = 0; r < valid; ++r) {
+      const float rowScale = l.kScaleOf<T>(rowIds[r], kvh) * scale;
+      for (int g = 0; g < G; ++g)
+        scores[g * ns + pos[r]] = s[r * G + g] * rowScale;
+    }
+    filled = 0;
+  };
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) {
+    rows[filled] = l.kRow<T>(row, kvh);
+    rowIds[filled] = row;
+    pos[filled] = j;
+    if (++filled == R)
+      flush();
+  });
+  if (filled > 0)
+    flush();
+}
+
+template <typename T>
+bool keyScoresOf(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
+                 int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns) {
+  switch (l.group) {
+  case 1:
+    keyScores<T, 1>(step, l, qg, scale, t, kvh, n, scores, ns);
+    return true;
+  case 2:
+    keyScores<T, 2>(step, l, qg, scale, t, kvh, n, scores, ns);
+    return true;
+  case 4:
+    keyScores<T, 4>(step, l, qg, scale, t, kvh, n, scores, ns);
+    return true;
+  case 8:
+    keyScores<T, 8>(step, l, qg, scale, t, kvh, n, scores, ns);
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+bool keyScoresAvx2(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
+                   int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns) {
+  if (l.dk % 8 != 0)
+    return false;
+  return withRowType(l, [&](auto *type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    return keyScoresOf<T>(step, l, qg, scale, t, kvh, n, scores, ns);
+  });
+}
+
+} // namespace hyrt::cpu
+
+#pragma GCC pop_options
