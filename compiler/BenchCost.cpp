@@ -56,9 +56,9 @@ ModelCost modelCost(const hyrt::Manifest &m, const hyrt::Variant &v, int64_t bat
     }
     const double share = expert ? expertShare : 1.0;
     c.decodeBytesPerStep += double(t.nbytes) * share;
-    if (t.shape.size() >= 2 && !contains(t.name, ".scale"))
-      (floatLayout(t.dtype) ? floatBytes : integerBytes) += double(t.nbytes);
     const bool scale = contains(t.name, ".scale");
+    if (t.shape.size() >= 2 && !scale)
+      (floatLayout(t.dtype) ? floatBytes : integerBytes) += double(t.nbytes);
     if (t.shape.size() >= 2 && !scale && !head) {
       double elements = 1;
       for (int64_t d : t.shape)

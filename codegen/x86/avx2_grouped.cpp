@@ -269,10 +269,7 @@ private:
       vpsrlw(odd, odd, 8);
     }
     for (int i = 0; i < m_; ++i) {
-      vpbroadcastd(a_odd, a_addr(i, u * 4));
-      vpsllw(a_even, a_odd, 8);
-      vpsraw(a_even, a_even, 8); // a[4q], a[4q+2] sign-extended
-      vpsraw(a_odd, a_odd, 8);   // a[4q+1], a[4q+3]
+      split_a_words(a_even, a_odd, i, u);
       for (int j = 0; j < 2; ++j) {
         vpmaddwd(t, Ymm(8 + j), a_even);
         vpaddd(acc_i(i, j), acc_i(i, j), t);
@@ -282,31 +279,83 @@ private:
     }
   }
 
-  /// The half's group scales (and mins) into scale(j) (and min_reg(j)).
-  /// reg_bk points at the group's fp16 scales (one-level) or sc and m
-  /// (two-level); sum_tmp() is free until the rows' fold.
-  void load_scales(int half) {
-    for (int j = 0; j < 2; ++j) {
-      const int col = 16 * half + 8 * j;
-      if (!two_level_) {
-        vcvtph2ps(scale(j), ptr[reg_bk + 2 * col]);
-        if (desc_.asymmetric)
-          vcvtph2ps(min_reg(j), ptr[reg_bk + 64 + 2 * col]);
-        continue;
-      }
-      // float(d) * float(sc): exact, so one vmulps is the defined value.
-      const Ymm factor = sum_tmp();
-      vcvtph2ps(factor, ptr[reg_hdr + 2 * col]);
-      vpmovsxbd(scale(j), ptr[reg_bk + col]);
-      vcvtdq2ps(scale(j), scale(j));
-      vmulps(scale(j), scale(j), factor);
-      if (desc_.asymmetric) {
-        vcvtph2ps(factor, ptr[reg_hdr + 64 + 2 * col]);
-        vpmovzxbd(min_reg(j), ptr[reg_bk + 32 + col]);
-        vcvtdq2ps(min_reg(j), min_reg(j));
-        vmulps(min_reg(j), min_reg(j), factor);
-      }
+  /// Row i's A quad u as int16 words: even bytes (a[4q], a[4q+2]) and odd
+  /// bytes (a[4q+1], a[4q+3]), sign-extended (the u8 codes' vpmaddwd).
+  void split_a_words(const Ymm &a_even, const Ymm &a_odd, int i, int u) {
+    vpbroadcastd(a_odd, a_addr(i, u * 4));
+    vpsllw(a_even, a_odd, 8);
+    vpsraw(a_even, a_even, 8);
+    vpsraw(a_odd, a_odd, 8);
+  }
+
+  /// The group's scales (and mins) of columns col .. col + 7 into s (and
+  /// mn). reg_bk points at the group's fp16 scales (one-level) or sc and m
+  /// (two-level); `factor` is scratch for the super-block's d (and dmin).
+  void load_scale_vector(int col, const Ymm &s, const Ymm &mn, const Ymm &factor) {
+    if (!two_level_) {
+      vcvtph2ps(s, ptr[reg_bk + 2 * col]);
+      if (desc_.asymmetric)
+        vcvtph2ps(mn, ptr[reg_bk + 64 + 2 * col]);
+      return;
     }
+    // float(d) * float(sc): exact, so one vmulps is the defined value.
+    vcvtph2ps(factor, ptr[reg_hdr + 2 * col]);
+    vpmovsxbd(s, ptr[reg_bk + col]);
+    vcvtdq2ps(s, s);
+    vmulps(s, s, factor);
+    if (desc_.asymmetric) {
+      vcvtph2ps(factor, ptr[reg_hdr + 64 + 2 * col]);
+      vpmovzxbd(mn, ptr[reg_bk + 32 + col]);
+      vcvtdq2ps(mn, mn);
+      vmulps(mn, mn, factor);
+    }
+  }
+
+  /// The half's group scales (and mins) into scale(j) (and min_reg(j));
+  /// sum_tmp() is free until the rows' fold.
+  void load_scales(int half) {
+    for (int j = 0; j < 2; ++j)
+      load_scale_vector(16 * half + 8 * j, scale(j), min_reg(j), sum_tmp());
+  }
+
+  /// Code book sums already are dot - 128 * a_sum (emit_quad_codebook); the
+  /// other symmetric formats subtract zp * a_sum at the fold.
+  bool subtracts_zero_point() const { return !desc_.asymmetric && !codebook_; }
+
+  /// Row `row`'s (byte offset in a_sum) group terms: A's group scale into
+  /// act (two-level), and into t the term the fold needs: zp * a_sum in
+  /// int32 (symmetric), a_sum in fp32 times act (asymmetric).
+  void load_row_sum(int64_t row, const Ymm &t, const Ymm &act) {
+    if (two_level_)
+      vbroadcastss(act, ptr[reg_a_sum + row + 4]);
+    const bool subtract = subtracts_zero_point();
+    if (desc_.asymmetric || subtract)
+      vpbroadcastd(t, ptr[reg_a_sum + row]);
+    if (desc_.asymmetric) {
+      vcvtdq2ps(t, t);
+      if (two_level_)
+        vmulps(t, t, act);
+    } else if (subtract) {
+      vpslld(t, t, u4_ ? 3 : 7); // zp * a_sum, exact in int32
+    }
+  }
+
+  /// total f += the group sum a folded with scale s (and min mn, A's
+  /// group terms t and act from load_row_sum); a is cleared for the next
+  /// group.
+  void fold_vector(const Ymm &a, const Ymm &f, const Ymm &s, const Ymm &mn, const Ymm &t,
+                   const Ymm &act) {
+    if (int16_sums_)
+      vpmaddwd(a, a, Ymm(15)); // the group's int16 pair sums to int32
+    if (subtracts_zero_point())
+      vpsubd(a, a, t);
+    vcvtdq2ps(a, a);
+    if (two_level_)
+      vmulps(a, a, act);
+    vfmadd231ps(f, a, s);
+    if (desc_.asymmetric)
+      vfnmadd231ps(f, mn, t);
+    vpxor(a, a, a);
   }
 
   /// reg_a_sum points at a_sum[0][g].
@@ -327,36 +376,10 @@ private:
       return;
     }
     load_scales(half);
-    const Ymm t = sum_tmp();
     for (int i = 0; i < m_; ++i) {
-      const int64_t row = int64_t(i) * groups_ * sum_bytes();
-      if (two_level_)
-        vbroadcastss(act_scale(), ptr[reg_a_sum + row + 4]);
-      // Code book sums already are dot - 128 * a_sum (emit_quad_codebook).
-      const bool subtract = !desc_.asymmetric && !codebook_;
-      if (desc_.asymmetric || subtract)
-        vpbroadcastd(t, ptr[reg_a_sum + row]);
-      if (desc_.asymmetric) {
-        vcvtdq2ps(t, t);
-        if (two_level_)
-          vmulps(t, t, act_scale());
-      } else if (subtract) {
-        vpslld(t, t, u4_ ? 3 : 7); // zp * a_sum, exact in int32
-      }
-      for (int j = 0; j < 2; ++j) {
-        const Ymm a = acc_i(i, j), f = acc_f(i, j);
-        if (int16_sums_)
-          vpmaddwd(a, a, Ymm(15)); // the group's int16 pair sums to int32
-        if (subtract)
-          vpsubd(a, a, t);
-        vcvtdq2ps(a, a);
-        if (two_level_)
-          vmulps(a, a, act_scale());
-        vfmadd231ps(f, a, scale(j));
-        if (desc_.asymmetric)
-          vfnmadd231ps(f, min_reg(j), t);
-        vpxor(a, a, a);
-      }
+      load_row_sum(int64_t(i) * groups_ * sum_bytes(), sum_tmp(), act_scale());
+      for (int j = 0; j < 2; ++j)
+        fold_vector(acc_i(i, j), acc_f(i, j), scale(j), min_reg(j), sum_tmp(), act_scale());
     }
   }
 
@@ -415,10 +438,7 @@ private:
     const Ymm c(8), a(10), t(12);
     if (!u4_) { // as emit_quad_u8
       const Ymm odd(9), a_odd(11), mask(15);
-      vpbroadcastd(a_odd, a_addr(0, u * 4));
-      vpsllw(a, a_odd, 8);
-      vpsraw(a, a, 8);
-      vpsraw(a_odd, a_odd, 8);
+      split_a_words(a, a_odd, 0, u);
       for (int j = 0; j < 4; ++j) {
         vmovdqu(odd, ptr[reg_bk + off + 32 * j]);
         vpand(c, mask, odd);
@@ -453,48 +473,10 @@ private:
   /// values) loaded just before its fold.
   void emit_fold_one_row() {
     const Ymm scale1(8), min1(9), factor(10), act(11), t(12);
-    if (two_level_)
-      vbroadcastss(act, ptr[reg_a_sum + 4]);
-    const bool subtract = !desc_.asymmetric && !codebook_;
-    if (desc_.asymmetric || subtract)
-      vpbroadcastd(t, ptr[reg_a_sum]);
-    if (desc_.asymmetric) {
-      vcvtdq2ps(t, t);
-      if (two_level_)
-        vmulps(t, t, act);
-    } else if (subtract) {
-      vpslld(t, t, u4_ ? 3 : 7);
-    }
+    load_row_sum(0, t, act);
     for (int j = 0; j < 4; ++j) {
-      const int col = 8 * j;
-      if (!two_level_) {
-        vcvtph2ps(scale1, ptr[reg_bk + 2 * col]);
-        if (desc_.asymmetric)
-          vcvtph2ps(min1, ptr[reg_bk + 64 + 2 * col]);
-      } else {
-        vcvtph2ps(factor, ptr[reg_hdr + 2 * col]);
-        vpmovsxbd(scale1, ptr[reg_bk + col]);
-        vcvtdq2ps(scale1, scale1);
-        vmulps(scale1, scale1, factor);
-        if (desc_.asymmetric) {
-          vcvtph2ps(factor, ptr[reg_hdr + 64 + 2 * col]);
-          vpmovzxbd(min1, ptr[reg_bk + 32 + col]);
-          vcvtdq2ps(min1, min1);
-          vmulps(min1, min1, factor);
-        }
-      }
-      const Ymm a = sum1(j), f = total1(j);
-      if (int16_sums_)
-        vpmaddwd(a, a, Ymm(15));
-      if (subtract)
-        vpsubd(a, a, t);
-      vcvtdq2ps(a, a);
-      if (two_level_)
-        vmulps(a, a, act);
-      vfmadd231ps(f, a, scale1);
-      if (desc_.asymmetric)
-        vfnmadd231ps(f, min1, t);
-      vpxor(a, a, a);
+      load_scale_vector(8 * j, scale1, min1, factor);
+      fold_vector(sum1(j), total1(j), scale1, min1, t, act);
     }
   }
 

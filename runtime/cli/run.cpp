@@ -185,12 +185,11 @@ int run_rank(const std::string &command, const std::string *implied_dir,
     return cli::runtime_error(err, command, s.message());
   Engine &engine = *session.engine;
   const Manifest &m = session.artifact->manifest();
-  if (f.verbose) {
+  if (f.verbose)
     err << command << ": variant " << session.artifact->variant_reason() << "\n"
-        << command << ": kernel self-test " << session.artifact->self_test_summary() << "\n";
-    err << command << ": decode GEMVs "
+        << command << ": kernel self-test " << session.artifact->self_test_summary() << "\n"
+        << command << ": decode GEMVs "
         << hyrt::decodeGemvLine(session.artifact->variant().cpu_features) << "\n";
-  }
   if (f.verbose && tp.group)
     err << command << ": tensor parallel, rank " << tp.rank << " of " << tp.size << " over "
         << tp.group->transport() << (tp.placement.empty() ? "" : "; " + tp.placement) << "\n";

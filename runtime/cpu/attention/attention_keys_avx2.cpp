@@ -91,37 +91,29 @@ void keyScores(const hyrt_step_v0 *step, const LayerView &l, const float *qg, fl
     flush();
 }
 
+using KeyScoresFn = void (*)(const hyrt_step_v0 *, const LayerView &, const float *, float,
+                            int64_t, int64_t, int64_t, float *, int64_t);
+
+/// keyScores for each group this pass takes, indexed by the group (null:
+/// not taken).
 template <typename T>
-bool keyScoresOf(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
-                 int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns) {
-  switch (l.group) {
-  case 1:
-    keyScores<T, 1>(step, l, qg, scale, t, kvh, n, scores, ns);
-    return true;
-  case 2:
-    keyScores<T, 2>(step, l, qg, scale, t, kvh, n, scores, ns);
-    return true;
-  case 4:
-    keyScores<T, 4>(step, l, qg, scale, t, kvh, n, scores, ns);
-    return true;
-  case 8:
-    keyScores<T, 8>(step, l, qg, scale, t, kvh, n, scores, ns);
-    return true;
-  default:
-    return false;
-  }
-}
+constexpr KeyScoresFn kByGroup[9] = {
+    nullptr, keyScores<T, 1>, keyScores<T, 2>, nullptr,        keyScores<T, 4>,
+    nullptr, nullptr,         nullptr,         keyScores<T, 8>};
 
 } // namespace
 
 bool keyScoresAvx2(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
                    int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns) {
-  if (l.dk % 8 != 0)
+  if (l.dk % 8 != 0 || l.group < 1 || l.group > 8)
     return false;
-  return withRowType(l, [&](auto *type) {
-    using T = std::remove_pointer_t<decltype(type)>;
-    return keyScoresOf<T>(step, l, qg, scale, t, kvh, n, scores, ns);
+  const KeyScoresFn fn = withRowType(l, [&](auto *type) {
+    return kByGroup<std::remove_pointer_t<decltype(type)>>[l.group];
   });
+  if (!fn)
+    return false;
+  fn(step, l, qg, scale, t, kvh, n, scores, ns);
+  return true;
 }
 
 } // namespace hyrt::cpu
