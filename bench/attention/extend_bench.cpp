@@ -18,7 +18,9 @@
 // `kv_heads`, `dim`: another model's attention (moe-small: 32 4 128).
 // HYC_BENCH_BF16_ONLY=1 times the bf16 kernel alone: the fp32 kernel's
 // rounds in between change its cache-resident rate by up to 30%, which
-// hides a kernel change's effect.
+// hides a kernel change's effect. HYC_BENCH_AVX2=1 times the fp32
+// row-blocked kernel's AVX2 form (what hosts without AVX-512 and the avx2
+// variant run) against the ymm FMA peak, and no bf16 kernel.
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
@@ -119,11 +121,14 @@ int main(int argc, char **argv) {
   const double cacheBytes = double(context) * kKvHeads * 2 * kDim * 2 * double(layers);
   const int threads = int(std::thread::hardware_concurrency());
   hyc::codegen::HostPeaks peaks = hyc::codegen::measure_compute_peaks(threads);
+  const bool avx2 = std::getenv("HYC_BENCH_AVX2") != nullptr;
+  hyrt::cpu::portableOnly() = avx2; // no AVX-512 bodies: the AVX2 form
   const bool bf16 = hyrt::cpu::hostHasAvx512Bf16();
+  const auto fmaPeak = [&] { return avx2 ? peaks.avx2_fp32_gflops : peaks.fp32_gflops; };
   std::printf("extend chunk of %lld tokens at positions %lld..%lld, %lld heads / %lld KV heads x "
               "%lld, bf16 cache; peaks: fp32 FMA %.0f, bf16 dot %.0f GFLOP/s\n",
               (long long)chunk, (long long)(context - chunk), (long long)(context - 1),
-              (long long)kHeads, (long long)kKvHeads, (long long)kDim, peaks.fp32_gflops,
+              (long long)kHeads, (long long)kKvHeads, (long long)kDim, fmaPeak(),
               peaks.bf16_gflops);
   std::vector<double> f32, b16;
   auto timed = [&](bool fp32Only) {
@@ -151,15 +156,17 @@ int main(int argc, char **argv) {
   hyc::codegen::keep_best_peaks(peaks, hyc::codegen::measure_compute_peaks(threads));
   std::printf("peaks, the better of before and after the rounds: fp32 FMA %.0f, bf16 dot %.0f "
               "GFLOP/s\n",
-              peaks.fp32_gflops, peaks.bf16_gflops);
+              fmaPeak(), peaks.bf16_gflops);
   // Cache bytes per second at the median rate (for one-token chunks: a
   // decode step's attention).
   auto gbs = [&](double gflops) { return cacheBytes / (2 * macs / (gflops * 1e9)) * 1e-9; };
   if (onlyBf16)
     std::printf("fp32 row-blocked kernel: not timed (HYC_BENCH_BF16_ONLY)\n");
   else
-    std::printf("fp32 row-blocked kernel: %.0f GFLOP/s (%.0f%% of the FMA peak), cache %.1f GB/s\n",
-                median(f32), 100 * median(f32) / peaks.fp32_gflops, gbs(median(f32)));
+    std::printf("fp32 row-blocked kernel%s: %.0f GFLOP/s (%.0f%% of the FMA peak), cache %.1f "
+                "GB/s\n",
+                avx2 ? " (AVX2 form)" : "", median(f32), 100 * median(f32) / fmaPeak(),
+                gbs(median(f32)));
   if (bf16 && onlyBf16)
     std::printf("bf16 dot-product kernel: %.0f GFLOP/s (%.0f%% of the bf16 peak), cache %.1f GB/s\n",
                 median(b16), 100 * median(b16) / peaks.bf16_gflops, gbs(median(b16)));

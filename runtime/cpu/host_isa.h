@@ -28,6 +28,15 @@ inline bool &portableOnly() {
   return forced;
 }
 
+/// Set by tests to run the per-token portable attention bodies where the
+/// AVX2 row-blocked kernel would (attention/attention_group.h
+/// rowsAvx2Apply), so that both stay checked on AVX2 hosts (never set by
+/// artifacts).
+inline bool &perTokenAttentionOnly() {
+  static bool forced = false;
+  return forced;
+}
+
 /// AVX2 + FMA: the portable attention body's key pass (attention_keys_avx2.cpp),
 /// on every host that has them, portable mode included.
 inline bool hostHasAvx2Fma() {

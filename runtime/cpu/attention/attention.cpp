@@ -134,12 +134,12 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
       hyrt::cpu::attendDecodeBf16(step, l, q, numHeads, scale, t, kvh, 1, out, nullptr);
     return;
   }
-  if (hyrt::cpu::hostHasAvx512BwVl()) {
+  if (hyrt::cpu::hostHasAvx512BwVl() || hyrt::cpu::rowsAvx2Apply(l)) {
     s.scores.resize(size_t(tq) * (nMax * size_t(l.group) + 16));
     if (hyrt::cpu::withRowType(l, [&](auto *type) {
           using T = std::remove_pointer_t<decltype(type)>;
-          return hyrt::cpu::attendRowsAvx512<T>(step, l, q, numHeads, scale, t, tq, kvh,
-                                                s.scores.data(), out);
+          return hyrt::cpu::attendRows<T>(step, l, q, numHeads, scale, t, tq, kvh,
+                                          s.scores.data(), out);
         }))
       return;
   }
@@ -368,8 +368,8 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                                       (step->positions[it.t0] + 1) * l.group));
         hyrt::cpu::withRowType(l, [&](auto *type) {
           using T = std::remove_pointer_t<decltype(type)>;
-          hyrt::cpu::attendRowsAvx512<T>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
-                                         tScratch.scores.data(), out, &split);
+          hyrt::cpu::attendRows<T>(step, l, q, numHeads, scale, it.t0, 1, it.kvh,
+                                   tScratch.scores.data(), out, &split);
         });
       });
   for (const Merge &m : merges)

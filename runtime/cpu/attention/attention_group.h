@@ -60,6 +60,15 @@ struct LayerView {
 bool keyScoresAvx2(const hyrt_step_v0 *step, const LayerView &l, const float *qg, float scale,
                    int64_t t, int64_t kvh, int64_t n, float *scores, int64_t ns);
 
+/// Brings a cache row of `elems` elements into L2 (prefetcht1): T0
+/// prefetches of a DRAM-resident cache held the L1 miss buffers and stalled
+/// (Zen 4: 14.6-15 -> 18.7-19 GB/s with T1; bench/README.md, "Decode
+/// attention at depth: prefetch into L2").
+template <typename T> inline void prefetchRowL2(const T *p, int64_t elems) {
+  for (int64_t b = 0; b < elems * int64_t(sizeof(T)); b += 64)
+    __builtin_prefetch(reinterpret_cast<const char *>(p) + b, 0, 2);
+}
+
 /// Calls f with a null pointer of the cache's element type (float,
 /// uint16_t for bf16, int8_t), so that one call site instantiates a
 /// kernel template for each dtype.
@@ -179,6 +188,46 @@ extern template bool attendRowsAvx512<int8_t>(const hyrt_step_v0 *, const LayerV
                                               int64_t, int64_t, float *, float *,
                                               const KvSplit *);
 
+/// The row-blocked kernel's AVX2 + FMA form (attention_rows_avx2.cpp): the
+/// contract of attendRowsAvx512 for the shapes rowsAvx2Shape takes (groups
+/// of 1, 2, 4 or 8 heads, dk and dv multiples of 8, dk up to 1024, dv up
+/// to 128, values not strided); false, nothing done, for others. Call only
+/// where hostHasAvx2Fma().
+bool rowsAvx2Shape(const LayerView &l);
+template <typename T>
+bool attendRowsAvx2(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                    int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                    float *scores, float *out, const KvSplit *split = nullptr);
+extern template bool attendRowsAvx2<float>(const hyrt_step_v0 *, const LayerView &,
+                                           const float *, int64_t, float, int64_t, int64_t,
+                                           int64_t, float *, float *, const KvSplit *);
+extern template bool attendRowsAvx2<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                              const float *, int64_t, float, int64_t, int64_t,
+                                              int64_t, float *, float *, const KvSplit *);
+extern template bool attendRowsAvx2<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                            const float *, int64_t, float, int64_t, int64_t,
+                                            int64_t, float *, float *, const KvSplit *);
+
+/// Whether the AVX2 form runs this layer where AVX-512 does not: its shape,
+/// a host with AVX2 + FMA, and no test pinning the per-token bodies.
+inline bool rowsAvx2Apply(const LayerView &l) {
+  return !hostHasAvx512BwVl() && hostHasAvx2Fma() && !perTokenAttentionOnly() &&
+         rowsAvx2Shape(l);
+}
+
+/// The row-blocked kernel in the host's widest form (AVX-512, else AVX2);
+/// false, nothing done, where neither takes the shape.
+template <typename T>
+inline bool attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                       int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                       float *scores, float *out, const KvSplit *split = nullptr) {
+  if (hostHasAvx512BwVl())
+    return attendRowsAvx512<T>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
+  if (rowsAvx2Apply(l))
+    return attendRowsAvx2<T>(step, l, q, numHeads, scale, t, tq, kvh, scores, out, split);
+  return false;
+}
+
 /// Whether this layer's attention takes the bf16 dot-product kernels below:
 /// a bf16 cache, or an int8 one (its codes are exact in bf16, its scales
 /// applied to the scores and probabilities: int8_rows_bf16.h), dk and dv
@@ -208,19 +257,23 @@ void attendDecodeBf16(const hyrt_step_v0 *step, const LayerView &l, const float 
                       float *out, const KvSplit *splits);
 
 /// Whether a decode token of this layer can be split into KV ranges: one
-/// of the two kernels that write partial results takes its shape.
+/// of the kernels that write partial results (the bf16 decode kernel, the
+/// row-blocked kernel's AVX-512 or AVX2 form) takes its shape.
 inline bool kvSplitsApply(const LayerView &l) {
   if (bf16DotsApply(l))
     return true;
   const bool rowsShape = l.dk > 0 && l.dk <= 1024 && l.dv > 0 && l.dv <= 128 &&
                          (l.group == 1 || l.group == 2 || l.group == 4 || l.group == 8 ||
                           l.group == 16);
-  return rowsShape && hostHasAvx512BwVl();
+  return (rowsShape && hostHasAvx512BwVl()) || rowsAvx2Apply(l);
 }
 
 /// y = e^x with the kernel's 16-lane exp (AVX-512F hosts only): the
 /// softmax's exponential, exposed so that tests can hold it to std::exp.
 void expAvx512(const float *x, float *y, int64_t n);
+/// The same with the AVX2 row-blocked kernel's 8-lane exp (AVX2 + FMA hosts
+/// only).
+void expAvx2(const float *x, float *y, int64_t n);
 
 } // namespace hyrt::cpu
 

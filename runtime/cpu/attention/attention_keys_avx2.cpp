@@ -23,29 +23,11 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 
+#include "../vec_avx2.h"
+
 namespace hyrt::cpu {
 
 namespace {
-
-inline __m256 load8(const float *p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const uint16_t *p) {
-  const __m256i w =
-      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
-inline __m256 load8(const int8_t *p) {
-  return _mm256_cvtepi32_ps(
-      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
-}
-
-/// The eight lane sums of a[0..7] as one vector: lane i is a[i]'s sum.
-inline __m256 sum8(const __m256 a[8]) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
-                       _mm256_permute2f128_ps(u0, u1, 0x31));
-}
 
 /// Rows [0, n) of token t: R = 8 / G rows x G heads per step into eight
 /// accumulators; a tail of fewer than R rows repeats its last row in the

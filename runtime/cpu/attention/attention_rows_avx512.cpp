@@ -53,14 +53,6 @@ inline __m512 load16(const uint16_t *p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
-// Into L2 (T1): T0 prefetches of a DRAM-resident cache held the L1 miss
-// buffers and stalled (Zen 4: 14.6-15 -> 18.7-19 GB/s with T1; bench/
-// README.md, "Decode attention at depth: prefetch into L2").
-template <typename T> inline void prefetchRow(const T *p, int64_t elems) {
-  for (int64_t b = 0; b < elems * int64_t(sizeof(T)); b += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(p) + b, _MM_HINT_T1);
-}
-
 // Rows prefetched ahead in the key and value passes (through the block
 // table, so across pages). Measured on a 2-vCPU Xeon with the cache in DRAM
 // (n = 4000, bf16, dense-1b heads): 0.87 ms per layer with value prefetch
@@ -133,7 +125,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
       }
     }
     for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < jStop; ++r)
-      prefetchRow(l.kRow<T>(rows[r], kvh), dk);
+      prefetchRowL2(l.kRow<T>(rows[r], kvh), dk);
     for (int64_t u = 0; u < tq; ++u) {
       const int64_t n = nOf(u);
       if (j >= n)
@@ -196,7 +188,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
           acc[i] = _mm512_loadu_ps(au + 16 * i);
         for (int64_t j = jb; j < jEnd; ++j) {
           if (u == 0 && h0 == 0 && j + kAheadV < jStop)
-            prefetchRow(l.vRow<T>(rows[j + kAheadV], kvh), dv);
+            prefetchRowL2(l.vRow<T>(rows[j + kAheadV], kvh), dv);
           __m512 v[SV];
           if (widenV) {
             const float *vw = &vWide[size_t((j - jb) * dvPad)];

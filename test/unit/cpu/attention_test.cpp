@@ -138,13 +138,20 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, CpuPagedAttention,
 // consecutive tokens sharing each row load (extend). Same tolerance as
 // above: fp32 accumulation against the double reference.
 namespace {
-void everyGroupMatchesReference(bool portable) {
+/// `portable`: no AVX-512 bodies (the AVX2 row-blocked kernel where the
+/// host has AVX2 + FMA); `perToken`: not that kernel either (the per-token
+/// portable bodies).
+void everyGroupMatchesReference(bool portable, bool perToken) {
   // Extend blocks of the bf16 cache on this kernel too (not the bf16
   // dot-product one): see attention_bf16_test.cpp.
   hyrt::cpu::fp32AttentionOnly() = true;
   hyrt::cpu::portableOnly() = portable;
+  hyrt::cpu::perTokenAttentionOnly() = perToken;
   struct Restore {
-    ~Restore() { hyrt::cpu::fp32AttentionOnly() = false, hyrt::cpu::portableOnly() = false; }
+    ~Restore() {
+      hyrt::cpu::fp32AttentionOnly() = false, hyrt::cpu::portableOnly() = false;
+      hyrt::cpu::perTokenAttentionOnly() = false;
+    }
   } restore;
   const int64_t pages = 40, pageSize = 5, kvHeads = 2, maxPages = 20;
   std::mt19937 rng(3);
@@ -183,28 +190,49 @@ TEST(CpuPagedAttentionRows, EveryGroupAndValueWidthMatchesReference) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl"))
     GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the row-blocked kernel cannot run";
-  everyGroupMatchesReference(false);
+  everyGroupMatchesReference(false, false);
 }
 
-// The same shapes on the portable bodies (what hosts without AVX-512 and
-// the avx2 variant run): groups 1, 2, 4 and 8 with dk a multiple of 8 take
-// the AVX2 key pass where the host has AVX2 + FMA (attention_keys_avx2.cpp:
-// eight-row steps ending inside a page and inside a step), group 16 and the
-// others the scalar one.
+// The same shapes on the row-blocked kernel's AVX2 form (what hosts without
+// AVX-512 and the avx2 variant run): groups 1, 2, 4 and 8 (eight-lane key
+// steps of 8 / G rows ending inside a page and inside a step; value passes
+// of 1, 2, 4 and 8 slices: dv 8, 40 (5 slices), 32, 64, 128); group 16
+// falls back to the per-token bodies.
+TEST(CpuPagedAttentionRows, Avx2FormMatchesReferenceForEveryGroup) {
+  if (!hyrt::cpu::hostHasAvx2Fma())
+    GTEST_SKIP() << "no AVX2 + FMA on this host: the AVX2 row-blocked kernel cannot run";
+  everyGroupMatchesReference(true, false);
+}
+
+// The same shapes on the per-token portable bodies (group 16 on AVX2 hosts,
+// every shape on hosts without AVX2): groups 1, 2, 4 and 8 with dk a
+// multiple of 8 take the AVX2 key pass where the host has AVX2 + FMA
+// (attention_keys_avx2.cpp: eight-row steps ending inside a page and inside
+// a step), group 16 and the others the scalar one.
 TEST(CpuPagedAttentionRows, PortableBodiesMatchReferenceForEveryGroup) {
   if (!hyrt::cpu::hostHasAvx2Fma())
     std::printf("note: no AVX2 + FMA here: every group takes the scalar key pass\n");
-  everyGroupMatchesReference(true);
+  everyGroupMatchesReference(true, true);
 }
 
 // Flash decoding: a decode token's positions split into KV ranges of at
 // least 256, partial softmax results merged, against the reference and the
 // unsplit kernel (same fp32-accumulation tolerance: the merge rescales
 // each split's sums by e^(m_s - M) once).
-TEST(CpuPagedAttentionSplits, SplitDecodeMatchesReference) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl"))
-    GTEST_SKIP() << "no AVX-512F/BW/VL on this host: splits run on the row-blocked kernel only";
+// On the AVX-512 form, and on the AVX2 form (portableOnly): both write the
+// partials' layout (kvSplitFloats) that the merge reads.
+class CpuPagedAttentionSplits : public ::testing::TestWithParam<bool> {
+protected:
+  void SetUp() override { hyrt::cpu::portableOnly() = GetParam(); }
+  void TearDown() override { hyrt::cpu::portableOnly() = false; }
+};
+
+TEST_P(CpuPagedAttentionSplits, SplitDecodeMatchesReference) {
+  if (!GetParam() && (!__builtin_cpu_supports("avx512f") ||
+                      !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl")))
+    GTEST_SKIP() << "no AVX-512F/BW/VL on this host: the AVX-512 row-blocked kernel cannot run";
+  if (GetParam() && !hyrt::cpu::hostHasAvx2Fma())
+    GTEST_SKIP() << "no AVX2 + FMA on this host: the AVX2 row-blocked kernel cannot run";
   const int64_t pageSize = 16, kvHeads = 2, dk = 64, dv = 64, heads = 8, maxPages = 100;
   const int64_t pages = 2 * maxPages;
   std::mt19937 rng(9);
@@ -242,22 +270,29 @@ TEST(CpuPagedAttentionSplits, SplitDecodeMatchesReference) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Forms, CpuPagedAttentionSplits, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return std::string(info.param ? "Avx2" : "Avx512");
+                         });
+
 // The AVX-512 softmax's exp against std::exp over the range softmax feeds
 // it (x = score - max <= 0, down past float's underflow) and the special
 // values. Bound: Cephes' expf polynomial has a documented peak relative
 // error of 1.6e-7 on [-ln2/2, ln2/2] (n ln2 is exact with the split
 // constant, 2^n by vscalefps is exact), plus 0.5 ulp (6e-8) for the last
 // rounding: 2.2e-7, and 2^-149 absolute where the result is denormal.
-TEST(CpuSoftmaxExp, WithinTwoUlpOfStdExp) {
-  if (!__builtin_cpu_supports("avx512f"))
-    GTEST_SKIP() << "no AVX-512F on this host: the kernel using this exp cannot run";
+// The AVX2 form's exp: the same polynomial, 2^n as two exact powers of two
+// (their product's one rounding in the denormal range is within the same
+// 2^-149 absolute), so the same bound.
+namespace {
+void expWithinTwoUlpOfStdExp(void (*expOf)(const float *, float *, int64_t)) {
   std::vector<float> x;
   for (float v = -110.0f; v <= 1.0f; v += 0.00731f)
     x.push_back(v);
   const float inf = std::numeric_limits<float>::infinity();
   x.insert(x.end(), {0.0f, -0.0f, -inf, std::nanf(""), 88.0f, -87.5f, -103.9f});
   std::vector<float> y(x.size());
-  hyrt::cpu::expAvx512(x.data(), y.data(), int64_t(x.size()));
+  expOf(x.data(), y.data(), int64_t(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const float want = std::exp(x[i]);
     if (std::isnan(want)) {
@@ -267,6 +302,19 @@ TEST(CpuSoftmaxExp, WithinTwoUlpOfStdExp) {
     EXPECT_LE(std::fabs(y[i] - want), 2.2e-7f * want + 1.5e-45f)
         << "x = " << x[i] << ": " << y[i] << " vs " << want;
   }
+}
+} // namespace
+
+TEST(CpuSoftmaxExp, WithinTwoUlpOfStdExp) {
+  if (!__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "no AVX-512F on this host: the kernel using this exp cannot run";
+  expWithinTwoUlpOfStdExp(hyrt::cpu::expAvx512);
+}
+
+TEST(CpuSoftmaxExp, Avx2FormWithinTwoUlpOfStdExp) {
+  if (!hyrt::cpu::hostHasAvx2Fma())
+    GTEST_SKIP() << "no AVX2 + FMA on this host: the kernel using this exp cannot run";
+  expWithinTwoUlpOfStdExp(hyrt::cpu::expAvx2);
 }
 
 /// A cache pool of n random elements in [-1, 1] as fp32 or bf16 bytes.
