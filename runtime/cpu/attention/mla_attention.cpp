@@ -247,9 +247,8 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   // the schedule for the kernels it would run on here.
   const int64_t weight =
       hyrt::cpu::plainRunsOnBf16Dots(l, m, kv_b_bf16 != 0) ? plain_form : plain_form_fp32;
-  if (avx512 && hyrt::cpu::mlaPlainIsCheaper(m, step, weight) &&
-      hyrt::cpu::plainExtendAvx512(step, l, m, q_nope, q_pe, w_kv_b, kv_b_bf16 != 0, out,
-                                    threads))
+  if (hyrt::cpu::mlaPlainIsCheaper(m, step, weight) &&
+      hyrt::cpu::plainExtend(step, l, m, q_nope, q_pe, w_kv_b, kv_b_bf16 != 0, out, threads))
     return;
 
   // Folds by (head, block of 8 tokens): each weight row once per block.

@@ -72,6 +72,13 @@ void expandLatentsAvx512(const Mla &m, const float *latents, int64_t latStride, 
                          const void *wKvB, bool bf16, int64_t h, float *kNope, int64_t kStride,
                          float *v, int64_t vStride);
 
+/// expandLatentsAvx512's contract on AVX2 + FMA (mla_expand_avx2.cpp), rank
+/// % 8 == 0: the same products, summed in another fp32 order. Call only
+/// where hostHasAvx2Fma().
+void expandLatentsAvx2(const Mla &m, const float *latents, int64_t latStride, int64_t n,
+                       const void *wKvB, bool bf16, int64_t h, float *kNope, int64_t kStride,
+                       float *v, int64_t vStride);
+
 /// expandLatentsAvx512 for bf16 latents (rank elements per row, rows
 /// latStride apart) and bf16 kv_b, on `vdpbf16ps` (mla_expand_bf16_avx512.cpp):
 /// the same products, summed in another fp32 order. AVX-512 BF16 hosts,
@@ -88,8 +95,9 @@ void expandLatentsBf16Dots(const Mla &m, const uint16_t *latents, int64_t latStr
 
 /// The plain form for an extend step of one sequence at consecutive
 /// positions (mla_plain.cpp); false when it does not apply (the caller runs
-/// the absorbed form). AVX-512F+BW+VL.
-bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+/// the absorbed form): on AVX-512F+BW+VL, or on AVX2 + FMA where the
+/// row-blocked kernel's AVX2 form takes the expanded heads (rowsAvx2Apply).
+bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
                        const float *qNope, const float *qPe, const void *wKvB, bool bf16W,
                        float *out, int threads);
 

@@ -43,12 +43,18 @@ bool plainRunsOnBf16Dots(const LayerView &l, const Mla &m, bool bf16W) {
 /// (a one-page view of the expanded rows). Cheaper than the absorbed form
 /// for long chunks (see hyc-global-absorb-mla); false when it does not
 /// apply (the caller runs the absorbed form).
-bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
                        const float *qNope, const float *qPe, const void *wKvB, bool bf16W,
                        float *out, int threads) {
   const int64_t T = step->num_tokens, H = m.heads, R = m.rank, dk = m.nope + m.rope;
   const int64_t D = R + m.rope;
-  if (step->num_seqs != 1 || R % 16 != 0 || m.v > 128 || dk > 1024 || T < 1)
+  // AVX-512, else the AVX2 forms of the expansion and of the row-blocked
+  // kernel (which takes the expanded heads' shape, or nothing runs here).
+  const bool avx512 = hostHasAvx512BwVl();
+  const LayerView fp32View{H, dk, m.v, 1, 1, nullptr, nullptr, false};
+  if (!avx512 && !rowsAvx2Apply(fp32View))
+    return false;
+  if (step->num_seqs != 1 || R % (avx512 ? 16 : 8) != 0 || m.v > 128 || dk > 1024 || T < 1)
     return false;
   for (int64_t t = 1; t < T; ++t)
     if (step->positions[t] != step->positions[t - 1] + 1 || step->token_seq[t] != step->token_seq[0])
@@ -125,9 +131,12 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
     if (bf16Expand)
       expandLatentsBf16Dots(m, latH + j0 * D, D, nb, static_cast<const uint16_t *>(wKvB),
                             h, k, dk, vc + (h * n + j0) * m.v, m.v);
-    else
+    else if (avx512)
       expandLatentsAvx512(m, lat + j0 * D, D, nb, wKvB, bf16W, h, k, dk,
                           vc + (h * n + j0) * m.v, m.v);
+    else
+      expandLatentsAvx2(m, lat + j0 * D, D, nb, wKvB, bf16W, h, k, dk, vc + (h * n + j0) * m.v,
+                        m.v);
     for (int64_t j = 0; j < nb; ++j)
       std::memcpy(k + j * dk + m.nope, lat + (j0 + j) * D + R,
                   sizeof(float) * size_t(m.rope));
@@ -178,8 +187,7 @@ bool plainExtendAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla &
     const int64_t h = i % H, t0 = (i / H) * kTokenBlock, tq = std::min(kTokenBlock, T - t0);
     thread_local std::vector<float> scores;
     scores.resize(size_t(tq * (int64_t(step->positions[t0]) + tq + 16)));
-    attendRowsAvx512<float>(&one, view, qc, H, m.scale, t0, tq, h,
-                                       scores.data(), out);
+    attendRows<float>(&one, view, qc, H, m.scale, t0, tq, h, scores.data(), out);
   });
   return true;
 }
