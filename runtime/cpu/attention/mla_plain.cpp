@@ -4,7 +4,8 @@
 // the chunk sees is expanded once into per-head keys [k_nope | k_pe] and
 // values (W_UK and W_UV times the latent, 4x4 dot tiles), then the heads
 // attend as multi-head attention on the row-blocked kernel over a one-page
-// view of the expanded rows.
+// view of the expanded rows. AVX-512 hosts, and AVX2 + FMA ones (the
+// expansion and the row-blocked kernel in their AVX2 forms).
 #include "mla_attention.h"
 
 #include "../scratch_array.h"
