@@ -19,8 +19,9 @@
 // Work: the query fold by (head, block of 8 tokens), attention by (token
 // block or decode token and KV split) with an online softmax in fp32, then
 // the split merge and the output fold by (head, block of 8 tokens); all on
-// the thread pool. AVX-512 bodies in mla_attention_avx512.cpp, portable
-// ones here; a long extend chunk of one sequence takes the plain form
+// the thread pool. AVX-512 bodies in mla_attention_avx512.cpp, AVX2 + FMA
+// ones in mla_attention_avx2.cpp, portable ones here; a long extend chunk
+// of one sequence takes the plain form
 // instead when that costs less (mla_plain.cpp, mlaPlainIsCheaper).
 #include "hyrt/cpu_kernels.h"
 
@@ -227,6 +228,9 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   const LayerView l = layerView(kv, layer, 1);
   const int64_t T = step->num_tokens, H = num_heads, R = kv_lora_rank;
   const bool avx512 = hyrt::cpu::hostHasAvx512BwVl();
+  // The AVX2 + FMA blocks where AVX-512 does not run (tests pin the
+  // portable bodies with perTokenAttentionOnly).
+  const bool avx2 = hyrt::cpu::hostHasAvx2Fma() && !hyrt::cpu::perTokenAttentionOnly();
   // The caller's buffers (captured by reference: a worker would otherwise
   // see its own thread_local instances).
   thread_local std::vector<float> callerQLat, callerParts;
@@ -344,6 +348,12 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
           using T = std::remove_pointer_t<decltype(type)>;
           return hyrt::cpu::attendLatentAvx512<T>(step, l, m, qLat.data(), q_pe, it.t0,
                                                   it.count, it.begin, end, part);
+        }))
+      return;
+    if (!avx512 && avx2 && hyrt::cpu::withRowType(l, [&](auto *type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          return hyrt::cpu::attendLatentAvx2<T>(step, l, m, qLat.data(), q_pe, it.t0, it.count,
+                                                it.begin, end, part);
         }))
       return;
     for (int64_t u = 0; u < it.count; ++u) {

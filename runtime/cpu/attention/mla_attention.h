@@ -54,6 +54,23 @@ extern template bool attendLatentAvx512<int8_t>(const hyrt_step_v0 *, const Laye
                                                 const Mla &, const float *, const float *,
                                                 int64_t, int64_t, int64_t, int64_t, float *);
 
+/// attendLatentAvx512's contract on AVX2 + FMA (mla_attention_avx2.cpp), for
+/// rank and rope multiples of 8 and token blocks up to 64; false for other
+/// shapes. Call only where hostHasAvx2Fma().
+template <typename T>
+bool attendLatentAvx2(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
+                      const float *qLat, const float *qPe, int64_t t0, int64_t tq,
+                      int64_t begin, int64_t end, float *parts);
+extern template bool attendLatentAvx2<float>(const hyrt_step_v0 *, const LayerView &,
+                                             const Mla &, const float *, const float *,
+                                             int64_t, int64_t, int64_t, int64_t, float *);
+extern template bool attendLatentAvx2<uint16_t>(const hyrt_step_v0 *, const LayerView &,
+                                                const Mla &, const float *, const float *,
+                                                int64_t, int64_t, int64_t, int64_t, float *);
+extern template bool attendLatentAvx2<int8_t>(const hyrt_step_v0 *, const LayerView &,
+                                              const Mla &, const float *, const float *,
+                                              int64_t, int64_t, int64_t, int64_t, float *);
+
 /// q_lat[t][h] = W_UK[h]^T q_nope[t][h] for tokens [t0, t1) of head h,
 /// and out[t][h] = W_UV[h] o_lat[t] * inv[t] for the same: kv_b (fp32, or
 /// bf16 rows when `bf16`) in its stored layout, weights loaded once per

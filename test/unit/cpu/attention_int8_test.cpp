@@ -9,6 +9,7 @@
 #include "hyrt/reference.h"
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/kv_int8.h"
+#include "attention_bodies.h"
 
 #include <gtest/gtest.h>
 
@@ -434,10 +435,15 @@ void expectMlaMatches(const Int8Layer &c, int64_t heads, int64_t nope, int64_t r
     ASSERT_NEAR(got[i], want[i], 1e-2) << what << ", element " << i;
 }
 
-class CpuMlaAttentionInt8 : public ::testing::TestWithParam<bool> {
+class CpuMlaAttentionInt8 : public ::testing::TestWithParam<hyc::test::Bodies> {
 protected:
-  void SetUp() override { hyrt::cpu::portableOnly() = GetParam(); }
-  void TearDown() override { hyrt::cpu::portableOnly() = false; }
+  void SetUp() override {
+    const std::string missing = hyc::test::bodiesMissing(GetParam());
+    if (!missing.empty())
+      GTEST_SKIP() << missing;
+    hyc::test::pinBodies(GetParam());
+  }
+  void TearDown() override { hyc::test::unpinBodies(); }
 };
 
 TEST_P(CpuMlaAttentionInt8, DecodeExtendAndPlainMatchTheReference) {
@@ -459,9 +465,9 @@ TEST_P(CpuMlaAttentionInt8, DecodeExtendAndPlainMatchTheReference) {
   expectMlaMatches(c, heads, nope, rope, v, extend, 1, -1, rng, "plain extend");
 }
 
-INSTANTIATE_TEST_SUITE_P(Bodies, CpuMlaAttentionInt8, ::testing::Bool(),
+INSTANTIATE_TEST_SUITE_P(Bodies, CpuMlaAttentionInt8, hyc::test::allBodies(),
                          [](const auto &info) {
-                           return std::string(info.param ? "portable" : "native");
+                           return std::string(hyc::test::bodiesName(info.param));
                          });
 
 } // namespace

@@ -29,6 +29,7 @@
 #include "runtime/cpu/host_isa.h"
 #include "runtime/reference/bf16.h"
 #include "test/common/compare.h"
+#include "attention_bodies.h"
 
 #include <gtest/gtest.h>
 
@@ -225,12 +226,19 @@ void expectMatch(const Dims &m, const LatentCache &c, bool bf16, bool bf16KvB,
     }
 }
 
-// Parameters: bf16 cache (else fp32), and portable bodies forced (else the
-// AVX-512 ones where the host has them), so both kinds run on every host.
-class CpuMlaAttention : public ::testing::TestWithParam<std::tuple<bool, bool>> {
+// Parameters: bf16 cache (else fp32), and the bodies (attention_bodies.h:
+// the host's widest, the AVX2 + FMA forms, the per-token portable ones),
+// so every kind runs on every host that has it.
+class CpuMlaAttention
+    : public ::testing::TestWithParam<std::tuple<bool, hyc::test::Bodies>> {
 protected:
-  void SetUp() override { hyrt::cpu::portableOnly() = std::get<1>(GetParam()); }
-  void TearDown() override { hyrt::cpu::portableOnly() = false; }
+  void SetUp() override {
+    const std::string missing = hyc::test::bodiesMissing(std::get<1>(GetParam()));
+    if (!missing.empty())
+      GTEST_SKIP() << missing;
+    hyc::test::pinBodies(std::get<1>(GetParam()));
+  }
+  void TearDown() override { hyc::test::unpinBodies(); }
 };
 
 // Decode: two sequences per step, the second at a short fixed length; the
@@ -366,10 +374,11 @@ TEST(MlaPlainForm, DecisionFollowsTheScheduleWeight) {
   EXPECT_FALSE(decide(512, 512, 70, /*seqs=*/2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Cache, CpuMlaAttention, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(Cache, CpuMlaAttention,
+                         ::testing::Combine(::testing::Bool(), hyc::test::allBodies()),
                          [](const auto &info) {
-                           return std::string(std::get<0>(info.param) ? "bf16" : "f32") +
-                                  (std::get<1>(info.param) ? "_portable" : "_native");
+                           return std::string(std::get<0>(info.param) ? "bf16" : "f32") + "_" +
+                                  hyc::test::bodiesName(std::get<1>(info.param));
                          });
 
 } // namespace
