@@ -10,9 +10,14 @@
 // so a share above 100% would be a measurement error). The plain form's
 // time is printed with the absorbed form's work per second for comparison,
 // not as a share of a peak: it does other work. mla-small's heads (16) and
-// DeepSeek-V3's (128), rank 512, rope 64, nope 128, v 128. Not a test.
+// DeepSeek-V3's (128), rank 512, rope 64, nope 128, v 128.
+// HYC_BENCH_AVX2=1 times the AVX2 + FMA forms (what hosts without AVX-512
+// and the avx2 variant run) against the ymm FMA peak. Not a test.
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
+#include "runtime/cpu/host_isa.h"
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -96,14 +101,17 @@ Run run(int64_t heads, int64_t T, int64_t n, int64_t splits, bool quick,
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   const int threads = int(std::thread::hardware_concurrency());
-  if (!hyc::codegen::executes_avx512_fma()) {
-    std::printf("hyc_attention_bench: no AVX-512 here; the portable kernel is not measured\n");
+  const bool avx2 = std::getenv("HYC_BENCH_AVX2") != nullptr;
+  if (avx2 ? !hyrt::cpu::hostHasAvx2Fma() : !hyc::codegen::executes_avx512_fma()) {
+    std::printf("hyc_attention_bench: no %s here; the portable kernel is not measured\n",
+                avx2 ? "AVX2 + FMA" : "AVX-512");
     return 0;
   }
+  hyrt::cpu::portableOnly() = avx2; // no AVX-512 bodies: the AVX2 forms
   const hyc::codegen::HostPeaks peaks = hyc::codegen::measure_best_compute_peaks(threads, 3);
-  const bool bf16 = peaks.bf16_gflops > peaks.fp32_gflops;
-  const double peak = bf16 ? peaks.bf16_gflops : peaks.fp32_gflops;
-  const char *peakName = bf16 ? "bf16 vdpbf16ps" : "fp32 FMA";
+  const bool bf16 = !avx2 && peaks.bf16_gflops > peaks.fp32_gflops;
+  const double peak = avx2 ? peaks.avx2_fp32_gflops : bf16 ? peaks.bf16_gflops : peaks.fp32_gflops;
+  const char *peakName = avx2 ? "fp32 FMA (AVX2)" : bf16 ? "bf16 vdpbf16ps" : "fp32 FMA";
   std::printf("hyc_attention_bench: absorbed MLA, bf16 latent cache, %d threads, fp32 FMA peak "
               "%.0f GFLOP/s, bf16 peak %.0f; shares of the %s peak\n",
               threads, peaks.fp32_gflops, peaks.bf16_gflops, peakName);

@@ -75,55 +75,76 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   kWideBuf.resize(size_t(R * dk));
   float *kWide = pinned(kWideBuf.data());
 
-  // Keys: R rows x G heads per step; the tail step repeats its last row in
-  // the unused slots and stores only the valid lanes.
+  // Keys: TU tokens x RS rows x G heads per step (TU * RS * G = 8); the
+  // tail step repeats its last row in the unused slots. One head (G = 1:
+  // MHA, MLA's expanded heads) in an extend block takes token pairs, so
+  // that each step loads 2 query and 4 key slices per 8 FMAs rather than 1
+  // and 8; otherwise one token.
   const int64_t jStop = nOf(tq - 1);
   const bool widenK = !std::is_same_v<T, float> && tq > 1;
-  for (int64_t j = j0; j < jStop; j += R) {
-    const T *kRows[R];
-    __m256 rowScales = vscale; // lane r * G + h: row r's scale x the score scale
-    for (int r = 0; r < R; ++r)
-      kRows[r] = l.kRow<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh);
-    if constexpr (std::is_same_v<T, int8_t>) {
-      alignas(32) float lanes[8];
-      for (int r = 0; r < R; ++r)
-        for (int h = 0; h < G; ++h)
-          lanes[r * G + h] = l.kScaleOf<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh) * scale;
-      rowScales = _mm256_load_ps(lanes);
-    }
-    // Several tokens read these rows: widen once, not once per token.
-    if (widenK)
-      for (int r = 0; r < R; ++r)
-        for (int64_t s = 0; s < dk; s += 8)
-          _mm256_storeu_ps(kWide + r * dk + s, load8(kRows[r] + s));
-    for (int64_t r = j + kAheadK; r < j + kAheadK + R && r < jStop; ++r)
-      prefetchRowL2(l.kRow<T>(rows[r], kvh), dk);
-    for (int64_t u = 0; u < tq; ++u) {
-      const int64_t n = nOf(u);
-      if (j >= n)
-        continue;
-      const float *qg = q + ((t0 + u) * numHeads + kvh * G) * dk;
-      __m256 acc[8];
-      for (int i = 0; i < 8; ++i)
-        acc[i] = _mm256_setzero_ps();
-      for (int64_t s = 0; s < dk; s += 8) {
-        // The G query slices once per step (in registers up to G = 4: 8
-        // accumulators + 4 + the row fit the 16 ymm), then R rows.
-        __m256 qs[G];
-        for (int h = 0; h < G; ++h)
-          qs[h] = _mm256_loadu_ps(qg + h * dk + s);
-        for (int r = 0; r < R; ++r) {
-          const __m256 k = widenK ? _mm256_loadu_ps(kWide + r * dk + s) : load8(kRows[r] + s);
-          for (int h = 0; h < G; ++h)
-            acc[r * G + h] = _mm256_fmadd_ps(qs[h], k, acc[r * G + h]);
+  auto keyPass = [&](auto tokens) {
+    constexpr int TU = decltype(tokens)::value, RS = R / TU;
+    for (int64_t j = j0; j < jStop; j += RS) {
+      const T *kRows[RS];
+      // lane u * RS * G + r * G + h: row r's scale x the score scale
+      __m256 rowScales = vscale;
+      for (int r = 0; r < RS; ++r)
+        kRows[r] = l.kRow<T>(rows[j + r < jStop ? j + r : jStop - 1], kvh);
+      if constexpr (std::is_same_v<T, int8_t>) {
+        alignas(32) float lanes[8];
+        for (int i = 0; i < 8; ++i)
+          lanes[i] = l.kScaleOf<T>(rows[j + i / G % RS < jStop ? j + i / G % RS : jStop - 1], kvh) *
+                     scale;
+        rowScales = _mm256_load_ps(lanes);
+      }
+      // Several tokens read these rows: widen once, not once per token.
+      if (widenK)
+        for (int r = 0; r < RS; ++r)
+          for (int64_t s = 0; s < dk; s += 8)
+            _mm256_storeu_ps(kWide + r * dk + s, load8(kRows[r] + s));
+      for (int64_t r = j + kAheadK; r < j + kAheadK + RS && r < jStop; ++r)
+        prefetchRowL2(l.kRow<T>(rows[r], kvh), dk);
+      for (int64_t u = 0; u < tq; u += TU) {
+        if (j >= nOf(std::min<int64_t>(u + TU, tq) - 1)) // the pair's later token sees most
+          continue;
+        const float *qg[TU];
+        for (int x = 0; x < TU; ++x)
+          qg[x] = q + ((t0 + std::min<int64_t>(u + x, tq - 1)) * numHeads + kvh * G) * dk;
+        __m256 acc[8];
+        for (int i = 0; i < 8; ++i)
+          acc[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < dk; s += 8) {
+          // The query slices once per step (in registers up to 4: 8
+          // accumulators + 4 + the row fit the 16 ymm), then RS rows.
+          __m256 qs[TU * G];
+          for (int x = 0; x < TU; ++x)
+            for (int h = 0; h < G; ++h)
+              qs[x * G + h] = _mm256_loadu_ps(qg[x] + h * dk + s);
+          for (int r = 0; r < RS; ++r) {
+            const __m256 k = widenK ? _mm256_loadu_ps(kWide + r * dk + s) : load8(kRows[r] + s);
+            for (int x = 0; x < TU; ++x)
+              for (int h = 0; h < G; ++h)
+                acc[(x * RS + r) * G + h] = _mm256_fmadd_ps(qs[x * G + h], k, acc[(x * RS + r) * G + h]);
+          }
+        }
+        // All lanes stored: lanes past a token's last position land in
+        // slots its softmax never reads (a token's stride has 16 floats past
+        // every position's scores).
+        const __m256 sv = _mm256_mul_ps(sum8(acc), rowScales);
+        if constexpr (TU == 1) {
+          _mm256_storeu_ps(scores + u * stride + (j - j0) * G, sv);
+        } else {
+          _mm_storeu_ps(scores + u * stride + (j - j0) * G, _mm256_castps256_ps128(sv));
+          if (u + 1 < tq)
+            _mm_storeu_ps(scores + (u + 1) * stride + (j - j0) * G, _mm256_extractf128_ps(sv, 1));
         }
       }
-      // All eight lanes stored: lanes past the token's last position land in
-      // slots its softmax never reads (a token's stride has 16 floats past
-      // every position's scores).
-      _mm256_storeu_ps(scores + u * stride + (j - j0) * G, _mm256_mul_ps(sum8(acc), rowScales));
     }
-  }
+  };
+  if (G == 1 && tq > 1)
+    keyPass(std::integral_constant<int, 2>{});
+  else
+    keyPass(std::integral_constant<int, 1>{});
 
   thread_local std::vector<float> sumsBuf, accBuf;
   sumsBuf.resize(size_t(tq * G));
