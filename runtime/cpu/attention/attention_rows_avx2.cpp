@@ -237,10 +237,13 @@ using RowsFn = void (*)(const hyrt_step_v0 *, const LayerView &, const float *, 
 /// 4 where the group has two heads or more (two broadcast weights share
 /// each loaded slice, the block's rows widened once for every pass), 8 for
 /// one head. Decode: every head in one pass, SC = 8 / G, so that each
-/// element of a row is read once and nothing is widened. Fewer slices
-/// where dv / 8 is not a multiple.
+/// element of a row is read once and nothing is widened; but 8 heads take
+/// two passes of 4 heads x 2 slices (8 broadcast weights per 8 FMAs ran
+/// slower than 4 weights and 2 row slices, widening included: moe-small's
+/// heads at 4000 positions 87-89 -> 96 GFLOP/s). Fewer slices where dv / 8
+/// is not a multiple.
 template <typename T, int G> RowsFn pickSlices(int64_t slices, bool decode) {
-  constexpr int perHead = 8 / G;
+  constexpr int perHead = G == 8 ? 2 : 8 / G;
   if (decode && slices % perHead == 0)
     return attendRows<T, G, perHead>;
   constexpr int widest = G == 1 ? 8 : 4;
