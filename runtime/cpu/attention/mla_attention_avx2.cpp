@@ -11,7 +11,7 @@
 // dequantized there), scores 4 query rows x 2 positions per eight
 // accumulators and one sum8 tree, the online softmax lane-parallel over 8
 // query rows, values 4 query rows x 16 columns per pass over the block.
-#include "mla_attention.h"
+#include "mla_latent_blocks.h"
 #include "../tls_pointer.h"
 
 #include <algorithm>
@@ -34,11 +34,7 @@ namespace {
 /// DeepSeek) stay in L1/L2 while every query row's value pass reads them.
 constexpr int64_t kBlock = 16;
 
-/// A thread's buffers, grown to the largest call seen.
-struct Work {
-  std::vector<float> q, c, s, o, stats;
-};
-thread_local Work tWork;
+thread_local LatentWork tWork;
 
 /// o[i + r][cols] = alpha o[i + r][cols] + sum_b p[b][i + r] c[b][cols] for
 /// the query rows r < rows (<= 4) and NC 8-wide slices from `col`: 4 x NC
@@ -81,7 +77,7 @@ bool attendLatentAvx2(const hyrt_step_v0 *step, const LayerView &l, const Mla &m
     return false;
   // Query rows padded to whole 8-lane vectors of the softmax.
   const int64_t M = tq * H, mPad = (M + 7) / 8 * 8;
-  Work &w = tWork;
+  LatentWork &w = tWork;
   w.q.assign(size_t(mPad * D), 0.0f);
   w.c.resize(size_t((kBlock + 1) * D));
   w.s.resize(size_t((kBlock + 1) * mPad));
@@ -93,19 +89,10 @@ bool attendLatentAvx2(const hyrt_step_v0 *step, const LayerView &l, const Mla &m
   std::fill(mx, mx + mPad, -INFINITY);
   std::fill(sum, sum + mPad, 0.0f);
   // Query rows [q_lat | q_pe]; padding rows stay zero (score 0, unused).
-  for (int64_t i = 0; i < M; ++i) {
-    const int64_t t = t0 + i / H, h = i % H;
-    std::memcpy(&wq[size_t(i * D)], qLat + (t * H + h) * R, sizeof(float) * size_t(R));
-    std::memcpy(&wq[size_t(i * D + R)], qPe + (t * H + h) * m.rope,
-                sizeof(float) * size_t(m.rope));
-  }
+  packLatentQueries(m, qLat, qPe, t0, M, wq, D);
   // Token u sees positions below lastOf[u] (its own included).
   int64_t lastOf[64];
-  int64_t stop = begin;
-  for (int64_t u = 0; u < tq; ++u) {
-    lastOf[u] = std::min<int64_t>(end, int64_t(step->positions[t0 + u]) + 1);
-    stop = std::max(stop, lastOf[u]);
-  }
+  const int64_t stop = latentStops(step, t0, tq, begin, end, lastOf);
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[t0]) * step->max_pages_per_seq;
   const __m256 vscale = _mm256_set1_ps(m.scale);
@@ -153,9 +140,7 @@ bool attendLatentAvx2(const hyrt_step_v0 *step, const LayerView &l, const Mla &m
       }
     }
     // Positions past a token's own are not scores.
-    for (int64_t u = 0; u < tq; ++u)
-      for (int64_t b = std::max<int64_t>(0, lastOf[u] - j0); b < nb; ++b)
-        std::fill(ws + b * mPad + u * H, ws + b * mPad + (u + 1) * H, -INFINITY);
+    maskPastOwn(ws, mPad, H, tq, lastOf, j0, nb);
     // Online softmax, lane-parallel over query rows.
     for (int64_t i0 = 0; i0 < mPad; i0 += 8) {
       const __m256 mOld = _mm256_loadu_ps(mx + i0);
@@ -191,14 +176,7 @@ bool attendLatentAvx2(const hyrt_step_v0 *step, const LayerView &l, const Mla &m
       }
     }
   }
-  // Partials: per token [H][R] o_lat, then H maxima, then H sums.
-  const int64_t stride = mlaPartialFloats(m);
-  for (int64_t u = 0; u < tq; ++u) {
-    float *part = parts + u * stride;
-    std::memcpy(part, wo + u * H * R, sizeof(float) * size_t(H * R));
-    std::memcpy(part + H * R, mx + u * H, sizeof(float) * size_t(H));
-    std::memcpy(part + H * R + H, sum + u * H, sizeof(float) * size_t(H));
-  }
+  writeLatentPartials(m, tq, wo, mx, sum, parts);
   return true;
 }
 

@@ -15,7 +15,7 @@
 //   per pass over the block (the block's rows stay in L1/L2).
 // The folds through kv_b keep the token block's accumulators in registers
 // and load each weight row once per block.
-#include "mla_attention.h"
+#include "mla_latent_blocks.h"
 #include "../tls_pointer.h"
 
 #include <algorithm>
@@ -52,11 +52,7 @@ inline __m512 widen16(const int8_t *p, __mmask16 m) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
 
-/// A thread's buffers, grown to the largest call seen.
-struct Work {
-  std::vector<float> q, c, s, o, stats;
-};
-thread_local Work tWork;
+thread_local LatentWork tWork;
 
 /// o[i + r][cols] = alpha o[i + r][cols] + sum_b p[b][i + r] c[b][cols] for
 /// the query rows r < rows (<= 4) and NC 16-wide slices from `col`: 4 x NC
@@ -95,10 +91,10 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
                         const float *qLat, const float *qPe, int64_t t0, int64_t tq,
                         int64_t begin, int64_t end, float *parts) {
   const int64_t H = m.heads, R = m.rank, D = m.rank + m.rope;
-  if (R % 16 != 0 || tq < 1)
+  if (R % 16 != 0 || tq < 1 || tq > 64)
     return false;
   const int64_t dPad = (D + 15) / 16 * 16, M = tq * H, mPad = (M + 15) / 16 * 16;
-  Work &w = tWork;
+  LatentWork &w = tWork;
   w.q.assign(size_t(mPad * dPad), 0.0f);
   w.c.resize(size_t((kBlock + 3) * dPad));
   w.s.resize(size_t((kBlock + 3) * mPad));
@@ -110,21 +106,10 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
   std::fill(mx, mx + mPad, -INFINITY);
   std::fill(sum, sum + mPad, 0.0f);
   // Query rows [q_lat | q_pe], zero padded (padding rows score 0, unused).
-  for (int64_t i = 0; i < M; ++i) {
-    const int64_t t = t0 + i / H, h = i % H;
-    std::memcpy(&wq[size_t(i * dPad)], qLat + (t * H + h) * R, sizeof(float) * size_t(R));
-    std::memcpy(&wq[size_t(i * dPad + R)], qPe + (t * H + h) * m.rope,
-                sizeof(float) * size_t(m.rope));
-  }
+  packLatentQueries(m, qLat, qPe, t0, M, wq, dPad);
   // Token u sees positions below lastOf[u] (its own included).
   int64_t lastOf[64];
-  if (tq > 64)
-    return false;
-  int64_t stop = begin;
-  for (int64_t u = 0; u < tq; ++u) {
-    lastOf[u] = std::min<int64_t>(end, int64_t(step->positions[t0 + u]) + 1);
-    stop = std::max(stop, lastOf[u]);
-  }
+  const int64_t stop = latentStops(step, t0, tq, begin, end, lastOf);
   const int32_t *blocks =
       step->block_tables + int64_t(step->token_seq[t0]) * step->max_pages_per_seq;
   const __m512 vscale = _mm512_set1_ps(m.scale);
@@ -176,10 +161,7 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
       }
     }
     // Positions past a token's own are not scores.
-    for (int64_t u = 0; u < tq; ++u)
-      for (int64_t b = std::max<int64_t>(0, lastOf[u] - j0); b < nb; ++b)
-        std::fill(ws + b * mPad + u * H, ws + b * mPad + (u + 1) * H,
-                  -INFINITY);
+    maskPastOwn(ws, mPad, H, tq, lastOf, j0, nb);
     // Online softmax, lane-parallel over query rows.
     for (int64_t i0 = 0; i0 < mPad; i0 += 16) {
       const __m512 mOld = _mm512_loadu_ps(mx + i0);
@@ -218,14 +200,7 @@ bool attendLatentAvx512(const hyrt_step_v0 *step, const LayerView &l, const Mla 
       }
     }
   }
-  // Partials: per token [H][R] o_lat, then H maxima, then H sums.
-  const int64_t stride = mlaPartialFloats(m);
-  for (int64_t u = 0; u < tq; ++u) {
-    float *part = parts + u * stride;
-    std::memcpy(part, wo + u * H * R, sizeof(float) * size_t(H * R));
-    std::memcpy(part + H * R, mx + u * H, sizeof(float) * size_t(H));
-    std::memcpy(part + H * R + H, sum + u * H, sizeof(float) * size_t(H));
-  }
+  writeLatentPartials(m, tq, wo, mx, sum, parts);
   return true;
 }
 

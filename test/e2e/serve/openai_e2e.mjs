@@ -232,9 +232,13 @@ function connectTo(base) {
 }
 
 /// 200 clients that each send a request head one line a second hold no
-/// thread: honest requests are answered meanwhile, within twice their
-/// usual latency plus 0.5 s (the slack covers this 2-core host's noise; a
-/// server that gave its threads to the slow clients never answers). On the
+/// thread: honest requests are answered meanwhile. What fails is a server
+/// that gives its threads to the slow clients: it answers the honest
+/// request only once they are dropped, at the request timeout (10 s by
+/// default), or never. So the bound is twice the usual latency plus 5 s,
+/// half that timeout: the slack is for scheduling stalls on a 2-core host
+/// under a parallel test run (a 0.5 s slack failed once at the start of
+/// `ctest -j2`), not a latency target (benchmarks measure latency). On the
 /// old server (64 threads, each held by one slow client) this timed out.
 async function slowClients(base, client) {
   const honest = { kind: 'completion', prompt: 'Once upon a time', n: 48, stream: false };
@@ -251,7 +255,7 @@ async function slowClients(base, client) {
   try {
     const during = Math.max(await timeOne(), await timeOne(), await timeOne());
     console.log(`ok: 200 slow clients: honest request ${before} ms alone, at most ${during} ms beside them`);
-    assert.ok(during <= 2 * before + 500, `honest latency ${during} ms vs ${before} ms alone`);
+    assert.ok(during <= 2 * before + 5000, `honest latency ${during} ms vs ${before} ms alone`);
   } finally {
     clearInterval(drip);
     slow.forEach((s) => s.destroy());
