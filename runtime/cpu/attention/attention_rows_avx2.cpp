@@ -42,9 +42,12 @@ namespace hyrt::cpu {
 
 namespace {
 
-/// Rows prefetched ahead in the key and value passes (the AVX-512 form's
-/// distances).
-constexpr int64_t kAheadK = 64, kAheadV = 64;
+/// Rows prefetched ahead in the key and value passes: more than the
+/// AVX-512 form's 16, for the 8-lane passes spend fewer cycles per row
+/// (`HYC_BENCH_AVX2=1 hyc_extend_attention_bench 4000 1 7 16 16 32 8 64`,
+/// decode from DRAM, cache GB/s: 16 rows 17.6-17.8, 32 19.7-19.9, 64
+/// 18.9-19.5; moe-small's heads the same at every distance).
+constexpr int64_t kAheadK = 32, kAheadV = 32;
 /// Value rows per block: 64 x 128 fp32 = 32 KiB, an L1's worth.
 constexpr int64_t kValueBlock = 64;
 
