@@ -162,9 +162,15 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
 
   // Values, kValueBlock rows at a time (L1-resident for the block's other
   // tokens): per token, HB heads x SV slices of accumulators per pass.
-  // bf16 value rows read by several passes (tokens, or head groups when
-  // G > HB) are widened once per block.
-  const bool widenV = !std::is_same_v<T, float> && (tq > 1 || G > HB);
+  // A decode token whose heads do not fit one pass (G x SV > 16) takes
+  // every head in each pass over SP of the slices instead: each element is
+  // read once and nothing is widened (moe-small's 8 heads x 128:
+  // bench/README.md, "The avx2 variant's attention"). Otherwise bf16 value
+  // rows read by several passes (tokens, or head groups when G > HB) are
+  // widened once per block.
+  constexpr int SP = G >= 16 ? 1 : 16 / G; // slices per all-heads pass
+  const bool allHeads = tq == 1 && G * SV > 16 && SV % SP == 0;
+  const bool widenV = !std::is_same_v<T, float> && (tq > 1 || (G > HB && !allHeads));
   if (widenV)
     vWideBuf.resize(size_t(kValueBlock * dvPad));
   float *const vWide = pinned(vWideBuf.data());
@@ -181,6 +187,34 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
       if (jb >= jEnd)
         continue;
       const float *su = scores + u * stride;
+      if constexpr (G * SP == 16) {
+        if (allHeads) {
+          for (int c0 = 0; c0 < SV; c0 += SP) {
+            __m512 acc[G * SP];
+            for (int h = 0; h < G; ++h)
+              for (int s = 0; s < SP; ++s)
+                acc[h * SP + s] = _mm512_loadu_ps(accAll + h * dvPad + 16 * (c0 + s));
+            for (int64_t j = jb; j < jEnd; ++j) {
+              if (c0 == 0 && j + kAheadV < jStop)
+                prefetchRowL2(l.vRow<T>(rows[j + kAheadV], kvh), dv);
+              const T *vr = l.vRow<T>(rows[j], kvh);
+              __m512 v[SP];
+              for (int s = 0; s < SP; ++s)
+                v[s] = load16(vr + 16 * (c0 + s), vMask[c0 + s]);
+              const float vs = l.vScaleOf<T>(rows[j], kvh);
+              for (int h = 0; h < G; ++h) {
+                const __m512 w = _mm512_set1_ps(su[(j - j0) * G + h] * vs);
+                for (int s = 0; s < SP; ++s)
+                  acc[h * SP + s] = _mm512_fmadd_ps(w, v[s], acc[h * SP + s]);
+              }
+            }
+            for (int h = 0; h < G; ++h)
+              for (int s = 0; s < SP; ++s)
+                _mm512_storeu_ps(accAll + h * dvPad + 16 * (c0 + s), acc[h * SP + s]);
+          }
+          continue;
+        }
+      }
       for (int h0 = 0; h0 < G; h0 += HB) {
         float *au = accAll + (u * G + h0) * dvPad;
         __m512 acc[HB * SV];
