@@ -114,9 +114,8 @@ void expandLatentsBf16Dots(const Mla &m, const uint16_t *latents, int64_t latStr
 /// positions (mla_plain.cpp); false when it does not apply (the caller runs
 /// the absorbed form): on AVX-512F+BW+VL, or on AVX2 + FMA where the
 /// row-blocked kernel's AVX2 form takes the expanded heads (rowsAvx2Apply).
-bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
-                       const float *qNope, const float *qPe, const void *wKvB, bool bf16W,
-                       float *out, int threads);
+bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m, const float *qNope,
+                 const float *qPe, const void *wKvB, bool bf16W, float *out, int threads);
 
 } // namespace hyrt::cpu
 

@@ -44,9 +44,8 @@ bool plainRunsOnBf16Dots(const LayerView &l, const Mla &m, bool bf16W) {
 /// (a one-page view of the expanded rows). Cheaper than the absorbed form
 /// for long chunks (see hyc-global-absorb-mla); false when it does not
 /// apply (the caller runs the absorbed form).
-bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m,
-                       const float *qNope, const float *qPe, const void *wKvB, bool bf16W,
-                       float *out, int threads) {
+bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m, const float *qNope,
+                 const float *qPe, const void *wKvB, bool bf16W, float *out, int threads) {
   const int64_t T = step->num_tokens, H = m.heads, R = m.rank, dk = m.nope + m.rope;
   const int64_t D = R + m.rope;
   // AVX-512, else the AVX2 forms of the expansion and of the row-blocked
