@@ -202,7 +202,7 @@ int threadsFor(const hyrt_step_v0 *step, const LayerView &l, int64_t numHeads) {
 /// block from memory; a block's scores (8 x positions x group floats) stay
 /// in L2 up to a few thousand positions.
 constexpr int64_t kTokenBlock = 8;
-constexpr int64_t kTokenBlockOneHeadAvx2 = 16;
+constexpr int64_t kTokenBlockOneHead = 16;
 /// The same for the bf16 dot-product kernel (attention_bf16_avx512.cpp),
 /// whose rows' state is not in registers: its block is longer, and longer
 /// still when the step has enough (token block, KV head) items for every
@@ -302,11 +302,13 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // slower; after its unrolled calls, 64 tokens give 3-5% over 32 on
   // dense-1b's shape, 1-2% on moe-small's).
   int64_t tokenBlock = kTokenBlock;
-  // One head per KV head on the AVX2 row-blocked kernel: 16 tokens share
-  // each widened key and value row (MHA's 16 x 128 heads, 512-token chunk at
-  // 1000: 87-92 -> 105-106 GFLOP/s; groups of 4 and 8 ran slower with 16).
-  if (l.group == 1 && hyrt::cpu::rowsAvx2Apply(l))
-    tokenBlock = kTokenBlockOneHeadAvx2;
+  // One head per KV head on the row-blocked kernels: 16 tokens share each
+  // widened key and value row (MHA's 16 x 128 heads, 512-token chunk at
+  // 1000 positions: AVX2 form 87-92 -> 102-106 GFLOP/s, AVX-512 form 71-74
+  // -> 81; at 4000, 93 -> 109 and 63 -> 77; groups of 4 and 8 ran slower
+  // with 16 on the AVX2 form).
+  if (l.group == 1 && (hyrt::cpu::rowsAvx2Apply(l) || hyrt::cpu::hostHasAvx512BwVl()))
+    tokenBlock = kTokenBlockOneHead;
   if (hyrt::cpu::bf16DotsApply(l)) {
     const int64_t threads = int64_t(hyrt::cpu::ThreadPool::get().size());
     tokenBlock = T * l.kvHeads >= kItemsPerThread * threads * kBf16TokenBlockLong
