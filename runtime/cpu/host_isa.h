@@ -44,6 +44,11 @@ inline bool hostHasAvx2Fma() {
   return has;
 }
 
+/// Whether attention's AVX2 + FMA forms may run (the row-blocked kernel,
+/// MLA's absorbed blocks): the host has AVX2 + FMA and no test pins the
+/// per-token bodies. Where AVX-512 runs, its forms are taken first.
+inline bool avx2AttentionAllowed() { return hostHasAvx2Fma() && !perTokenAttentionOnly(); }
+
 /// AVX-512F: the elementwise and GQA-group kernels' 16-lane bodies.
 inline bool hostHasAvx512() {
   static const bool has = __builtin_cpu_supports("avx512f");

@@ -8,10 +8,12 @@
 #include "hyrt/abi.h"
 #include "../host_isa.h"
 #include "../thread_pool.h"
+#include "../tls_pointer.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 namespace hyrt::cpu {
 
@@ -129,6 +131,16 @@ forEachRow(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n, F
   }
 }
 
+/// Row ids of token t's cached positions [0, n), page by page (no division
+/// per row), in the calling thread's buffer: valid until its next call.
+inline int64_t *rowIdsOf(const hyrt_step_v0 *step, const LayerView &l, int64_t t, int64_t n) {
+  thread_local std::vector<int64_t> buf;
+  buf.resize(size_t(n));
+  int64_t *const rows = pinned(buf.data());
+  forEachRow(step, l, t, n, [&](int64_t j, int64_t row) { rows[j] = row; });
+  return rows;
+}
+
 /// The query heads of kv head `kvh` of token t over its cached positions;
 /// `scores` holds group rows of n + 1 floats (see
 /// attention.cpp for the semantics). attendGroupAvx512 needs dk and dv
@@ -155,6 +167,15 @@ struct KvSplit {
   int64_t begin, end;
   float *partial;
 };
+
+/// Writes one split's partial result (the layout above) from a kernel's
+/// [group][dvPad] unnormalized outputs and `group` sums (the maxima are
+/// written by its softmax).
+inline void writeSplitPartial(const float *acc, const float *sums, int64_t group, int64_t dvPad,
+                              const KvSplit &split) {
+  std::copy(acc, acc + group * dvPad, split.partial);
+  std::copy(sums, sums + group, split.partial + group * dvPad + group);
+}
 
 /// Floats of one split's partial result.
 inline int64_t kvSplitFloats(const LayerView &l) {
@@ -211,7 +232,7 @@ extern template bool attendRowsAvx2<int8_t>(const hyrt_step_v0 *, const LayerVie
 /// Whether the AVX2 form runs this layer where AVX-512 does not: its shape,
 /// a host with AVX2 + FMA, and no test pinning the per-token bodies.
 inline bool rowsAvx2Apply(const LayerView &l) {
-  return !hostHasAvx512BwVl() && hostHasAvx2Fma() && !perTokenAttentionOnly() &&
+  return !hostHasAvx512BwVl() && avx2AttentionAllowed() &&
          rowsAvx2Shape(l);
 }
 

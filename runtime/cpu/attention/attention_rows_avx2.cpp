@@ -69,10 +69,7 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   const int64_t stride = nMax * G + 16; // one token's scores
   const __m256 vscale = _mm256_set1_ps(scale);
 
-  thread_local std::vector<int64_t> rowsBuf;
-  rowsBuf.resize(size_t(nMax));
-  int64_t *rows = pinned(rowsBuf.data());
-  forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
+  const int64_t *const rows = rowIdsOf(step, l, t0, nMax);
 
   thread_local std::vector<float> kWideBuf, vWideBuf;
   kWideBuf.resize(size_t(R * dk));
@@ -218,9 +215,8 @@ void attendRows(const hyrt_step_v0 *step, const LayerView &l, const float *q,
         }
     }
   }
-  if (split) { // [G][dvPad] unnormalized outputs, then G maxima, G sums
-    std::copy(accAll, accAll + G * dvPad, split->partial);
-    std::copy(sums, sums + G, split->partial + G * dvPad + G);
+  if (split) {
+    writeSplitPartial(accAll, sums, G, dvPad, *split);
     return;
   }
   for (int64_t u = 0; u < tq; ++u)

@@ -230,7 +230,7 @@ extern "C" void hyrt_cpu_mla_attention(const hyrt_kv_cache_v0 *kv, const hyrt_st
   const bool avx512 = hyrt::cpu::hostHasAvx512BwVl();
   // The AVX2 + FMA blocks where AVX-512 does not run (tests pin the
   // portable bodies with perTokenAttentionOnly).
-  const bool avx2 = hyrt::cpu::hostHasAvx2Fma() && !hyrt::cpu::perTokenAttentionOnly();
+  const bool avx2 = hyrt::cpu::avx2AttentionAllowed();
   // The caller's buffers (captured by reference: a worker would otherwise
   // see its own thread_local instances).
   thread_local std::vector<float> callerQLat, callerParts;
