@@ -227,8 +227,7 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
   // The thread's buffers through pinned pointers (tls_pointer.h).
   rowsBuf.resize(size_t(count));
   int64_t *const rows = pinned(rowsBuf.data()); // rows[i]: position jBegin + i
-  for (int64_t j = jBegin; j < jEnd; ++j)
-    rows[j - jBegin] = cacheRow(step, l, t, j);
+  forEachRowIn(step, l, t, jBegin, jEnd, [&](int64_t j, int64_t row) { rows[j - jBegin] = row; });
   const int64_t last = count - 1;
 
   // Scaled queries as bf16 pairs, [kv head][head][dk / 2].
