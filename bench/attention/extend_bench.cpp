@@ -21,6 +21,11 @@
 // hides a kernel change's effect. HYC_BENCH_AVX2=1 times the fp32
 // row-blocked kernel's AVX2 form (what hosts without AVX-512 and the avx2
 // variant run) against the ymm FMA peak, and no bf16 kernel.
+// HYC_BENCH_CONTIGUOUS=1: the cache pages in address order (see below).
+// Decode runs (chunk 1) over a cache beyond the L3 bracket each bf16 round
+// with two streaming reads and print the kernel's share of them, split by
+// the host's fast and slow read phases; HYC_BENCH_VERBOSE=1 prints each
+// round's probe and kernel GB/s.
 #include "codegen/host_peaks.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
@@ -99,9 +104,13 @@ int main(int argc, char **argv) {
     kp[size_t(i)] = k.data() + i * layerElems, vp[size_t(i)] = v.data() + i * layerElems;
   hyrt_kv_cache_v0 kv{layers, pages, kPage, kKvHeads, kDim, kDim, kp.data(), vp.data(),
                       HYRT_KV_BF16};
+  // Scattered pages (a server's cache after many sequences came and went),
+  // or with HYC_BENCH_CONTIGUOUS=1 in address order (one sequence in a
+  // fresh cache, as `hyc bench` decodes).
+  const bool contiguous = std::getenv("HYC_BENCH_CONTIGUOUS") != nullptr;
   std::vector<int32_t> blocks(static_cast<size_t>(pages));
   for (int64_t i = 0; i < pages; ++i)
-    blocks[size_t(i)] = int32_t((i * 7919) % pages); // scattered pages
+    blocks[size_t(i)] = int32_t(contiguous ? i : (i * 7919) % pages);
   std::vector<int32_t> positions, seqs, tokens(size_t(chunk), 5);
   for (int64_t p = context - chunk; p < context; ++p)
     positions.push_back(int32_t(p)), seqs.push_back(0);
@@ -143,11 +152,28 @@ int main(int argc, char **argv) {
   };
   timed(true), timed(false); // warm-up
   const bool onlyBf16 = std::getenv("HYC_BENCH_BF16_ONLY") != nullptr;
+  // A decode step over a cache far beyond the L3 reads DRAM, whose rate on
+  // a shared host swings between phases (bench/README.md, "The bandwidth
+  // yardstick"): each bf16 round is bracketed by two streaming reads and its
+  // cache GB/s taken as a share of their mean, so that runs in different
+  // minutes compare.
+  const bool paired = chunk == 1 && cacheBytes > 64e6;
+  std::vector<double> shares, probes; // per bf16 round: kernel / probe, probe GB/s
+  auto probe = [&] { return hyc::codegen::measure_read_gbps(threads, size_t(256) << 20, 1); };
   for (int r = 0; r < rounds; ++r) {
     if (!onlyBf16)
       f32.push_back(timed(true));
-    if (bf16)
+    if (bf16) {
+      const double before = paired ? probe() : 0;
       b16.push_back(timed(false));
+      if (paired && std::getenv("HYC_BENCH_VERBOSE"))
+        std::printf("round %d: probe %.1f, kernel %.1f GB/s\n", r, before,
+                    cacheBytes / (2 * macs / (b16.back() * 1e9)) * 1e-9);
+      if (paired) {
+        probes.push_back(0.5 * (before + probe()));
+        shares.push_back(cacheBytes / (2 * macs / (b16.back() * 1e9)) * 1e-9 / probes.back());
+      }
+    }
   }
   // The peaks once more, the better kept (keep_best_peaks): the first
   // measurement of a process often runs before the cores have ramped up, and
@@ -177,5 +203,24 @@ int main(int argc, char **argv) {
                 gbs(median(b16)));
   else
     std::printf("bf16 dot-product kernel: skipped (no AVX-512 BF16 on this host)\n");
+  if (!shares.empty()) {
+    const auto [lo, hi] = std::minmax_element(shares.begin(), shares.end());
+    std::printf("bf16 kernel's cache GB/s / its bracketing streaming reads: median %.0f%% "
+                "(%.0f-%.0f%%)\n",
+                100 * median(shares), 100 * *lo, 100 * *hi);
+    // This host's read rate is bimodal (35 / 60 GB/s phases): a kernel that
+    // keeps up in the slow phase can fall behind in the fast one, so the
+    // rounds are also split at the midpoint of the probes seen.
+    const auto [plo, phi] = std::minmax_element(probes.begin(), probes.end());
+    if (*phi > 1.3 * *plo) {
+      std::vector<double> fast, slow;
+      for (size_t i = 0; i < shares.size(); ++i)
+        (probes[i] > 0.5 * (*plo + *phi) ? fast : slow).push_back(shares[i]);
+      std::printf("  rounds with fast reads (%zu, probe > %.0f GB/s): median %.0f%%; slow (%zu): "
+                  "median %.0f%%\n",
+                  fast.size(), 0.5 * (*plo + *phi), 100 * median(fast), slow.size(),
+                  100 * median(slow));
+    }
+  }
   return 0;
 }
