@@ -28,6 +28,10 @@ struct BrgemmTile {
   /// adds them (x86/avx512_common.cpp emit_fp32_halves): the same bits in
   /// every body, one stream or two.
   int k_streams = 1;
+  /// Where the B prefetches bring a line: -1 by the body's rows
+  /// (prefetch_b_into_l2), 0 into L1 (prefetcht0), 1 into L2 only
+  /// (prefetcht1). Benches set 0 or 1 to compare the two.
+  int prefetch_level = -1;
 };
 
 /// K from which k_streams = 2 splits a panel: halves of at least 8 KiB of
@@ -39,6 +43,18 @@ inline constexpr int kTwoStreamMinK = 512;
 /// batches, bound by reading the weights. Blocks of more rows reuse the
 /// panel from L2, where the split measured 2-9% slower.
 inline constexpr int kTwoStreamMaxRows = 4;
+
+/// Whether a body of m rows prefetches B into L2 only (prefetcht1) instead
+/// of into L1 (prefetcht0). Decode bodies (m <= kTwoStreamMaxRows) stream
+/// the weights from DRAM, and a prefetcht0 holds one of the core's few L1
+/// miss buffers until its line arrives: on AMD Zen 4 the W8A8 decode GEMV
+/// read 87-88% of the bracketing streaming reads in the host's fast
+/// bandwidth phases with prefetcht0 and 93% with prefetcht1 (slow phases
+/// 95-96% and 100%; bench/kernels/README.md "Prefetch into L2"). Blocks of
+/// more rows reuse a panel from L2 and want it in L1.
+inline bool prefetch_b_into_l2(const BrgemmTile &t, int m) {
+  return t.prefetch_level < 0 ? m <= kTwoStreamMaxRows : t.prefetch_level == 1;
+}
 
 /// The table entry for (isa, a_type, b_type, n_block), or nullptr when no
 /// generator exists for that combination.

@@ -16,8 +16,8 @@
 //   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds] [w8a8-tiles]
 //       [N] [K]
 // `w8a8-tiles` (AVX-512 VNNI hosts; "-" for none): a comma-separated list of
-// prefetch:unroll[:streams] (bytes of B ahead, K quads per loop iteration,
-// K streams, tiles.h); each adds the W8A8 kernel generated with that tile
+// prefetch[t]:unroll[:streams] (bytes of B ahead, "t" for prefetcht1 into L2
+// rather than prefetcht0, K quads per loop iteration, K streams, tiles.h); each adds the W8A8 kernel generated with that tile
 // (codegen/tiles.cpp holds the default) as one more kind, so a tile choice
 // is judged in the same rounds; a variant's calls ask for its K streams,
 // the table's kernels for the host's (hyrt/support/decode_streams.h). The W8A8 kinds also include the 64-column
@@ -225,12 +225,16 @@ int main(int argc, char **argv) {
   };
   // W8A8 tile variants (prefetch bytes, unroll, K streams), before the
   // 64-column and the default W8A8 kinds.
-  std::vector<std::tuple<int, int, int>> tiles;
+  std::vector<std::tuple<int, int, int, int>> tiles;
   if (argc > 4 && isa == Isa::avx512_vnni && std::strcmp(argv[4], "-") != 0)
     for (const char *p = argv[4]; *p;) {
       char *end = nullptr;
       const long pf = std::strtol(p, &end, 10);
-      long unroll = 4, streams = 1;
+      long unroll = 4, streams = 1, level = 0; // an explicit variant: prefetcht0 unless "t"
+      if (end && *end == 't') // "4096t": prefetcht1, into L2 only
+        level = 1, ++end;
+      else if (end && *end == 'd') // "4096d": by the body's rows, as the table's kernels
+        level = -1, ++end;
       if (end && *end == ':')
         unroll = std::strtol(end + 1, &end, 10);
       if (end && *end == ':')
@@ -239,7 +243,7 @@ int main(int argc, char **argv) {
         std::printf("w8a8-tiles: expected prefetch:unroll[:streams], found \"%s\"\n", argv[4]);
         return 1;
       }
-      tiles.push_back({int(pf), int(unroll), int(streams)});
+      tiles.push_back({int(pf), int(unroll), int(streams), int(level)});
       p = *end == ',' ? end + 1 : end;
     }
   // HYC_BENCH_NO_GROUPED=1: the bf16 and W8A8 kinds alone (quicker rounds,
@@ -327,6 +331,7 @@ int main(int argc, char **argv) {
       tile.prefetch_b = std::get<0>(tiles[size_t(tileIndex)]);
       tile.k_unroll = std::get<1>(tiles[size_t(tileIndex)]);
       tile.k_streams = std::get<2>(tiles[size_t(tileIndex)]);
+      tile.prefetch_level = std::get<3>(tiles[size_t(tileIndex)]);
     }
     BrgemmGenResult g = variant ? x86::generate_avx512_vnni(d, tile) : generate_brgemm(d);
     if (!g) {
@@ -337,7 +342,7 @@ int main(int argc, char **argv) {
     k.name = g.kernel->name();
     if (variant)
       k.name += " pf" + std::to_string(tile.prefetch_b) + " u" + std::to_string(tile.k_unroll) +
-                " s" + std::to_string(tile.k_streams);
+                " s" + std::to_string(tile.k_streams) + (tile.prefetch_level > 0 ? " t1" : tile.prefetch_level < 0 ? " by-rows" : "");
     k.mb = double(one) / 1e6;
     k.copies = std::move(copies);
     k.a_sum = std::move(a_sum);

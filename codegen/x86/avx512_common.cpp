@@ -1,6 +1,7 @@
 // The AVX-512 brgemm body shared by the BF16, VNNI and FP32 generators (see
 // avx512_common.h); each family supplies its dot instruction and epilogue.
 #include "codegen/x86/avx512_common.h"
+#include "codegen/x86/prefetch_b.h"
 
 #include "codegen/pack.h"
 
@@ -79,11 +80,11 @@ void Avx512BrgemmJit::emit_step(int step, int set, bool prefetch, int64_t base) 
   for (int j = 0; j < nv_; ++j)
     emit_load_b(j, ptr[reg_bk + b_col_offset(j) + u * 128]);
   if (prefetch && tile_.prefetch_b > 0)
-    for (int p = 0; p < nv_ / 2; ++p) {
-      prefetcht0(ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b]);
-      prefetcht0(
-          ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b + 64]);
-    }
+    for (int p = 0; p < nv_ / 2; ++p)
+      for (int line = 0; line < 2; ++line)
+        emit_prefetch_b(*this,
+                        ptr[reg_bk + p * panel_bytes_ + u * 128 + tile_.prefetch_b + line * 64],
+                        tile_, m_);
   for (int i = 0; i < m_; ++i)
     emit_row(set, i, int(u * a_step_bytes()), /*partial=*/false);
 }

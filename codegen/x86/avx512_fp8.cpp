@@ -18,6 +18,7 @@
 // same roundings as the driver's blockwise path (runtime/cpu/gemm.cpp), so
 // a row gets the same bits whichever path its step takes (batch invariance).
 #include "codegen/x86/brgemm_jit.h"
+#include "codegen/x86/prefetch_b.h"
 
 #include <cmath>
 #include <cstring>
@@ -137,7 +138,7 @@ private:
     const int disp = u * kStepBytes;
     vmovdqu8(lo(), ptr[reg_bk + disp]);
     if (tile_.prefetch_b > 0)
-      prefetcht0(ptr[reg_bk + disp + tile_.prefetch_b]);
+      emit_prefetch_b(*this, ptr[reg_bk + disp + tile_.prefetch_b], tile_, m);
     vmovdqa64(hi(), lo());
     vpermi2b(lo(), tl0(), tl1());
     vpermi2b(hi(), th0(), th1());

@@ -25,6 +25,7 @@
 // fold (its scale an embedded broadcast), none at the store.
 #include "codegen/x86/brgemm_jit.h"
 #include "codegen/x86/grouped_scales.h"
+#include "codegen/x86/prefetch_b.h"
 
 #include "codegen/pack.h"
 
@@ -114,7 +115,7 @@ private:
   void emit_prefetch(int lines) {
     if (tile_.prefetch_b > 0)
       for (int line = 0; line < lines; ++line)
-        prefetcht0(ptr[reg_bk + 64 * line + tile_.prefetch_b]);
+        emit_prefetch_b(*this, ptr[reg_bk + 64 * line + tile_.prefetch_b], tile_, m_);
   }
 
   /// `count` groups from reg_bk: their quads, then each one's fold.
@@ -151,7 +152,7 @@ private:
     const int64_t off = int64_t(u) * quad_bytes_;
     if (tile_.prefetch_b > 0)
       for (int line = 0; line < quad_bytes_ / 64; ++line)
-        prefetcht0(ptr[reg_bk + off + 64 * line + tile_.prefetch_b]);
+        emit_prefetch_b(*this, ptr[reg_bk + off + 64 * line + tile_.prefetch_b], tile_, m_);
     if (u4_) {
       vpsrlw(code(slot, 1), ptr[reg_bk + off], 4);
       vpandd(code(slot, 1), code(slot, 1), nibble_mask());

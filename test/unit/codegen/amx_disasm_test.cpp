@@ -331,5 +331,32 @@ TEST_F(Disassembly, Avx2U8S8SignTrick) {
     EXPECT_EQ(l.find("vpsubd"), std::string::npos) << l;
 }
 
+TEST_F(Disassembly, Avx512DecodeBodiesPrefetchIntoL2) {
+  // Bodies of up to kTwoStreamMaxRows rows stream B from DRAM and prefetch
+  // it into L2 (prefetcht1); the others reuse a panel from L2 and prefetch
+  // into L1 (prefetcht0): tiles.h prefetch_b_into_l2. Bodies are emitted in
+  // ascending rows, so every prefetcht1 comes before the first prefetcht0.
+  const BrgemmDesc descs[] = {
+      make_brgemm_desc(Isa::avx512_vnni, DataType::u8, DataType::s8, DataType::f32, 2048),
+      make_brgemm_desc(Isa::avx512_bf16, DataType::bf16, DataType::bf16, DataType::f32, 2048),
+  };
+  for (const BrgemmDesc &d : descs) {
+    BrgemmGenResult r = generate_brgemm(d);
+    ASSERT_TRUE(r) << r.error;
+    SCOPED_TRACE(r.kernel->name());
+    const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+    std::vector<size_t> t0, t1;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].rfind("prefetcht0", 0) == 0)
+        t0.push_back(i);
+      if (lines[i].rfind("prefetcht1", 0) == 0)
+        t1.push_back(i);
+    }
+    ASSERT_FALSE(t1.empty()) << "decode bodies prefetch into L2";
+    ASSERT_FALSE(t0.empty()) << "blocks of many rows prefetch into L1";
+    EXPECT_LT(t1.back(), t0.front()) << "prefetcht1 only in the bodies of few rows";
+  }
+}
+
 } // namespace
 } // namespace hyc::codegen
