@@ -51,9 +51,11 @@ all of them together, R times, and reports:
   each the best of a plain read, one prefetching ahead as the decode
   kernels do, and one reading two interleaved streams per thread as the
   W8A8 decode kernel does, before a round's decode and after every second
-  step; the median of the segments' paired ratios; above 100% is flagged
-  as a measurement error), prefill FLOPs per token and their share of the
-  measured peak of the instruction the artifact's GEMM kernels use.
+  step; the median of the segments' paired ratios, and apart for the
+  host's fast and slow read phases when its probes span more than 1.3x;
+  above 100% is flagged as a measurement error), prefill FLOPs per token
+  and their share of the measured peak of the instruction the artifact's
+  GEMM kernels use.
 
   --input N     prompt tokens per sequence (default 128)
   --output M    generated tokens per sequence (default 64)
@@ -464,16 +466,19 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
                        : streamGbs > 0 ? bytesPerToken * decodeTokS / (streamGbs * 1e9)
                                        : 0;
   const bool bwError = bracketed ? yard.overOne : bwEff > 1.0;
-  char yardJson[384];
+  char yardJson[640];
   std::snprintf(yardJson, sizeof(yardJson),
                 ", \"bw_yardstick\": \"%s\", \"bw_segments\": %d, "
                 "\"bw_segments_skipped\": %d, \"decode_bw_efficiency_min\": %.4f, "
                 "\"decode_bw_efficiency_max\": %.4f, \"bw_segments_over_one\": %.4f, "
-                "\"decode_bw_measurement_error\": %s",
+                "\"decode_bw_measurement_error\": %s, \"bw_phase_split_gbs\": %.2f, "
+                "\"decode_bw_efficiency_fast\": %.4f, \"bw_segments_fast\": %d, "
+                "\"decode_bw_efficiency_slow\": %.4f, \"bw_segments_slow\": %d",
                 bracketed ? "probes between decode steps" : "before the ranks started",
                 yard.segments, yard.skipped, bracketed ? yard.lowest : bwEff,
                 bracketed ? yard.highest : bwEff, yard.shareOverOne,
-                bwError ? "true" : "false");
+                bwError ? "true" : "false", yard.phaseSplitGbs, yard.fastEfficiency,
+                yard.fastSegments, yard.slowEfficiency, yard.slowSegments);
   const double computeEff =
       peak > 0 ? cost.flopsPerToken * prefillTokS / (peak * 1e9) : 0;
   const double tpotMean =
@@ -542,6 +547,11 @@ int benchRank(const cli::Args &args, int64_t input, int64_t output, int64_t batc
                 "%.0f-%.0f%%; %d skipped across a bandwidth change)\n",
                 bwEff * 100, yard.segments, yard.lowest * 100, yard.highest * 100,
                 yard.skipped);
+    if (yard.phases)
+      std::printf("    by the host's read phase: fast (probe over %.1f GB/s) %.0f%% of %d "
+                  "segments, slow %.0f%% of %d\n",
+                  yard.phaseSplitGbs, yard.fastEfficiency * 100, yard.fastSegments,
+                  yard.slowEfficiency * 100, yard.slowSegments);
   } else {
     std::printf("  decode: %.1f MB of weights per token, %.1f GB/s of %.1f GB/s "
                 "streaming read (measured before the ranks started) = %.0f%%\n",

@@ -29,7 +29,7 @@ double median(std::vector<double> v) {
 YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
                                  double bytesPerStep) {
   YardstickJudgement j;
-  std::vector<double> ratios, probes;
+  std::vector<double> ratios, probes, means;
   for (const YardstickSegment &s : segments) {
     if (s.before <= 0 || s.after <= 0 || s.seconds <= 0 || s.steps <= 0)
       continue; // no probe could run, or no decode between them
@@ -38,7 +38,8 @@ YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
       continue;
     }
     const double decodeGbs = bytesPerStep * double(s.steps) / s.seconds * 1e-9;
-    ratios.push_back(decodeGbs / (0.5 * (s.before + s.after)));
+    means.push_back(0.5 * (s.before + s.after));
+    ratios.push_back(decodeGbs / means.back());
     probes.push_back(s.before);
     probes.push_back(s.after);
   }
@@ -56,6 +57,16 @@ YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
       double(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r > 1.0; })) /
       double(ratios.size());
   j.overOne = j.efficiency > 1.0;
+  if (j.probeMaxGbs > kYardstickPhaseSpread * j.probeMinGbs) {
+    j.phases = true;
+    j.phaseSplitGbs = 0.5 * (j.probeMinGbs + j.probeMaxGbs);
+    std::vector<double> fast, slow;
+    for (size_t i = 0; i < ratios.size(); ++i)
+      (means[i] > j.phaseSplitGbs ? fast : slow).push_back(ratios[i]);
+    j.fastSegments = int(fast.size()), j.slowSegments = int(slow.size());
+    j.fastEfficiency = fast.empty() ? 0 : median(fast);
+    j.slowEfficiency = slow.empty() ? 0 : median(slow);
+  }
   return j;
 }
 

@@ -46,6 +46,30 @@ TEST(BenchYardstick, EachSegmentIsJudgedByItsOwnProbes) {
   EXPECT_FALSE(j.overOne);
 }
 
+TEST(BenchYardstick, TwoPhasesAreJudgedApart) {
+  // Slow phase (probes 35): decode at 34.3 and 33.6 GB/s (98%, 96%); fast
+  // (probes 60): 51 and 54 GB/s (85%, 90%). The pooled median (93%) hides
+  // that the fast phase is under 90%; split at (35 + 60) / 2 = 47.5 GB/s.
+  std::vector<YardstickSegment> s = {
+      {35, 35, 1.0 / 34.3, 1},
+      {60, 60, 1.0 / 51.0, 1},
+      {35, 35, 1.0 / 33.6, 1},
+      {60, 60, 1.0 / 54.0, 1},
+  };
+  auto j = judgeSegments(s, kGB);
+  ASSERT_TRUE(j.phases);
+  EXPECT_NEAR(j.phaseSplitGbs, 47.5, 1e-12);
+  EXPECT_EQ(j.fastSegments, 2);
+  EXPECT_EQ(j.slowSegments, 2);
+  EXPECT_NEAR(j.fastEfficiency, 0.875, 1e-12);
+  EXPECT_NEAR(j.slowEfficiency, 0.97, 1e-12);
+  EXPECT_NEAR(j.efficiency, 0.93, 1e-12);
+  // Probes within 30% of each other are one phase: no split.
+  auto one = judgeSegments({{40, 40, 1.0 / 36.0, 1}, {51, 51, 1.0 / 46.0, 1}}, kGB);
+  EXPECT_FALSE(one.phases);
+  EXPECT_EQ(one.fastSegments + one.slowSegments, 0);
+}
+
 TEST(BenchYardstick, ASegmentAcrossABandwidthChangeIsSkipped) {
   // The phase changed between the probes (80 -> 40): its mean (60) would
   // judge a 72 GB/s decode at 120%. Skipped; the other two judge it at 90%.
