@@ -106,12 +106,13 @@ int instructionsPerIteration(Op op) {
 /// early as the decode kernels do (codegen/tiles.cpp prefetch_b). With
 /// `two_streams` the span's two halves are read interleaved, four lines of
 /// each per iteration, as the W8A8 decode kernel walks a panel's two K
-/// halves (tiles.h k_streams).
+/// halves (tiles.h k_streams). `l2`: the prefetch is prefetcht1 (into L2),
+/// as the AVX-512 decode bodies' (tiles.h prefetch_b_into_l2).
 class ReadLoop : public Xbyak::CodeGenerator {
 public:
   static constexpr size_t kBlock = 512;
   /// `ymm`: VEX ymm loads (two per line) for hosts without AVX-512.
-  explicit ReadLoop(int ahead, bool two_streams = false, bool ymm = false) {
+  explicit ReadLoop(int ahead, bool two_streams = false, bool ymm = false, bool l2 = false) {
     using namespace Xbyak;
     for (int i = 0; i < 8; ++i) {
       if (ymm)
@@ -128,7 +129,9 @@ public:
     for (int i = 0; i < 8; ++i) {
       const int line = two_streams ? i % 4 : i;
       const RegExp at = two_streams && i >= 4 ? rdi + rdx + line * 64 : rdi + line * 64;
-      if (ahead > 0)
+      if (ahead > 0 && l2)
+        prefetcht1(ptr[at + ahead]);
+      else if (ahead > 0)
         prefetcht0(ptr[at + ahead]);
       if (ymm) {
         vpaddq(Ymm(i), Ymm(i), ptr[at]);
@@ -265,9 +268,11 @@ struct StreamReader::Impl {
   size_t bytes;
   AlignedBuffer buf; // 2 MiB aligned, MADV_HUGEPAGE, touched; empty over a region
   const uint8_t *base; // buf's data or the caller's region
-  // Three reads, the best of which is the probe: the plain one, one with
-  // the kernels' software prefetch, and one reading each thread's share as
-  // two interleaved streams with that prefetch. In this host's slow,
+  // Four reads, the best of which is the probe: the plain one, one with
+  // a software prefetch into L1 and one into L2 (the AVX-512 decode
+  // kernels' since the fourteenth session: they read 99-100% of the three
+  // other probes in slow minutes), and one reading each thread's share as
+  // two interleaved streams with the L1 prefetch. In this host's slow,
   // high-latency phase the hardware prefetchers alone kept fewer lines in
   // flight than the kernels do, and 5 of 20 `hyc bench` runs saw the
   // decode read faster than a plain probe (34 against 28 GB/s); once the
@@ -275,8 +280,8 @@ struct StreamReader::Impl {
   // one-stream probes there (decode / probe 104-105%). What a kernel can
   // reach, the yardstick reaches too.
   ReadLoop plain{0, false, readLoopsYmm()}, ahead{4096, false, readLoopsYmm()},
-      twoStreams{4096, true, readLoopsYmm()};
-  const ReadLoop *loops[3] = {&plain, &ahead, &twoStreams};
+      twoStreams{4096, true, readLoopsYmm()}, aheadL2{4096, false, readLoopsYmm(), true};
+  const ReadLoop *loops[4] = {&plain, &ahead, &twoStreams, &aheadL2};
   std::vector<int> cpus; // the process's CPUs: thread t pinned to cpus[t]
   size_t next = 0;       // where the next window starts
 
@@ -368,12 +373,14 @@ double StreamReader::read_window_gbps(size_t bytes) {
 }
 
 uint64_t read_loop_sum(int loop, const void *p, size_t bytes) {
-  static const ReadLoop plain{0}, ahead{4096}, twoStreams{4096, true};
+  static const ReadLoop plain{0}, ahead{4096}, twoStreams{4096, true},
+      aheadL2{4096, false, false, true};
   static const ReadLoop plainY{0, false, true}, aheadY{4096, false, true},
-      twoStreamsY{4096, true, true};
-  const ReadLoop *loops[6] = {&plain, &ahead, &twoStreams, &plainY, &aheadY, &twoStreamsY};
-  if (loop < 0 || loop > 5 || bytes % ReadLoop::kBlock != 0 ||
-      (loop < 3 ? !executes_avx512_fma() : !executes_avx2_fma()))
+      twoStreamsY{4096, true, true}, aheadL2Y{4096, false, true, true};
+  const ReadLoop *loops[8] = {&plain,  &ahead,  &twoStreams,  &aheadL2,
+                              &plainY, &aheadY, &twoStreamsY, &aheadL2Y};
+  if (loop < 0 || loop > 7 || bytes % ReadLoop::kBlock != 0 ||
+      (loop < 4 ? !executes_avx512_fma() : !executes_avx2_fma()))
     return 0;
   return loops[loop]->getCode<uint64_t (*)(const void *, int64_t)>()(
       p, int64_t(bytes / ReadLoop::kBlock));

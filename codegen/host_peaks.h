@@ -87,12 +87,12 @@ public:
   ~StreamReader();
   StreamReader(const StreamReader &) = delete;
   StreamReader &operator=(const StreamReader &) = delete;
-  /// Best of `reps` reads of the whole buffer by each of the three read
-  /// loops (plain; with the decode kernels' software prefetch; and two
-  /// interleaved streams per thread with it, as the W8A8 decode kernel
-  /// reads), GB/s; 0 without AVX-512.
+  /// Best of `reps` reads of the whole buffer by each of the four read
+  /// loops (plain; with a software prefetch into L1; into L2, as the
+  /// decode kernels'; and two interleaved streams per thread with the L1
+  /// one, as the W8A8 decode kernel reads), GB/s; 0 without AVX-512.
   double read_gbps(int reps = 2);
-  /// The best of three reads of the next `bytes` of the buffer, one per
+  /// The best of four reads of the next `bytes` of the buffer, one per
   /// read loop (windows taken in turn, so a window is never in cache when
   /// the buffer is larger than the caches), GB/s: a short probe to take
   /// between the steps it judges.
@@ -104,10 +104,10 @@ private:
 };
 
 /// For tests: the wrapping sum of the qwords of [p, p + bytes) as read loop
-/// `loop` (0 plain, 1 prefetching, 2 two streams; StreamReader's probe is
-/// the best of the three; 3-5 the same in ymm, what hosts without AVX-512
-/// probe with) reads them; bytes a multiple of 512. 0 where the loop's
-/// instructions do not execute.
+/// `loop` (0 plain, 1 prefetching into L1, 2 two streams, 3 prefetching
+/// into L2; StreamReader's probe is the best of the four; 4-7 the same in
+/// ymm, what hosts without AVX-512 probe with) reads them; bytes a multiple
+/// of 512. 0 where the loop's instructions do not execute.
 uint64_t read_loop_sum(int loop, const void *p, size_t bytes);
 
 } // namespace hyc::codegen

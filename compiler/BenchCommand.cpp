@@ -48,14 +48,14 @@ all of them together, R times, and reports:
   prefill and decode tokens/s, decode bytes of weights read per token and
   their share of the streaming read bandwidth (short reads of windows of
   the artifact's weights, or of a huge-page buffer for small artifacts,
-  each the best of a plain read, one prefetching ahead as the decode
-  kernels do, and one reading two interleaved streams per thread as the
-  W8A8 decode kernel does, before a round's decode and after every second
-  step; the median of the segments' paired ratios, and apart for the
-  host's fast and slow read phases when its probes span more than 1.3x;
-  above 100% is flagged as a measurement error), prefill FLOPs per token
-  and their share of the measured peak of the instruction the artifact's
-  GEMM kernels use.
+  each the best of a plain read, one prefetching ahead into L1, one into
+  L2 as the decode kernels do, and one reading two interleaved streams per
+  thread as the W8A8 decode kernel does, before a round's decode and after
+  every second step; the median of the segments' paired ratios, and apart
+  for the host's fast and slow read phases when its probes span more than
+  1.3x; above 100% is flagged as a measurement error), prefill FLOPs per
+  token and their share of the measured peak of the instruction the
+  artifact's GEMM kernels use.
 
   --input N     prompt tokens per sequence (default 128)
   --output M    generated tokens per sequence (default 64)
