@@ -16,8 +16,10 @@
 //   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds] [w8a8-tiles]
 //       [N] [K]
 // `w8a8-tiles` (AVX-512 VNNI hosts; "-" for none): a comma-separated list of
-// prefetch[t]:unroll[:streams] (bytes of B ahead, "t" for prefetcht1 into L2
-// rather than prefetcht0, K quads per loop iteration, K streams, tiles.h); each adds the W8A8 kernel generated with that tile
+// prefetch[t|d]:unroll[:streams] (bytes of B ahead, then "t" for prefetcht1
+// into L2, "d" for the table's rule by rows, neither for prefetcht0; K quads
+// per loop iteration; K streams; tiles.h); each adds the W8A8 kernel
+// generated with that tile
 // (codegen/tiles.cpp holds the default) as one more kind, so a tile choice
 // is judged in the same rounds; a variant's calls ask for its K streams,
 // the table's kernels for the host's (hyrt/support/decode_streams.h). The W8A8 kinds also include the 64-column
@@ -240,7 +242,8 @@ int main(int argc, char **argv) {
       if (end && *end == ':')
         streams = std::strtol(end + 1, &end, 10);
       if (unroll < 1 || unroll > 64 || pf < 0 || streams < 1 || streams > 2 || end == p) {
-        std::printf("w8a8-tiles: expected prefetch:unroll[:streams], found \"%s\"\n", argv[4]);
+        std::printf("w8a8-tiles: expected prefetch[t|d]:unroll[:streams], found \"%s\"\n",
+                    argv[4]);
         return 1;
       }
       tiles.push_back({int(pf), int(unroll), int(streams), int(level)});
