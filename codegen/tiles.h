@@ -28,10 +28,9 @@ struct BrgemmTile {
   /// adds them (x86/avx512_common.cpp emit_fp32_halves): the same bits in
   /// every body, one stream or two.
   int k_streams = 1;
-  /// Where the B prefetches bring a line: -1 by the body's rows
-  /// (prefetch_b_into_l2), 0 into L1 (prefetcht0), 1 into L2 only
-  /// (prefetcht1). Benches set 0 or 1 to compare the two.
-  int prefetch_level = -1;
+  /// Where the B prefetches bring a line: by the body's rows
+  /// (prefetch_b_into_l2), or always into L1 / L2 (benches compare those).
+  enum class Prefetch { by_rows, l1, l2 } prefetch_to = Prefetch::by_rows;
 };
 
 /// K from which k_streams = 2 splits a panel: halves of at least 8 KiB of
@@ -53,7 +52,8 @@ inline constexpr int kTwoStreamMaxRows = 4;
 /// 95-96% and 100%; bench/kernels/README.md "Prefetch into L2"). Blocks of
 /// more rows reuse a panel from L2 and want it in L1.
 inline bool prefetch_b_into_l2(const BrgemmTile &t, int m) {
-  return t.prefetch_level < 0 ? m <= kTwoStreamMaxRows : t.prefetch_level == 1;
+  return t.prefetch_to == BrgemmTile::Prefetch::by_rows ? m <= kTwoStreamMaxRows
+                                                       : t.prefetch_to == BrgemmTile::Prefetch::l2;
 }
 
 /// The table entry for (isa, a_type, b_type, n_block), or nullptr when no

@@ -1,6 +1,7 @@
 // Decode's share of bandwidth against probes taken in its own moments
 // (BenchYardstick.h).
 #include "compiler/BenchYardstick.h"
+#include "codegen/read_phases.h"
 
 #include <algorithm>
 #include <cmath>
@@ -57,15 +58,14 @@ YardstickJudgement judgeSegments(const std::vector<YardstickSegment> &segments,
       double(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r > 1.0; })) /
       double(ratios.size());
   j.overOne = j.efficiency > 1.0;
-  if (j.probeMaxGbs > kYardstickPhaseSpread * j.probeMinGbs) {
+  const codegen::ReadPhases phases =
+      codegen::split_by_read_phase(means, ratios, j.probeMinGbs, j.probeMaxGbs);
+  if (phases.split) {
     j.phases = true;
-    j.phaseSplitGbs = 0.5 * (j.probeMinGbs + j.probeMaxGbs);
-    std::vector<double> fast, slow;
-    for (size_t i = 0; i < ratios.size(); ++i)
-      (means[i] > j.phaseSplitGbs ? fast : slow).push_back(ratios[i]);
-    j.fastSegments = int(fast.size()), j.slowSegments = int(slow.size());
-    j.fastEfficiency = fast.empty() ? 0 : median(fast);
-    j.slowEfficiency = slow.empty() ? 0 : median(slow);
+    j.phaseSplitGbs = phases.at;
+    j.fastSegments = int(phases.fast.size()), j.slowSegments = int(phases.slow.size());
+    j.fastEfficiency = median(phases.fast); // 0 when empty
+    j.slowEfficiency = median(phases.slow);
   }
   return j;
 }

@@ -45,19 +45,15 @@ struct YardstickJudgement {
   double lowest = 0, highest = 0;
   double shareOverOne = 0; ///< of judged segments above 1 (noise)
   bool overOne = false;  ///< the efficiency itself above 1: an error
-  /// The host's phases apart, when its judged probes span more than
-  /// kYardstickPhaseSpread (max / min): segments whose probe mean is above
-  /// the midpoint of the lowest and highest probe are the fast phase's. A
-  /// kernel can keep up in one phase and not the other (bench/README.md,
-  /// "Decode against its yardstick after the L2 prefetch").
+  /// The host's phases apart (codegen/read_phases.h), when its judged
+  /// probes span more than kReadPhaseSpread (max / min): segments whose
+  /// probe mean is above the midpoint of the lowest and highest probe are
+  /// the fast phase's.
   bool phases = false;
   double phaseSplitGbs = 0;
   int fastSegments = 0, slowSegments = 0;
   double fastEfficiency = 0, slowEfficiency = 0; ///< medians; 0 without segments
 };
-
-/// Probes spanning more than this (max / min) come from two phases.
-constexpr double kYardstickPhaseSpread = 1.3;
 
 /// Probes further apart than this (|a - b| / max(a, b)) mark a phase change.
 constexpr double kYardstickMaxDisagreement = 0.2;

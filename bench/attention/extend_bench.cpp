@@ -27,6 +27,7 @@
 // the host's fast and slow read phases; HYC_BENCH_VERBOSE=1 prints each
 // round's probe and kernel GB/s.
 #include "codegen/host_peaks.h"
+#include "codegen/read_phases.h"
 #include "hyrt/cpu_kernels.h"
 #include "runtime/cpu/host_isa.h"
 
@@ -158,6 +159,9 @@ int main(int argc, char **argv) {
   // cache GB/s taken as a share of their mean, so that runs in different
   // minutes compare.
   const bool paired = chunk == 1 && cacheBytes > 64e6;
+  // Cache bytes per second at a rate (for one-token chunks: a decode step's
+  // attention).
+  auto gbs = [&](double gflops) { return cacheBytes / (2 * macs / (gflops * 1e9)) * 1e-9; };
   std::vector<double> shares, probes; // per bf16 round: kernel / probe, probe GB/s
   auto probe = [&] { return hyc::codegen::measure_read_gbps(threads, size_t(256) << 20, 1); };
   for (int r = 0; r < rounds; ++r) {
@@ -167,11 +171,10 @@ int main(int argc, char **argv) {
       const double before = paired ? probe() : 0;
       b16.push_back(timed(false));
       if (paired && std::getenv("HYC_BENCH_VERBOSE"))
-        std::printf("round %d: probe %.1f, kernel %.1f GB/s\n", r, before,
-                    cacheBytes / (2 * macs / (b16.back() * 1e9)) * 1e-9);
+        std::printf("round %d: probe %.1f, kernel %.1f GB/s\n", r, before, gbs(b16.back()));
       if (paired) {
         probes.push_back(0.5 * (before + probe()));
-        shares.push_back(cacheBytes / (2 * macs / (b16.back() * 1e9)) * 1e-9 / probes.back());
+        shares.push_back(gbs(b16.back()) / probes.back());
       }
     }
   }
@@ -183,9 +186,6 @@ int main(int argc, char **argv) {
   std::printf("peaks, the better of before and after the rounds: fp32 FMA %.0f, bf16 dot %.0f "
               "GFLOP/s\n",
               fmaPeak(), peaks.bf16_gflops);
-  // Cache bytes per second at the median rate (for one-token chunks: a
-  // decode step's attention).
-  auto gbs = [&](double gflops) { return cacheBytes / (2 * macs / (gflops * 1e9)) * 1e-9; };
   if (onlyBf16)
     std::printf("fp32 row-blocked kernel: not timed (HYC_BENCH_BF16_ONLY)\n");
   else
@@ -208,19 +208,16 @@ int main(int argc, char **argv) {
     std::printf("bf16 kernel's cache GB/s / its bracketing streaming reads: median %.0f%% "
                 "(%.0f-%.0f%%)\n",
                 100 * median(shares), 100 * *lo, 100 * *hi);
-    // This host's read rate is bimodal (35 / 60 GB/s phases): a kernel that
-    // keeps up in the slow phase can fall behind in the fast one, so the
-    // rounds are also split at the midpoint of the probes seen.
+    // The rounds of the host's fast and slow read phases apart
+    // (codegen/read_phases.h).
     const auto [plo, phi] = std::minmax_element(probes.begin(), probes.end());
-    if (*phi > 1.3 * *plo) {
-      std::vector<double> fast, slow;
-      for (size_t i = 0; i < shares.size(); ++i)
-        (probes[i] > 0.5 * (*plo + *phi) ? fast : slow).push_back(shares[i]);
+    const hyc::codegen::ReadPhases phases =
+        hyc::codegen::split_by_read_phase(probes, shares, *plo, *phi);
+    if (phases.split)
       std::printf("  rounds with fast reads (%zu, probe > %.0f GB/s): median %.0f%%; slow (%zu): "
                   "median %.0f%%\n",
-                  fast.size(), 0.5 * (*plo + *phi), 100 * median(fast), slow.size(),
-                  100 * median(slow));
-    }
+                  phases.fast.size(), phases.at, 100 * median(phases.fast), phases.slow.size(),
+                  100 * median(phases.slow));
   }
   return 0;
 }

@@ -227,16 +227,18 @@ int main(int argc, char **argv) {
   };
   // W8A8 tile variants (prefetch bytes, unroll, K streams), before the
   // 64-column and the default W8A8 kinds.
-  std::vector<std::tuple<int, int, int, int>> tiles;
+  using Prefetch = BrgemmTile::Prefetch;
+  std::vector<std::tuple<int, int, int, Prefetch>> tiles;
   if (argc > 4 && isa == Isa::avx512_vnni && std::strcmp(argv[4], "-") != 0)
     for (const char *p = argv[4]; *p;) {
       char *end = nullptr;
       const long pf = std::strtol(p, &end, 10);
-      long unroll = 4, streams = 1, level = 0; // an explicit variant: prefetcht0 unless "t"
+      long unroll = 4, streams = 1;
+      Prefetch to = Prefetch::l1; // an explicit variant: prefetcht0 unless "t"
       if (end && *end == 't') // "4096t": prefetcht1, into L2 only
-        level = 1, ++end;
+        to = Prefetch::l2, ++end;
       else if (end && *end == 'd') // "4096d": by the body's rows, as the table's kernels
-        level = -1, ++end;
+        to = Prefetch::by_rows, ++end;
       if (end && *end == ':')
         unroll = std::strtol(end + 1, &end, 10);
       if (end && *end == ':')
@@ -246,7 +248,7 @@ int main(int argc, char **argv) {
                     argv[4]);
         return 1;
       }
-      tiles.push_back({int(pf), int(unroll), int(streams), int(level)});
+      tiles.push_back({int(pf), int(unroll), int(streams), to});
       p = *end == ',' ? end + 1 : end;
     }
   // HYC_BENCH_NO_GROUPED=1: the bf16 and W8A8 kinds alone (quicker rounds,
@@ -334,7 +336,7 @@ int main(int argc, char **argv) {
       tile.prefetch_b = std::get<0>(tiles[size_t(tileIndex)]);
       tile.k_unroll = std::get<1>(tiles[size_t(tileIndex)]);
       tile.k_streams = std::get<2>(tiles[size_t(tileIndex)]);
-      tile.prefetch_level = std::get<3>(tiles[size_t(tileIndex)]);
+      tile.prefetch_to = std::get<3>(tiles[size_t(tileIndex)]);
     }
     BrgemmGenResult g = variant ? x86::generate_avx512_vnni(d, tile) : generate_brgemm(d);
     if (!g) {
@@ -345,7 +347,10 @@ int main(int argc, char **argv) {
     k.name = g.kernel->name();
     if (variant)
       k.name += " pf" + std::to_string(tile.prefetch_b) + " u" + std::to_string(tile.k_unroll) +
-                " s" + std::to_string(tile.k_streams) + (tile.prefetch_level > 0 ? " t1" : tile.prefetch_level < 0 ? " by-rows" : "");
+                " s" + std::to_string(tile.k_streams) +
+                (tile.prefetch_to == Prefetch::l2        ? " t1"
+                 : tile.prefetch_to == Prefetch::by_rows ? " by-rows"
+                                                         : "");
     k.mb = double(one) / 1e6;
     k.copies = std::move(copies);
     k.a_sum = std::move(a_sum);

@@ -60,9 +60,6 @@ bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m, con
     if (step->positions[t] != step->positions[t - 1] + 1 || step->token_seq[t] != step->token_seq[0])
       return false;
   const int64_t n = int64_t(step->positions[T - 1]) + 1;
-  const int32_t *blocks =
-      step->block_tables + int64_t(step->token_seq[0]) * step->max_pages_per_seq;
-  auto cacheRow = [&](int64_t j) { return int64_t(blocks[j / l.page]) * l.page + j % l.page; };
   // bf16 latents and bf16 kv_b: the expansion takes vdpbf16ps on the stored
   // pairs (mla_expand_bf16_avx512.cpp). A bf16 cache whose expanded rows
   // take the bf16 attention kernel (DeepSeek's dk 192, dv 128): those rows
@@ -89,7 +86,7 @@ bool plainExtend(const hyrt_step_v0 *step, const LayerView &l, const Mla &m, con
   // also widened to fp32 unless direct; else widened to fp32 (int8 rows
   // dequantized: code x the row's scale).
   parallelRows(n, D, [&](int64_t j) {
-    const int64_t row = cacheRow(j);
+    const int64_t row = cacheRow(step, l, 0, j); // every token is of one sequence
     if (bf16Expand) {
       const uint16_t *src = l.kRow<uint16_t>(row, 0);
       std::memcpy(latH + j * D, src, sizeof(uint16_t) * size_t(D));
