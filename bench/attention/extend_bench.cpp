@@ -25,7 +25,8 @@
 // Decode runs (chunk 1) over a cache beyond the L3 bracket each bf16 round
 // with two streaming reads and print the kernel's share of them, split by
 // the host's fast and slow read phases; HYC_BENCH_VERBOSE=1 prints each
-// round's probe and kernel GB/s.
+// round's probe and kernel GB/s. HYC_BENCH_INT8=1: an int8 cache, its
+// int8 dot-product kernel against the bf16 one on the same rows.
 #include "codegen/host_peaks.h"
 #include "codegen/read_phases.h"
 #include "hyrt/cpu_kernels.h"
@@ -152,6 +153,59 @@ int main(int argc, char **argv) {
     return 2 * macs / s * 1e-9;
   };
   timed(true), timed(false); // warm-up
+  // HYC_BENCH_INT8=1: an int8 cache of the same shape instead, its int8
+  // dot-product kernel (hosts with AVX-512 VNNI) against the bf16 kernel
+  // reading the same int8 rows, interleaved.
+  if (std::getenv("HYC_BENCH_INT8")) {
+    const size_t elems = size_t(layers * layerElems), rowsPerLayer = size_t(pages * kPage * kKvHeads);
+    std::vector<int8_t> k8(elems), v8(elems);
+    std::vector<float> ks(size_t(layers) * rowsPerLayer), vs(ks.size());
+    std::uniform_int_distribution<int> code(-127, 127);
+    std::uniform_real_distribution<float> sd(0.004f, 0.012f);
+    for (int8_t &x : k8)
+      x = int8_t(code(rng));
+    for (int8_t &x : v8)
+      x = int8_t(code(rng));
+    for (float &x : ks)
+      x = sd(rng);
+    for (float &x : vs)
+      x = sd(rng);
+    std::vector<void *> k8p(static_cast<size_t>(layers)), v8p(k8p.size());
+    std::vector<float *> ksp(static_cast<size_t>(layers)), vsp(ksp.size());
+    for (int64_t i = 0; i < layers; ++i) {
+      k8p[size_t(i)] = k8.data() + i * layerElems, v8p[size_t(i)] = v8.data() + i * layerElems;
+      ksp[size_t(i)] = ks.data() + size_t(i) * rowsPerLayer;
+      vsp[size_t(i)] = vs.data() + size_t(i) * rowsPerLayer;
+    }
+    hyrt_kv_cache_v0 kv8{layers, pages, kPage, kKvHeads, kDim, kDim, k8p.data(), v8p.data(),
+                         HYRT_KV_INT8, ksp.data(), vsp.data()};
+    auto timed8 = [&](bool int8Dots) {
+      hyrt::cpu::int8AttentionDotsOff() = !int8Dots;
+      const auto t0 = Clock::now();
+      for (int64_t layer = 0; layer < layers; ++layer)
+        hyrt_cpu_paged_attention(&kv8, &step, layer, q.data(), kHeads,
+                                 1.0f / std::sqrt(float(kDim)), out.data(), 1);
+      const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+      hyrt::cpu::int8AttentionDotsOff() = false;
+      return 2 * macs / sec * 1e-9;
+    };
+    timed8(true), timed8(false);
+    std::vector<double> i8, viaBf16;
+    for (int r = 0; r < rounds; ++r)
+      i8.push_back(timed8(true)), viaBf16.push_back(timed8(false));
+    hyc::codegen::keep_best_peaks(peaks, hyc::codegen::measure_compute_peaks(threads));
+    std::printf("int8 cache; peaks, the better of before and after: bf16 dot %.0f GFLOP/s, int8 "
+                "dot %.0f GOP/s\n",
+                peaks.bf16_gflops, peaks.int8_gops);
+    std::printf("int8 dot-product kernel%s: %.0f GOP/s (%.0f%% of the int8 peak)\n",
+                hyrt::cpu::hostHasAvx512Vnni() ? "" : " (not on this host: what it falls back to)",
+                median(i8), 100 * median(i8) / peaks.int8_gops);
+    std::printf("bf16 dot-product kernel on the int8 rows: %.0f GFLOP/s (%.0f%% of the bf16 "
+                "peak); int8 / bf16 %.2fx\n",
+                median(viaBf16), 100 * median(viaBf16) / peaks.bf16_gflops,
+                median(i8) / median(viaBf16));
+    return 0;
+  }
   const bool onlyBf16 = std::getenv("HYC_BENCH_BF16_ONLY") != nullptr;
   // A decode step over a cache far beyond the L3 reads DRAM, whose rate on
   // a shared host swings between phases (bench/README.md, "The bandwidth

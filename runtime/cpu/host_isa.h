@@ -84,6 +84,25 @@ inline bool hostHasAvx512Bf16() {
   return has && variantAllowsAvx512() && !portableOnly();
 }
 
+/// AVX-512 VNNI (with F, BW, VL, DQ): the flash attention over int8 dot
+/// products of an int8 cache's extend blocks (attention_int8_avx512.cpp).
+inline bool hostHasAvx512Vnni() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vnni");
+  return has && variantAllowsAvx512() && !portableOnly();
+}
+
+/// Set by tests to keep an int8 cache's extend blocks off the int8
+/// dot-product kernel (never set by artifacts), so that the kernels it
+/// replaces there stay checked on hosts that have it.
+inline bool &int8AttentionDotsOff() {
+  static bool off = false;
+  return off;
+}
+
 } // namespace hyrt::cpu
 
 #endif // HYRT_CPU_HOST_ISA_H

@@ -127,6 +127,12 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // them (prefill attention at twice the fp32 kernel's multiply-adds).
   // Decode tokens too: the cache's bf16 pairs go into the dot products as
   // they are, where the fp32 kernel widens each element first.
+  // Extend blocks of an int8 cache: int8 dot products, where the host has
+  // them (twice the bf16 kernel's multiply-adds per instruction).
+  if (tq > 1 && hyrt::cpu::int8DotsApply(l)) {
+    hyrt::cpu::attendInt8Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
+    return;
+  }
   if (hyrt::cpu::bf16DotsApply(l)) {
     if (tq > 1)
       hyrt::cpu::attendBf16Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
@@ -309,7 +315,7 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // with 16 on the AVX2 form).
   if (l.group == 1 && (hyrt::cpu::rowsAvx2Apply(l) || hyrt::cpu::hostHasAvx512BwVl()))
     tokenBlock = kTokenBlockOneHead;
-  if (hyrt::cpu::bf16DotsApply(l)) {
+  if (hyrt::cpu::bf16DotsApply(l) || hyrt::cpu::int8DotsApply(l)) {
     const int64_t threads = int64_t(hyrt::cpu::ThreadPool::get().size());
     tokenBlock = T * l.kvHeads >= kItemsPerThread * threads * kBf16TokenBlockLong
                      ? kBf16TokenBlockLong

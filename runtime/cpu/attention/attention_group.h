@@ -278,6 +278,24 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                     int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
                     float *out);
 
+/// Whether an int8 cache's extend blocks take the int8 dot-product kernel
+/// below: dk and dv multiples of 64 up to 256, a host with AVX-512 VNNI.
+inline bool int8DotsApply(const LayerView &l) {
+  return l.int8 && l.v && l.vScale && l.kScale && l.dk % 64 == 0 && l.dv % 64 == 0 &&
+         l.dk > 0 && l.dv > 0 && l.dk <= 256 && l.dv <= 256 && hostHasAvx512Vnni() &&
+         !fp32AttentionOnly() && !int8AttentionDotsOff();
+}
+
+/// Flash attention over int8 dot products (attention_int8_avx512.cpp) for
+/// tokens t .. t + tq - 1 of one sequence at consecutive positions and KV
+/// head kvh of a layer where int8DotsApply (a precondition): the cache's
+/// codes against queries quantized per row to int8 and probabilities (times
+/// the value rows' scales) per row and 64-position block to uint8, sums in
+/// int32.
+void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                    int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,
+                    float *out);
+
 /// One decode token (t) over its cached positions, or over one KV split
 /// of them into partial results, for KV heads kvh0 .. kvh0 + kvhCount - 1
 /// of a layer where bf16DotsApply (a precondition), with bf16 dot products

@@ -266,6 +266,12 @@ TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) 
   if (!hyrt::cpu::hostHasAvx512Bf16())
     GTEST_SKIP() << "no AVX-512 BF16 on this host: an int8 cache runs the fp32 kernels "
                     "(the tests above)";
+  // Extend blocks here on the bf16 kernel, also where the host has VNNI
+  // (CpuPagedAttentionInt8Dots below checks that kernel).
+  struct PinBf16 {
+    PinBf16() { hyrt::cpu::int8AttentionDotsOff() = true; }
+    ~PinBf16() { hyrt::cpu::int8AttentionDotsOff() = false; }
+  } pin;
   const int64_t pageSize = 16, maxPages = 100, pages = 2 * maxPages;
   std::mt19937 rng(17);
   std::vector<int32_t> blocks(2 * maxPages);
@@ -314,6 +320,108 @@ TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) 
                 << ", dim " << i;
           }
         }
+    }
+  }
+}
+
+// The int8 dot-product kernel (extend blocks of an int8 cache, hosts with
+// AVX-512 VNNI, head dims multiples of 64) against the reference on the
+// dequantized rows. Per (token, head) with scaled query qs, its int8 step
+// sq = max |qs| / 127 and the dequantized keys k_j:
+// - each score moves by at most delta = sq / 2 max_j |k_j|_1 (+ the fp32
+//   rounding of qs before its codes), each exponential by the relative
+//   D = 2^-13 of exp2ForBf16: the weights move by at most
+//   e^(2 delta + 2 D) - 1 in L1, the output by V times that (V = max |v|);
+// - each block b of 64 positions rounds its weighted probabilities
+//   w_j = p_j s_vj to steps of max_(j in b) w_j / 255: with the reference
+//   weights p_j (normalized; the kernel's are within e^(2 delta + 2 D) of
+//   them) output dim i moves by at most
+//   e^(2 delta + 2 D) sum_b max_(j in b) (p_j s_vj) / 510 sum_(j in b) |v8_ji|
+//   (v8 the value codes; every rounding error of a block aligned).
+// Plus fp32 accumulation. Rows of very different scales (Int8Layer) make a
+// scale dropped, applied to the wrong row or a wrong dim order fail it by
+// far. Two sequences: one extending at position 40 across the kernel's
+// 64-position blocks and token blocks, one from position 0.
+TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
+  if (!hyrt::cpu::hostHasAvx512Vnni())
+    GTEST_SKIP() << "no AVX-512 VNNI on this host: an int8 cache's extend blocks run the "
+                    "bf16 or fp32 kernels (the tests above)";
+  const int64_t pageSize = 16, maxPages = 20, pages = 2 * maxPages;
+  std::mt19937 rng(23);
+  std::vector<int32_t> blocks(2 * maxPages);
+  for (int64_t i = 0; i < 2 * maxPages; ++i)
+    blocks[size_t(i)] = int32_t((i * 13 + 5) % pages);
+  std::vector<int32_t> pos, seq;
+  for (int32_t p = 40; p < 170; ++p)
+    pos.push_back(p), seq.push_back(0);
+  for (int32_t p = 0; p < 21; ++p)
+    pos.push_back(p), seq.push_back(1);
+  Step step(pos, seq, blocks, maxPages);
+  const int64_t T = int64_t(pos.size());
+  struct Shape {
+    int64_t group, kvHeads, dk, dv;
+  };
+  for (const Shape &sh : {Shape{1, 2, 64, 64}, Shape{4, 2, 64, 128}, Shape{8, 3, 128, 128},
+                          Shape{2, 1, 192, 64}}) {
+    Int8Layer c(pages, pageSize, sh.kvHeads, sh.dk, sh.dv, rng, 2.0f);
+    float vMax = 0;
+    for (float x : c.vDeq)
+      vMax = std::max(vMax, std::fabs(x));
+    const int64_t heads = sh.group * sh.kvHeads;
+    const float scale = 0.125f;
+    std::vector<float> q = randomQueries(T * heads * sh.dk, rng);
+    std::vector<float> want(size_t(T * heads * sh.dv)), got(want.size(), -7.0f);
+    hyrt_ref_paged_attention(&c.dequant, &step.abi, 0, q.data(), heads, scale, want.data());
+    hyrt_cpu_paged_attention(&c.int8, &step.abi, 0, q.data(), heads, scale, got.data(), 1);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t P = pos[size_t(t)], n = P + 1;
+      const int32_t *table = &blocks[size_t(seq[size_t(t)] * maxPages)];
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t kvh = h / sh.group;
+        auto rowOf = [&](int64_t j) { // element row of position j, KV head kvh
+          return (int64_t(table[j / pageSize]) * pageSize * sh.kvHeads + j % pageSize) +
+                 kvh * pageSize;
+        };
+        const float *qr = &q[size_t((t * heads + h) * sh.dk)];
+        double qMax = 0, q1 = 0;
+        for (int64_t d = 0; d < sh.dk; ++d)
+          qMax = std::max(qMax, std::fabs(double(scale) * qr[d])),
+          q1 += std::fabs(double(scale) * qr[d]);
+        std::vector<double> s(static_cast<size_t>(n));
+        double k1Max = 0, kAbsMax = 0, sMax = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          const float *k = &c.kDeq[size_t(rowOf(j) * sh.dk)];
+          double dot = 0, k1 = 0;
+          for (int64_t d = 0; d < sh.dk; ++d)
+            dot += double(scale) * qr[d] * k[d], k1 += std::fabs(k[d]),
+                kAbsMax = std::max(kAbsMax, double(std::fabs(k[d])));
+          s[size_t(j)] = dot;
+          k1Max = std::max(k1Max, k1);
+          sMax = std::max(sMax, dot);
+        }
+        double sum = 0;
+        for (double &x : s)
+          sum += (x = std::exp(x - sMax));
+        const double delta = qMax / 127 / 2 * k1Max + std::ldexp(q1 * kAbsMax, -21);
+        const double grow = std::exp(2 * delta + 2 * std::ldexp(1.0, -13));
+        for (int64_t i = 0; i < sh.dv; ++i) {
+          double pq = 0;
+          for (int64_t b = 0; b < n; b += 64) {
+            double top = 0, codes = 0;
+            for (int64_t j = b; j < std::min(n, b + 64); ++j) {
+              top = std::max(top, s[size_t(j)] / sum * c.vS[size_t(rowOf(j))]);
+              codes += std::abs(int(c.vQ[size_t(rowOf(j) * sh.dv + i)]));
+            }
+            pq += top / 510 * (1 + std::ldexp(1.0, -10)) * codes;
+          }
+          const size_t e = size_t((t * heads + h) * sh.dv + i);
+          const double bound = (grow - 1) * vMax + grow * pq + 1e-5 * (1 + std::fabs(want[e]));
+          ASSERT_NEAR(got[e], want[e], bound)
+              << "group " << sh.group << ", " << sh.kvHeads << " KV heads, dk " << sh.dk
+              << " dv " << sh.dv << ": token " << t << " (position " << P << "), head " << h
+              << ", dim " << i;
+        }
+      }
     }
   }
 }

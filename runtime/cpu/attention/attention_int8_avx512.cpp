@@ -1,0 +1,353 @@
+// Flash attention over int8 dot products (AVX-512 VNNI, `vpdpbusd`) for
+// the extend blocks of an int8 KV cache: the layout of the bf16 kernel
+// (attention_bf16_avx512.cpp: the tokens of a block times the query heads
+// of one KV head are the rows, cached positions stream through in blocks
+// of 64 with an online softmax), with both products in int8.
+//
+// Why: a 4096-token prompt's attention is most of its prefill on moe-small
+// (32 heads x 128 at 4096 positions: 1.1 TFLOP); the bf16 kernel runs it at
+// 82% of the host's `vdpbf16ps` peak, and the prompt still needs more than
+// that whole peak to stay within 80% of a 512-token prompt's tokens/s
+// (bench/README.md "Long prompts in int8"). `vpdpbusd` does twice the
+// multiply-adds of `vdpbf16ps` per instruction.
+//
+// Per block of 64 positions:
+// - Keys: the cache's int8 codes, packed once for every row as dk/4
+//   vectors of 16 positions' 4-dim quads (a transpose), each byte offset by
+//   128 to the unsigned operand; one `vpdpbusd` with a broadcast query quad
+//   adds four dims to 16 positions' scores. Queries (scaled) are quantized
+//   once per row to int8 with one scale per row (largest magnitude -> 127);
+//   the offset comes back out as 128 x the row's code sum, exactly.
+// - The online softmax as in the bf16 kernel (base 2, running maximum and
+//   sum in fp32). Each probability is weighted by its value row's scale and
+//   the block's weighted probabilities of a row quantized to uint8 with one
+//   scale per row and block (largest -> 255): a block of small
+//   probabilities keeps its own resolution.
+// - Values: the cache's int8 codes in 4-position quads per dim (bytes of 4
+//   rows interleaved by `vpunpck[lh]bw` / `wd`), so one `vpdpbusd` with a
+//   broadcast probability quad adds four positions to 16 dims. The
+//   interleave permutes the dims within each 64 (dim 16L + 4k + i sits in
+//   vector k, lane 4L + i); the output is un-permuted once at the end.
+//   Each block's int32 sums join the fp32 output with the block's scale.
+// Numerics: queries and probabilities rounded to 8 bits against the cache's
+// own 8-bit codes, sums exact in int32: the error bound is derived in
+// test/unit/cpu/attention_int8_test.cpp.
+#include "attention_group.h"
+#include "../tls_pointer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <immintrin.h>
+#include <vector>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+
+#include "../vec_avx512.h"
+#include "transpose16_avx512.h"
+
+namespace hyrt::cpu {
+
+namespace {
+
+constexpr int64_t kBlock = 64;
+constexpr int kQuarters = int(kBlock / 16); // 16-position vectors per block
+constexpr int kQuads = int(kBlock / 4);     // 4-position quads per block
+// Rows per score / P x V call (4 x 4 accumulators) and per block of the
+// loop, as in the bf16 kernel.
+constexpr int kGroup = 4;
+constexpr int kRows = 2 * kGroup;
+
+/// Rows of one block: r = u * G + h for token u and query head h.
+struct Rows {
+  int64_t count;
+  std::vector<uint32_t> q;   // [count][dk / 4] query codes, int8 quads
+  std::vector<float> qs;     // the row's query scale
+  std::vector<int32_t> qc;   // 128 x the row's code sum (the key offset's term)
+  std::vector<float> o;      // [count][dv] output accumulators (dims permuted)
+  std::vector<float> m;      // running maximum (base 2)
+  std::vector<float> l;      // [count][16] partial sums of exponentials
+};
+
+/// Four rows' outputs, N accumulators of 16 dims from chunk c on: scaled by
+/// the rows' factors, plus the block's probability quads times the packed
+/// value quads, summed in int32 and joined with the rows' block scales.
+/// Rows from `real` on are tail copies: computed, not stored. Not inlined
+/// (the bf16 kernel's accumulatePv says why).
+template <int N>
+__attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
+                                            const uint32_t (*pr)[kQuads], const float *corr,
+                                            const float *ps, const uint32_t *vPack, int64_t quads,
+                                            int64_t dv, int64_t c, int64_t real) {
+  __m512i acc[kGroup][N];
+#pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+#pragma GCC unroll 8
+    for (int y = 0; y < N; ++y)
+      acc[x][y] = _mm512_setzero_si512();
+  for (int64_t a = 0; a < quads; ++a) {
+    __m512i v[N];
+#pragma GCC unroll 8
+    for (int y = 0; y < N; ++y)
+      v[y] = _mm512_load_si512(&vPack[a * dv + (c + y) * 16]);
+#pragma GCC unroll 8
+    for (int x = 0; x < kGroup; ++x) {
+      const __m512i pb = _mm512_set1_epi32(int(pr[x][a]));
+#pragma GCC unroll 8
+      for (int y = 0; y < N; ++y)
+        acc[x][y] = _mm512_dpbusd_epi32(acc[x][y], pb, v[y]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+    if (x < real) {
+      const __m512 f = _mm512_set1_ps(corr[x]), s = _mm512_set1_ps(ps[x]);
+#pragma GCC unroll 8
+      for (int y = 0; y < N; ++y) {
+        float *dst = &o[size_t(rr[x] * dv + (c + y) * 16)];
+        _mm512_storeu_ps(dst, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[x][y]), s,
+                                              _mm512_mul_ps(_mm512_loadu_ps(dst), f)));
+      }
+    }
+}
+
+/// Scores of four rows against a packed key block, into s[x][position]:
+/// (int32 sum - the row's offset term) x the row's query scale x each
+/// position's key scale.
+__attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, int64_t kq,
+                                         const uint32_t *kPack, const float *qs,
+                                         const int32_t *qc, const float *kScales,
+                                         float (*s)[kBlock]) {
+  __m512i sc[kGroup][kQuarters];
+#pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+#pragma GCC unroll 8
+    for (int y = 0; y < kQuarters; ++y)
+      sc[x][y] = _mm512_setzero_si512();
+  const uint32_t *qr[kGroup];
+#pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x)
+    qr[x] = q + rr[x] * kq;
+  for (int64_t i = 0; i < kq; ++i) {
+    __m512i k[kQuarters];
+#pragma GCC unroll 8
+    for (int y = 0; y < kQuarters; ++y)
+      k[y] = _mm512_load_si512(&kPack[i * kBlock + 16 * y]);
+#pragma GCC unroll 8
+    for (int x = 0; x < kGroup; ++x) {
+      const __m512i qb = _mm512_set1_epi32(int(qr[x][i]));
+#pragma GCC unroll 8
+      for (int y = 0; y < kQuarters; ++y)
+        sc[x][y] = _mm512_dpbusd_epi32(sc[x][y], k[y], qb);
+    }
+  }
+#pragma GCC unroll 8
+  for (int x = 0; x < kGroup; ++x) {
+    const __m512i off = _mm512_set1_epi32(qc[rr[x]]);
+    const __m512 f = _mm512_set1_ps(qs[rr[x]]);
+#pragma GCC unroll 8
+    for (int y = 0; y < kQuarters; ++y)
+      _mm512_store_ps(&s[x][16 * y],
+                      _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(
+                                                      _mm512_sub_epi32(sc[x][y], off)),
+                                                  f),
+                                    _mm512_load_ps(kScales + 16 * y)));
+  }
+}
+
+/// Row r's scaled query as int8 codes (4 per dword) with one scale: the
+/// largest magnitude maps to 127; a zero row is scale 0, codes 0.
+void quantizeQuery(const float *src, float scale, int64_t dk, uint32_t *dst, float *qs,
+                   int32_t *qc) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t d = 0; d < dk; d += 16)
+    amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale)));
+  const float m = _mm512_reduce_max_ps(amax);
+  const __m512 inv = _mm512_set1_ps(m > 0 ? 127.0f / m : 0.0f);
+  __m512i sum = _mm512_setzero_si512();
+  for (int64_t d = 0; d < dk; d += 16) {
+    const __m512i c = _mm512_cvtps_epi32(
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale), inv));
+    sum = _mm512_add_epi32(sum, c);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + d / 4), _mm512_cvtepi32_epi8(c));
+  }
+  *qs = m / 127.0f;
+  *qc = 128 * _mm512_reduce_add_epi32(sum);
+}
+
+} // namespace
+
+void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
+                    int64_t numHeads, float scale, int64_t t0, int64_t tq, int64_t kvh,
+                    float *out) {
+  const int64_t dk = l.dk, dv = l.dv, G = l.group;
+  const int64_t p0 = step->positions[t0], nMax = p0 + tq, kq = dk / 4;
+  auto lastOf = [&](int64_t r) { return p0 + r / G; };
+
+  thread_local std::vector<int64_t> rowsBuf;
+  rowsBuf.resize(size_t(nMax));
+  int64_t *const rows = pinned(rowsBuf.data());
+  forEachRow(step, l, t0, nMax, [&](int64_t j, int64_t row) { rows[j] = row; });
+
+  thread_local Rows tRows;
+  Rows &R = tRows;
+  R.count = tq * G;
+  R.q.resize(size_t(R.count * kq));
+  R.qs.resize(size_t(R.count));
+  R.qc.resize(size_t(R.count));
+  R.o.assign(size_t(R.count * dv), 0.0f);
+  R.m.assign(size_t(R.count), -INFINITY);
+  R.l.assign(size_t(R.count * 16), 0.0f);
+  const int64_t count = R.count;
+  uint32_t *const Rq = pinned(R.q.data());
+  float *const Rqs = pinned(R.qs.data());
+  int32_t *const Rqc = pinned(R.qc.data());
+  float *const Ro = pinned(R.o.data()), *const Rm = pinned(R.m.data()),
+              *const Rl = pinned(R.l.data());
+  for (int64_t u = 0; u < tq; ++u)
+    for (int64_t h = 0; h < G; ++h) {
+      const int64_t r = u * G + h;
+      quantizeQuery(q + ((t0 + u) * numHeads + kvh * G + h) * dk, scale, dk, &Rq[size_t(r * kq)],
+                    &Rqs[r], &Rqc[r]);
+    }
+
+  // Packed blocks: K as [kq][64] quads by position (unsigned: byte + 128),
+  // V as [16 quads][dv] dwords (per 64 dims: 4 vectors, dims permuted).
+  alignas(64) thread_local uint32_t tKPack[64 * kBlock];
+  alignas(64) thread_local uint32_t tVPack[kQuads * 256];
+  uint32_t *const kPack = pinned(tKPack), *const vPack = pinned(tVPack);
+  alignas(64) float kScales[kBlock], vScales[kBlock];
+  const int8_t *kRowOf[kBlock], *vRowOf[kBlock];
+  const __m512i flip = _mm512_set1_epi8(char(0x80));
+
+  for (int64_t jb = 0; jb < nMax; jb += kBlock) {
+    const int64_t valid = std::min(kBlock, nMax - jb);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      const int64_t row = rows[std::min(jb + i, nMax - 1)]; // the padding repeats the last row
+      kRowOf[i] = l.kRow<int8_t>(row, kvh), vRowOf[i] = l.vRow<int8_t>(row, kvh);
+      kScales[i] = l.kScaleOf<int8_t>(row, kvh), vScales[i] = l.vScaleOf<int8_t>(row, kvh);
+    }
+    for (int quarter = 0; quarter < kQuarters; ++quarter)
+      for (int64_t c = 0; c < kq; c += 16) {
+        __m512i m[16];
+        for (int i = 0; i < 16; ++i)
+          m[i] = _mm512_loadu_si512(kRowOf[quarter * 16 + i] + 4 * c);
+        transpose16(m);
+        for (int i = 0; i < 16; ++i)
+          _mm512_store_si512(&kPack[(c + i) * kBlock + quarter * 16], _mm512_xor_si512(m[i], flip));
+      }
+    for (int64_t a = 0; a < kQuads; ++a)
+      for (int64_t c = 0; c < dv; c += 64) {
+        const __m512i r0 = _mm512_loadu_si512(vRowOf[4 * a] + c),
+                      r1 = _mm512_loadu_si512(vRowOf[4 * a + 1] + c),
+                      r2 = _mm512_loadu_si512(vRowOf[4 * a + 2] + c),
+                      r3 = _mm512_loadu_si512(vRowOf[4 * a + 3] + c);
+        const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1),
+                      lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+        uint32_t *dst = &vPack[a * dv + c];
+        _mm512_store_si512(dst, _mm512_unpacklo_epi16(lo01, lo23));
+        _mm512_store_si512(dst + 16, _mm512_unpackhi_epi16(lo01, lo23));
+        _mm512_store_si512(dst + 32, _mm512_unpacklo_epi16(hi01, hi23));
+        _mm512_store_si512(dst + 48, _mm512_unpackhi_epi16(hi01, hi23));
+      }
+    for (int64_t r0 = 0; r0 < count; r0 += kRows) {
+      if (jb > lastOf(std::min(r0 + kRows - 1, count - 1)))
+        continue; // every row of the group is past this block
+      int64_t rr[kRows];
+      for (int x = 0; x < kRows; ++x)
+        rr[x] = std::min(r0 + x, count - 1);
+      alignas(64) float sc[kRows][kBlock];
+      for (int x0 = 0; x0 < kRows; x0 += kGroup)
+        scoreRows(Rq, rr + x0, kq, kPack, Rqs, Rqc, kScales, sc + x0);
+      // The online softmax of the bf16 kernel; then each live row's
+      // probabilities times its value rows' scales, to uint8 quads with
+      // the row's block scale ps (a row with nothing to add: codes 0).
+      alignas(64) uint32_t pr[kRows][kQuads];
+      alignas(64) float mOld[16], mNew[16], corr[16];
+      float ps[kRows];
+      bool live[kRows];
+      int64_t visibleOf[kRows];
+      int64_t quads = 0;
+      const __m512 ninf = _mm512_set1_ps(-INFINITY), log2e = _mm512_set1_ps(1.44269504f);
+      for (int x = 0; x < kRows; ++x) {
+        const int64_t r = rr[x], last = lastOf(r);
+        live[x] = r0 + x < count && jb <= last;
+        mOld[x] = mNew[x] = 0.0f;
+        if (!live[x])
+          continue;
+        const int64_t visible = std::min(valid, last - jb + 1);
+        visibleOf[x] = visible;
+        quads = std::max(quads, (visible + 3) / 4);
+        __m512 vmax = ninf;
+        for (int y = 0; y < kQuarters; ++y)
+          vmax = _mm512_mask_max_ps(vmax, tailMask(visible - 16 * y), vmax,
+                                    _mm512_load_ps(&sc[x][16 * y]));
+        mOld[x] = Rm[size_t(r)];
+        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(_mm512_mul_ps(vmax, log2e)));
+      }
+      for (int x = kRows; x < 16; ++x)
+        mOld[x] = mNew[x] = 0.0f;
+      _mm512_store_ps(corr, expForBf16(_mm512_mul_ps(
+                                _mm512_sub_ps(_mm512_load_ps(mOld), _mm512_load_ps(mNew)),
+                                _mm512_set1_ps(0.693147181f))));
+      for (int x = 0; x < kRows; ++x) {
+        ps[x] = 0.0f;
+        if (!live[x]) {
+          std::fill(pr[x], pr[x] + kQuads, 0u);
+          continue;
+        }
+        const int64_t r = rr[x], visible = visibleOf[x];
+        const __m512 vm = _mm512_set1_ps(mNew[x]);
+        __m512 sum = _mm512_setzero_ps(), wmax = _mm512_setzero_ps();
+        __m512 w[kQuarters];
+        for (int y = 0; y < kQuarters; ++y) {
+          const __m512 e = exp2ForBf16(tailMask(visible - 16 * y),
+                                       _mm512_fmsub_ps(_mm512_load_ps(&sc[x][16 * y]), log2e, vm));
+          sum = _mm512_add_ps(sum, e);
+          w[y] = _mm512_mul_ps(e, _mm512_load_ps(vScales + 16 * y));
+          wmax = _mm512_max_ps(wmax, w[y]);
+        }
+        const float top = _mm512_reduce_max_ps(wmax);
+        const __m512 inv = _mm512_set1_ps(top > 0 ? 255.0f / top : 0.0f);
+        for (int y = 0; y < kQuarters; ++y)
+          _mm_store_si128(reinterpret_cast<__m128i *>(&pr[x][4 * y]),
+                          _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(w[y], inv))));
+        ps[x] = top / 255.0f;
+        float *lr = &Rl[size_t(r * 16)];
+        _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]), sum));
+        Rm[size_t(r)] = mNew[x];
+      }
+      for (int x0 = 0; x0 < kRows; x0 += kGroup)
+        for (int64_t c = 0; c < dv / 16; c += 4)
+          accumulatePv<4>(Ro, rr + x0, pr + x0, corr + x0, ps + x0, vPack, quads, dv, c,
+                          count - r0 - x0);
+    }
+  }
+  // Un-permute each 64 dims (dim 16L + 4k + i from vector k, lane 4L + i)
+  // and normalize.
+  alignas(64) static const int32_t perm[64] = {
+      0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, //
+      4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55, //
+      8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, //
+      12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};
+  for (int64_t u = 0; u < tq; ++u)
+    for (int64_t h = 0; h < G; ++h) {
+      const int64_t r = u * G + h;
+      const float *o = &Ro[size_t(r * dv)];
+      float *dst = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
+      const __m512 inv =
+          _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_loadu_ps(&Rl[size_t(r * 16)])));
+      for (int64_t c = 0; c < dv; c += 64)
+        for (int k = 0; k < 4; ++k)
+          _mm512_storeu_ps(dst + c + 16 * k,
+                           _mm512_mul_ps(_mm512_i32gather_ps(
+                                             _mm512_load_si512(perm + 16 * k), o + c, 4),
+                                         inv));
+    }
+}
+
+} // namespace hyrt::cpu
+
+#pragma GCC pop_options
