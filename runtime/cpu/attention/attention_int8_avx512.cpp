@@ -1,8 +1,11 @@
 // Flash attention over int8 dot products (AVX-512 VNNI, `vpdpbusd`) for
 // the extend blocks of an int8 KV cache: the layout of the bf16 kernel
 // (attention_bf16_avx512.cpp: the tokens of a block times the query heads
-// of one KV head are the rows, cached positions stream through in blocks
-// of 64 with an online softmax), with both products in int8.
+// of one KV head are the rows, cached positions stream through with an
+// online softmax), with both products in int8, in blocks of 128 positions:
+// the per-block costs (each row's maxima, rescaling, the P x V sums'
+// join with the output) are a larger share of int8 dot products than of
+// bf16 ones (blocks of 64: 600-620 GOP/s, 128: 650 on moe-small's heads).
 //
 // Why: a 4096-token prompt's attention is most of its prefill on moe-small
 // (32 heads x 128 at 4096 positions: 1.1 TFLOP); the bf16 kernel runs it at
@@ -11,7 +14,7 @@
 // (bench/README.md "Long prompts in int8"). `vpdpbusd` does twice the
 // multiply-adds of `vdpbf16ps` per instruction.
 //
-// Per block of 64 positions:
+// Per block of 128 positions:
 // - Keys: the cache's int8 codes, packed once for every row as dk/4
 //   vectors of 16 positions' 4-dim quads (a transpose), each byte offset by
 //   128 to the unsigned operand; one `vpdpbusd` with a broadcast query quad
@@ -51,13 +54,38 @@ namespace hyrt::cpu {
 
 namespace {
 
-constexpr int64_t kBlock = 64;
+constexpr int64_t kBlock = 128;
 constexpr int kQuarters = int(kBlock / 16); // 16-position vectors per block
 constexpr int kQuads = int(kBlock / 4);     // 4-position quads per block
+// Positions per score call: 4 rows x 4 vectors of 16 (16 accumulators).
+constexpr int64_t kScoreSpan = 64;
+constexpr int kSpanVectors = int(kScoreSpan / 16);
 // Rows per score / P x V call (4 x 4 accumulators) and per block of the
 // loop, as in the bf16 kernel.
 constexpr int kGroup = 4;
 constexpr int kRows = 2 * kGroup;
+
+/// acc[y] += the four u8 x s8 products of each dword lane of a[y] and b
+/// (`vpdpbusd`), or of a and b[y] (dpbusd4By): four accumulators, tied to
+/// their registers in one asm. GCC 12 compiles the intrinsic in these loops
+/// to a copy of most accumulators per instruction (and a spill), which cost
+/// the kernel 7% here.
+inline void dpbusd4(__m512i (&acc)[4], const __m512i (&a)[4], __m512i b) {
+  asm("vpdpbusd %4, %5, %0\n\t"
+      "vpdpbusd %4, %6, %1\n\t"
+      "vpdpbusd %4, %7, %2\n\t"
+      "vpdpbusd %4, %8, %3"
+      : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3])
+      : "v"(b), "v"(a[0]), "v"(a[1]), "v"(a[2]), "v"(a[3]));
+}
+inline void dpbusd4By(__m512i (&acc)[4], __m512i a, const __m512i (&b)[4]) {
+  asm("vpdpbusd %5, %4, %0\n\t"
+      "vpdpbusd %6, %4, %1\n\t"
+      "vpdpbusd %7, %4, %2\n\t"
+      "vpdpbusd %8, %4, %3"
+      : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3])
+      : "v"(a), "v"(b[0]), "v"(b[1]), "v"(b[2]), "v"(b[3]));
+}
 
 /// Rows of one block: r = u * G + h for token u and query head h.
 struct Rows {
@@ -92,12 +120,8 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
     for (int y = 0; y < N; ++y)
       v[y] = _mm512_load_si512(&vPack[a * dv + (c + y) * 16]);
 #pragma GCC unroll 8
-    for (int x = 0; x < kGroup; ++x) {
-      const __m512i pb = _mm512_set1_epi32(int(pr[x][a]));
-#pragma GCC unroll 8
-      for (int y = 0; y < N; ++y)
-        acc[x][y] = _mm512_dpbusd_epi32(acc[x][y], pb, v[y]);
-    }
+    for (int x = 0; x < kGroup; ++x)
+      dpbusd4By(acc[x], _mm512_set1_epi32(int(pr[x][a])), v);
   }
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
@@ -118,41 +142,37 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
 __attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, int64_t kq,
                                          const uint32_t *kPack, const float *qs,
                                          const int32_t *qc, const float *kScales,
-                                         float (*s)[kBlock]) {
-  __m512i sc[kGroup][kQuarters];
+                                         float (*s)[kBlock], int64_t from) {
+  __m512i sc[kGroup][kSpanVectors];
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
 #pragma GCC unroll 8
-    for (int y = 0; y < kQuarters; ++y)
+    for (int y = 0; y < kSpanVectors; ++y)
       sc[x][y] = _mm512_setzero_si512();
   const uint32_t *qr[kGroup];
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
     qr[x] = q + rr[x] * kq;
   for (int64_t i = 0; i < kq; ++i) {
-    __m512i k[kQuarters];
+    __m512i k[kSpanVectors];
 #pragma GCC unroll 8
-    for (int y = 0; y < kQuarters; ++y)
-      k[y] = _mm512_load_si512(&kPack[i * kBlock + 16 * y]);
+    for (int y = 0; y < kSpanVectors; ++y)
+      k[y] = _mm512_load_si512(&kPack[i * kBlock + from + 16 * y]);
 #pragma GCC unroll 8
-    for (int x = 0; x < kGroup; ++x) {
-      const __m512i qb = _mm512_set1_epi32(int(qr[x][i]));
-#pragma GCC unroll 8
-      for (int y = 0; y < kQuarters; ++y)
-        sc[x][y] = _mm512_dpbusd_epi32(sc[x][y], k[y], qb);
-    }
+    for (int x = 0; x < kGroup; ++x)
+      dpbusd4(sc[x], k, _mm512_set1_epi32(int(qr[x][i])));
   }
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x) {
     const __m512i off = _mm512_set1_epi32(qc[rr[x]]);
     const __m512 f = _mm512_set1_ps(qs[rr[x]]);
 #pragma GCC unroll 8
-    for (int y = 0; y < kQuarters; ++y)
-      _mm512_store_ps(&s[x][16 * y],
+    for (int y = 0; y < kSpanVectors; ++y)
+      _mm512_store_ps(&s[x][from + 16 * y],
                       _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(
                                                       _mm512_sub_epi32(sc[x][y], off)),
                                                   f),
-                                    _mm512_load_ps(kScales + 16 * y)));
+                                    _mm512_load_ps(kScales + from + 16 * y)));
   }
 }
 
@@ -259,8 +279,11 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       for (int x = 0; x < kRows; ++x)
         rr[x] = std::min(r0 + x, count - 1);
       alignas(64) float sc[kRows][kBlock];
-      for (int x0 = 0; x0 < kRows; x0 += kGroup)
-        scoreRows(Rq, rr + x0, kq, kPack, Rqs, Rqc, kScales, sc + x0);
+      // The block's second span only where a row of the group sees it.
+      const int64_t seen = std::min(valid, lastOf(rr[kRows - 1]) - jb + 1);
+      for (int64_t from = 0; from < seen; from += kScoreSpan)
+        for (int x0 = 0; x0 < kRows; x0 += kGroup)
+          scoreRows(Rq, rr + x0, kq, kPack, Rqs, Rqc, kScales, sc + x0, from);
       // The online softmax of the bf16 kernel; then each live row's
       // probabilities times its value rows' scales, to uint8 quads with
       // the row's block scale ps (a row with nothing to add: codes 0).

@@ -332,7 +332,8 @@ TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) 
 //   rounding of qs before its codes), each exponential by the relative
 //   D = 2^-13 of exp2ForBf16: the weights move by at most
 //   e^(2 delta + 2 D) - 1 in L1, the output by V times that (V = max |v|);
-// - each block b of 64 positions rounds its weighted probabilities
+// - each block b of 128 positions (the kernel's) rounds its weighted
+//   probabilities
 //   w_j = p_j s_vj to steps of max_(j in b) w_j / 255: with the reference
 //   weights p_j (normalized; the kernel's are within e^(2 delta + 2 D) of
 //   them) output dim i moves by at most
@@ -341,7 +342,7 @@ TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) 
 // Plus fp32 accumulation. Rows of very different scales (Int8Layer) make a
 // scale dropped, applied to the wrong row or a wrong dim order fail it by
 // far. Two sequences: one extending at position 40 across the kernel's
-// 64-position blocks and token blocks, one from position 0.
+// 128-position blocks and its token blocks, one from position 0.
 TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
   if (!hyrt::cpu::hostHasAvx512Vnni())
     GTEST_SKIP() << "no AVX-512 VNNI on this host: an int8 cache's extend blocks run the "
@@ -352,7 +353,7 @@ TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
   for (int64_t i = 0; i < 2 * maxPages; ++i)
     blocks[size_t(i)] = int32_t((i * 13 + 5) % pages);
   std::vector<int32_t> pos, seq;
-  for (int32_t p = 40; p < 170; ++p)
+  for (int32_t p = 40; p < 300; ++p)
     pos.push_back(p), seq.push_back(0);
   for (int32_t p = 0; p < 21; ++p)
     pos.push_back(p), seq.push_back(1);
@@ -406,9 +407,9 @@ TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
         const double grow = std::exp(2 * delta + 2 * std::ldexp(1.0, -13));
         for (int64_t i = 0; i < sh.dv; ++i) {
           double pq = 0;
-          for (int64_t b = 0; b < n; b += 64) {
+          for (int64_t b = 0; b < n; b += 128) {
             double top = 0, codes = 0;
-            for (int64_t j = b; j < std::min(n, b + 64); ++j) {
+            for (int64_t j = b; j < std::min(n, b + 128); ++j) {
               top = std::max(top, s[size_t(j)] / sum * c.vS[size_t(rowOf(j))]);
               codes += std::abs(int(c.vQ[size_t(rowOf(j) * sh.dv + i)]));
             }
