@@ -63,7 +63,7 @@ constexpr int kSpanVectors = int(kScoreSpan / 16);
 // Rows per score / P x V call (4 x 4 accumulators) and per block of the
 // loop, as in the bf16 kernel.
 constexpr int kGroup = 4;
-constexpr int kRows = 2 * kGroup;
+constexpr int kRows = 4 * kGroup;
 
 /// acc[y] += the four u8 x s8 products of each dword lane of a[y] and b
 /// (`vpdpbusd`), or of a and b[y] (dpbusd4By): four accumulators, tied to
@@ -123,32 +123,38 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
     for (int x = 0; x < kGroup; ++x)
       dpbusd4By(acc[x], _mm512_set1_epi32(int(pr[x][a])), v);
   }
+  // A row whose maximum stayed (factor exactly 1: most blocks of a long
+  // context) skips the rescaling multiply.
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
     if (x < real) {
       const __m512 f = _mm512_set1_ps(corr[x]), s = _mm512_set1_ps(ps[x]);
+      const bool keep = corr[x] == 1.0f;
 #pragma GCC unroll 8
       for (int y = 0; y < N; ++y) {
         float *dst = &o[size_t(rr[x] * dv + (c + y) * 16)];
-        _mm512_storeu_ps(dst, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[x][y]), s,
-                                              _mm512_mul_ps(_mm512_loadu_ps(dst), f)));
+        const __m512 old = keep ? _mm512_loadu_ps(dst) : _mm512_mul_ps(_mm512_loadu_ps(dst), f);
+        _mm512_storeu_ps(dst, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[x][y]), s, old));
       }
     }
 }
 
-/// Scores of four rows against a packed key block, into s[x][position]:
-/// (int32 sum - the row's offset term) x the row's query scale x each
-/// position's key scale.
+/// Scores of four rows against a packed key block, positions from .. from
+/// + 63, into s[x][position]: (int32 sum - the row's offset term) x each
+/// position's key scale; the row's query scale (with log2(e)) is applied in
+/// the softmax's fmsub. rowMax[x]: the row's maximum over its visible
+/// positions so far (this span's, joined with the earlier ones').
 __attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, int64_t kq,
-                                         const uint32_t *kPack, const float *qs,
-                                         const int32_t *qc, const float *kScales,
-                                         float (*s)[kBlock], int64_t from) {
+                                         const uint32_t *kPack, const int32_t *qc, const float *kScales,
+                                         float (*s)[kBlock], int64_t from,
+                                         const int64_t *visible, __m512 *rowMax) {
+  // Each sum starts at minus the row's offset term.
   __m512i sc[kGroup][kSpanVectors];
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
 #pragma GCC unroll 8
     for (int y = 0; y < kSpanVectors; ++y)
-      sc[x][y] = _mm512_setzero_si512();
+      sc[x][y] = _mm512_set1_epi32(-qc[rr[x]]);
   const uint32_t *qr[kGroup];
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x)
@@ -164,15 +170,15 @@ __attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, i
   }
 #pragma GCC unroll 8
   for (int x = 0; x < kGroup; ++x) {
-    const __m512i off = _mm512_set1_epi32(qc[rr[x]]);
-    const __m512 f = _mm512_set1_ps(qs[rr[x]]);
+    __m512 m = from == 0 ? _mm512_set1_ps(-INFINITY) : rowMax[x];
 #pragma GCC unroll 8
-    for (int y = 0; y < kSpanVectors; ++y)
-      _mm512_store_ps(&s[x][from + 16 * y],
-                      _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(
-                                                      _mm512_sub_epi32(sc[x][y], off)),
-                                                  f),
-                                    _mm512_load_ps(kScales + from + 16 * y)));
+    for (int y = 0; y < kSpanVectors; ++y) {
+      const __m512 v =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(sc[x][y]), _mm512_load_ps(kScales + from + 16 * y));
+      _mm512_store_ps(&s[x][from + 16 * y], v);
+      m = _mm512_mask_max_ps(m, tailMask(visible[x] - from - 16 * y), m, v);
+    }
+    rowMax[x] = m;
   }
 }
 
@@ -193,7 +199,7 @@ void quantizeQuery(const float *src, float scale, int64_t dk, uint32_t *dst, flo
     sum = _mm512_add_epi32(sum, c);
     _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + d / 4), _mm512_cvtepi32_epi8(c));
   }
-  *qs = m / 127.0f;
+  *qs = m / 127.0f * 1.44269504f; // scores in base 2 (log2(e))
   *qc = 128 * _mm512_reduce_add_epi32(sum);
 }
 
@@ -275,40 +281,38 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
     for (int64_t r0 = 0; r0 < count; r0 += kRows) {
       if (jb > lastOf(std::min(r0 + kRows - 1, count - 1)))
         continue; // every row of the group is past this block
-      int64_t rr[kRows];
-      for (int x = 0; x < kRows; ++x)
+      // Each row's positions in this block (0: a row past it, or a tail
+      // copy, which adds nothing: probabilities 0, its output kept).
+      int64_t rr[kRows], visibleOf[kRows];
+      int64_t seen = 0;
+      for (int x = 0; x < kRows; ++x) {
         rr[x] = std::min(r0 + x, count - 1);
+        visibleOf[x] = r0 + x < count ? std::clamp<int64_t>(lastOf(rr[x]) - jb + 1, 0, valid) : 0;
+        seen = std::max(seen, visibleOf[x]);
+      }
+      // Scores with each row's running maximum over its visible positions;
+      // the block's second span only where a row of the group sees it.
       alignas(64) float sc[kRows][kBlock];
-      // The block's second span only where a row of the group sees it.
-      const int64_t seen = std::min(valid, lastOf(rr[kRows - 1]) - jb + 1);
+      __m512 rowMax[kRows];
       for (int64_t from = 0; from < seen; from += kScoreSpan)
         for (int x0 = 0; x0 < kRows; x0 += kGroup)
-          scoreRows(Rq, rr + x0, kq, kPack, Rqs, Rqc, kScales, sc + x0, from);
+          scoreRows(Rq, rr + x0, kq, kPack, Rqc, kScales, sc + x0, from, visibleOf + x0,
+                    rowMax + x0);
       // The online softmax of the bf16 kernel; then each live row's
       // probabilities times its value rows' scales, to uint8 quads with
       // the row's block scale ps (a row with nothing to add: codes 0).
       alignas(64) uint32_t pr[kRows][kQuads];
       alignas(64) float mOld[16], mNew[16], corr[16];
       float ps[kRows];
-      bool live[kRows];
-      int64_t visibleOf[kRows];
-      int64_t quads = 0;
-      const __m512 ninf = _mm512_set1_ps(-INFINITY), log2e = _mm512_set1_ps(1.44269504f);
+      const int64_t quads = (seen + 3) / 4;
       for (int x = 0; x < kRows; ++x) {
-        const int64_t r = rr[x], last = lastOf(r);
-        live[x] = r0 + x < count && jb <= last;
-        mOld[x] = mNew[x] = 0.0f;
-        if (!live[x])
+        mOld[x] = mNew[x] = 0.0f; // factor 1 for rows with nothing here
+        if (visibleOf[x] == 0)
           continue;
-        const int64_t visible = std::min(valid, last - jb + 1);
-        visibleOf[x] = visible;
-        quads = std::max(quads, (visible + 3) / 4);
-        __m512 vmax = ninf;
-        for (int y = 0; y < kQuarters; ++y)
-          vmax = _mm512_mask_max_ps(vmax, tailMask(visible - 16 * y), vmax,
-                                    _mm512_load_ps(&sc[x][16 * y]));
+        const int64_t r = rr[x];
         mOld[x] = Rm[size_t(r)];
-        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(_mm512_mul_ps(vmax, log2e)));
+        // The row's scale is >= 0: it commutes with the maximum.
+        mNew[x] = std::max(mOld[x], _mm512_reduce_max_ps(rowMax[x]) * Rqs[r]);
       }
       for (int x = kRows; x < 16; ++x)
         mOld[x] = mNew[x] = 0.0f;
@@ -317,26 +321,32 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                                 _mm512_set1_ps(0.693147181f))));
       for (int x = 0; x < kRows; ++x) {
         ps[x] = 0.0f;
-        if (!live[x]) {
+        if (visibleOf[x] == 0) {
           std::fill(pr[x], pr[x] + kQuads, 0u);
           continue;
         }
         const int64_t r = rr[x], visible = visibleOf[x];
-        const __m512 vm = _mm512_set1_ps(mNew[x]);
+        const __m512 vm = _mm512_set1_ps(mNew[x]), vq = _mm512_set1_ps(Rqs[r]);
         __m512 sum = _mm512_setzero_ps(), wmax = _mm512_setzero_ps();
+        // Only the quarters the row sees (the diagonal block's others: 0).
         __m512 w[kQuarters];
-        for (int y = 0; y < kQuarters; ++y) {
-          const __m512 e = exp2ForBf16(tailMask(visible - 16 * y),
-                                       _mm512_fmsub_ps(_mm512_load_ps(&sc[x][16 * y]), log2e, vm));
-          sum = _mm512_add_ps(sum, e);
-          w[y] = _mm512_mul_ps(e, _mm512_load_ps(vScales + 16 * y));
-          wmax = _mm512_max_ps(wmax, w[y]);
-        }
+#pragma GCC unroll 8
+        for (int y = 0; y < kQuarters; ++y)
+          if (16 * y < visible) {
+            const __m512 e = exp2ForBf16(tailMask(visible - 16 * y),
+                                         _mm512_fmsub_ps(_mm512_load_ps(&sc[x][16 * y]), vq, vm));
+            sum = _mm512_add_ps(sum, e);
+            w[y] = _mm512_mul_ps(e, _mm512_load_ps(vScales + 16 * y));
+            wmax = _mm512_max_ps(wmax, w[y]);
+          }
         const float top = _mm512_reduce_max_ps(wmax);
         const __m512 inv = _mm512_set1_ps(top > 0 ? 255.0f / top : 0.0f);
+#pragma GCC unroll 8
         for (int y = 0; y < kQuarters; ++y)
           _mm_store_si128(reinterpret_cast<__m128i *>(&pr[x][4 * y]),
-                          _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(w[y], inv))));
+                          16 * y < visible
+                              ? _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(w[y], inv)))
+                              : _mm_setzero_si128());
         ps[x] = top / 255.0f;
         float *lr = &Rl[size_t(r * 16)];
         _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]), sum));
