@@ -337,7 +337,11 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   merges.clear();
   int64_t slots = 0;
   const bool bf16Dots = hyrt::cpu::bf16DotsApply(l);
-  for (const auto &[t0, count] : blocks) {
+  // Latest blocks first: within a sequence a block's cost grows with its
+  // positions, so the threads take the costliest items first and finish on
+  // the cheapest (first come first served in index order).
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+    const auto [t0, count] = *b;
     if (count > 1) {
       for (int64_t kvh = 0; kvh < l.kvHeads; ++kvh)
         items.push_back({t0, count, kvh, 1, 0, 0, -1, 1});
