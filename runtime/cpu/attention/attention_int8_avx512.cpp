@@ -87,6 +87,12 @@ inline void dpbusd4By(__m512i (&acc)[4], __m512i a, const __m512i (&b)[4]) {
       : "v"(a), "v"(b[0]), "v"(b[1]), "v"(b[2]), "v"(b[3]));
 }
 
+/// The position quad a probability code slot holds: the packs' order, per
+/// 64-position half (slot 4 L + m: quad 4 m + L).
+constexpr int64_t quadOfSlot(int64_t a) {
+  return a / 16 * 16 + (a % 4) * 4 + (a % 16) / 4;
+}
+
 /// Rows of one block: r = u * G + h for token u and query head h.
 struct Rows {
   int64_t count;
@@ -266,10 +272,11 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       }
     for (int64_t a = 0; a < kQuads; ++a)
       for (int64_t c = 0; c < dv; c += 64) {
-        const __m512i r0 = _mm512_loadu_si512(vRowOf[4 * a] + c),
-                      r1 = _mm512_loadu_si512(vRowOf[4 * a + 1] + c),
-                      r2 = _mm512_loadu_si512(vRowOf[4 * a + 2] + c),
-                      r3 = _mm512_loadu_si512(vRowOf[4 * a + 3] + c);
+        const int64_t p = 4 * quadOfSlot(a);
+        const __m512i r0 = _mm512_loadu_si512(vRowOf[p] + c),
+                      r1 = _mm512_loadu_si512(vRowOf[p + 1] + c),
+                      r2 = _mm512_loadu_si512(vRowOf[p + 2] + c),
+                      r3 = _mm512_loadu_si512(vRowOf[p + 3] + c);
         const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1),
                       lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
         uint32_t *dst = &vPack[a * dv + c];
@@ -304,7 +311,7 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       alignas(64) uint32_t pr[kRows][kQuads];
       alignas(64) float mOld[16], mNew[16], corr[16];
       float ps[kRows];
-      const int64_t quads = (seen + 3) / 4;
+      const int64_t quads = (seen + 63) / 64 * 16; // whole halves (quadOfSlot)
       for (int x = 0; x < kRows; ++x) {
         mOld[x] = mNew[x] = 0.0f; // factor 1 for rows with nothing here
         if (visibleOf[x] == 0)
@@ -340,13 +347,31 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
             wmax = _mm512_max_ps(wmax, w[y]);
           }
         const float top = _mm512_reduce_max_ps(wmax);
-        const __m512 inv = _mm512_set1_ps(top > 0 ? 255.0f / top : 0.0f);
+        // 255 / top without a division: rcp14 and one Newton step (relative
+        // error below 2^-27; codes stay <= 255 after rounding).
+        const __m512 vt = _mm512_set1_ps(top), r0 = _mm512_rcp14_ps(vt);
+        const __m512 inv = top > 0 ? _mm512_mul_ps(_mm512_set1_ps(255.0f),
+                                                   _mm512_mul_ps(r0, _mm512_fnmadd_ps(vt, r0, _mm512_set1_ps(2.0f))))
+                                   : _mm512_setzero_ps();
+        // Codes by two saturating packs per 32 positions: within each
+        // 128-bit lane they leave dword 4L + m of a 64-position half holding
+        // positions 16 m + 4 L .. + 3 (the value quads are packed in that
+        // order: quadOfSlot).
 #pragma GCC unroll 8
         for (int y = 0; y < kQuarters; ++y)
-          _mm_store_si128(reinterpret_cast<__m128i *>(&pr[x][4 * y]),
-                          16 * y < visible
-                              ? _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(w[y], inv)))
-                              : _mm_setzero_si128());
+          if (16 * y >= visible)
+            w[y] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+        for (int half = 0; half < kQuarters / 4; ++half)
+          if (64 * half < seen) {
+            __m512i q[4];
+#pragma GCC unroll 4
+            for (int y = 0; y < 4; ++y)
+              q[y] = _mm512_cvtps_epi32(_mm512_mul_ps(w[4 * half + y], inv));
+            _mm512_store_si512(&pr[x][16 * half],
+                               _mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]),
+                                                   _mm512_packus_epi32(q[2], q[3])));
+          }
         ps[x] = top / 255.0f;
         float *lr = &Rl[size_t(r * 16)];
         _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]), sum));
