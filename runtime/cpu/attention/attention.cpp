@@ -215,6 +215,7 @@ constexpr int64_t kTokenBlockOneHead = 16;
 /// thread without it.
 constexpr int64_t kBf16TokenBlock = 32;
 constexpr int64_t kBf16TokenBlockLong = 64;
+constexpr int64_t kInt8TokenBlockLong = 128;
 /// Work items per thread below which the longer block is not taken: a few
 /// per thread balance the causal triangle's uneven items under dynamic
 /// hand-out.
@@ -320,6 +321,14 @@ void attendAll(const hyrt_step_v0 *step, const LayerView &l, const float *q,
     tokenBlock = T * l.kvHeads >= kItemsPerThread * threads * kBf16TokenBlockLong
                      ? kBf16TokenBlockLong
                      : kBf16TokenBlock;
+    // The int8 kernel's per-call costs (packing each block's rows, the
+    // query codes) weigh more against its faster dot products: 128 tokens
+    // where the items still fill the threads (hyc_extend_attention_bench,
+    // moe-small's heads, 512-token chunk: 413 -> 455 GOP/s at 512
+    // positions, 635-658 -> 645-663 at 4096).
+    if (hyrt::cpu::int8DotsApply(l) &&
+        T * l.kvHeads >= kItemsPerThread * threads * kInt8TokenBlockLong)
+      tokenBlock = kInt8TokenBlockLong;
   }
   for (int64_t t = 0; t < T; ++t) {
     if (!blocks.empty()) {
