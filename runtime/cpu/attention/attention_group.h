@@ -279,9 +279,9 @@ void attendBf16Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                     float *out);
 
 /// Whether an int8 cache's extend blocks take the int8 dot-product kernel
-/// below: dk and dv multiples of 64 up to 256, a host with AVX-512 VNNI.
+/// below: dk and dv multiples of 16 up to 256, a host with AVX-512 VNNI.
 inline bool int8DotsApply(const LayerView &l) {
-  return l.int8 && l.v && l.vScale && l.kScale && l.dk % 64 == 0 && l.dv % 64 == 0 &&
+  return l.int8 && l.v && l.vScale && l.kScale && l.dk % 16 == 0 && l.dv % 16 == 0 &&
          l.dk > 0 && l.dv > 0 && l.dk <= 256 && l.dv <= 256 && hostHasAvx512Vnni() &&
          !fp32AttentionOnly() && !int8AttentionDotsOff();
 }

@@ -216,6 +216,10 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
                     float *out) {
   const int64_t dk = l.dk, dv = l.dv, G = l.group;
   const int64_t p0 = step->positions[t0], nMax = p0 + tq, kq = dk / 4;
+  // Head dims that are multiples of 16 but not 64 (the small real models'
+  // 16): keys transposed from masked loads, values and outputs padded to
+  // whole 64-dim chunks (the padding's lanes are computed, never stored).
+  const int64_t dvPad = (dv + 63) / 64 * 64;
   auto lastOf = [&](int64_t r) { return p0 + r / G; };
 
   thread_local std::vector<int64_t> rowsBuf;
@@ -229,7 +233,7 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   R.q.resize(size_t(R.count * kq));
   R.qs.resize(size_t(R.count));
   R.qc.resize(size_t(R.count));
-  R.o.assign(size_t(R.count * dv), 0.0f);
+  R.o.assign(size_t(R.count * dvPad), 0.0f);
   R.m.assign(size_t(R.count), -INFINITY);
   R.l.assign(size_t(R.count * 16), 0.0f);
   const int64_t count = R.count;
@@ -263,23 +267,26 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
     }
     for (int quarter = 0; quarter < kQuarters; ++quarter)
       for (int64_t c = 0; c < kq; c += 16) {
+        const int64_t n = std::min<int64_t>(16, kq - c);
+        const __mmask16 dwords = __mmask16((1u << n) - 1);
         __m512i m[16];
         for (int i = 0; i < 16; ++i)
-          m[i] = _mm512_loadu_si512(kRowOf[quarter * 16 + i] + 4 * c);
+          m[i] = _mm512_maskz_loadu_epi32(dwords, kRowOf[quarter * 16 + i] + 4 * c);
         transpose16(m);
-        for (int i = 0; i < 16; ++i)
+        for (int i = 0; i < n; ++i)
           _mm512_store_si512(&kPack[(c + i) * kBlock + quarter * 16], _mm512_xor_si512(m[i], flip));
       }
     for (int64_t a = 0; a < kQuads; ++a)
       for (int64_t c = 0; c < dv; c += 64) {
         const int64_t p = 4 * quadOfSlot(a);
-        const __m512i r0 = _mm512_loadu_si512(vRowOf[p] + c),
-                      r1 = _mm512_loadu_si512(vRowOf[p + 1] + c),
-                      r2 = _mm512_loadu_si512(vRowOf[p + 2] + c),
-                      r3 = _mm512_loadu_si512(vRowOf[p + 3] + c);
+        const __mmask64 bytes = dv - c >= 64 ? ~__mmask64(0) : (__mmask64(1) << (dv - c)) - 1;
+        const __m512i r0 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p] + c),
+                      r1 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p + 1] + c),
+                      r2 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p + 2] + c),
+                      r3 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p + 3] + c);
         const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1),
                       lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-        uint32_t *dst = &vPack[a * dv + c];
+        uint32_t *dst = &vPack[a * dvPad + c];
         _mm512_store_si512(dst, _mm512_unpacklo_epi16(lo01, lo23));
         _mm512_store_si512(dst + 16, _mm512_unpackhi_epi16(lo01, lo23));
         _mm512_store_si512(dst + 32, _mm512_unpacklo_epi16(hi01, hi23));
@@ -378,8 +385,8 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
         Rm[size_t(r)] = mNew[x];
       }
       for (int x0 = 0; x0 < kRows; x0 += kGroup)
-        for (int64_t c = 0; c < dv / 16; c += 4)
-          accumulatePv<4>(Ro, rr + x0, pr + x0, corr + x0, ps + x0, vPack, quads, dv, c,
+        for (int64_t c = 0; c < dvPad / 16; c += 4)
+          accumulatePv<4>(Ro, rr + x0, pr + x0, corr + x0, ps + x0, vPack, quads, dvPad, c,
                           count - r0 - x0);
     }
   }
@@ -393,12 +400,12 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
       const int64_t r = u * G + h;
-      const float *o = &Ro[size_t(r * dv)];
+      const float *o = &Ro[size_t(r * dvPad)];
       float *dst = out + ((t0 + u) * numHeads + kvh * G + h) * dv;
       const __m512 inv =
           _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_loadu_ps(&Rl[size_t(r * 16)])));
       for (int64_t c = 0; c < dv; c += 64)
-        for (int k = 0; k < 4; ++k)
+        for (int k = 0; k < 4 && c + 16 * k < dv; ++k)
           _mm512_storeu_ps(dst + c + 16 * k,
                            _mm512_mul_ps(_mm512_i32gather_ps(
                                              _mm512_load_si512(perm + 16 * k), o + c, 4),
