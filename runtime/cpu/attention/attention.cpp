@@ -126,9 +126,9 @@ void attendBlockOf(const hyrt_step_v0 *step, const LayerView &l, const float *q,
   // Extend blocks of a bf16 cache: bf16 dot products, where the host has
   // them (prefill attention at twice the fp32 kernel's multiply-adds).
   // Decode tokens too: the cache's bf16 pairs go into the dot products as
-  // they are, where the fp32 kernel widens each element first.
-  // Extend blocks of an int8 cache: int8 dot products, where the host has
-  // them (twice the bf16 kernel's multiply-adds per instruction).
+  // they are, where the fp32 kernel widens each element first. Extend
+  // blocks of an int8 cache take int8 dot products before that, where the
+  // host has them (twice the bf16 kernel's multiply-adds per instruction).
   if (tq > 1 && hyrt::cpu::int8DotsApply(l)) {
     hyrt::cpu::attendInt8Dots(step, l, q, numHeads, scale, t, tq, kvh, out);
     return;

@@ -290,7 +290,7 @@ inline bool int8DotsApply(const LayerView &l) {
 /// tokens t .. t + tq - 1 of one sequence at consecutive positions and KV
 /// head kvh of a layer where int8DotsApply (a precondition): the cache's
 /// codes against queries quantized per row to int8 and probabilities (times
-/// the value rows' scales) per row and 64-position block to uint8, sums in
+/// the value rows' scales) per row and 128-position block to uint8, sums in
 /// int32.
 void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
                     int64_t numHeads, float scale, int64_t t, int64_t tq, int64_t kvh,

@@ -11,7 +11,7 @@
 // (32 heads x 128 at 4096 positions: 1.1 TFLOP); the bf16 kernel runs it at
 // 82% of the host's `vdpbf16ps` peak, and the prompt still needs more than
 // that whole peak to stay within 80% of a 512-token prompt's tokens/s
-// (bench/README.md "Long prompts in int8"). `vpdpbusd` does twice the
+// (bench/README.md "Prompt attention in int8"). `vpdpbusd` does twice the
 // multiply-adds of `vdpbf16ps` per instruction.
 //
 // Per block of 128 positions:
