@@ -26,7 +26,9 @@
 // with two streaming reads and print the kernel's share of them, split by
 // the host's fast and slow read phases; HYC_BENCH_VERBOSE=1 prints each
 // round's probe and kernel GB/s. HYC_BENCH_INT8=1: an int8 cache, its
-// int8 dot-product kernel against the bf16 one on the same rows.
+// int8 dot-product kernel against the bf16 one on the same rows (decode
+// chunks: the decode kernel with its keys in int8 dot products against the
+// same kernel widening them to bf16).
 #include "codegen/host_peaks.h"
 #include "codegen/read_phases.h"
 #include "hyrt/cpu_kernels.h"
@@ -197,11 +199,13 @@ int main(int argc, char **argv) {
     std::printf("int8 cache; peaks, the better of before and after: bf16 dot %.0f GFLOP/s, int8 "
                 "dot %.0f GOP/s\n",
                 peaks.bf16_gflops, peaks.int8_gops);
-    std::printf("int8 dot-product kernel%s: %.0f GOP/s (%.0f%% of the int8 peak)\n",
+    std::printf("%s%s: %.0f GOP/s (%.0f%% of the int8 peak)\n",
+                chunk == 1 ? "decode kernel, keys in int8 dot products" : "int8 dot-product kernel",
                 hyrt::cpu::hostHasAvx512Vnni() ? "" : " (not on this host: what it falls back to)",
                 median(i8), 100 * median(i8) / peaks.int8_gops);
-    std::printf("bf16 dot-product kernel on the int8 rows: %.0f GFLOP/s (%.0f%% of the bf16 "
-                "peak); int8 / bf16 %.2fx\n",
+    std::printf("%s: %.0f GFLOP/s (%.0f%% of the bf16 peak); int8 / bf16 %.2fx\n",
+                chunk == 1 ? "decode kernel, keys widened to bf16"
+                           : "bf16 dot-product kernel on the int8 rows",
                 median(viaBf16), 100 * median(viaBf16) / peaks.bf16_gflops,
                 median(i8) / median(viaBf16));
     return 0;

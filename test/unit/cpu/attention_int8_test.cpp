@@ -343,11 +343,13 @@ TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) 
 // Plus fp32 accumulation. Rows of very different scales (Int8Layer) make a
 // scale dropped, applied to the wrong row or a wrong dim order fail it by
 // far. Two sequences: one extending at position 40 across the kernel's
-// 128-position blocks and its token blocks, one from position 0.
-TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
+// 128-position blocks and its token blocks, one from position 0. Decode
+// tokens too (whole and split): the bf16 decode kernel, whose keys are int8
+// dot products on such hosts for groups of 4 and 8 heads (bound below).
+TEST(CpuPagedAttentionInt8Dots, ExtendAndDecodeWithinTheDerivedBound) {
   if (!hyrt::cpu::hostHasAvx512Vnni())
-    GTEST_SKIP() << "no AVX-512 VNNI on this host: an int8 cache's extend blocks run the "
-                    "bf16 or fp32 kernels (the tests above)";
+    GTEST_SKIP() << "no AVX-512 VNNI on this host: an int8 cache runs the bf16 or fp32 "
+                    "kernels (the tests above)";
   const int64_t pageSize = 16, maxPages = 20, pages = 2 * maxPages;
   std::mt19937 rng(23);
   std::vector<int32_t> blocks(2 * maxPages);
@@ -358,8 +360,8 @@ TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
     pos.push_back(p), seq.push_back(0);
   for (int32_t p = 0; p < 21; ++p)
     pos.push_back(p), seq.push_back(1);
-  Step step(pos, seq, blocks, maxPages);
-  const int64_t T = int64_t(pos.size());
+  Step extend(pos, seq, blocks, maxPages);
+  Step decode({290, 150, 7}, {0, 1, 1}, blocks, maxPages);
   struct Shape {
     int64_t group, kvHeads, dk, dv;
   };
@@ -371,57 +373,76 @@ TEST(CpuPagedAttentionInt8Dots, ExtendWithinTheDerivedBound) {
       vMax = std::max(vMax, std::fabs(x));
     const int64_t heads = sh.group * sh.kvHeads;
     const float scale = 0.125f;
-    std::vector<float> q = randomQueries(T * heads * sh.dk, rng);
-    std::vector<float> want(size_t(T * heads * sh.dv)), got(want.size(), -7.0f);
-    hyrt_ref_paged_attention(&c.dequant, &step.abi, 0, q.data(), heads, scale, want.data());
-    hyrt_cpu_paged_attention(&c.int8, &step.abi, 0, q.data(), heads, scale, got.data(), 1);
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t P = pos[size_t(t)], n = P + 1;
-      const int32_t *table = &blocks[size_t(seq[size_t(t)] * maxPages)];
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t kvh = h / sh.group;
-        auto rowOf = [&](int64_t j) { // element row of position j, KV head kvh
-          return (int64_t(table[j / pageSize]) * pageSize * sh.kvHeads + j % pageSize) +
-                 kvh * pageSize;
-        };
-        const float *qr = &q[size_t((t * heads + h) * sh.dk)];
-        double qMax = 0, q1 = 0;
-        for (int64_t d = 0; d < sh.dk; ++d)
-          qMax = std::max(qMax, std::fabs(double(scale) * qr[d])),
-          q1 += std::fabs(double(scale) * qr[d]);
-        std::vector<double> s(static_cast<size_t>(n));
-        double k1Max = 0, kAbsMax = 0, sMax = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) {
-          const float *k = &c.kDeq[size_t(rowOf(j) * sh.dk)];
-          double dot = 0, k1 = 0;
+    for (auto [step, splits] : {std::pair{&extend, int64_t(1)}, std::pair{&decode, int64_t(1)},
+                                std::pair{&decode, int64_t(3)}}) {
+      const bool isDecode = step == &decode;
+      const std::vector<int32_t> &P = step->positions;
+      const int64_t T = int64_t(P.size());
+      std::vector<float> q = randomQueries(T * heads * sh.dk, rng);
+      std::vector<float> want(size_t(T * heads * sh.dv)), got(want.size(), -7.0f);
+      hyrt_ref_paged_attention(&c.dequant, &step->abi, 0, q.data(), heads, scale, want.data());
+      hyrt_cpu_paged_attention(&c.int8, &step->abi, 0, q.data(), heads, scale, got.data(),
+                               splits);
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t n = P[size_t(t)] + 1;
+        const int32_t *table = &blocks[size_t(step->seqs[size_t(t)] * maxPages)];
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t kvh = h / sh.group;
+          auto rowOf = [&](int64_t j) { // element row of position j, KV head kvh
+            return (int64_t(table[j / pageSize]) * pageSize * sh.kvHeads + j % pageSize) +
+                   kvh * pageSize;
+          };
+          const float *qr = &q[size_t((t * heads + h) * sh.dk)];
+          double qMax = 0, q1 = 0;
           for (int64_t d = 0; d < sh.dk; ++d)
-            dot += double(scale) * qr[d] * k[d], k1 += std::fabs(k[d]),
-                kAbsMax = std::max(kAbsMax, double(std::fabs(k[d])));
-          s[size_t(j)] = dot;
-          k1Max = std::max(k1Max, k1);
-          sMax = std::max(sMax, dot);
-        }
-        double sum = 0;
-        for (double &x : s)
-          sum += (x = std::exp(x - sMax));
-        const double delta = qMax / 127 / 2 * k1Max + std::ldexp(q1 * kAbsMax, -21);
-        const double grow = std::exp(2 * delta + 2 * std::ldexp(1.0, -13));
-        for (int64_t i = 0; i < sh.dv; ++i) {
-          double pq = 0;
-          for (int64_t b = 0; b < n; b += 128) {
-            double top = 0, codes = 0;
-            for (int64_t j = b; j < std::min(n, b + 128); ++j) {
-              top = std::max(top, s[size_t(j)] / sum * c.vS[size_t(rowOf(j))]);
-              codes += std::abs(int(c.vQ[size_t(rowOf(j) * sh.dv + i)]));
-            }
-            pq += top / 510 * (1 + std::ldexp(1.0, -10)) * codes;
+            qMax = std::max(qMax, std::fabs(double(scale) * qr[d])),
+            q1 += std::fabs(double(scale) * qr[d]);
+          std::vector<double> s(static_cast<size_t>(n));
+          double k1Max = 0, kAbsMax = 0, sMax = -INFINITY;
+          for (int64_t j = 0; j < n; ++j) {
+            const float *k = &c.kDeq[size_t(rowOf(j) * sh.dk)];
+            double dot = 0, k1 = 0;
+            for (int64_t d = 0; d < sh.dk; ++d)
+              dot += double(scale) * qr[d] * k[d], k1 += std::fabs(k[d]),
+                  kAbsMax = std::max(kAbsMax, double(std::fabs(k[d])));
+            s[size_t(j)] = dot;
+            k1Max = std::max(k1Max, k1);
+            sMax = std::max(sMax, dot);
           }
-          const size_t e = size_t((t * heads + h) * sh.dv + i);
-          const double bound = (grow - 1) * vMax + grow * pq + 1e-5 * (1 + std::fabs(want[e]));
-          ASSERT_NEAR(got[e], want[e], bound)
-              << "group " << sh.group << ", " << sh.kvHeads << " KV heads, dk " << sh.dk
-              << " dv " << sh.dv << ": token " << t << " (position " << P << "), head " << h
-              << ", dim " << i;
+          double sum = 0;
+          for (double &x : s)
+            sum += (x = std::exp(x - sMax));
+          const double delta = qMax / 127 / 2 * k1Max + std::ldexp(q1 * kAbsMax, -21);
+          const double D = std::ldexp(1.0, -13);
+          for (int64_t i = 0; i < sh.dv; ++i) {
+            const size_t e = size_t((t * heads + h) * sh.dv + i);
+            double bound;
+            if (isDecode) {
+              // Decode tokens: the bf16 decode kernel (attention_bf16_test.cpp's
+              // bound, E from the queries' bf16 rounding), whose keys are int8
+              // dot products for groups of 4 or 8 heads (delta instead of E;
+              // both taken: a valid bound for either form).
+              const double E = std::ldexp(q1 * kAbsMax, -9);
+              bound = vMax * (std::expm1(2 * (delta + E) + 2 * D) + std::ldexp(1.0, -9));
+            } else {
+              const double grow = std::exp(2 * delta + 2 * D);
+              double pq = 0;
+              for (int64_t b = 0; b < n; b += 128) {
+                double top = 0, codes = 0;
+                for (int64_t j = b; j < std::min(n, b + 128); ++j) {
+                  top = std::max(top, s[size_t(j)] / sum * c.vS[size_t(rowOf(j))]);
+                  codes += std::abs(int(c.vQ[size_t(rowOf(j) * sh.dv + i)]));
+                }
+                pq += top / 510 * (1 + std::ldexp(1.0, -10)) * codes;
+              }
+              bound = (grow - 1) * vMax + grow * pq;
+            }
+            ASSERT_NEAR(got[e], want[e], bound + 1e-5 * (1 + std::fabs(want[e])))
+                << (isDecode ? "decode" : "extend") << ", " << splits << " splits, group "
+                << sh.group << ", " << sh.kvHeads << " KV heads, dk " << sh.dk << " dv "
+                << sh.dv << ": token " << t << " (position " << P[size_t(t)] << "), head " << h
+                << ", dim " << i;
+          }
         }
       }
     }
