@@ -48,6 +48,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 
 #include "../vec_avx512.h"
+#include "int8_dots_avx512.h"
 #include "transpose16_avx512.h"
 
 namespace hyrt::cpu {
@@ -68,34 +69,6 @@ constexpr int kGroup = 4;
 constexpr int kRows = 4 * kGroup;
 // 16-dim vectors per P x V call (4 x 4 accumulators).
 constexpr int kChunks = 4;
-
-/// acc[y] += the four u8 x s8 products of each dword lane of a[y] and b
-/// (`vpdpbusd`), or of a and b[y] (dpbusd4By): four accumulators, tied to
-/// their registers in one asm. GCC 12 compiles the intrinsic in these loops
-/// to a copy of most accumulators per instruction (and a spill), which cost
-/// the kernel 7% here.
-inline void dpbusd4(__m512i (&acc)[4], const __m512i (&a)[4], __m512i b) {
-  asm("vpdpbusd %4, %5, %0\n\t"
-      "vpdpbusd %4, %6, %1\n\t"
-      "vpdpbusd %4, %7, %2\n\t"
-      "vpdpbusd %4, %8, %3"
-      : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3])
-      : "v"(b), "v"(a[0]), "v"(a[1]), "v"(a[2]), "v"(a[3]));
-}
-inline void dpbusd4By(__m512i (&acc)[4], __m512i a, const __m512i (&b)[4]) {
-  asm("vpdpbusd %5, %4, %0\n\t"
-      "vpdpbusd %6, %4, %1\n\t"
-      "vpdpbusd %7, %4, %2\n\t"
-      "vpdpbusd %8, %4, %3"
-      : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3])
-      : "v"(a), "v"(b[0]), "v"(b[1]), "v"(b[2]), "v"(b[3]));
-}
-
-/// The position quad a probability code slot holds: the packs' order, per
-/// 64-position half (slot 4 L + m: quad 4 m + L).
-constexpr int64_t quadOfSlot(int64_t a) {
-  return a / 16 * 16 + (a % 4) * 4 + (a % 16) / 4;
-}
 
 /// Rows of one block: r = u * G + h for token u and query head h.
 struct Rows {
@@ -284,17 +257,8 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
       for (int64_t c = 0; c < dv; c += 64) {
         const int64_t p = 4 * quadOfSlot(a);
         const __mmask64 bytes = dv - c >= 64 ? ~__mmask64(0) : (__mmask64(1) << (dv - c)) - 1;
-        const __m512i r0 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p] + c),
-                      r1 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p + 1] + c),
-                      r2 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p + 2] + c),
-                      r3 = _mm512_maskz_loadu_epi8(bytes, vRowOf[p + 3] + c);
-        const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1),
-                      lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-        uint32_t *dst = &vPack[a * dvPad + c];
-        _mm512_store_si512(dst, _mm512_unpacklo_epi16(lo01, lo23));
-        _mm512_store_si512(dst + 16, _mm512_unpackhi_epi16(lo01, lo23));
-        _mm512_store_si512(dst + 32, _mm512_unpacklo_epi16(hi01, hi23));
-        _mm512_store_si512(dst + 48, _mm512_unpackhi_epi16(hi01, hi23));
+        packValueQuad(vRowOf[p] + c, vRowOf[p + 1] + c, vRowOf[p + 2] + c, vRowOf[p + 3] + c,
+                      bytes, &vPack[a * dvPad + c]);
       }
     for (int64_t r0 = 0; r0 < count; r0 += kRows) {
       if (jb > lastOf(std::min(r0 + kRows - 1, count - 1)))
@@ -358,31 +322,17 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
             wmax = _mm512_max_ps(wmax, w[y]);
           }
         const float top = _mm512_reduce_max_ps(wmax);
-        // 255 / top without a division: rcp14 and one Newton step (relative
-        // error below 2^-27; codes stay <= 255 after rounding).
-        const __m512 vt = _mm512_set1_ps(top), r0 = _mm512_rcp14_ps(vt);
-        const __m512 inv = top > 0 ? _mm512_mul_ps(_mm512_set1_ps(255.0f),
-                                                   _mm512_mul_ps(r0, _mm512_fnmadd_ps(vt, r0, _mm512_set1_ps(2.0f))))
-                                   : _mm512_setzero_ps();
-        // Codes by two saturating packs per 32 positions: within each
-        // 128-bit lane they leave dword 4L + m of a 64-position half holding
-        // positions 16 m + 4 L .. + 3 (the value quads are packed in that
-        // order: quadOfSlot).
+        const __m512 inv = codeFactor(top);
+        // Codes in probabilityCodes64's order (the value quads are packed
+        // in it: quadOfSlot).
 #pragma GCC unroll 8
         for (int y = 0; y < kQuarters; ++y)
           if (16 * y >= visible)
             w[y] = _mm512_setzero_ps();
 #pragma GCC unroll 2
         for (int half = 0; half < kQuarters / 4; ++half)
-          if (64 * half < seen) {
-            __m512i q[4];
-#pragma GCC unroll 4
-            for (int y = 0; y < 4; ++y)
-              q[y] = _mm512_cvtps_epi32(_mm512_mul_ps(w[4 * half + y], inv));
-            _mm512_store_si512(&pr[x][16 * half],
-                               _mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]),
-                                                   _mm512_packus_epi32(q[2], q[3])));
-          }
+          if (64 * half < seen)
+            _mm512_store_si512(&pr[x][16 * half], probabilityCodes64(w + 4 * half, inv));
         ps[x] = top / 255.0f;
         float *lr = &Rl[size_t(r * 16)];
         _mm512_storeu_ps(lr, _mm512_fmadd_ps(_mm512_loadu_ps(lr), _mm512_set1_ps(corr[x]), sum));
@@ -396,11 +346,6 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   }
   // Un-permute each 64 dims (dim 16L + 4k + i from vector k, lane 4L + i)
   // and normalize.
-  alignas(64) static const int32_t perm[64] = {
-      0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, //
-      4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55, //
-      8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, //
-      12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
       const int64_t r = u * G + h;
@@ -410,10 +355,7 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
           _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_loadu_ps(&Rl[size_t(r * 16)])));
       for (int64_t c = 0; c < dv; c += 64)
         for (int k = 0; k < 4 && c + 16 * k < dv; ++k)
-          _mm512_storeu_ps(dst + c + 16 * k,
-                           _mm512_mul_ps(_mm512_i32gather_ps(
-                                             _mm512_load_si512(perm + 16 * k), o + c, 4),
-                                         inv));
+          _mm512_storeu_ps(dst + c + 16 * k, unpermutedQuads(o + c, k, inv));
     }
 }
 
