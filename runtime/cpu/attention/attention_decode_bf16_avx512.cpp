@@ -31,17 +31,22 @@
 //   sweeping a page's KV heads"). attention.cpp decides how many heads an
 //   item takes.
 // - An int8 cache: rows widened to bf16 codes per block (int8_rows_bf16.h),
-//   except the keys of groups of 4 or 8 heads on hosts with VNNI, which go
-//   into `vpdpbusd` as they are against int8 query codes (keyScores4Int8:
-//   dense-1b's heads at 4000 positions, 16 layers from DRAM, 75-92 -> 86-101
-//   GOP/s; moe-small's +2-7%).
+//   except for groups of 4 or 8 heads on hosts with VNNI: their keys go into
+//   `vpdpbusd` as they are against int8 query codes (keyScores4Int8), and
+//   with dv a multiple of 64 their values too, in 4-position quads against
+//   uint8 probability codes with one scale per head and value block
+//   (valueQuads, as attention_int8_avx512.cpp's P x V). At 4000 positions
+//   from DRAM: dense-1b's heads (16 layers) 73 -> 89 GOP/s, moe-small's (8
+//   layers) 136-165 -> 153-207, where a bf16 cache gives 93-103 and
+//   105-160.
 // - MLA's absorbed decode (mla_attention.cpp) runs here too: all heads in
 //   one group over one KV head of latent rows, keys [c | k_pe], values their
 //   first rank elements (LayerView::vStride), rank up to 512.
 // Numerics are those of the extend kernel (attention_bf16_avx512.cpp), with
 // the same derived bound (test/unit/cpu/attention_bf16_test.cpp;
-// mla_attention_test.cpp for the latent form); int8 keys: the queries'
-// int8 rounding instead of their bf16 one (attention_int8_test.cpp).
+// mla_attention_test.cpp for the latent form); int8 keys and values: the
+// queries' int8 rounding instead of their bf16 one, the probabilities'
+// uint8 codes per block instead of bf16 (attention_int8_test.cpp).
 #include "attention_group.h"
 #include "../tls_pointer.h"
 
@@ -55,6 +60,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")
 
 #include "../vec_avx512.h"
+#include "int8_dots_avx512.h"
 #include "int8_rows_bf16.h"
 
 namespace hyrt::cpu {
@@ -254,6 +260,42 @@ inline void keyScores4Int8(const uint32_t *qc, int64_t chunks, const int8_t *con
   laneTree4(f, s);
 }
 
+/// An int8 cache's value block of 64 positions for four heads and 64 dims
+/// from chunk c0 on: the heads' uint8 probability quads (`codes`, head x at
+/// x * codeStride, in quadOfSlot's order) times the block's value quads
+/// (`quads`, packValueQuad's layout, [16 slots][dv]), summed in int32 and
+/// joined with the fp32 accumulators `acc` ([head][dv], permuted as the
+/// quads) with each head's block scale (`scales`, head x at x * scaleStride).
+__attribute__((noinline)) void valueQuads(const uint32_t *codes, int64_t codeStride,
+                                          const float *scales, int64_t scaleStride,
+                                          const uint32_t *quads, int64_t dv, int64_t c0,
+                                          float *acc) {
+  __m512i a[4][4];
+#pragma GCC unroll 4
+  for (int x = 0; x < 4; ++x)
+#pragma GCC unroll 4
+    for (int y = 0; y < 4; ++y)
+      a[x][y] = _mm512_setzero_si512();
+  for (int64_t slot = 0; slot < kValueBlock / 4; ++slot) {
+    __m512i v[4];
+#pragma GCC unroll 4
+    for (int y = 0; y < 4; ++y)
+      v[y] = _mm512_load_si512(&quads[slot * dv + (c0 + y) * 16]);
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x)
+      dpbusd4By(a[x], _mm512_set1_epi32(int(codes[x * codeStride + slot])), v);
+  }
+#pragma GCC unroll 4
+  for (int x = 0; x < 4; ++x) {
+    const __m512 f = _mm512_set1_ps(scales[x * scaleStride]);
+#pragma GCC unroll 4
+    for (int y = 0; y < 4; ++y) {
+      float *d = acc + x * dv + (c0 + y) * 16;
+      _mm512_storeu_ps(d, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[x][y]), f, _mm512_loadu_ps(d)));
+    }
+  }
+}
+
 /// attendDecodeBf16 for a bf16 (Int8 false) or int8 cache: the cache's
 /// type a constant, so the per-row pointer loops carry no test of it.
 template <bool Int8>
@@ -264,9 +306,19 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
   const int64_t n = int64_t(step->positions[t]) + 1;
   const int64_t jBegin = splits ? splits[0].begin : 0, jEnd = splits ? splits[0].end : n;
   const int64_t count = jEnd - jBegin;
-  // Scores padded to whole pairs of key blocks: the padding scores -inf,
-  // so its probabilities round to 0.
-  const int64_t padded = (count + 2 * kKeyBlock - 1) / (2 * kKeyBlock) * (2 * kKeyBlock);
+  // Groups of four heads (not MLA's latent rows: their many dims leave the
+  // tree a small share) take their keys four at a time (keyScores4).
+  const bool four = G % 4 == 0 && G < 16 && dk % 8 == 0;
+  // An int8 cache on a host with VNNI: those groups' keys in int8 dot
+  // products (keyScores4Int8), and with dv a multiple of 64 their values too
+  // (valueQuads: probabilities as uint8 codes per head and value block).
+  const bool int8Keys = Int8 && four && dk % 16 == 0 && hostHasAvx512Vnni() &&
+                        !int8AttentionDotsOff();
+  const bool int8Values = int8Keys && dv % 64 == 0;
+  // Scores padded to whole pairs of key blocks (int8 values: whole value
+  // blocks): the padding scores -inf, so its probabilities round to 0.
+  const int64_t padTo = int8Values ? kValueBlock : 2 * kKeyBlock;
+  const int64_t padded = (count + padTo - 1) / padTo * padTo;
 
   thread_local std::vector<int64_t> rowsBuf;
   thread_local std::vector<uint32_t> qBuf, pairBuf;
@@ -289,10 +341,8 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
       _mm512_storeu_si512(&qs[size_t(h * kp + d / 2)], (__m512i)b);
     }
   }
-  // Groups of four heads (not MLA's latent rows: their many dims leave the
-  // tree a small share) take their keys four at a time (keyScores4): the
-  // same pairs as qs, [four heads][chunk of 8 dims][head][4 pairs].
-  const bool four = G % 4 == 0 && G < 16 && dk % 8 == 0;
+  // keyScores4's queries: the same pairs as qs, [four heads][chunk of 8
+  // dims][head][4 pairs].
   thread_local std::vector<uint32_t> q4Buf;
   if (four) {
     q4Buf.resize(size_t(H * G * kp));
@@ -301,12 +351,9 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
         q4Buf[size_t((h / 4) * 4 * kp + (pr / 4) * 16 + (h % 4) * 4 + pr % 4)] = qs[size_t(h * kp + pr)];
   }
   const uint32_t *const q4 = pinned(q4Buf.data());
-  // An int8 cache's keys in int8 dot products where the host has VNNI
-  // (keyScores4Int8): each head's scaled query as int8 codes with one scale
+  // int8 keys: each head's scaled query as int8 codes with one scale
   // (largest magnitude -> 127), [four heads][chunk of 16 dims][head][4
   // quads]; qOff[h] = 128 x the head's code sum (the keys' offset term).
-  const bool int8Keys = Int8 && four && dk % 16 == 0 && hostHasAvx512Vnni() &&
-                        !int8AttentionDotsOff();
   thread_local std::vector<uint32_t> qcBuf;
   thread_local std::vector<float> qScaleBuf, qOffBuf;
   if (int8Keys) {
@@ -427,7 +474,8 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
     }
   }
 
-  // Softmax per head: probabilities as bf16 position pairs, [head][padded / 2].
+  // Softmax per head: probabilities as bf16 position pairs, [head][padded /
+  // 2] (int8 values: uint8 quads, [head][padded / 4] in the same rows).
   const int64_t pairStride = padded / 2;
   pairBuf.resize(size_t(H * G * pairStride));
   sumBuf.resize(size_t(H * G));
@@ -442,6 +490,10 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
         vScaleBuf[size_t(x * padded + j)] = l.vScaleOf<int8_t>(rows[j], kvh0 + x);
   }
   const float *const vScales = pinned(vScaleBuf.data());
+  thread_local std::vector<float> blockScaleBuf; // int8 values: [head][value block]
+  if (int8Values)
+    blockScaleBuf.resize(size_t(H * G * (padded / kValueBlock)));
+  float *const blockScales = pinned(blockScaleBuf.data());
   for (int64_t h = 0; h < H * G; ++h) {
     float *s = scores + h * padded;
     const float *vs = int8 ? vScales + (h / G) * padded : nullptr; // no offset on a null base
@@ -451,7 +503,24 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
     const float m = _mm512_reduce_max_ps(vmax);
     const __m512 vm = _mm512_set1_ps(m);
     __m512 vsum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < padded; j += 32) {
+    // int8 values: per value block, the probabilities times their rows'
+    // scales as uint8 codes with the block's scale (valueQuads); the sum
+    // keeps the plain ones.
+    for (int64_t j = 0; int8Values && j < padded; j += kValueBlock) {
+      __m512 w[4], wmax = _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int y = 0; y < 4; ++y) {
+        const __m512 e = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16 * y), vm));
+        vsum = _mm512_add_ps(vsum, e);
+        w[y] = _mm512_mul_ps(e, _mm512_loadu_ps(vs + j + 16 * y));
+        wmax = _mm512_max_ps(wmax, w[y]);
+      }
+      const float top = _mm512_reduce_max_ps(wmax);
+      _mm512_storeu_si512(&pairsAll[size_t(h * pairStride + j / 4)],
+                          probabilityCodes64(w, codeFactor(top)));
+      blockScales[size_t(h * (padded / kValueBlock) + j / kValueBlock)] = top / 255.0f;
+    }
+    for (int64_t j = 0; !int8Values && j < padded; j += 32) {
       const __m512 e0 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
       const __m512 e1 = expForBf16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), vm));
       vsum = _mm512_add_ps(vsum, _mm512_add_ps(e0, e1));
@@ -473,7 +542,31 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
   float *const accAll = pinned(accBuf.data());
   int hb = 1, nch = 2;
   const ValuePassFn pass = pickValuePass(G, dv, hb, nch);
-  for (int64_t jb = 0; jb < count; jb += kValueBlock) {
+  alignas(64) thread_local uint32_t tQuads[kValueBlock / 4 * 256];
+  uint32_t *const vQuads = pinned(tQuads);
+  for (int64_t jb = 0; int8Values && jb < count; jb += kValueBlock) {
+    const int64_t next = jb + kValueBlock, nextCount = std::clamp(count - next, int64_t(0), kValueBlock);
+    for (int64_t x = 0; x < H; ++x) {
+      const int64_t kvh = kvh0 + x;
+      for (int64_t i = 0; i < nextCount; ++i)
+        prefetchLines(l.vRow<int8_t>(rows[next + i], kvh), dv);
+      for (int64_t a = 0; a < kValueBlock / 4; ++a) {
+        const int64_t p = jb + 4 * quadOfSlot(a);
+        const int8_t *r[4];
+        for (int i = 0; i < 4; ++i)
+          r[i] = l.vRow<int8_t>(rows[std::min(p + i, last)], kvh); // the tail repeats the last
+        for (int64_t c = 0; c < dv; c += 64)
+          packValueQuad(r[0] + c, r[1] + c, r[2] + c, r[3] + c, ~__mmask64(0),
+                        &vQuads[a * dv + c]);
+      }
+      for (int64_t h0 = 0; h0 < G; h0 += 4)
+        for (int64_t c0 = 0; c0 < dv / 16; c0 += 4)
+          valueQuads(pairsAll + (x * G + h0) * pairStride + jb / 4, pairStride,
+                     blockScales + (x * G + h0) * (padded / kValueBlock) + jb / kValueBlock,
+                     padded / kValueBlock, vQuads, dv, c0, accAll + (x * G + h0) * dv);
+    }
+  }
+  for (int64_t jb = 0; !int8Values && jb < count; jb += kValueBlock) {
     const int64_t pairsIn = (std::min(kValueBlock, count - jb) + 1) / 2;
     const int64_t next = jb + kValueBlock, nextCount = std::clamp(count - next, int64_t(0), kValueBlock);
     for (int64_t x = 0; x < H; ++x) {
@@ -515,7 +608,10 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
       const float *o = &accAll[size_t(h * dv)];
       float *dst = partial ? partial + g * dvPad : out + (t * numHeads + kvh0 * G + h) * dv;
       const __m512 factor = _mm512_set1_ps(partial ? 1.0f : 1.0f / sums[size_t(h)]);
-      for (int64_t c = 0; c < dv; c += 32) {
+      for (int64_t c = 0; int8Values && c < dv; c += 64) // valueQuads' order
+        for (int k = 0; k < 4; ++k)
+          _mm512_storeu_ps(dst + c + 16 * k, unpermutedQuads(o + c, k, factor));
+      for (int64_t c = 0; !int8Values && c < dv; c += 32) {
         const __m512 lo = _mm512_loadu_ps(o + c), hi = _mm512_loadu_ps(o + c + 16);
         _mm512_storeu_ps(dst + c,
                          _mm512_mul_ps(_mm512_permutex2var_ps(lo, firstHalf, hi), factor));

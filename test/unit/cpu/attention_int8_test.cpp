@@ -344,8 +344,9 @@ TEST(CpuPagedAttentionInt8Bf16Dots, DecodeExtendAndSplitsWithinTheDerivedBound) 
 // scale dropped, applied to the wrong row or a wrong dim order fail it by
 // far. Two sequences: one extending at position 40 across the kernel's
 // 128-position blocks and its token blocks, one from position 0. Decode
-// tokens too (whole and split): the bf16 decode kernel, whose keys are int8
-// dot products on such hosts for groups of 4 and 8 heads (bound below).
+// tokens too (whole and split): the bf16 decode kernel, whose keys (and,
+// dv a multiple of 64, values) are int8 dot products on such hosts for
+// groups of 4 and 8 heads (bound below).
 TEST(CpuPagedAttentionInt8Dots, ExtendAndDecodeWithinTheDerivedBound) {
   if (!hyrt::cpu::hostHasAvx512Vnni())
     GTEST_SKIP() << "no AVX-512 VNNI on this host: an int8 cache runs the bf16 or fp32 "
@@ -414,16 +415,29 @@ TEST(CpuPagedAttentionInt8Dots, ExtendAndDecodeWithinTheDerivedBound) {
             sum += (x = std::exp(x - sMax));
           const double delta = qMax / 127 / 2 * k1Max + std::ldexp(q1 * kAbsMax, -21);
           const double D = std::ldexp(1.0, -13);
+          std::vector<double> window(static_cast<size_t>(n), 0.0);
+          for (int64_t j = 0; isDecode && j < n; ++j)
+            for (int64_t k = std::max<int64_t>(0, j - 63); k < std::min(n, j + 64); ++k)
+              window[size_t(j)] =
+                  std::max(window[size_t(j)], s[size_t(k)] / sum * c.vS[size_t(rowOf(k))]);
           for (int64_t i = 0; i < sh.dv; ++i) {
             const size_t e = size_t((t * heads + h) * sh.dv + i);
             double bound;
             if (isDecode) {
               // Decode tokens: the bf16 decode kernel (attention_bf16_test.cpp's
-              // bound, E from the queries' bf16 rounding), whose keys are int8
-              // dot products for groups of 4 or 8 heads (delta instead of E;
-              // both taken: a valid bound for either form).
+              // bound: E from the queries' bf16 rounding, 2^-9 from the
+              // probabilities'), whose keys for groups of 4 or 8 heads are
+              // int8 dot products (delta instead of E) and with dv a multiple
+              // of 64 its values too: uint8 codes per head and block of up
+              // to 64 positions (a split's blocks start at its range, so each
+              // position takes the largest weighted probability within 63
+              // of it: window[j]). Every term taken: a bound for either form.
               const double E = std::ldexp(q1 * kAbsMax, -9);
-              bound = vMax * (std::expm1(2 * (delta + E) + 2 * D) + std::ldexp(1.0, -9));
+              double pq = 0;
+              for (int64_t j = 0; j < n; ++j)
+                pq += window[size_t(j)] * std::abs(int(c.vQ[size_t(rowOf(j) * sh.dv + i)]));
+              bound = vMax * (std::expm1(2 * (delta + E) + 2 * D) + std::ldexp(1.0, -9)) +
+                      std::exp(2 * (delta + E) + 2 * D) * pq / 510 * (1 + std::ldexp(1.0, -10));
             } else {
               const double grow = std::exp(2 * delta + 2 * D);
               double pq = 0;
