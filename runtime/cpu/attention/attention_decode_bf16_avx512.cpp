@@ -361,25 +361,14 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
     qcBuf.resize(size_t(H * G * quads));
     qScaleBuf.resize(size_t(H * G));
     qOffBuf.resize(size_t(H * G));
+    alignas(64) uint32_t row[64]; // dk / 4 <= 64 quads
     for (int64_t h = 0; h < H * G; ++h) {
-      const float *src = q + (t * numHeads + kvh0 * G + h) * dk;
-      __m512 amax = _mm512_setzero_ps();
-      for (int64_t d = 0; d < dk; d += 16)
-        amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale)));
-      const float m = _mm512_reduce_max_ps(amax);
-      const __m512 inv = _mm512_set1_ps(m > 0 ? 127.0f / m : 0.0f);
-      __m512i sum = _mm512_setzero_si512();
-      alignas(16) uint32_t codes[4];
-      for (int64_t d = 0; d < dk; d += 16) {
-        const __m512i c = _mm512_cvtps_epi32(
-            _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale), inv));
-        sum = _mm512_add_epi32(sum, c);
-        _mm_store_si128(reinterpret_cast<__m128i *>(codes), _mm512_cvtepi32_epi8(c));
-        for (int i = 0; i < 4; ++i)
-          qcBuf[size_t((h / 4) * 4 * quads + (d / 16) * 16 + (h % 4) * 4 + i)] = codes[i];
-      }
-      qScaleBuf[size_t(h)] = m / 127.0f;
-      qOffBuf[size_t(h)] = float(128 * _mm512_reduce_add_epi32(sum));
+      int32_t off;
+      quantizeQueryRow(q + (t * numHeads + kvh0 * G + h) * dk, scale, dk, row,
+                       &qScaleBuf[size_t(h)], &off);
+      qOffBuf[size_t(h)] = float(off);
+      for (int64_t d4 = 0; d4 < quads; ++d4)
+        qcBuf[size_t((h / 4) * 4 * quads + (d4 / 4) * 16 + (h % 4) * 4 + d4 % 4)] = row[d4];
     }
   }
   const uint32_t *const qc4 = pinned(qcBuf.data());

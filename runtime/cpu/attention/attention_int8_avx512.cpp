@@ -165,27 +165,6 @@ __attribute__((noinline)) void scoreRows(const uint32_t *q, const int64_t *rr, i
   }
 }
 
-/// Row r's scaled query as int8 codes (4 per dword) with one scale: the
-/// largest magnitude maps to 127; a zero row is scale 0, codes 0.
-void quantizeQuery(const float *src, float scale, int64_t dk, uint32_t *dst, float *qs,
-                   int32_t *qc) {
-  const __m512 vscale = _mm512_set1_ps(scale);
-  __m512 amax = _mm512_setzero_ps();
-  for (int64_t d = 0; d < dk; d += 16)
-    amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale)));
-  const float m = _mm512_reduce_max_ps(amax);
-  const __m512 inv = _mm512_set1_ps(m > 0 ? 127.0f / m : 0.0f);
-  __m512i sum = _mm512_setzero_si512();
-  for (int64_t d = 0; d < dk; d += 16) {
-    const __m512i c = _mm512_cvtps_epi32(
-        _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale), inv));
-    sum = _mm512_add_epi32(sum, c);
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + d / 4), _mm512_cvtepi32_epi8(c));
-  }
-  *qs = m / 127.0f * 1.44269504f; // scores in base 2 (log2(e))
-  *qc = 128 * _mm512_reduce_add_epi32(sum);
-}
-
 } // namespace
 
 void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q,
@@ -222,8 +201,11 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
       const int64_t r = u * G + h;
-      quantizeQuery(q + ((t0 + u) * numHeads + kvh * G + h) * dk, scale, dk, &Rq[size_t(r * kq)],
-                    &Rqs[r], &Rqc[r]);
+    {
+      quantizeQueryRow(q + ((t0 + u) * numHeads + kvh * G + h) * dk, scale, dk,
+                       &Rq[size_t(r * kq)], &Rqs[r], &Rqc[r]);
+      Rqs[r] *= 1.44269504f; // scores in base 2 (log2(e))
+    }
     }
 
   // Packed blocks: K as [kq][64] quads by position (unsigned: byte + 128),

@@ -39,6 +39,29 @@ inline void dpbusd4By(__m512i (&acc)[4], __m512i a, const __m512i (&b)[4]) {
 /// order, per 64 positions: slot 4 L + m holds quad 4 m + L).
 constexpr int64_t quadOfSlot(int64_t a) { return a / 16 * 16 + (a % 4) * 4 + (a % 16) / 4; }
 
+/// A query row (src x scale, dk a multiple of 16) as int8 codes, 4 per
+/// dword at dst, with one scale *qs: the largest magnitude maps to 127; a
+/// zero row is scale 0, codes 0. *qc = 128 x the codes' sum: the term a key
+/// offset by 128 to vpdpbusd's unsigned operand adds to every dot product.
+inline void quantizeQueryRow(const float *src, float scale, int64_t dk, uint32_t *dst, float *qs,
+                             int32_t *qc) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t d = 0; d < dk; d += 16)
+    amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale)));
+  const float m = _mm512_reduce_max_ps(amax);
+  const __m512 inv = _mm512_set1_ps(m > 0 ? 127.0f / m : 0.0f);
+  __m512i sum = _mm512_setzero_si512();
+  for (int64_t d = 0; d < dk; d += 16) {
+    const __m512i c = _mm512_cvtps_epi32(
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(src + d), vscale), inv));
+    sum = _mm512_add_epi32(sum, c);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + d / 4), _mm512_cvtepi32_epi8(c));
+  }
+  *qs = m / 127.0f;
+  *qc = 128 * _mm512_reduce_add_epi32(sum);
+}
+
 /// 64 weighted probabilities w[0..3] (positions 16 y + lane) as uint8 codes
 /// round(w x inv) by two saturating packs: within each 128-bit lane they
 /// leave dword 4 L + m holding positions 16 m + 4 L .. + 3 (quadOfSlot).
