@@ -271,20 +271,9 @@ __attribute__((noinline)) void valueQuads(const uint32_t *codes, int64_t codeStr
                                           const uint32_t *quads, int64_t dv, int64_t c0,
                                           float *acc) {
   __m512i a[4][4];
-#pragma GCC unroll 4
-  for (int x = 0; x < 4; ++x)
-#pragma GCC unroll 4
-    for (int y = 0; y < 4; ++y)
-      a[x][y] = _mm512_setzero_si512();
-  for (int64_t slot = 0; slot < kValueBlock / 4; ++slot) {
-    __m512i v[4];
-#pragma GCC unroll 4
-    for (int y = 0; y < 4; ++y)
-      v[y] = _mm512_load_si512(&quads[slot * dv + (c0 + y) * 16]);
-#pragma GCC unroll 4
-    for (int x = 0; x < 4; ++x)
-      dpbusd4By(a[x], _mm512_set1_epi32(int(codes[x * codeStride + slot])), v);
-  }
+  const uint32_t *const heads[4] = {codes, codes + codeStride, codes + 2 * codeStride,
+                                    codes + 3 * codeStride};
+  sumValueQuads(heads, kValueBlock / 4, quads + c0 * 16, dv, a);
 #pragma GCC unroll 4
   for (int x = 0; x < 4; ++x) {
     const __m512 f = _mm512_set1_ps(scales[x * scaleStride]);
@@ -329,11 +318,12 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
   forEachRowIn(step, l, t, jBegin, jEnd, [&](int64_t j, int64_t row) { rows[j - jBegin] = row; });
   const int64_t last = count - 1;
 
-  // Scaled queries as bf16 pairs, [kv head][head][dk / 2].
+  // Scaled queries as bf16 pairs, [kv head][head][dk / 2] (not for int8
+  // keys, which take their own codes below).
   qBuf.resize(size_t(H * G * kp));
   uint32_t *const qs = pinned(qBuf.data());
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (int64_t h = 0; h < H * G; ++h) {
+  for (int64_t h = 0; !int8Keys && h < H * G; ++h) {
     const float *src = q + (t * numHeads + kvh0 * G + h) * dk;
     for (int64_t d = 0; d < dk; d += 32) {
       const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d + 16), vscale),
@@ -344,7 +334,7 @@ void attendDecodeBf16Cache(const hyrt_step_v0 *step, const LayerView &l, const f
   // keyScores4's queries: the same pairs as qs, [four heads][chunk of 8
   // dims][head][4 pairs].
   thread_local std::vector<uint32_t> q4Buf;
-  if (four) {
+  if (four && !int8Keys) {
     q4Buf.resize(size_t(H * G * kp));
     for (int64_t h = 0; h < H * G; ++h)
       for (int64_t pr = 0; pr < kp; ++pr)

@@ -91,21 +91,10 @@ __attribute__((noinline)) void accumulatePv(float *o, const int64_t *rr,
                                             const uint32_t (*pr)[kQuads], const float *corr,
                                             const float *ps, const uint32_t *vPack, int64_t quads,
                                             int64_t dv, int64_t c, int64_t real) {
+  static_assert(kGroup == 4 && kChunks == 4, "sumValueQuads: four rows x four vectors");
   __m512i acc[kGroup][kChunks];
-#pragma GCC unroll 8
-  for (int x = 0; x < kGroup; ++x)
-#pragma GCC unroll 8
-    for (int y = 0; y < kChunks; ++y)
-      acc[x][y] = _mm512_setzero_si512();
-  for (int64_t a = 0; a < quads; ++a) {
-    __m512i v[kChunks];
-#pragma GCC unroll 8
-    for (int y = 0; y < kChunks; ++y)
-      v[y] = _mm512_load_si512(&vPack[a * dv + (c + y) * 16]);
-#pragma GCC unroll 8
-    for (int x = 0; x < kGroup; ++x)
-      dpbusd4By(acc[x], _mm512_set1_epi32(int(pr[x][a])), v);
-  }
+  const uint32_t *const codes[kGroup] = {pr[0], pr[1], pr[2], pr[3]};
+  sumValueQuads(codes, quads, vPack + c * 16, dv, acc);
   // A row whose maximum stayed (factor exactly 1: most blocks of a long
   // context) skips the rescaling multiply.
 #pragma GCC unroll 8

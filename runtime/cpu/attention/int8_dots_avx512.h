@@ -35,6 +35,30 @@ inline void dpbusd4By(__m512i (&acc)[4], __m512i a, const __m512i (&b)[4]) {
       : "v"(a), "v"(b[0]), "v"(b[1]), "v"(b[2]), "v"(b[3]));
 }
 
+/// acc[x][y] = the sum over slots a < n of codes[x][a] (four uint8
+/// probabilities, broadcast) times the value quads at quads[a * stride + 16
+/// y] (`vpdpbusd`): four rows' (or heads') int32 sums over 64 dims, the
+/// P x V of the extend kernel and of the decode path. Each caller joins them
+/// with its fp32 output.
+inline void sumValueQuads(const uint32_t *const codes[4], int64_t n, const uint32_t *quads,
+                          int64_t stride, __m512i (&acc)[4][4]) {
+  // Unrolled by pragma: as loops, GCC keeps such arrays in memory too.
+#pragma GCC unroll 4
+  for (int x = 0; x < 4; ++x)
+#pragma GCC unroll 4
+    for (int y = 0; y < 4; ++y)
+      acc[x][y] = _mm512_setzero_si512();
+  for (int64_t a = 0; a < n; ++a) {
+    __m512i v[4];
+#pragma GCC unroll 4
+    for (int y = 0; y < 4; ++y)
+      v[y] = _mm512_load_si512(&quads[a * stride + 16 * y]);
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x)
+      dpbusd4By(acc[x], _mm512_set1_epi32(int(codes[x][a])), v);
+  }
+}
+
 /// The position quad a probability code slot holds (probabilityCodes64's
 /// order, per 64 positions: slot 4 L + m holds quad 4 m + L).
 constexpr int64_t quadOfSlot(int64_t a) { return a / 16 * 16 + (a % 4) * 4 + (a % 16) / 4; }
