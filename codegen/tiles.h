@@ -29,8 +29,10 @@ struct BrgemmTile {
   /// every body, one stream or two.
   int k_streams = 1;
   /// Where the B prefetches bring a line: by the body's rows
-  /// (prefetch_b_into_l2), or always into L1 / L2 (benches compare those).
-  enum class Prefetch { by_rows, l1, l2 } prefetch_to = Prefetch::by_rows;
+  /// (prefetch_b_into_l2), always into L1 / L2 (benches compare those), or
+  /// prefill_only: into L1 in blocks of more than kTwoStreamMaxRows rows and
+  /// not at all in decode bodies (prefetch_b_in_body).
+  enum class Prefetch { by_rows, l1, l2, prefill_only } prefetch_to = Prefetch::by_rows;
 };
 
 /// K from which k_streams = 2 splits a panel: halves of at least 8 KiB of
@@ -54,6 +56,18 @@ inline constexpr int kTwoStreamMaxRows = 4;
 inline bool prefetch_b_into_l2(const BrgemmTile &t, int m) {
   return t.prefetch_to == BrgemmTile::Prefetch::by_rows ? m <= kTwoStreamMaxRows
                                                        : t.prefetch_to == BrgemmTile::Prefetch::l2;
+}
+
+/// Whether a body of m rows prefetches B at all. The grouped u4 kernels'
+/// decode bodies do not: on AMD Zen 4 their software prefetches (one per 64
+/// bytes of codes, twice the W8A8 kernel's rate per instruction) held the
+/// GEMV at 63-65% of the bracketing streaming reads in fast bandwidth
+/// phases and 89-93% in slow ones, and the hardware prefetchers alone read
+/// 81-92% and 95-98% (bench/kernels/README.md "No software prefetch in u4
+/// decode").
+inline bool prefetch_b_in_body(const BrgemmTile &t, int m) {
+  return t.prefetch_b > 0 &&
+         !(t.prefetch_to == BrgemmTile::Prefetch::prefill_only && m <= kTwoStreamMaxRows);
 }
 
 /// The table entry for (isa, a_type, b_type, n_block), or nullptr when no

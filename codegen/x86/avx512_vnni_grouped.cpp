@@ -13,13 +13,9 @@
 // set whatever m is, so the fold order never depends on the batch; the
 // int32 group sums are exact, so blocks of up to 4 rows split them over two
 // sets (even and odd quads, added at the fold) to halve the vpdpbusd chain
-// that otherwise bounds decode. u4 codes are unpacked with one and per
-// register: columns 0..15 keep the low nibbles, columns 16..31 the high
-// nibbles in place, as 16 x the code (an exact int32 sum, shifted right by
-// 4 at the fold; a shift per quad less, which bounded the unpack: bench/
-// kernels/README.md "High nibbles in place"). A code book needs the codes
-// as indices: one shift + and for the high nibbles, then one vpshufb per
-// register (the 16 values fit one 128-bit lane).
+// that otherwise bounds decode. u4 codes are unpacked with one and (columns
+// 0..15) and one shift + and (columns 16..31) per K quad; a code book is
+// one vpshufb more per register (the 16 values fit one 128-bit lane).
 //
 // Two-level scales cost a few instructions per group and 16 columns,
 // whatever m is: the group's scale is built at its fold from the
@@ -59,12 +55,8 @@ protected:
       return;
     mov(eax, 0x0F0F0F0Fu);
     vpbroadcastd(nibble_mask(), eax);
-    if (codebook_) {
+    if (codebook_)
       emit_iq4nl_codebook(*this, codebook_values());
-    } else {
-      mov(eax, 0xF0F0F0F0u);
-      vpbroadcastd(high_mask(), eax);
-    }
   }
 
   void emit_rows(int m) override {
@@ -113,16 +105,16 @@ private:
   Zmm nibble_mask() const { return Zmm(28); }
   Zmm tmp(int i) const { return Zmm(29 + i % 2); }
   Zmm codebook_values() const { return Zmm(31); }
-  Zmm high_mask() const { return Zmm(31); } // without a code book
 
   const Reg64 reg_a_sum = r13; // a_base[2]: unused with m_max <= 10
   const Reg64 reg_hdr = r14;   // a_base[3]: the super-block's d, dmin
   const Reg64 reg_inner = r9;  // m is dead after the dispatch
   const Reg64 reg_group = rax; // groups left in the super-block
 
-  /// Prefetches `lines` 64-byte lines at reg_bk, tile_.prefetch_b ahead.
+  /// Prefetches `lines` 64-byte lines at reg_bk, tile_.prefetch_b ahead (not
+  /// in decode bodies of u4 codes: tiles.h prefetch_b_in_body).
   void emit_prefetch(int lines) {
-    if (tile_.prefetch_b > 0)
+    if (prefetch_b_in_body(tile_, m_))
       for (int line = 0; line < lines; ++line)
         emit_prefetch_b(*this, ptr[reg_bk + 64 * line + tile_.prefetch_b], tile_, m_);
   }
@@ -159,20 +151,16 @@ private:
 
   void emit_quad(int u, int slot) {
     const int64_t off = int64_t(u) * quad_bytes_;
-    if (tile_.prefetch_b > 0)
+    if (prefetch_b_in_body(tile_, m_))
       for (int line = 0; line < quad_bytes_ / 64; ++line)
         emit_prefetch_b(*this, ptr[reg_bk + off + 64 * line + tile_.prefetch_b], tile_, m_);
-    if (u4_ && !codebook_) {
-      // High nibbles kept in place (16 x the code): one and, no shift; the
-      // int32 sums are exact either way and the fold shifts them back.
-      vpandd(code(slot, 0), nibble_mask(), ptr[reg_bk + off]);
-      vpandd(code(slot, 1), high_mask(), ptr[reg_bk + off]);
-    } else if (u4_) {
+    if (u4_) {
       vpsrlw(code(slot, 1), ptr[reg_bk + off], 4);
       vpandd(code(slot, 1), code(slot, 1), nibble_mask());
       vpandd(code(slot, 0), nibble_mask(), ptr[reg_bk + off]);
-      for (int j = 0; j < 2; ++j)
-        vpshufb(code(slot, j), codebook_values(), code(slot, j));
+      if (codebook_)
+        for (int j = 0; j < 2; ++j)
+          vpshufb(code(slot, j), codebook_values(), code(slot, j));
     } else {
       vmovdqu8(code(slot, 0), ptr[reg_bk + off]);
       vmovdqu8(code(slot, 1), ptr[reg_bk + off + 64]);
@@ -216,9 +204,6 @@ private:
           vpaddd(a, a, acc_i(i, j, 1));
           vpxord(acc_i(i, j, 1), acc_i(i, j, 1), acc_i(i, j, 1));
         }
-        if (u4_ && !codebook_ && j == 1)
-          vpsrad(a, a, 4); // 16 x the high nibbles' sum: exact
-
         if (!desc_.asymmetric)
           vpsubd(a, a, t);
         vcvtdq2ps(a, a);

@@ -358,5 +358,38 @@ TEST_F(Disassembly, Avx512DecodeBodiesPrefetchIntoL2) {
   }
 }
 
+TEST_F(Disassembly, GroupedU4DecodeBodiesLeaveTheCodesToTheHardwarePrefetchers) {
+  // tiles.h prefetch_b_in_body: the AVX-512 VNNI u4 kernels' bodies of up
+  // to kTwoStreamMaxRows rows issue no B prefetch; blocks of more rows
+  // prefetch into L1. Bodies are emitted in ascending rows, so every
+  // vpdpbusd of bodies 1 .. kTwoStreamMaxRows comes before the first
+  // prefetch: per body of m rows, group / 4 quads of 2 m (one-level g32:
+  // 8 quads of the unrolled loop).
+  const BrgemmDesc descs[] = {
+      make_grouped_brgemm_desc(Isa::avx512_vnni, DataType::u4, 2048, 32, false),
+      make_grouped_brgemm_desc(Isa::avx512_vnni, DataType::u4, 2048, 32, true),
+  };
+  for (const BrgemmDesc &d : descs) {
+    BrgemmGenResult r = generate_brgemm(d);
+    ASSERT_TRUE(r) << r.error;
+    SCOPED_TRACE(r.kernel->name());
+    ASSERT_GT(d.m_max, kTwoStreamMaxRows);
+    const auto lines = disassemble(r.kernel->code(), r.kernel->text_size());
+    size_t dots = 0, firstPrefetch = lines.size();
+    bool t1 = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      t1 = t1 || lines[i].rfind("prefetcht1", 0) == 0;
+      if (firstPrefetch == lines.size() && lines[i].rfind("prefetch", 0) == 0)
+        firstPrefetch = i;
+      if (firstPrefetch == lines.size() && lines[i].rfind("vpdpbusd", 0) == 0)
+        ++dots;
+    }
+    EXPECT_FALSE(t1) << "no prefetch into L2 anywhere";
+    ASSERT_LT(firstPrefetch, lines.size()) << "blocks of many rows prefetch into L1";
+    const size_t decodeDots = size_t(8 * 2 * (1 + 2 + 3 + 4));
+    EXPECT_GE(dots, decodeDots) << "a decode body prefetches";
+  }
+}
+
 } // namespace
 } // namespace hyc::codegen
