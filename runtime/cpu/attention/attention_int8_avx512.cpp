@@ -190,11 +190,9 @@ void attendInt8Dots(const hyrt_step_v0 *step, const LayerView &l, const float *q
   for (int64_t u = 0; u < tq; ++u)
     for (int64_t h = 0; h < G; ++h) {
       const int64_t r = u * G + h;
-    {
       quantizeQueryRow(q + ((t0 + u) * numHeads + kvh * G + h) * dk, scale, dk,
                        &Rq[size_t(r * kq)], &Rqs[r], &Rqc[r]);
       Rqs[r] *= 1.44269504f; // scores in base 2 (log2(e))
-    }
     }
 
   // Packed blocks: K as [kq][64] quads by position (unsigned: byte + 128),
