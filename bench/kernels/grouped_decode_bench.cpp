@@ -3,7 +3,10 @@
 // default, the machine class's decode), each on its own half of every
 // GEMV's panels as an artifact's decode splits N. Rates are GB/s of packed
 // weight bytes read per second, and each pass is judged against the
-// streaming read probed right before and after it (codegen::StreamReader):
+// streaming read probed right before and after it (codegen::StreamReader
+// over windows of the kind's own weight copies: kernel and yardstick read
+// the same pages; before, a buffer of the probe's own gave medians of
+// 100-108% for some kinds):
 // this host's bandwidth swings between phases within seconds, so only the
 // ratio to the bracketing probes is comparable between kernels, and the
 // kinds are interleaved round by round. The grouped formats: u4 and u8
@@ -69,11 +72,36 @@ using Clock = std::chrono::steady_clock;
 int gSync = 0; // 2: the threads also balance each GEMV (StealRanges)
 double gWaitShare[64];
 
+/// A kind's weight copies, back to back in one allocation: the bandwidth
+/// probes read windows of this very memory (StreamReader over the region),
+/// so a kernel and its yardstick read the same pages with the same backing.
+struct Copies {
+  AlignedBuffer region;
+  int64_t count = 0, n_panels = 0, panel_bytes = 0;
+
+  int64_t bytes_each() const { return n_panels * panel_bytes; }
+  const uint8_t *panel(int64_t copy, int64_t p) const {
+    return region.data() + copy * bytes_each() + p * panel_bytes;
+  }
+};
+
+/// `count` copies of `w` in one region.
+Copies replicate(const PackedB &w, int count) {
+  Copies c;
+  c.count = count;
+  c.n_panels = w.n_panels;
+  c.panel_bytes = w.panel_bytes;
+  c.region = AlignedBuffer(size_t(count * c.bytes_each()));
+  for (int i = 0; i < count; ++i)
+    std::memcpy(c.region.data() + i * c.bytes_each(), w.panel(0), size_t(c.bytes_each()));
+  return c;
+}
+
 /// One pass over `copies` (an N x K GEMV each) on `threads` pinned threads,
 /// thread t on the t-th contiguous share of every copy's panels; GB/s of
 /// packed weight bytes over the span from the first thread's start to the
 /// last one's end (timed inside the threads, after a spin start).
-double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copies, const void *a,
+double stream_rate(const BrgemmKernel &kernel, const Copies &copies, const void *a,
                    const BrgemmPostArgs &post, int threads, int panelsPerCall) {
   std::vector<float> c(kN);
   std::vector<Clock::time_point> t0(threads), t1(threads);
@@ -82,8 +110,8 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
   std::atomic<int64_t> arrived{0};
   std::vector<std::unique_ptr<StealRanges>> steal;
   if (gSync == 2)
-    for (const PackedB &w : copies)
-      steal.push_back(std::make_unique<StealRanges>(w.n_panels / panelsPerCall, threads));
+    for (int64_t i = 0; i < copies.count; ++i)
+      steal.push_back(std::make_unique<StealRanges>(copies.n_panels / panelsPerCall, threads));
   const std::vector<int> cpus = process_cpus();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
@@ -96,15 +124,16 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
       t0[t] = Clock::now();
       int64_t gen = 0;
       double waited = 0;
-      for (const PackedB &w : copies) {
+      for (int64_t copy = 0; copy < copies.count; ++copy) {
         if (gSync == 2) { // balanced: a thread done with its share takes from the back of another's
-          StealRanges &sr = *steal[size_t(&w - copies.data())];
+          StealRanges &sr = *steal[size_t(copy)];
           for (int64_t i = sr.next(t); i >= 0; i = sr.next(t))
-            kernel(a, kK, w.panel(i * panelsPerCall), c.data() + i * panelsPerCall * 32, kN, 1, &post);
+            kernel(a, kK, copies.panel(copy, i * panelsPerCall), c.data() + i * panelsPerCall * 32,
+                   kN, 1, &post);
         } else {
-          const int64_t lo = w.n_panels * t / threads, hi = w.n_panels * (t + 1) / threads;
+          const int64_t n = copies.n_panels, lo = n * t / threads, hi = n * (t + 1) / threads;
           for (int64_t p = lo; p < hi; p += panelsPerCall)
-            kernel(a, kK, w.panel(p), c.data() + p * 32, kN, 1, &post);
+            kernel(a, kK, copies.panel(copy, p), c.data() + p * 32, kN, 1, &post);
         }
         if (gSync) { // every thread waits for the others after each GEMV, as a dispatch's join
           const auto w0 = Clock::now();
@@ -123,9 +152,7 @@ double stream_rate(const BrgemmKernel &kernel, const std::vector<PackedB> &copie
   go.store(true, std::memory_order_release);
   for (std::thread &th : pool)
     th.join();
-  double bytes = 0;
-  for (const PackedB &w : copies)
-    bytes += double(w.n_panels * w.panel_bytes);
+  const double bytes = double(copies.count * copies.bytes_each());
   const double s =
       std::chrono::duration<double>(*std::max_element(t1.begin(), t1.end()) -
                                     *std::min_element(t0.begin(), t0.end()))
@@ -171,19 +198,6 @@ PackedB random_weights(const GroupedFormat &f, std::mt19937 &rng) {
   return pack_b_grouped_two_level(codes.data(), kN, kK, kK, f, sc.data(),
                                   f.asymmetric ? m.data() : nullptr, d.data(),
                                   f.asymmetric ? d.data() : nullptr);
-}
-
-/// A copy of p's panels in memory of its own.
-PackedB clone(const PackedB &p) {
-  PackedB c;
-  c.layout = p.layout;
-  c.n = p.n;
-  c.k = p.k;
-  c.n_panels = p.n_panels;
-  c.panel_bytes = p.panel_bytes;
-  c.data = AlignedBuffer(p.data.size());
-  std::memcpy(c.data.data(), p.data.data(), p.data.size());
-  return c;
 }
 
 } // namespace
@@ -273,7 +287,8 @@ int main(int argc, char **argv) {
   struct Kind {
     std::string name;
     double mb = 0;
-    std::vector<PackedB> copies;
+    Copies copies;
+    std::unique_ptr<StreamReader> probe; // windows of `copies`
     std::vector<int32_t> a_sum;
     BrgemmPostArgs post;
     bool grouped = false;
@@ -287,7 +302,7 @@ int main(int argc, char **argv) {
     const bool grouped = kind < nFormats;
     const bool bf16 = !grouped && kind < nFormats + bf16Kinds;
     BrgemmDesc d;
-    std::vector<PackedB> copies;
+    Copies copies;
     std::vector<int32_t> a_sum;
     int64_t one = 0;
     if (grouped) {
@@ -302,9 +317,7 @@ int main(int argc, char **argv) {
         std::memcpy(&a_sum[2 * g + 1], &a_scale, sizeof(float));
       one = grouped_panel_bytes(f, kK) * (kN / 32);
       const int n_copies = std::max(1, int(copies_mb * 1e6 / double(one)));
-      const PackedB first = random_weights(f, rng);
-      for (int i = 0; i < n_copies; ++i)
-        copies.push_back(clone(first));
+      copies = replicate(random_weights(f, rng), n_copies);
     } else if (bf16) {
       const int n_block = kind == nFormats ? 32 : 64;
       d = make_brgemm_desc(Isa::avx512_bf16, DataType::bf16, DataType::bf16, DataType::f32, kK,
@@ -314,8 +327,7 @@ int main(int argc, char **argv) {
         v = f32_to_bf16(0.001f * float(int(rng() % 255) - 127));
       one = packed_panel_bytes(BLayout::bf16_vnni2, kK) * (kN / 32);
       const int n_copies = std::max(1, int(copies_mb * 1e6 / double(one)));
-      for (int i = 0; i < n_copies; ++i)
-        copies.push_back(pack_b_bf16(w.data(), kN, kK, kK));
+      copies = replicate(pack_b_bf16(w.data(), kN, kK, kK), n_copies);
     } else {
       const bool wideKind = wide && kind + 2 == kinds;
       d = make_brgemm_desc(isa, DataType::u8, DataType::s8, DataType::f32, kK,
@@ -325,8 +337,7 @@ int main(int argc, char **argv) {
         v = int8_t(int(rng() % 255) - 127);
       one = packed_panel_bytes(BLayout::s8_vnni4, kK) * (kN / 32);
       const int n_copies = std::max(1, int(copies_mb * 1e6 / double(one)));
-      for (int i = 0; i < n_copies; ++i)
-        copies.push_back(pack_b_s8(w.data(), kN, kK, kK));
+      copies = replicate(pack_b_s8(w.data(), kN, kK, kK), n_copies);
     }
     const int tileIndex = kind - nFormats - bf16Kinds;
     const bool variant = !grouped && !bf16 && tileIndex < int(tiles.size());
@@ -353,6 +364,8 @@ int main(int argc, char **argv) {
                                                          : "");
     k.mb = double(one) / 1e6;
     k.copies = std::move(copies);
+    k.probe = std::make_unique<StreamReader>(threads, k.copies.region.data(),
+                                             k.copies.region.size());
     k.a_sum = std::move(a_sum);
     k.grouped = grouped;
     k.act = grouped ? static_cast<const void *>(a.data())
@@ -368,17 +381,20 @@ int main(int argc, char **argv) {
     // (as the runtime's drivers do).
     k.post.k_streams = variant ? tile.k_streams : hyrt::decodeStreams().streams;
   }
-  StreamReader probe(threads, size_t(1) << 30);
+  // Probe windows: 128 MB, or the whole region when it is smaller (each
+  // window is read right after the kernel's pass over the same region; at
+  // most the L3's worth of it is still cached, which can only raise a probe
+  // and so lower a ratio, never raise it).
   const size_t window = size_t(128) << 20;
   // One line per round on stderr (each kind's GB/s and its ratio to its
   // bracketing probes): the host's bandwidth phases show round by round.
   for (int round = 0; round < rounds; ++round) {
     std::fprintf(stderr, "round %d:", round + 1);
     for (Kind &k : all) {
-      const double before = probe.read_window_gbps(window);
+      const double before = k.probe->read_window_gbps(window);
       const double rate =
           stream_rate(*k.kernel, k.copies, k.act, k.post, threads, k.panelsPerCall);
-      const double after = probe.read_window_gbps(window);
+      const double after = k.probe->read_window_gbps(window);
       k.gbps.push_back(rate);
       k.ratio.push_back(rate / (0.5 * (before + after)));
       std::fprintf(stderr, " %.1f (%.0f%%)", rate, 100 * k.ratio.back());
