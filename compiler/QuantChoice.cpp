@@ -58,7 +58,7 @@ QuantChoice chooseQuant(const std::map<std::string, int64_t> &elementsByDtype,
   // only those keeps every matrix as stored, in 4-bit codes when most of
   // its elements are 4-bit (Q4_K_M's Q6_K matrices stay Q6_K), else 8-bit.
   // Packed int4 from Hugging Face (AWQ, GPTQ, compressed-tensors) holds an
-  // fp16 scale and a zero point per 128 K-elements (the loader's "q4z").
+  // fp16 scale and a zero point per 128 K-elements (the loader's "q4z128").
   static const std::set<std::string> k4 = {"Q4_0",     "Q4_1",      "Q4_K",   "IQ4_XS",
                                            "IQ4_NL",   "AWQ_INT4",  "GPTQ_INT4", "CT_INT4"},
                                       k8 = {"Q8_0", "Q5_0", "Q5_1", "Q5_K", "Q6_K"};

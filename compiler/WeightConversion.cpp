@@ -262,7 +262,7 @@ bool codesMatrixBytes(const models::Checkpoint *ckpt, const std::string &name, c
 }
 
 /// Stored integer-code formats ("q4k", "q5k", "q6k", "iq4xs", "iq4nl",
-/// "q4z", "q4_1", "q5_1": the layout names of hyrt/gemm_layout.h): their
+/// "q4z", "q4_1", "q5_1", "q4z128": the layout names of hyrt/gemm_layout.h): their
 /// scheme id, else -1.
 int32_t storedCodesScheme(const std::string &derivation) {
   const int32_t s = hyrt_gemm_code_scheme_of_layout(derivation.data(), derivation.size());

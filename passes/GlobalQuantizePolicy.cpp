@@ -91,7 +91,9 @@ storedCodesOf(ParamOp param, QuantScheme target, const llvm::StringMap<std::stri
   // Q4_0 under 8-bit codes: its nibbles read as 8-bit codes (n + 120).
   if (*s == QuantScheme::q4 && target == QuantScheme::q8)
     s = QuantScheme::q8;
-  return std::make_pair(*s, int64_t(*s == QuantScheme::q6k ? 16 : 32));
+  return std::make_pair(*s, int64_t(*s == QuantScheme::q6k      ? 16
+                                    : *s == QuantScheme::q4z128 ? 128
+                                                                : 32));
 }
 
 /// Under 4-bit codes, a matrix whose K is not whole groups keeps 8 bits
@@ -273,7 +275,8 @@ struct HycGlobalQuantizePolicyPass
         getOperation().emitError() << "hyc-global-quantize-policy: stored-codes entry '"
                                    << entry
                                    << "' is not tensor=format with an integer-code format "
-                                      "(q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1)";
+                                      "(q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1, "
+                                      "q4z128)";
         return signalPassFailure();
       }
       stored[entry.substr(0, eq)] = entry.substr(eq + 1);

@@ -154,6 +154,14 @@ const SchemeRow kSchemes[] = {
     {QuantScheme::q5_1, false, Level::avx2,
      {Isa::avx2, DataType::s8, DataType::u8, "s8u8f32", "avx2", "q5_1", "hyrt_cpu_gemm_codes",
       HYRT_GEMM_Q5_1, 16, 9}},
+    // AWQ / GPTQ int4: one fold per 128 (q4z, Q4_K's half super-blocks,
+    // folds every 32 with three multiplies: 0.68 of W8A8 in prefill).
+    {QuantScheme::q4z128, false, Level::avx512,
+     {Isa::avx512_vnni, DataType::s8, DataType::u4, "s8u4f32", "avx512vnni", "q4z128",
+      "hyrt_cpu_gemm_codes", HYRT_GEMM_Q4Z128, 128, 5}},
+    {QuantScheme::q4z128, false, Level::avx2,
+     {Isa::avx2, DataType::s8, DataType::u4, "s8u4f32", "avx2", "q4z128", "hyrt_cpu_gemm_codes",
+      HYRT_GEMM_Q4Z128, 32, 5}},
 };
 
 const KernelScheme *find(QuantScheme quant, bool grouped, Level level) {

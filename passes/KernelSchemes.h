@@ -55,7 +55,7 @@ const KernelScheme *amxSchemeFor(const KernelScheme &ks, int64_t k);
 const KernelScheme *fp8FusedSchemeFor(const KernelScheme &ks);
 
 /// The packed layout of an integer-code weight scheme (QuantAttr::isCodes):
-/// "q4_g32", "q8_g32", or the stored format's name ("q4k", ..., "q4z").
+/// "q4_g32", "q8_g32", or the stored format's name ("q4k", ..., "q4z128").
 llvm::StringRef codesLayoutOf(QuantScheme scheme);
 
 /// The HYRT_GEMM_* id of an integer-code layout name (codesLayoutOf), or

@@ -123,10 +123,12 @@ int main(int argc, char **argv) {
     a_u8[i] = uint8_t(a[i] + 128);
   std::vector<float> a_scale(size_t(rows), 0.01f), b_scale(kN, 0.01f), c(size_t(rows) * kN);
 
-  const GroupedFormat formats[] = {format(4, 32), format(4, 128), format(4, 32, 256, true)};
-  const char *labels[] = {"w4a8 g32 (Q4_0)", "w4a8 g128", "Q4_K (two-level, mins)"};
+  const GroupedFormat formats[] = {format(4, 32), format(4, 128), format(4, 32, 256, true),
+                                   format(4, 32, 128, true), format(4, 128, 128, true)};
+  const char *labels[] = {"w4a8 g32 (Q4_0)", "w4a8 g128", "Q4_K (two-level, mins)",
+                          "AWQ as q4z (sub 32)", "AWQ, 128 per group"};
   std::vector<Kind> kinds;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 5; ++i) {
     const GroupedFormat &f = formats[i];
     Kind k;
     const BrgemmDesc d = make_grouped_brgemm_desc(Isa::avx512_vnni, f, kK);

@@ -30,7 +30,8 @@ def Hyc_QuantScheme : I32EnumAttr<"QuantScheme", "weight quantization scheme", [
     I32EnumAttrCase<"iq4nl", 10>,
     I32EnumAttrCase<"q4z", 11>,
     I32EnumAttrCase<"q4_1", 12>,
-    I32EnumAttrCase<"q5_1", 13>
+    I32EnumAttrCase<"q5_1", 13>,
+    I32EnumAttrCase<"q4z128", 14>
   ]> {
   let cppNamespace = "::hyc";
   let genSpecializedAttr = 0;
@@ -124,12 +125,14 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
     token as in w8a8. The weight operand is i8 (one code per element;
     packed two per byte by the layout for q4).
 
-    `q4k`, `q5k`, `q6k`, `iq4xs`, `iq4nl`, `q4z`, `q4_1` and `q5_1` are
-    integer codes kept exactly as a checkpoint stores them (GGUF Q4_K, Q5_K,
-    Q6_K, IQ4_XS, IQ4_NL, Q4_1, Q5_1; AWQ / GPTQ int4 with zero points per
-    128): two-level scales (fp16 per super-block times an integer per
-    `group`) or fp16 ones per group, mins, the IQ4 codebook (models/checkpoint/model_spec.h StoredCodes, hyrt/gemm_layout.h
-    hyrt_gemm_code_format). `group` is the sub-group: 32, 16 for q6k.
+    `q4k`, `q5k`, `q6k`, `iq4xs`, `iq4nl`, `q4z`, `q4_1`, `q5_1` and
+    `q4z128` are integer codes kept exactly as a checkpoint stores them
+    (GGUF Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL, Q4_1, Q5_1; Q4_K cut at half a
+    super-block; AWQ / GPTQ int4 with zero points per 128): two-level scales
+    (fp16 per super-block times an integer per `group`) or fp16 ones per
+    group, mins, the IQ4 codebook (models/checkpoint/model_spec.h
+    StoredCodes, hyrt/gemm_layout.h hyrt_gemm_code_format). `group` is the
+    sub-group: 32, 16 for q6k, 128 for q4z128.
 
     ```mlir
     #hyc.quant<bf16>
@@ -153,7 +156,7 @@ def Hyc_QuantAttr : Hyc_Attr<"Quant", "quant"> {
              getScheme() == QuantScheme::fp8_e4m3;
     }
     /// Integer codes whose scales are part of the weight (q4, q8 and the
-    /// stored formats q4k ... q5_1).
+    /// stored formats q4k ... q4z128).
     bool isCodes() const { return ::hyc::isCodesScheme(getScheme()); }
     /// Stored in any quantized form: a quantization policy leaves it be.
     bool isStoredQuantized() const { return isQuantized() || isCodes(); }

@@ -23,10 +23,10 @@ parseF64Parameter(mlir::AsmParser &parser) {
 
 namespace hyc {
 /// Integer codes whose scales are part of the weight: q4, q8 and the
-/// formats kept as checkpoints store them (q4k ... q5_1).
+/// formats kept as checkpoints store them (q4k ... q4z128).
 inline bool isCodesScheme(QuantScheme s) {
   return s == QuantScheme::q4 || s == QuantScheme::q8 ||
-         (int(s) >= int(QuantScheme::q4k) && int(s) <= int(QuantScheme::q5_1));
+         (int(s) >= int(QuantScheme::q4k) && int(s) <= int(QuantScheme::q4z128));
 }
 } // namespace hyc
 

@@ -52,7 +52,7 @@ Expected<Int4Scheme> read_ct_packed_scheme(const io::HfConfig &config);
 
 /// WeightInfo::source_dtype of the scheme's layers: "AWQ_INT4",
 /// "GPTQ_INT4" or "CT_INT4" when the group is a multiple of 128
-/// (StoredCodes "q4z" holds the layer as stored), with "_G<group>"
+/// (StoredCodes "q4z128" holds the layer as stored), with "_G<group>"
 /// appended otherwise (read as fp32 only).
 std::string int4_dtype_name(const Int4Scheme &scheme);
 

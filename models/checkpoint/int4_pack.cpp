@@ -97,17 +97,18 @@ void dequantize_int4_groups(const Int4GroupQuant &q, float *out) {
     }
 }
 
-bool int4_groups_to_q4z(const Int4GroupQuant &q, StoredCodes &out) {
-  constexpr int64_t kSub = 32, kSuper = 128;
+bool int4_groups_to_q4z128(const Int4GroupQuant &q, StoredCodes &out) {
+  constexpr int64_t kSub = 128, kSuper = 128;
   if (q.group <= 0 || q.group % kSuper != 0 || q.k % q.group != 0)
     return false;
   const int64_t groups = q.k / q.group, subs = q.k / kSub, supers = q.k / kSuper;
   out = StoredCodes();
-  out.format = "q4z";
+  out.format = "q4z128";
   out.n = q.n, out.k = q.k;
   out.codes = q.q;
-  // The group's scale and zero point repeat over the 128-blocks and
-  // 32-blocks it spans: the kernels' two-level layout, one level unused.
+  // The group's scale and zero point repeat over the 128-blocks it spans:
+  // the kernels' two-level layout with one group per super-block (sc = 1),
+  // so a kernel folds once per 128 elements.
   out.sub_scales.assign(size_t(q.n * subs), 1);
   out.sub_mins.resize(size_t(q.n * subs));
   out.d.resize(size_t(q.n * supers));

@@ -53,11 +53,11 @@ Expected<Int4GroupQuant> quantize_int4_groups(const float *w, int64_t n, int64_t
 /// times an integer of at most 4 bits needs 15 significant bits.
 void dequantize_int4_groups(const Int4GroupQuant &q, float *out);
 
-/// `q` as StoredCodes "q4z" (model_spec.h): codes = q, d = dmin = the
-/// group's scale for each 128 K-elements, sub_scales = 1 and sub_mins = the
-/// zero point for each 32. False (out untouched) when the group is not a
-/// multiple of 128, which that layout cannot hold (one d per 128).
-bool int4_groups_to_q4z(const Int4GroupQuant &q, StoredCodes &out);
+/// `q` as StoredCodes "q4z128" (model_spec.h): codes = q, and for each 128
+/// K-elements d = dmin = the group's scale, sub_scales = 1 and sub_mins =
+/// the zero point. False (out untouched) when the group is not a multiple
+/// of 128, which that layout cannot hold (one d per 128).
+bool int4_groups_to_q4z128(const Int4GroupQuant &q, StoredCodes &out);
 
 } // namespace hyc::models
 

@@ -58,7 +58,7 @@ public:
 
   std::string stored_codes_format(const std::string &name) const override {
     const Int4Layer *layer = int4Layer(name);
-    return layer && int4_.scheme.group % 128 == 0 ? "q4z" : "";
+    return layer && int4_.scheme.group % 128 == 0 ? "q4z128" : "";
   }
 
   bool read_stored_codes(const std::string &name, StoredCodes &out) const override {
@@ -66,7 +66,7 @@ public:
     Int4GroupQuant q;
     StoredCodes codes;
     if (!layer || !read_int4_layer(model_, int4_.scheme, *layer, q) ||
-        !int4_groups_to_q4z(q, codes))
+        !int4_groups_to_q4z128(q, codes))
       return false;
     out = std::move(codes);
     return true;

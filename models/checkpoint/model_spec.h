@@ -123,7 +123,9 @@ struct WeightInfo {
 ///   "q6k"   GGUF Q6_K:    8, 16, 256, no  (code = q + 96; sc: int8)
 ///   "iq4xs" GGUF IQ4_XS:  4, 32, 256, no, codebook (sc = ls - 32)
 ///   "iq4nl" GGUF IQ4_NL:  4, 32,  32, no, codebook (sc = 1)
-///   "q4z"   AWQ / GPTQ:   4, 32, 128, yes (d = dmin = the group's fp16
+///   "q4z"   Q4_K halves:  4, 32, 128, yes (a tensor-parallel part of a
+///           Q4_K matrix cut at half a super-block: its d, dmin, sc, m)
+///   "q4z128" AWQ / GPTQ:  4, 128, 128, yes (d = dmin = the group's fp16
 ///           scale, sc = 1, m = the zero point: w = s * (q - z))
 ///   "q4_1"  GGUF Q4_1:    4, 32,  32, yes (d, dmin = -m, sc = m = 1:
 ///           w = d * q + m)

@@ -473,8 +473,8 @@ INSTANTIATE_TEST_SUITE_P(
 // zero point and scale as stored: layer 0's q_proj is unpacked here from
 // the safetensors words and from the packed panel by its definition (per
 // 32 columns and super-block of 128: d[32] and dmin[32] fp16 = the group's
-// scale; per group of 32: 8 K quads of 64 bytes, sc[32] = 1 and m[32] =
-// the zero point). Then every variant follows the fp32 twin (the exact
+// scale, then its one group: 32 K quads of 64 bytes, sc[32] = 1 and m[32]
+// = the zero point). Then every variant follows the fp32 twin (the exact
 // dequantization, --quant f32) to the W8A8 bar.
 TEST(AwqInt4, DefaultCompileKeepsCodesAndZeroPointsBitForBit) {
   const std::string awq = tempDir() + "/awq-kept", f32 = tempDir() + "/awq-kept-f32";
@@ -504,8 +504,8 @@ TEST(AwqInt4, DefaultCompileKeepsCodesAndZeroPointsBitForBit) {
         return int((word >> (4 * i)) & 15);
     return -1;
   };
-  const std::string bytes = artifactTensor(out, prefix + "weight#q4z");
-  const int64_t groupBytes = 8 * 64 + 64, superBytes = 128 + 4 * groupBytes;
+  const std::string bytes = artifactTensor(out, prefix + "weight#q4z128");
+  const int64_t groupBytes = 32 * 64 + 64, superBytes = 128 + groupBytes;
   const int64_t panelBytes = k / 128 * superBytes;
   ASSERT_EQ(int64_t(bytes.size()), (n + 31) / 32 * panelBytes);
   const auto *w = reinterpret_cast<const uint8_t *>(bytes.data());
@@ -519,14 +519,11 @@ TEST(AwqInt4, DefaultCompileKeepsCodesAndZeroPointsBitForBit) {
       mismatches += std::memcmp(super + 64 + 2 * c, scale, 2) != 0;
       const int zero = nibble(qzeros.value(), s, col);
       nonzeroZeros += zero != 0;
-      for (int g = 0; g < 4; ++g) {
-        const uint8_t *group = super + 128 + g * groupBytes;
-        mismatches += int8_t(group[512 + c]) != 1 || group[512 + 32 + c] != zero;
-        for (int l = 0; l < 32; ++l) {
-          const uint8_t b = group[(l / 4) * 64 + 4 * (c % 16) + l % 4];
-          mismatches +=
-              (c < 16 ? b & 15 : b >> 4) != nibble(qweight.value(), s * 128 + g * 32 + l, col);
-        }
+      const uint8_t *group = super + 128;
+      mismatches += int8_t(group[2048 + c]) != 1 || group[2048 + 32 + c] != zero;
+      for (int l = 0; l < 128; ++l) {
+        const uint8_t b = group[(l / 4) * 64 + 4 * (c % 16) + l % 4];
+        mismatches += (c < 16 ? b & 15 : b >> 4) != nibble(qweight.value(), s * 128 + l, col);
       }
     }
   EXPECT_EQ(mismatches, 0);

@@ -58,9 +58,10 @@ enum {
   HYRT_GEMM_Q6K = 12,   /* GGUF Q6_K */
   HYRT_GEMM_IQ4XS = 13, /* GGUF IQ4_XS */
   HYRT_GEMM_IQ4NL = 14, /* GGUF IQ4_NL */
-  HYRT_GEMM_Q4Z = 15,   /* AWQ / GPTQ: 4-bit, scale and zero point per 128 */
+  HYRT_GEMM_Q4Z = 15,   /* GGUF Q4_K cut at half a super-block (tensor parallel parts) */
   HYRT_GEMM_Q4_1 = 16,  /* GGUF Q4_1: 4-bit, fp16 scale and min per 32 */
-  HYRT_GEMM_Q5_1 = 17   /* GGUF Q5_1: 5-bit as 8-bit codes, fp16 scale and min per 32 */
+  HYRT_GEMM_Q5_1 = 17,  /* GGUF Q5_1: 5-bit as 8-bit codes, fp16 scale and min per 32 */
+  HYRT_GEMM_Q4Z128 = 18 /* AWQ / GPTQ: 4-bit, scale and zero point per 128 */
 };
 
 /* K elements per scale group of the integer-code schemes (Q6_K's is 16). */
@@ -68,7 +69,7 @@ enum { HYRT_GEMM_CODE_GROUP = 32 };
 
 static inline int hyrt_gemm_is_codes(int32_t scheme) {
   return scheme == HYRT_GEMM_W4A8 || scheme == HYRT_GEMM_W8A8_G32 ||
-         (scheme >= HYRT_GEMM_Q4K && scheme <= HYRT_GEMM_Q5_1);
+         (scheme >= HYRT_GEMM_Q4K && scheme <= HYRT_GEMM_Q4Z128);
 }
 
 /* How an integer-code scheme's panels hold a weight (codegen/brgemm.h
@@ -94,6 +95,9 @@ static inline hyrt_code_format hyrt_gemm_code_format(int32_t scheme) {
   case HYRT_GEMM_Q4Z: f.bits = 4, f.group = 32, f.super_group = 128, f.asymmetric = 1; break;
   case HYRT_GEMM_Q4_1: f.bits = 4, f.group = 32, f.asymmetric = 1; break;
   case HYRT_GEMM_Q5_1: f.bits = 8, f.group = 32, f.asymmetric = 1; break;
+  /* One group per super-block: the int32 sums run over all 128 elements
+   * and fold once (sc = 1, m = the zero point; A's scale per 128). */
+  case HYRT_GEMM_Q4Z128: f.bits = 4, f.group = 128, f.super_group = 128, f.asymmetric = 1; break;
   default: break;
   }
   return f;
@@ -101,16 +105,16 @@ static inline hyrt_code_format hyrt_gemm_code_format(int32_t scheme) {
 
 /* The packed layout's name of a code scheme (artifact manifests, kernel
  * dispatches): "q4_g32", "q8_g32", "q4k", "q5k", "q6k", "iq4xs", "iq4nl",
- * "q4z", "q4_1", "q5_1"; NULL for other schemes. */
+ * "q4z", "q4_1", "q5_1", "q4z128"; NULL for other schemes. */
 static inline const char *hyrt_gemm_code_layout_name(int32_t scheme) {
-  static const char *const names[] = {"q4_g32", "q8_g32", "q4k", "q5k",  "q6k",
-                                      "iq4xs",  "iq4nl",  "q4z", "q4_1", "q5_1"};
+  static const char *const names[] = {"q4_g32", "q8_g32", "q4k",  "q5k",  "q6k",   "iq4xs",
+                                      "iq4nl",  "q4z",    "q4_1", "q5_1", "q4z128"};
   return hyrt_gemm_is_codes(scheme) ? names[scheme - HYRT_GEMM_W4A8] : NULL;
 }
 
 /* The code scheme whose layout is named `name`, or -1. */
 static inline int32_t hyrt_gemm_code_scheme_of_layout(const char *name, size_t length) {
-  for (int32_t s = HYRT_GEMM_W4A8; s <= HYRT_GEMM_Q5_1; ++s)
+  for (int32_t s = HYRT_GEMM_W4A8; s <= HYRT_GEMM_Q4Z128; ++s)
     if (strlen(hyrt_gemm_code_layout_name(s)) == length &&
         memcmp(hyrt_gemm_code_layout_name(s), name, length) == 0)
       return s;
@@ -204,6 +208,7 @@ static inline int64_t hyrt_gemm_scratch_bytes_for(int32_t scheme, int64_t M, int
   case HYRT_GEMM_Q4Z:
   case HYRT_GEMM_Q4_1:
   case HYRT_GEMM_Q5_1:
+  case HYRT_GEMM_Q4Z128:
     return hyrt_gemm_codes_scale_bytes(M) + hyrt_gemm_codes_sum_bytes(M, K) +
            M * hyrt_gemm_activation_lda(hyrt_gemm_activation_k(scheme, K), 1, 4);
   case HYRT_GEMM_FP8:

@@ -19,6 +19,7 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy=scheme=w8a8-g32 -split-input-file | FileCheck %s --check-prefix=Q8PART
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 lm-head=int8 stored-codes=model.layers.0.mlp.down_proj.weight=q6k,lm_head.weight=q4k" -split-input-file | FileCheck %s --check-prefix=STORED
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8 stored-codes=model.layers.0.mlp.down_proj.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDW8
+// RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.mlp.down_proj.weight=q4z128" -split-input-file | FileCheck %s --check-prefix=STOREDAWQ
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDHEAD
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 keep-bf16=lm_head stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDBF
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.mlp.down_proj.weight=q3k" 2>&1 | FileCheck %s --check-prefix=STOREDBAD
@@ -116,6 +117,10 @@ func.func @mlp(%x: tensor<?x64xf32>) -> tensor<?x16xf32> {
 // STORED: quant = #hyc.quant<q6k, group = 16>
 // STORED: hyc.param #hyc.param<"f" : "lm_head.weight"> {hyc.quantize = "q4k"} -> tensor<16x8xi8>
 // STORED: quant = #hyc.quant<q4k, group = 32>
+// AWQ / GPTQ int4 (the loader's q4z128): one group of 128 per super-block.
+// STOREDAWQ-LABEL: func.func @mlp
+// STOREDAWQ: hyc.param #hyc.param<"f" : "model.layers.0.mlp.down_proj.weight"> {hyc.quantize = "q4z128"} -> tensor<48x64xi8>
+// STOREDAWQ: quant = #hyc.quant<q4z128, group = 128>
 // STOREDW8-LABEL: func.func @mlp
 // STOREDW8: {hyc.quantize = "w8a8"} -> tensor<48x64xi8>
 // A stored head stays as stored under a bf16 head default too, unless

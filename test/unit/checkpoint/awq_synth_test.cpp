@@ -106,7 +106,7 @@ TEST(AwqSynth, StoredCodesMatchTheWrittenWordsAndTheFp32Model) {
             << "[" << r << "][" << c << "]";
         const uint8_t z = nibble(*qzeros, c / 128, r);
         const uint16_t s = halfBits(*scales, c / 128, r);
-        ASSERT_EQ(sc.sub_mins[size_t(r * k / 32 + c / 32)], z);
+        ASSERT_EQ(sc.sub_mins[size_t(r * k / 128 + c / 128)], z);
         ASSERT_EQ(sc.d[size_t(r * k / 128 + c / 128)], s);
         zeros.insert(z);
         // Within half a step of the seeded fp32 weight (the quantizer's
@@ -208,7 +208,7 @@ TEST(AwqSynth, MoeExpertsLoadPerExpert) {
   const WeightInfo *expert = ckpt.weights->find("model.layers.1.mlp.experts.7.down_proj.weight");
   ASSERT_NE(expert, nullptr);
   EXPECT_EQ(expert->source_dtype, "AWQ_INT4");
-  EXPECT_EQ(ckpt.weights->stored_codes_format(expert->name), "q4z");
+  EXPECT_EQ(ckpt.weights->stored_codes_format(expert->name), "q4z128");
   const WeightInfo *router = ckpt.weights->find("model.layers.1.mlp.gate.weight");
   ASSERT_NE(router, nullptr);
   EXPECT_EQ(router->source_dtype, "F32");

@@ -1,6 +1,6 @@
 // AutoAWQ GEMM checkpoints (quant_method awq): hand-built files with known
 // codes, zero points and fp16 scales read back as stored (StoredCodes
-// "q4z") and as s * (q - z) exactly; the interleaved nibble order pinned by
+// "q4z128") and as s * (q - z) exactly; the interleaved nibble order pinned by
 // a literal word; malformed files refused naming the tensor or field.
 // The tests pack with their own shift table (where column c of a word
 // lives), not with the loader's nibble-to-column table.
@@ -165,15 +165,16 @@ TEST(AwqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
     ASSERT_NE(info, nullptr);
     EXPECT_EQ(info->source_dtype, "AWQ_INT4");
     EXPECT_EQ(info->shape, (std::vector<int64_t>{l.n, l.k}));
-    EXPECT_EQ(ckpt.weights->stored_codes_format(name), "q4z");
+    EXPECT_EQ(ckpt.weights->stored_codes_format(name), "q4z128");
     StoredCodes sc;
     ASSERT_TRUE(ckpt.weights->read_stored_codes(name, sc));
-    EXPECT_EQ(sc.format, "q4z");
+    EXPECT_EQ(sc.format, "q4z128");
     ASSERT_EQ(sc.n, l.n);
     ASSERT_EQ(sc.k, l.k);
     ASSERT_EQ(sc.codes.size(), size_t(l.n * l.k));
-    ASSERT_EQ(sc.sub_scales.size(), size_t(l.n * l.k / 32));
-    ASSERT_EQ(sc.sub_mins.size(), size_t(l.n * l.k / 32));
+    // One sub-block per 128-block: the kernels fold once per group.
+    ASSERT_EQ(sc.sub_scales.size(), size_t(l.n * l.k / 128));
+    ASSERT_EQ(sc.sub_mins.size(), size_t(l.n * l.k / 128));
     ASSERT_EQ(sc.d.size(), size_t(l.n * l.k / 128));
     EXPECT_EQ(sc.dmin, sc.d);
     // The literal word of row k = 0: columns 0..7 hold 0..7.
@@ -184,9 +185,9 @@ TEST(AwqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
         ASSERT_EQ(sc.codes[size_t(n * l.k + k)], l.q[size_t(k * l.n + n)])
             << "code [" << n << "][" << k << "]";
     for (int64_t n = 0; n < l.n; ++n) {
-      for (int64_t b = 0; b < l.k / 32; ++b) {
-        ASSERT_EQ(sc.sub_scales[size_t(n * l.k / 32 + b)], 1);
-        ASSERT_EQ(sc.sub_mins[size_t(n * l.k / 32 + b)], l.z[size_t(b * 32 / 128 * l.n + n)])
+      for (int64_t b = 0; b < l.k / 128; ++b) {
+        ASSERT_EQ(sc.sub_scales[size_t(n * l.k / 128 + b)], 1);
+        ASSERT_EQ(sc.sub_mins[size_t(n * l.k / 128 + b)], l.z[size_t(b * l.n + n)])
             << "zero of row " << n << " sub-block " << b;
       }
       for (int64_t b = 0; b < l.k / 128; ++b)
@@ -205,8 +206,8 @@ TEST(AwqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
     for (int64_t i = 0; i < l.n * l.k; ++i) {
       const int64_t n = i / l.k, k = i % l.k;
       const float d = half(sc.d[size_t(n * l.k / 128 + k / 128)]);
-      const float m = sc.sub_mins[size_t(n * l.k / 32 + k / 32)];
-      ASSERT_EQ(d * float(sc.sub_scales[size_t(n * l.k / 32 + k / 32)]) * sc.codes[size_t(i)] -
+      const float m = sc.sub_mins[size_t(n * l.k / 128 + k / 128)];
+      ASSERT_EQ(d * float(sc.sub_scales[size_t(n * l.k / 128 + k / 128)]) * sc.codes[size_t(i)] -
                     d * m,
                 w[size_t(i)])
           << i;
@@ -216,7 +217,7 @@ TEST(AwqLoad, ReadsKnownCodesZerosAndScalesAsStored) {
 
 // AWQ groups of 64 fit no StoredCodes layout (one d per 128): the layer
 // still reads as fp32, exactly, and says so by its dtype. Groups of 256
-// are q4z with each scale repeated over two 128-blocks.
+// are q4z128 with each scale and zero point repeated over two 128-blocks.
 TEST(AwqLoad, OtherGroupSizes) {
   {
     TempDir dir;
@@ -248,8 +249,8 @@ TEST(AwqLoad, OtherGroupSizes) {
     for (int64_t n = 0; n < l.n; ++n) {
       ASSERT_EQ(sc.d[size_t(n * 2)], l.s[size_t(n)]);
       ASSERT_EQ(sc.d[size_t(n * 2 + 1)], l.s[size_t(n)]);
-      for (int64_t b = 0; b < 8; ++b)
-        ASSERT_EQ(sc.sub_mins[size_t(n * 8 + b)], l.z[size_t(n)]);
+      for (int64_t b = 0; b < 2; ++b)
+        ASSERT_EQ(sc.sub_mins[size_t(n * 2 + b)], l.z[size_t(n)]);
     }
   }
 }

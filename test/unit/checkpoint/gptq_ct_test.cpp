@@ -1,7 +1,7 @@
 // GPTQ (AutoGPTQ v1: zero - 1 stored; GPTQModel gptq_v2) and
 // compressed-tensors pack-quantized checkpoints: hand-built files with
 // known codes, zero points and scales read back as stored (StoredCodes
-// "q4z") and as s * (q - z) exactly; each packing's word layout pinned by a
+// "q4z128") and as s * (q - z) exactly; each packing's word layout pinned by a
 // literal word; act-order and other layouts hyc does not read refused by
 // name. The files are packed here, from each format's description.
 #include "checkpoint_test_util.h"
@@ -211,7 +211,7 @@ void expectStored(const Checkpoint &ckpt, const std::map<std::string, Layer> &la
     ASSERT_NE(info, nullptr);
     EXPECT_EQ(info->source_dtype, dtype);
     EXPECT_EQ(info->shape, (std::vector<int64_t>{l.n, l.k}));
-    ASSERT_EQ(ckpt.weights->stored_codes_format(name), "q4z");
+    ASSERT_EQ(ckpt.weights->stored_codes_format(name), "q4z128");
     StoredCodes sc;
     ASSERT_TRUE(ckpt.weights->read_stored_codes(name, sc));
     ASSERT_EQ(sc.codes, l.q);
@@ -219,11 +219,12 @@ void expectStored(const Checkpoint &ckpt, const std::map<std::string, Layer> &la
       ASSERT_EQ(sc.codes[size_t(c)], c) << "the literal word";
     const int64_t groups = l.k / l.group;
     for (int64_t r = 0; r < l.n; ++r)
-      for (int64_t b = 0; b < l.k / 32; ++b) {
-        ASSERT_EQ(sc.sub_scales[size_t(r * l.k / 32 + b)], 1);
-        ASSERT_EQ(sc.sub_mins[size_t(r * l.k / 32 + b)], l.z[size_t(r * groups + b / 4)])
+      for (int64_t b = 0; b < l.k / 128; ++b) { // one sub-block per 128
+        const size_t g = size_t(r * groups + b * 128 / l.group);
+        ASSERT_EQ(sc.sub_scales[size_t(r * l.k / 128 + b)], 1);
+        ASSERT_EQ(sc.sub_mins[size_t(r * l.k / 128 + b)], l.z[g])
             << "zero of row " << r << " sub-block " << b;
-        ASSERT_EQ(sc.d[size_t(r * l.k / 128 + b / 4)], l.s[size_t(r * groups + b / 4)]);
+        ASSERT_EQ(sc.d[size_t(r * l.k / 128 + b)], l.s[g]);
       }
     EXPECT_EQ(sc.dmin, sc.d);
     const std::vector<float> got = readWeight(ckpt, name);

@@ -28,7 +28,8 @@ namespace {
 
 /// Every two-level format of the grid: u4 and u8, groups of 16 and 32,
 /// super-blocks of 128 and 256, symmetric and asymmetric, and the code book
-/// (u4, symmetric).
+/// (u4, symmetric); then one group per super-block (AWQ's q4z128: a group
+/// of 128 whose int32 sums span 32 K quads before their one fold).
 std::vector<GroupedFormat> two_level_formats() {
   std::vector<GroupedFormat> out;
   for (int bits : {4, 8})
@@ -39,6 +40,7 @@ std::vector<GroupedFormat> two_level_formats() {
         if (bits == 4)
           out.push_back(grouped(bits, group, super, false, Codebook::iq4nl));
       }
+  out.push_back(grouped(4, 128, 128, true));
   return out;
 }
 

@@ -49,7 +49,7 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error@+1 {{b_layout must be row, vnni2, vnni4 or an integer-code layout (q4_g32, q8_g32, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1), got "tiles"}}
+  // expected-error@+1 {{b_layout must be row, vnni2, vnni4 or an integer-code layout (q4_g32, q8_g32, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1, q4z128), got "tiles"}}
   %h = hyc_kernel.brgemm.dispatch [32, 32, 64] ld [64, 32, 32] (bf16, bf16 -> f32) {b_layout = "tiles", epilogue = #hyc<epilogue none>} -> i64
   return
 }
