@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
   const GroupedFormat formats[] = {format(4, 32), format(4, 128), format(4, 32, 256, true),
                                    format(4, 32, 128, true), format(4, 128, 128, true)};
   const char *labels[] = {"w4a8 g32 (Q4_0)", "w4a8 g128", "Q4_K (two-level, mins)",
-                          "AWQ as q4z (sub 32)", "AWQ, 128 per group"};
+                          "q4z (Q4_K halves; AWQ before)", "q4z128 (AWQ: one fold per 128)"};
   std::vector<Kind> kinds;
   for (int i = 0; i < 5; ++i) {
     const GroupedFormat &f = formats[i];
@@ -215,10 +215,10 @@ int main(int argc, char **argv) {
   }
   std::printf("one thread, M = %d, N = %d, K = %d; vpdpbusd peak %.0f GOP/s (one thread)\n", rows,
               kN, kK, peaks.int8_gops);
-  std::printf("%-26s %6s %9s %8s %8s %10s %8s\n", "kernel", "m_max", "GOP/s", "of peak",
+  std::printf("%-31s %6s %9s %8s %8s %10s %8s\n", "kernel", "m_max", "GOP/s", "of peak",
               "ceiling", "of ceiling", "/ W8A8");
   for (const Kind &k : kinds)
-    std::printf("%-26s %6d %9.0f %7.0f%% %7.0f%% %9.0f%% %8.2f\n", k.name.c_str(), k.m_max,
+    std::printf("%-31s %6d %9.0f %7.0f%% %7.0f%% %9.0f%% %8.2f\n", k.name.c_str(), k.m_max,
                 median(k.gops), 100 * median(k.gops) / peaks.int8_gops, 100 * k.ceiling,
                 100 * median(k.gops) / (k.ceiling * peaks.int8_gops), median(k.vs_w8));
   std::printf("medians over %d interleaved rounds; / W8A8: the round's ratio to the W8A8 kernel\n"
