@@ -123,12 +123,17 @@ int main(int argc, char **argv) {
     a_u8[i] = uint8_t(a[i] + 128);
   std::vector<float> a_scale(size_t(rows), 0.01f), b_scale(kN, 0.01f), c(size_t(rows) * kN);
 
-  const GroupedFormat formats[] = {format(4, 32), format(4, 128), format(4, 32, 256, true),
+  const GroupedFormat formats[] = {format(4, 32),           format(4, 128),
+                                   format(4, 32, 256, true), format(8, 16, 256),
                                    format(4, 32, 128, true), format(4, 128, 128, true)};
-  const char *labels[] = {"w4a8 g32 (Q4_0)", "w4a8 g128", "Q4_K (two-level, mins)",
-                          "q4z (Q4_K halves; AWQ before)", "q4z128 (AWQ: one fold per 128)"};
+  const char *labels[] = {"w4a8 g32 (Q4_0)",
+                          "w4a8 g128",
+                          "Q4_K (two-level, mins)",
+                          "Q6_K (two-level, groups of 16)",
+                          "q4z (Q4_K halves; AWQ before)",
+                          "q4z128 (AWQ: one fold per 128)"};
   std::vector<Kind> kinds;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 6; ++i) {
     const GroupedFormat &f = formats[i];
     Kind k;
     const BrgemmDesc d = make_grouped_brgemm_desc(Isa::avx512_vnni, f, kK);
@@ -139,9 +144,10 @@ int main(int argc, char **argv) {
     }
     k.name = labels[i];
     // Per row, 16 columns and group: group / 4 vpdpbusd, then the fold's
-    // multiplies on fp32 lanes: the scale's FMA (one-level, symmetric); two-
-    // level asymmetric adds A's group scale (vmulps) and the min's FMA.
-    k.ceiling = port_share(int(f.group / 4), f.super_group ? 3 : f.asymmetric ? 2 : 1);
+    // multiplies on fp32 lanes: the scale's FMA, A's group scale (vmulps,
+    // two-level) and the min's FMA (asymmetric).
+    k.ceiling = port_share(int(f.group / 4),
+                           f.super_group ? (f.asymmetric ? 3 : 2) : f.asymmetric ? 2 : 1);
     k.m_max = d.m_max;
     k.kernel = std::move(g.kernel);
     k.grouped = true;
@@ -156,7 +162,7 @@ int main(int argc, char **argv) {
         std::memcpy(&k.a_sum[size_t(r * k.sum_stride + 2 * gi + 1)], &a_scale[0], 4);
     std::vector<uint8_t> codes(size_t(kN) * kK);
     for (uint8_t &v : codes)
-      v = uint8_t(rng() % 16);
+      v = uint8_t(rng() % (1u << f.bits));
     if (f.super_group == 0) {
       std::vector<uint16_t> scales(size_t(kN) * groups, f32_to_f16(0.01f));
       k.b = pack_b_grouped(codes.data(), kN, kK, kK, f, scales.data(),
@@ -165,8 +171,9 @@ int main(int argc, char **argv) {
       std::vector<int8_t> sc(size_t(kN) * groups, 17);
       std::vector<uint8_t> mins(sc.size(), 5);
       std::vector<uint16_t> dd(size_t(kN) * (kK / f.super_group), f32_to_f16(0.001f));
-      k.b = pack_b_grouped_two_level(codes.data(), kN, kK, kK, f, sc.data(), mins.data(),
-                                     dd.data(), dd.data());
+      k.b = pack_b_grouped_two_level(codes.data(), kN, kK, kK, f, sc.data(),
+                                     f.asymmetric ? mins.data() : nullptr, dd.data(),
+                                     f.asymmetric ? dd.data() : nullptr);
     }
     kinds.push_back(std::move(k));
   }
