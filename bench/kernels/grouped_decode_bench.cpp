@@ -13,7 +13,8 @@
 // with fp16 scales per group of 128 and per 32 (one-level), and the GGUF
 // formats kept as stored: Q4_K (u4, two-level scales per 32 in super-blocks
 // of 256, asymmetric), IQ4_XS (two-level, code book), IQ4_NL (one-level,
-// code book) and Q6_K (u8, groups of 16). Weights are cycled through copies
+// code book), Q6_K (u8, groups of 16) and AWQ's q4z128 (u4, one group of
+// 128 per super-block, asymmetric). Weights are cycled through copies
 // larger than the L3, so they come from DRAM as in decode. Plain executable
 // (no Google Benchmark, no oneDNN):
 //   build/bench/kernels/hyc_grouped_decode_bench [copies_mb] [threads] [rounds] [w8a8-tiles]
@@ -238,6 +239,7 @@ int main(int argc, char **argv) {
       format(4, 32, 256, false, Codebook::iq4nl), // IQ4_XS
       format(4, 32, 0, false, Codebook::iq4nl),   // IQ4_NL
       format(8, 16, 256),                         // Q6_K
+      format(4, 128, 128, true),                  // AWQ / GPTQ int4 (q4z128)
   };
   // W8A8 tile variants (prefetch bytes, unroll, K streams), before the
   // 64-column and the default W8A8 kinds.
