@@ -46,10 +46,10 @@ constexpr BrgemmTile kTiles[] = {
     // Grouped s8 x u4 / u8: 6 rows x 4 zmm, then 4 code registers (reused
     // for scales and mins at each group's end), the nibble mask and two
     // temporaries. The unroll is in K quads, capped at group / 4.
-    // Decode bodies leave the u4 codes to the hardware prefetchers
-    // (tiles.h prefetch_b_in_body).
+    // Decode bodies leave the codes to the hardware prefetchers (tiles.h
+    // prefetch_b_in_body).
     {Isa::avx512_vnni, DT::s8, DT::u4, 32, 6, 32, 4096, 1, BrgemmTile::Prefetch::prefill_only},
-    {Isa::avx512_vnni, DT::s8, DT::u8, 32, 6, 32, 4096},
+    {Isa::avx512_vnni, DT::s8, DT::u8, 32, 6, 32, 4096, 1, BrgemmTile::Prefetch::prefill_only},
     // AVX2: 2 rows x 4 ymm next to the codes widened for vpmaddubsw (u4)
     // or to int16 pairs for vpmaddwd (u8), A and constants.
     {Isa::avx2, DT::s8, DT::u4, 32, 2, 32, 4096},

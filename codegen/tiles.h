@@ -58,13 +58,14 @@ inline bool prefetch_b_into_l2(const BrgemmTile &t, int m) {
                                                        : t.prefetch_to == BrgemmTile::Prefetch::l2;
 }
 
-/// Whether a body of m rows prefetches B at all. The grouped u4 kernels'
-/// decode bodies do not: on AMD Zen 4 their software prefetches (one per 64
-/// bytes of codes, twice the W8A8 kernel's rate per instruction) held the
-/// GEMV at 63-65% of the bracketing streaming reads in fast bandwidth
-/// phases and 89-93% in slow ones, and the hardware prefetchers alone read
-/// 81-92% and 95-98% (bench/kernels/README.md "No software prefetch in u4
-/// decode").
+/// Whether a body of m rows prefetches B at all. The grouped kernels'
+/// decode bodies do not: on AMD Zen 4 the u4 ones' software prefetches (one
+/// per 64 bytes of codes, twice the W8A8 kernel's rate per instruction)
+/// held the GEMV at 63-65% of the bracketing streaming reads in fast
+/// bandwidth phases and 89-93% in slow ones, and the hardware prefetchers
+/// alone read 81-92% and 95-98% (bench/kernels/README.md "No software
+/// prefetch in u4 decode"); the u8 ones' Q6_K (groups of 16) read 85-97%
+/// with them and 97-100% without (same README, seventeenth session).
 inline bool prefetch_b_in_body(const BrgemmTile &t, int m) {
   return t.prefetch_b > 0 &&
          !(t.prefetch_to == BrgemmTile::Prefetch::prefill_only && m <= kTwoStreamMaxRows);

@@ -358,18 +358,27 @@ TEST_F(Disassembly, Avx512DecodeBodiesPrefetchIntoL2) {
   }
 }
 
-TEST_F(Disassembly, GroupedU4DecodeBodiesLeaveTheCodesToTheHardwarePrefetchers) {
-  // tiles.h prefetch_b_in_body: the AVX-512 VNNI u4 kernels' bodies of up
-  // to kTwoStreamMaxRows rows issue no B prefetch; blocks of more rows
+TEST_F(Disassembly, GroupedDecodeBodiesLeaveTheCodesToTheHardwarePrefetchers) {
+  // tiles.h prefetch_b_in_body: the AVX-512 VNNI grouped kernels' bodies of
+  // up to kTwoStreamMaxRows rows issue no B prefetch; blocks of more rows
   // prefetch into L1. Bodies are emitted in ascending rows, so every
   // vpdpbusd of bodies 1 .. kTwoStreamMaxRows comes before the first
-  // prefetch: per body of m rows, group / 4 quads of 2 m (one-level g32:
-  // 8 quads of the unrolled loop).
-  const BrgemmDesc descs[] = {
-      make_grouped_brgemm_desc(Isa::avx512_vnni, DataType::u4, 2048, 32, false),
-      make_grouped_brgemm_desc(Isa::avx512_vnni, DataType::u4, 2048, 32, true),
+  // prefetch: per body of m rows, one group's group / 4 K quads (the
+  // unrolled loop) of 2 m each.
+  auto format = [](int bits, int group, int super, bool asymmetric) {
+    GroupedFormat f;
+    f.bits = bits, f.group = group, f.super_group = super, f.asymmetric = asymmetric;
+    return f;
   };
-  for (const BrgemmDesc &d : descs) {
+  const GroupedFormat formats[] = {
+      format(4, 32, 0, false),   // Q4_0 / w4a8
+      format(4, 32, 0, true),    // Q4_1
+      format(8, 32, 0, false),   // Q8_0 / w8a8-g32
+      format(8, 16, 256, false), // Q6_K
+      format(4, 128, 128, true), // AWQ (q4z128)
+  };
+  for (const GroupedFormat &f : formats) {
+    const BrgemmDesc d = make_grouped_brgemm_desc(Isa::avx512_vnni, f, 2048);
     BrgemmGenResult r = generate_brgemm(d);
     ASSERT_TRUE(r) << r.error;
     SCOPED_TRACE(r.kernel->name());
@@ -386,7 +395,7 @@ TEST_F(Disassembly, GroupedU4DecodeBodiesLeaveTheCodesToTheHardwarePrefetchers) 
     }
     EXPECT_FALSE(t1) << "no prefetch into L2 anywhere";
     ASSERT_LT(firstPrefetch, lines.size()) << "blocks of many rows prefetch into L1";
-    const size_t decodeDots = size_t(8 * 2 * (1 + 2 + 3 + 4));
+    const size_t decodeDots = size_t(f.group / 4 * 2 * (1 + 2 + 3 + 4));
     EXPECT_GE(dots, decodeDots) << "a decode body prefetches";
   }
 }
