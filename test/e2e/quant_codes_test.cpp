@@ -553,5 +553,53 @@ TEST(AwqInt4, DefaultCompileKeepsCodesAndZeroPointsBitForBit) {
   }
 }
 
+// The same for a Qwen3-MoE AWQ checkpoint: the stacked experts keep their
+// codes as q4z128 too (the grouped GEMMs over the expert stacks run the
+// same kernels), and every variant follows the fp32 twin to the W8A8 bar.
+TEST(AwqInt4, MoeExpertsKeepTheirCodesAndFollowTheFp32Twin) {
+  const std::string awq = tempDir() + "/moe-awq-kept", f32 = tempDir() + "/moe-awq-kept-f32";
+  CommandResult r = runHyc({"synth", "--arch", "qwen3-moe", "--preset", "small", "--awq",
+                            "--seed", "5", "-o", awq, "--dequantized-copy", f32});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string out = awq + ".hyc", ref = f32 + ".hyc";
+  std::vector<std::string> compile = {"compile", awq, "-o", out};
+  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
+  r = runHyc(compile);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto manifest = nlohmann::json::parse(readFile(out + "/manifest.json"));
+  int experts = 0, others = 0;
+  for (const auto &t : manifest["weights"]["tensors"]) {
+    const std::string name = t["name"];
+    if (name.size() < 7 || name.substr(name.size() - 7) != "#q4z128")
+      continue;
+    ++(name.find(".experts.") != std::string::npos ? experts : others);
+  }
+  EXPECT_GT(experts, 0) << "no expert stack kept its codes";
+  EXPECT_GT(others, 0) << "no attention projection kept its codes";
+
+  compile = {"compile", f32, "-o", ref, "--quant", "f32", "--target", "reference"};
+  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
+  ASSERT_EQ(runHyc(compile).exit_code, 0);
+  LoadedModel exact = loadModel(ref, 16, "reference");
+  ASSERT_TRUE(exact.engine);
+  std::vector<int32_t> seq;
+  for (int i = 0; i < 48; ++i)
+    seq.push_back(int32_t(1 + (i * 37) % 500));
+  const std::vector<float> want = wholeSequenceLogits(*exact.engine, seq);
+  const int64_t vocab = int64_t(want.size() / seq.size());
+  for (const std::string &isa : variantsOf(out).run) {
+    LoadedModel m = loadModel(out, 16, isa);
+    ASSERT_TRUE(m.engine) << isa;
+    const std::vector<float> got = wholeSequenceLogits(*m.engine, seq);
+    double worst = 1;
+    for (size_t p = 0; p < seq.size(); ++p)
+      worst = std::min(worst, hyc::test::cosine(got.data() + p * vocab, want.data() + p * vocab,
+                                                size_t(vocab)));
+    std::printf("moe awq %s vs its fp32 dequantization: worst per-position cosine %.6f\n",
+                isa.c_str(), worst);
+    EXPECT_GE(worst, 0.99) << isa;
+  }
+}
+
 } // namespace
 } // namespace hyc::e2e
