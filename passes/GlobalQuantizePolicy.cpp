@@ -91,9 +91,11 @@ storedCodesOf(ParamOp param, QuantScheme target, const llvm::StringMap<std::stri
   // Q4_0 under 8-bit codes: its nibbles read as 8-bit codes (n + 120).
   if (*s == QuantScheme::q4 && target == QuantScheme::q8)
     s = QuantScheme::q8;
-  return std::make_pair(*s, int64_t(*s == QuantScheme::q6k      ? 16
-                                    : *s == QuantScheme::q4z128 ? 128
-                                                                : 32));
+  // The sub-group of the format's layout (hyrt/gemm_layout.h: 32, Q6_K's
+  // 16, q4z128's 128).
+  return std::make_pair(*s, int64_t(hyrt_gemm_code_format(
+                                        codesSchemeIdOfLayout(codesLayoutOf(*s)))
+                                        .group));
 }
 
 /// Under 4-bit codes, a matrix whose K is not whole groups keeps 8 bits
@@ -272,11 +274,14 @@ struct HycGlobalQuantizePolicyPass
       const size_t eq = entry.rfind('=');
       if (eq == std::string::npos || !symbolizeQuantScheme(entry.substr(eq + 1)) ||
           !isCodesScheme(*symbolizeQuantScheme(entry.substr(eq + 1)))) {
+        std::string formats; // the integer-code schemes, in enum order
+        for (uint32_t v = 0; v <= getMaxEnumValForQuantScheme(); ++v)
+          if (auto q = symbolizeQuantScheme(v); q && isCodesScheme(*q))
+            formats += (formats.empty() ? "" : ", ") + stringifyQuantScheme(*q).str();
         getOperation().emitError() << "hyc-global-quantize-policy: stored-codes entry '"
                                    << entry
-                                   << "' is not tensor=format with an integer-code format "
-                                      "(q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1, "
-                                      "q4z128)";
+                                   << "' is not tensor=format with an integer-code format ("
+                                   << formats << ")";
         return signalPassFailure();
       }
       stored[entry.substr(0, eq)] = entry.substr(eq + 1);

@@ -112,7 +112,7 @@ private:
   const Reg64 reg_group = rax; // groups left in the super-block
 
   /// Prefetches `lines` 64-byte lines at reg_bk, tile_.prefetch_b ahead (not
-  /// in decode bodies of u4 codes: tiles.h prefetch_b_in_body).
+  /// in decode bodies: tiles.h prefetch_b_in_body).
   void emit_prefetch(int lines) {
     if (prefetch_b_in_body(tile_, m_))
       for (int line = 0; line < lines; ++line)

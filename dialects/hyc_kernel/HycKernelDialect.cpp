@@ -80,11 +80,13 @@ LogicalResult BrgemmDispatchOp::verify() {
                            << " along k, got " << k;
     return success();
   }
-  if (layout != "row" && layout != "vnni2" && layout != "vnni4")
-    return emitOpError() << "b_layout must be row, vnni2, vnni4 or an integer-code layout "
-                            "(q4_g32, q8_g32, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1, "
-                            "q4z128), got \""
-                         << layout << "\"";
+  if (layout != "row" && layout != "vnni2" && layout != "vnni4") {
+    std::string codeLayouts; // hyrt/gemm_layout.h's names, in scheme order
+    for (int32_t s = HYRT_GEMM_W4A8; s <= HYRT_GEMM_CODES_LAST; ++s)
+      codeLayouts += std::string(codeLayouts.empty() ? "" : ", ") + hyrt_gemm_code_layout_name(s);
+    return emitOpError() << "b_layout must be row, vnni2, vnni4 or an integer-code layout ("
+                         << codeLayouts << "), got \"" << layout << "\"";
+  }
   if (layout == "vnni2" && !getBType().isBF16() && !isa<Float8E4M3FNType>(getBType()))
     return emitOpError() << "vnni2 layout needs bf16 or f8E4M3FN B, got " << getBType();
   if (isa<Float8E4M3FNType>(getBType()) && k % 128 != 0)

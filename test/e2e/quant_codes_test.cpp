@@ -467,6 +467,36 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 
+/// Compiles the fp32 twin `f32` for the reference target into `ref` and
+/// expects every variant of `out` that this host runs to follow its logits
+/// over 48 positions to the W8A8 bar (worst per-position cosine >= 0.99).
+void expectVariantsFollowFp32Twin(const std::string &out, const std::string &f32,
+                                  const std::string &ref, const char *label) {
+  std::vector<std::string> compile = {"compile", f32, "-o", ref, "--quant", "f32", "--target",
+                                      "reference"};
+  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
+  ASSERT_EQ(runHyc(compile).exit_code, 0);
+  LoadedModel exact = loadModel(ref, 16, "reference");
+  ASSERT_TRUE(exact.engine);
+  std::vector<int32_t> seq;
+  for (int i = 0; i < 48; ++i)
+    seq.push_back(int32_t(1 + (i * 37) % 500));
+  const std::vector<float> want = wholeSequenceLogits(*exact.engine, seq);
+  const int64_t vocab = int64_t(want.size() / seq.size());
+  for (const std::string &isa : variantsOf(out).run) {
+    LoadedModel m = loadModel(out, 16, isa);
+    ASSERT_TRUE(m.engine) << isa;
+    const std::vector<float> got = wholeSequenceLogits(*m.engine, seq);
+    double worst = 1;
+    for (size_t p = 0; p < seq.size(); ++p)
+      worst = std::min(worst, hyc::test::cosine(got.data() + p * vocab, want.data() + p * vocab,
+                                                size_t(vocab)));
+    std::printf("%s %s vs its fp32 dequantization: worst per-position cosine %.6f\n", label,
+                isa.c_str(), worst);
+    EXPECT_GE(worst, 0.99) << isa;
+  }
+}
+
 // `hyc synth --awq` (AutoAWQ GEMM packing: int32 words of 8 output columns
 // in the nibble order 0, 2, 4, 6, 1, 3, 5, 7; an fp16 scale and a 4-bit
 // zero point per 128 K-elements) compiled with no --quant keeps every code,
@@ -529,28 +559,7 @@ TEST(AwqInt4, DefaultCompileKeepsCodesAndZeroPointsBitForBit) {
   EXPECT_EQ(mismatches, 0);
   EXPECT_GT(nonzeroZeros, 0) << "zero points all 0: the check has no teeth";
 
-  compile = {"compile", f32, "-o", ref, "--quant", "f32", "--target", "reference"};
-  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
-  ASSERT_EQ(runHyc(compile).exit_code, 0);
-  LoadedModel exact = loadModel(ref, 16, "reference");
-  ASSERT_TRUE(exact.engine);
-  std::vector<int32_t> seq;
-  for (int i = 0; i < 48; ++i)
-    seq.push_back(int32_t(1 + (i * 37) % 500));
-  const std::vector<float> want = wholeSequenceLogits(*exact.engine, seq);
-  const int64_t vocab = int64_t(want.size() / seq.size());
-  for (const std::string &isa : variantsOf(out).run) {
-    LoadedModel m = loadModel(out, 16, isa);
-    ASSERT_TRUE(m.engine) << isa;
-    const std::vector<float> got = wholeSequenceLogits(*m.engine, seq);
-    double worst = 1;
-    for (size_t p = 0; p < seq.size(); ++p)
-      worst = std::min(worst, hyc::test::cosine(got.data() + p * vocab, want.data() + p * vocab,
-                                                size_t(vocab)));
-    std::printf("awq %s vs its fp32 dequantization: worst per-position cosine %.6f\n",
-                isa.c_str(), worst);
-    EXPECT_GE(worst, 0.99) << isa;
-  }
+  expectVariantsFollowFp32Twin(out, f32, ref, "awq");
 }
 
 // The same for a Qwen3-MoE AWQ checkpoint: the stacked experts keep their
@@ -577,28 +586,7 @@ TEST(AwqInt4, MoeExpertsKeepTheirCodesAndFollowTheFp32Twin) {
   EXPECT_GT(experts, 0) << "no expert stack kept its codes";
   EXPECT_GT(others, 0) << "no attention projection kept its codes";
 
-  compile = {"compile", f32, "-o", ref, "--quant", "f32", "--target", "reference"};
-  compile.insert(compile.end(), kBounds.begin(), kBounds.end());
-  ASSERT_EQ(runHyc(compile).exit_code, 0);
-  LoadedModel exact = loadModel(ref, 16, "reference");
-  ASSERT_TRUE(exact.engine);
-  std::vector<int32_t> seq;
-  for (int i = 0; i < 48; ++i)
-    seq.push_back(int32_t(1 + (i * 37) % 500));
-  const std::vector<float> want = wholeSequenceLogits(*exact.engine, seq);
-  const int64_t vocab = int64_t(want.size() / seq.size());
-  for (const std::string &isa : variantsOf(out).run) {
-    LoadedModel m = loadModel(out, 16, isa);
-    ASSERT_TRUE(m.engine) << isa;
-    const std::vector<float> got = wholeSequenceLogits(*m.engine, seq);
-    double worst = 1;
-    for (size_t p = 0; p < seq.size(); ++p)
-      worst = std::min(worst, hyc::test::cosine(got.data() + p * vocab, want.data() + p * vocab,
-                                                size_t(vocab)));
-    std::printf("moe awq %s vs its fp32 dequantization: worst per-position cosine %.6f\n",
-                isa.c_str(), worst);
-    EXPECT_GE(worst, 0.99) << isa;
-  }
+  expectVariantsFollowFp32Twin(out, f32, ref, "moe awq");
 }
 
 } // namespace

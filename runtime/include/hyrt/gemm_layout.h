@@ -61,7 +61,10 @@ enum {
   HYRT_GEMM_Q4Z = 15,   /* GGUF Q4_K cut at half a super-block (tensor parallel parts) */
   HYRT_GEMM_Q4_1 = 16,  /* GGUF Q4_1: 4-bit, fp16 scale and min per 32 */
   HYRT_GEMM_Q5_1 = 17,  /* GGUF Q5_1: 5-bit as 8-bit codes, fp16 scale and min per 32 */
-  HYRT_GEMM_Q4Z128 = 18 /* AWQ / GPTQ: 4-bit, scale and zero point per 128 */
+  HYRT_GEMM_Q4Z128 = 18, /* AWQ / GPTQ: 4-bit, scale and zero point per 128 */
+  /* The last integer-code scheme: the codes are HYRT_GEMM_W4A8 ..
+   * HYRT_GEMM_CODES_LAST (a new format goes before it and moves it). */
+  HYRT_GEMM_CODES_LAST = HYRT_GEMM_Q4Z128
 };
 
 /* K elements per scale group of the integer-code schemes (Q6_K's is 16). */
@@ -69,7 +72,7 @@ enum { HYRT_GEMM_CODE_GROUP = 32 };
 
 static inline int hyrt_gemm_is_codes(int32_t scheme) {
   return scheme == HYRT_GEMM_W4A8 || scheme == HYRT_GEMM_W8A8_G32 ||
-         (scheme >= HYRT_GEMM_Q4K && scheme <= HYRT_GEMM_Q4Z128);
+         (scheme >= HYRT_GEMM_Q4K && scheme <= HYRT_GEMM_CODES_LAST);
 }
 
 /* How an integer-code scheme's panels hold a weight (codegen/brgemm.h
@@ -114,7 +117,7 @@ static inline const char *hyrt_gemm_code_layout_name(int32_t scheme) {
 
 /* The code scheme whose layout is named `name`, or -1. */
 static inline int32_t hyrt_gemm_code_scheme_of_layout(const char *name, size_t length) {
-  for (int32_t s = HYRT_GEMM_W4A8; s <= HYRT_GEMM_Q4Z128; ++s)
+  for (int32_t s = HYRT_GEMM_W4A8; s <= HYRT_GEMM_CODES_LAST; ++s)
     if (strlen(hyrt_gemm_code_layout_name(s)) == length &&
         memcmp(hyrt_gemm_code_layout_name(s), name, length) == 0)
       return s;
