@@ -272,6 +272,9 @@ def HycGlobalQuantizePolicy : Pass<"hyc-global-quantize-policy", "::mlir::Module
     The decision is an attribute, so later passes (and lit tests) see it;
     packing happens when the artifact is written.
   }];
+  // The quant attributes it builds belong to hyc: a module with no hyc op
+  // yet (nothing loaded it) must not crash the pass.
+  let dependentDialects = ["::hyc::HycDialect"];
   let options = [
     Option<"scheme", "scheme", "std::string", /*default=*/"\"bf16\"",
            "Weight scheme for linear layers: f32, bf16, w8a8 (per-channel "

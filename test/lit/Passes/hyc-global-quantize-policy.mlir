@@ -23,6 +23,12 @@
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDHEAD
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w8a8-g32 keep-bf16=lm_head stored-codes=lm_head.weight=q6k" -split-input-file | FileCheck %s --check-prefix=STOREDBF
 // RUN: not hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.mlp.down_proj.weight=q3k" 2>&1 | FileCheck %s --check-prefix=STOREDBAD
+// A module with no hyc op (nothing loaded the dialect) runs, and is refused
+// cleanly, without a crash; the refusal lists every integer-code format.
+// RUN: echo 'func.func @plain() { return }' | hyc-opt --hyc-global-quantize-policy=scheme=w4a8 | FileCheck %s --check-prefix=NOHYC
+// RUN: echo 'func.func @plain() { return }' | not hyc-opt --hyc-global-quantize-policy="scheme=w4a8 stored-codes=a=q3k" 2>&1 | FileCheck %s --check-prefix=NOHYCBAD
+// NOHYC: func.func @plain()
+// NOHYCBAD: stored-codes entry 'a=q3k' is not tensor=format with an integer-code format (q4, q8, q4k, q5k, q6k, iq4xs, iq4nl, q4z, q4_1, q5_1, q4z128)
 // RUN: hyc-opt %s --hyc-global-quantize-policy="scheme=w4a8 stored-codes=model.layers.0.self_attn.q_proj.weight=q4k,model.layers.0.self_attn.o_proj.weight=q4k,model.layers.0.mlp.down_proj.weight=q4k,model.layers.1.mlp.down_proj.weight=q6k,model.layers.0.mlp.experts.*.up_proj.weight=iq4xs" -split-input-file | FileCheck %s --check-prefix=STOREDTP
 
 // Linear layers take the scheme; the sensitive ones (router, lm_head) stay
