@@ -39,6 +39,7 @@ import serve_workload  # noqa: E402
 
 DEFAULT_MAX_LEN_UNKNOWN = 4096
 PROBE_TOKENS = 8
+STREAM_PROBES = 3  # prompts tried before calling a server's streaming batched
 
 
 class SetupError(Exception):
@@ -268,6 +269,22 @@ class Bench:
             self.note("no usage in the stream (stream_options.include_usage): output "
                       "tokens are counted as events carrying text")
         n = r.completion_tokens
+        # A server that streams per token still sends no event for a token
+        # whose text is empty (an EOS generated under ignore_eos, a byte that
+        # ends no UTF-8 character yet), so one probe with fewer events than
+        # tokens proves nothing: per-token streaming is shown by any of a few
+        # probes with as many events as tokens; one that batches tokens never
+        # shows it.
+        for extra in range(STREAM_PROBES - 1):
+            if n <= 1 or len(r.output_times) >= n:
+                break
+            prompt = (self.prompts.make(16, f"probe/{extra + 1}")
+                      if self.prompts.mode == "token_ids" else
+                      self.prompts.words(16, random.Random(f"{a.prompt_seed}/{extra + 1}")))
+            again, err = self._probe(prompt)
+            if err:
+                raise SetupError(f"a probe that had succeeded failed when repeated: {err}")
+            r, n = again, again.completion_tokens
         self.per_token_streaming = len(r.output_times) >= n and n > 1
         if n > 1 and len(r.output_times) <= 1:
             self.note(f"the server sent {n} tokens in one event: it does not stream per "

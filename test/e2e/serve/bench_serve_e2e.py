@@ -168,6 +168,23 @@ def test_sweep(url):
     check("24/12" in stdout and "TTFT ms mean/p50/p99" in stdout, "no table: " + stdout)
 
 
+def test_empty_token_is_not_batching(url):
+    # With this prompt seed the first probe's 8 greedy tokens hold an EOS
+    # (kept under ignore_eos, empty text: the server sends no event for it),
+    # so they come in 7 events. hyc streams per token all the same; a bench
+    # that judged from that one probe called it batched (a CI failure of
+    # 2026-12-07). If the model's output changes, this seed may stop hitting
+    # the case; the check then still holds.
+    out = os.path.join(WORK, "bench_probe.json")
+    rc, stdout, stderr = bench(url, "--lengths", "16/2", "--concurrency", "1",
+                               "--num-requests", "1", "--prompt-seed", "2651985436",
+                               "--json", out)
+    check(rc == 0, f"probe seed exit {rc}: {stdout}{stderr}")
+    rep = json.load(open(out))
+    check(rep["per_token_streaming"] is True and not rep["notes"],
+          f"per-token streaming judged from one probe: {rep['notes']}")
+
+
 def test_chat_text_prompts(url):
     out = os.path.join(WORK, "bench_chat.json")
     rc, stdout, stderr = bench(url, "--endpoint", "chat", "--lengths", "48/8",
@@ -252,6 +269,7 @@ def main():
     proc, url = start_server()
     try:
         test_sweep(url)
+        test_empty_token_is_not_batching(url)
         test_chat_text_prompts(url)
         test_duration_and_rate(url)
         test_failures_counted(url)
