@@ -7,6 +7,8 @@
 #include "models/checkpoint/gguf_names.h"
 #include "models/io/gguf_writer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -30,13 +32,17 @@ class Converter {
 public:
   Converter(const Checkpoint &ckpt, const GgufConvertOptions &options,
             std::string where)
-      : spec_(ckpt.spec), weights_(*ckpt.weights), options_(options),
-        where_(std::move(where)) {}
+      : spec_(ckpt.spec), weights_(*ckpt.weights), tokenizer_(ckpt.tokenizer),
+        options_(options), where_(std::move(where)) {}
+
+  /// What the file leaves out that a reader may miss.
+  const std::vector<std::string> &warnings() const { return warnings_; }
 
   Status run(const std::string &name, const std::string &path) {
     HYC_CKPT_TRY(setArch());
     HYC_CKPT_TRY(checkRepresentable());
     HYC_CKPT_TRY(metadata(name));
+    HYC_CKPT_TRY(tokenizer());
     HYC_CKPT_TRY(tensors());
     return out_.write(path);
   }
@@ -72,13 +78,18 @@ private:
       return Error(where_ + ": arch '" + spec_.arch +
                    "' has no GGUF conversion (supported: llama, qwen2, "
                    "qwen3, qwen3_moe, deepseek_v2, deepseek_v3, hunyuan_moe)");
+    // llama.cpp's type ids and general.file_type for each outtype.
     if (options_.outtype == "f32")
-      f16_ = false;
+      weightType_ = io::GGML_F32, fileType_ = 0;
     else if (options_.outtype == "f16")
-      f16_ = true;
+      weightType_ = io::GGML_F16, fileType_ = 1;
+    else if (options_.outtype == "bf16")
+      weightType_ = io::GGML_BF16, fileType_ = 32;
+    else if (options_.outtype == "q8_0")
+      weightType_ = io::GGML_Q8_0, fileType_ = 7;
     else
       return Error(where_ + ": outtype '" + options_.outtype +
-                   "' is not supported (supported: f32, f16)");
+                   "' is not supported (supported: f32, f16, bf16, q8_0)");
     return Status();
   }
 
@@ -185,7 +196,7 @@ private:
     const ModelSpec &s = spec_;
     HYC_CKPT_TRY(set("general.architecture", GgufWriteValue::string(arch_)));
     HYC_CKPT_TRY(set("general.name", GgufWriteValue::string(name)));
-    HYC_CKPT_TRY(set("general.file_type", GgufWriteValue::u32(f16_ ? 1 : 0)));
+    HYC_CKPT_TRY(set("general.file_type", GgufWriteValue::u32(fileType_)));
     if (isLlama() || isDeepseek())
       HYC_CKPT_TRY(u32("vocab_size", s.vocab_size));
     HYC_CKPT_TRY(u32("context_length", s.max_position_embeddings));
@@ -291,18 +302,36 @@ private:
     return Status();
   }
 
-  /// convert_hf_to_gguf.py's --outtype f16 rule.
-  uint32_t typeFor(const std::string &gguf, size_t dims) const {
-    if (!f16_ || dims < 2 || endsWith(gguf, "_norm.weight") ||
-        gguf.find(".ffn_gate_inp.") != std::string::npos ||
-        !endsWith(gguf, ".weight"))
+  /// convert_hf_to_gguf.py's rule for --outtype f16 / bf16 / q8_0: weights
+  /// of 2+ dims take the type, norms, the router, biases and 1-D tensors
+  /// stay F32; a Q8_0 tensor whose rows are not whole 32-blocks is F16.
+  uint32_t typeFor(const std::string &gguf, const std::vector<int64_t> &shape) const {
+    if (weightType_ == io::GGML_F32 || shape.size() < 2 || endsWith(gguf, "_norm.weight") ||
+        gguf.find(".ffn_gate_inp.") != std::string::npos || !endsWith(gguf, ".weight"))
       return io::GGML_F32;
-    return io::GGML_F16;
+    if (weightType_ == io::GGML_Q8_0 && shape.back() % 32 != 0)
+      return io::GGML_F16;
+    return weightType_;
+  }
+
+  /// Q8_0 blocks of 32 values: fp16 d = max|x| / 127, then round(x / d)
+  /// as int8 (d = 0: all zero), as llama.cpp's reference quantizer.
+  static void quantizeQ8_0(const float *v, size_t n, uint8_t *dst) {
+    for (size_t b = 0; b < n / 32; ++b, v += 32, dst += 34) {
+      float amax = 0.f;
+      for (int i = 0; i < 32; ++i)
+        amax = std::max(amax, std::fabs(v[i]));
+      const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+      const uint16_t h = io::f32_to_f16(d);
+      std::memcpy(dst, &h, 2);
+      for (int i = 0; i < 32; ++i)
+        dst[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[i] * id)));
+    }
   }
 
   Status add(const std::string &gguf, std::vector<int64_t> shape,
              Produce produce) {
-    const uint32_t type = typeFor(gguf, shape.size());
+    const uint32_t type = typeFor(gguf, shape);
     Expected<int64_t> numel = io::shape_numel(shape);
     if (!numel)
       return Error(where_ + ": " + gguf + ": " + numel.error());
@@ -317,9 +346,12 @@ private:
                          " values, expected " + std::to_string(n));
           if (type == io::GGML_F32) {
             std::memcpy(dst, v.data(), n * 4);
+          } else if (type == io::GGML_Q8_0) {
+            quantizeQ8_0(v.data(), n, dst);
           } else {
             for (size_t i = 0; i < n; ++i) {
-              const uint16_t h = io::f32_to_f16(v[i]);
+              const uint16_t h =
+                  type == io::GGML_BF16 ? io::f32_to_bf16(v[i]) : io::f32_to_f16(v[i]);
               std::memcpy(dst + 2 * i, &h, 2);
             }
           }
@@ -471,12 +503,64 @@ private:
     return Status();
   }
 
+  /// The llama2.c tokenizer.bin beside the checkpoint as llama.cpp's
+  /// SentencePiece vocabulary (tokenizer.ggml.model "llama"): its pieces
+  /// with spaces as U+2581, scores, and types (unknown, control for <s> and
+  /// </s>, byte for <0xXX>, unused for the padding pieces, else normal). A
+  /// tokenizer.json is not converted: llama.cpp then refuses the file.
+  Status tokenizer() {
+    if (!tokenizer_ || tokenizer_->kind != "llama2c") {
+      warnings_.push_back(
+          tokenizer_ ? "the " + tokenizer_->kind +
+                           " tokenizer is not written to the GGUF file (only a llama2.c "
+                           "tokenizer.bin is); llama.cpp will not load it"
+                     : "the checkpoint has no tokenizer; llama.cpp will not load the file");
+      return Status();
+    }
+    const TokenizerSpec &t = *tokenizer_;
+    // llama.cpp's token types.
+    constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUnused = 5, kByte = 6;
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    tokens.reserve(t.tokens.size());
+    types.reserve(t.tokens.size());
+    for (size_t i = 0; i < t.tokens.size(); ++i) {
+      const std::string &piece = t.tokens[i];
+      const int32_t id = static_cast<int32_t>(i);
+      int32_t type = kNormal;
+      if (id == t.unk_id)
+        type = kUnknown;
+      else if (id == t.bos_id || id == t.eos_id)
+        type = kControl;
+      else if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece.back() == '>')
+        type = kByte;
+      else if (piece.compare(0, 7, "<extra_") == 0)
+        type = kUnused;
+      std::string out;
+      for (char c : piece)
+        out += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+      tokens.push_back(std::move(out));
+      types.push_back(type);
+    }
+    HYC_CKPT_TRY(set("tokenizer.ggml.model", GgufWriteValue::string("llama")));
+    HYC_CKPT_TRY(set("tokenizer.ggml.tokens", GgufWriteValue::string_array(tokens)));
+    if (t.scores.size() == t.tokens.size())
+      HYC_CKPT_TRY(set("tokenizer.ggml.scores", GgufWriteValue::f32_array(t.scores)));
+    HYC_CKPT_TRY(set("tokenizer.ggml.token_type", GgufWriteValue::i32_array(types)));
+    if (t.unk_id >= 0)
+      HYC_CKPT_TRY(set("tokenizer.ggml.unknown_token_id",
+                       GgufWriteValue::u32(static_cast<uint32_t>(t.unk_id))));
+    return Status();
+  }
+
   const ModelSpec &spec_;
   const WeightSource &weights_;
+  const std::optional<TokenizerSpec> &tokenizer_;
+  std::vector<std::string> warnings_;
   const GgufConvertOptions &options_;
   std::string where_;
   std::string arch_;
-  bool f16_ = false;
+  uint32_t weightType_ = io::GGML_F32, fileType_ = 0;
   io::GgufWriter out_;
 };
 
@@ -524,7 +608,10 @@ Status convert_hf_to_gguf(const std::string &hf_dir,
     name =
         fs::path(hf_dir).lexically_normal().parent_path().filename().string();
   Converter c(*ckpt, options, "convert_hf_to_gguf " + hf_dir);
-  return c.run(name.empty() ? "hyc" : name, gguf_path);
+  Status status = c.run(name.empty() ? "hyc" : name, gguf_path);
+  if (status.ok() && warnings)
+    warnings->insert(warnings->end(), c.warnings().begin(), c.warnings().end());
+  return status;
 }
 
 } // namespace hyc::models

@@ -424,6 +424,118 @@ TEST(CheckpointGgufLayout, F16FollowsTheConverterRule) {
   }
 }
 
+TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
+  TempDir dir;
+  SynthOptions o;
+  o.arch = "llama";
+  o.output_dir = dir.file("hf");
+  ASSERT_TRUE(synthesize(o).ok());
+  HYC_OPEN_ST(hf, dir.file("hf/model.safetensors"));
+  for (const char *outtype : {"bf16", "q8_0"}) {
+    SCOPED_TRACE(outtype);
+    const bool q8 = std::string(outtype) == "q8_0";
+    GgufConvertOptions opt;
+    opt.outtype = outtype;
+    const std::string path = dir.file(std::string(outtype) + ".gguf");
+    ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), path, opt).ok());
+    HYC_OPEN_GGUF(f, path);
+    EXPECT_EQ(f.find("general.file_type")->u, q8 ? 7u : 32u); // llama.cpp's ftype ids
+    int quantized = 0;
+    for (const io::GgufTensorInfo &t : f.tensor_infos()) {
+      const bool f32 = t.shape.size() < 2 || t.name.find("_norm.weight") != std::string::npos;
+      const uint32_t want = f32                        ? io::GGML_F32
+                            : !q8                      ? io::GGML_BF16
+                            : t.shape.back() % 32 == 0 ? io::GGML_Q8_0
+                                                       : io::GGML_F16;
+      EXPECT_EQ(t.ggml_type, want) << t.name;
+      quantized += t.ggml_type == (q8 ? io::GGML_Q8_0 : io::GGML_BF16);
+    }
+    EXPECT_GT(quantized, 0);
+    // Values: bf16 is the round-to-nearest bf16 of the weight; Q8_0 within
+    // its block's step d = max|x| / 127 stored in fp16: |x - q * d16| <=
+    // d / 2 (rounding) + 127 * |d - d16| (d16 within 2^-11 of d), and the
+    // block's largest |x| comes back within that of itself (q = +-127).
+    const std::vector<float> a = hfTensor(hf, "model.layers.0.mlp.down_proj.weight");
+    const std::vector<float> b = ggufTensor(f, "blk.0.ffn_down.weight");
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(a.size() % 32, 0u);
+    for (size_t blk = 0; blk < a.size(); blk += 32) {
+      float amax = 0.f;
+      for (size_t i = blk; i < blk + 32; ++i)
+        amax = std::max(amax, std::fabs(a[i]));
+      const float d = amax / 127.f, bound = d * (0.5f + 127.f / 2048.f) + 1e-7f;
+      for (size_t i = blk; i < blk + 32; ++i) {
+        if (!q8) {
+          ASSERT_EQ(b[i], io::bf16_to_f32(io::f32_to_bf16(a[i]))) << i;
+          continue;
+        }
+        ASSERT_LE(std::fabs(a[i] - b[i]), bound) << "element " << i << " of block at " << blk;
+      }
+    }
+  }
+}
+
+TEST(CheckpointGgufLayout, TheLlama2cTokenizerBecomesASentencePieceVocabulary) {
+  TempDir dir;
+  SynthOptions o;
+  o.arch = "llama";
+  o.output_dir = dir.file("hf");
+  ASSERT_TRUE(synthesize(o).ok());
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("t.gguf"), {}, &warnings).ok());
+  Expected<Checkpoint> hf = load_checkpoint(dir.file("hf"));
+  ASSERT_TRUE(hf.ok()) << hf.error();
+  ASSERT_TRUE(hf->tokenizer && hf->tokenizer->kind == "llama2c");
+  const TokenizerSpec &want = *hf->tokenizer;
+  HYC_OPEN_GGUF(f, dir.file("t.gguf"));
+  EXPECT_EQ(*f.get_string("tokenizer.ggml.model"), "llama");
+  const std::vector<std::string> tokens = *f.get_string_array("tokenizer.ggml.tokens");
+  const std::vector<int32_t> types = *f.get_i32_array("tokenizer.ggml.token_type");
+  ASSERT_EQ(tokens.size(), want.tokens.size());
+  ASSERT_EQ(types.size(), want.tokens.size());
+  EXPECT_EQ(*f.get_f32_array("tokenizer.ggml.scores"), want.scores);
+  // llama.cpp's types: unknown 2, control 3, byte 6, normal 1.
+  EXPECT_EQ(types[0], 2);
+  EXPECT_EQ(types[1], 3);
+  EXPECT_EQ(types[2], 3);
+  EXPECT_EQ(tokens[3 + 0x0A], "<0x0A>");
+  EXPECT_EQ(types[3 + 0x0A], 6);
+  int spaced = 0;
+  for (size_t i = 259; i < tokens.size(); ++i) {
+    std::string expect;
+    for (char c : want.tokens[i])
+      expect += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c); // U+2581
+    ASSERT_EQ(tokens[i], expect) << i;
+    spaced += want.tokens[i].find(' ') != std::string::npos;
+    if (want.tokens[i].rfind("<extra_", 0) != 0)
+      EXPECT_EQ(types[i], 1) << i;
+  }
+  EXPECT_GT(spaced, 0);
+  EXPECT_EQ(u(f, "tokenizer.ggml.unknown_token_id"), 0);
+  EXPECT_EQ(u(f, "tokenizer.ggml.bos_token_id"), 1);
+  // hyc reads the file's vocabulary back as the same pieces.
+  Expected<Checkpoint> g = load_checkpoint(dir.file("t.gguf"));
+  ASSERT_TRUE(g.ok()) << g.error();
+  ASSERT_TRUE(g->tokenizer.has_value());
+  EXPECT_EQ(g->tokenizer->tokens, tokens);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+}
+
+TEST(CheckpointGgufLayout, ATokenizerJsonIsNotWrittenAndTheWarningSaysSo) {
+  TempDir dir;
+  SynthOptions o;
+  o.arch = "llama";
+  o.output_dir = dir.file("hf");
+  ASSERT_TRUE(synthesize(o).ok());
+  std::filesystem::remove(dir.file("hf/tokenizer.bin"));
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("t.gguf"), {}, &warnings).ok());
+  HYC_OPEN_GGUF(f, dir.file("t.gguf"));
+  EXPECT_FALSE(f.has("tokenizer.ggml.model"));
+  ASSERT_FALSE(warnings.empty());
+  expectContains(warnings.back(), {"no tokenizer", "llama.cpp will not load"});
+}
+
 //===----------------------------------------------------------------------===//
 // Variants and errors.
 //===----------------------------------------------------------------------===//
@@ -541,7 +653,7 @@ TEST(CheckpointGgufConvertVariants, Errors) {
   bad.outtype = "q4";
   Status s = convert_hf_to_gguf(dir.file("hf"), dir.file("x.gguf"), bad);
   ASSERT_FALSE(s.ok());
-  expectContains(s.error(), {"outtype 'q4'", "f32, f16"});
+  expectContains(s.error(), {"outtype 'q4'", "f32, f16, bf16, q8_0"});
 
   Json c = Json::parse(std::ifstream(dir.file("hf/config.json")));
   c["rope_interleave"] = false;
@@ -558,7 +670,8 @@ TEST(CheckpointGgufConvertVariants, Errors) {
 
 /// A copy of `src` without the tensors in `drop`, with `set_arch` as
 /// general.architecture when non-empty and the uint32 keys of `set_u32`
-/// replaced (metadata copied value by value).
+/// replaced (metadata copied value by value; the tokenizer's vocabulary is
+/// left out, these copies test the model's structure).
 void rewriteGguf(const std::string &src, const std::string &dst,
                  const std::vector<std::string> &drop,
                  const std::string &set_arch = "",
@@ -567,6 +680,8 @@ void rewriteGguf(const std::string &src, const std::string &dst,
   ASSERT_TRUE(f.ok()) << f.error();
   io::GgufWriter w;
   for (const auto &[key, v] : f->metadata()) {
+    if (key.rfind("tokenizer.ggml.", 0) == 0 && v.type != io::GgufType::UINT32)
+      continue;
     io::GgufWriteValue out = io::GgufWriteValue::u8(0);
     switch (v.type) {
     case io::GgufType::STRING:
