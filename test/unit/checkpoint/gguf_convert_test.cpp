@@ -183,6 +183,15 @@ std::vector<float> ggufTensor(const io::GgufFile &f, const std::string &name) {
   return v ? *v : std::vector<float>();
 }
 
+/// A synthetic checkpoint of `arch` (its tiny preset, seed 0) in dir/hf.
+void synthHf(TempDir &dir, const char *arch) {
+  SynthOptions o;
+  o.arch = arch;
+  o.output_dir = dir.file("hf");
+  Status s = synthesize(o);
+  ASSERT_TRUE(s.ok()) << s.error();
+}
+
 #define HYC_OPEN_GGUF(var, path)                                               \
   Expected<io::GgufFile> var##_r = io::GgufFile::open(path);                   \
   ASSERT_TRUE(var##_r.ok()) << var##_r.error();                                \
@@ -407,10 +416,7 @@ TEST(CheckpointGgufLayout, Qwen3MoeStackedExpertsNoPermutation) {
 
 TEST(CheckpointGgufLayout, F16FollowsTheConverterRule) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "qwen3-moe";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "qwen3-moe"));
   GgufConvertOptions f16;
   f16.outtype = "f16";
   ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("h.gguf"), f16).ok());
@@ -426,10 +432,7 @@ TEST(CheckpointGgufLayout, F16FollowsTheConverterRule) {
 
 TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "llama";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "llama"));
   HYC_OPEN_ST(hf, dir.file("hf/model.safetensors"));
   for (const char *outtype : {"bf16", "q8_0"}) {
     SCOPED_TRACE(outtype);
@@ -477,10 +480,7 @@ TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
 
 TEST(CheckpointGgufLayout, TheLlama2cTokenizerBecomesASentencePieceVocabulary) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "llama";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "llama"));
   std::vector<std::string> warnings;
   ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("t.gguf"), {}, &warnings).ok());
   Expected<Checkpoint> hf = load_checkpoint(dir.file("hf"));
@@ -523,10 +523,7 @@ TEST(CheckpointGgufLayout, TheLlama2cTokenizerBecomesASentencePieceVocabulary) {
 
 TEST(CheckpointGgufLayout, ATokenizerJsonIsNotWrittenAndTheWarningSaysSo) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "llama";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "llama"));
   std::filesystem::remove(dir.file("hf/tokenizer.bin"));
   std::vector<std::string> warnings;
   ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("t.gguf"), {}, &warnings).ok());
@@ -542,10 +539,7 @@ TEST(CheckpointGgufLayout, ATokenizerJsonIsNotWrittenAndTheWarningSaysSo) {
 
 TEST(CheckpointGgufConvertVariants, Qwen3MoeWithoutRenormalization) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "qwen3-moe";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "qwen3-moe"));
   Json c = Json::parse(std::ifstream(dir.file("hf/config.json")));
   c["norm_topk_prob"] = false;
   writeText(dir.file("hf/config.json"), c.dump());
@@ -645,10 +639,7 @@ TEST(CheckpointGgufConvertVariants, FromFp8Checkpoint) {
 
 TEST(CheckpointGgufConvertVariants, Errors) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "deepseek-v3";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "deepseek-v3"));
   GgufConvertOptions bad;
   bad.outtype = "q4";
   Status s = convert_hf_to_gguf(dir.file("hf"), dir.file("x.gguf"), bad);
@@ -721,10 +712,7 @@ void rewriteGguf(const std::string &src, const std::string &dst,
 
 TEST(CheckpointGgufConvertVariants, MalformedGgufs) {
   TempDir dir;
-  SynthOptions o;
-  o.arch = "deepseek-v3";
-  o.output_dir = dir.file("hf");
-  ASSERT_TRUE(synthesize(o).ok());
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "deepseek-v3"));
   ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("d.gguf")).ok());
   {
     rewriteGguf(dir.file("d.gguf"), dir.file("copy.gguf"), {});
