@@ -315,18 +315,27 @@ private:
   }
 
   /// Q8_0 blocks of 32 values: fp16 d = max|x| / 127, then round(x / d)
-  /// as int8 (d = 0: all zero), as llama.cpp's reference quantizer.
-  static void quantizeQ8_0(const float *v, size_t n, uint8_t *dst) {
+  /// as int8 (d = 0: all zero), as llama.cpp's reference quantizer. A value
+  /// the format cannot hold (not finite, or a block whose d overflows
+  /// fp16) is refused, naming the element.
+  static Status quantizeQ8_0(const float *v, size_t n, uint8_t *dst) {
+    constexpr float kMaxAbs = 65504.f * 127.f; // fp16's largest d
     for (size_t b = 0; b < n / 32; ++b, v += 32, dst += 34) {
       float amax = 0.f;
-      for (int i = 0; i < 32; ++i)
+      for (int i = 0; i < 32; ++i) {
+        if (!std::isfinite(v[i]) || std::fabs(v[i]) > kMaxAbs)
+          return Error("element " + std::to_string(32 * b + i) + " is " +
+                       std::to_string(v[i]) + ": Q8_0 holds finite values of magnitude " +
+                       "up to 65504 x 127 (its fp16 scale times 127)");
         amax = std::max(amax, std::fabs(v[i]));
+      }
       const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
       const uint16_t h = io::f32_to_f16(d);
       std::memcpy(dst, &h, 2);
       for (int i = 0; i < 32; ++i)
         dst[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[i] * id)));
     }
+    return Status();
   }
 
   Status add(const std::string &gguf, std::vector<int64_t> shape,
@@ -347,7 +356,7 @@ private:
           if (type == io::GGML_F32) {
             std::memcpy(dst, v.data(), n * 4);
           } else if (type == io::GGML_Q8_0) {
-            quantizeQ8_0(v.data(), n, dst);
+            HYC_CKPT_TRY(quantizeQ8_0(v.data(), n, dst));
           } else {
             for (size_t i = 0; i < n; ++i) {
               const uint16_t h =

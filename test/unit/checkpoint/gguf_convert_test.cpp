@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <map>
 #include <cmath>
+#include <fstream>
 #include <functional>
 
 namespace hyc::models::test {
@@ -458,8 +459,11 @@ TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
     // its block's step d = max|x| / 127 stored in fp16: |x - q * d16| <=
     // d / 2 (rounding) + 127 * |d - d16| (d16 within 2^-11 of d), and the
     // block's largest |x| comes back within that of itself (q = +-127).
-    const std::vector<float> a = hfTensor(hf, "model.layers.0.mlp.down_proj.weight");
-    const std::vector<float> b = ggufTensor(f, "blk.0.ffn_down.weight");
+    // ffn_up: rows of hidden_size (64), whole blocks (ffn_down's rows of
+    // 172 are the F16 fallback above).
+    EXPECT_EQ(f.find_tensor("blk.0.ffn_up.weight")->ggml_type, q8 ? io::GGML_Q8_0 : io::GGML_BF16);
+    const std::vector<float> a = hfTensor(hf, "model.layers.0.mlp.up_proj.weight");
+    const std::vector<float> b = ggufTensor(f, "blk.0.ffn_up.weight");
     ASSERT_EQ(a.size(), b.size());
     ASSERT_EQ(a.size() % 32, 0u);
     for (size_t blk = 0; blk < a.size(); blk += 32) {
@@ -476,6 +480,41 @@ TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
       }
     }
   }
+}
+
+TEST(CheckpointGgufLayout, Q8_0RefusesAValueItCannotHoldNamingTheTensor) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(synthHf(dir, "llama"));
+  // The first element of one weight set to NaN, in place in the
+  // safetensors data (header: 8-byte length, then JSON with offsets).
+  const std::string st = dir.file("hf/model.safetensors");
+  std::fstream f(st, std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header = 0;
+  f.read(reinterpret_cast<char *>(&header), 8);
+  std::string text(header, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(header));
+  const Json j = Json::parse(text);
+  const Json &t = j.at("model.layers.0.mlp.up_proj.weight"); // rows of whole blocks
+  const int64_t at = 8 + int64_t(header) + t.at("data_offsets")[0].get<int64_t>();
+  f.seekp(at);
+  if (t.at("dtype") == "F32") {
+    const float nan = std::nanf("");
+    f.write(reinterpret_cast<const char *>(&nan), 4);
+  } else {
+    ASSERT_TRUE(t.at("dtype") == "BF16" || t.at("dtype") == "F16") << t.at("dtype");
+    const uint16_t nan = 0x7FFF; // a NaN in bf16 and in f16
+    f.write(reinterpret_cast<const char *>(&nan), 2);
+  }
+  f.close();
+  GgufConvertOptions q8;
+  q8.outtype = "q8_0";
+  Status s = convert_hf_to_gguf(dir.file("hf"), dir.file("q.gguf"), q8);
+  ASSERT_FALSE(s.ok());
+  expectContains(s.error(), {"blk.0.ffn_up.weight", "element 0", "nan", "Q8_0 holds finite"});
+  // f16 carries the NaN as it is (the format holds it).
+  GgufConvertOptions f16;
+  f16.outtype = "f16";
+  EXPECT_TRUE(convert_hf_to_gguf(dir.file("hf"), dir.file("h.gguf"), f16).ok());
 }
 
 TEST(CheckpointGgufLayout, TheLlama2cTokenizerBecomesASentencePieceVocabulary) {
