@@ -46,14 +46,16 @@ top-6 + 2 shared); the shapes the benchmarks compare with other engines.
                          (rounded up to 128)
 )";
 
-static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16|bf16|q8_0]
+static const char *kConvertUsage = R"(usage: hyc convert-gguf HF_DIR OUT.gguf [--outtype f32|f16|bf16|q8_0|q4_0]
 
 Writes the GGUF file llama.cpp's converter would write for a Hugging Face
 checkpoint (llama, qwen2, qwen3, qwen3moe, hunyuan-moe; deepseek2 for
 DeepSeek-V2, V2-Lite, V3 and R1). --outtype (default f32) is the type of
 the weights of 2+ dims; norms, the MoE router and 1-D tensors stay f32
-(q8_0: a tensor whose rows are not whole 32-value blocks is f16), as the
-converter's --outtype does. Other engines run the same weights this way.
+(q8_0, q4_0: a tensor whose rows are not whole 32-value blocks is f16), as
+the converter's --outtype does; q4_0 as llama-quantize --pure Q4_0 (every
+such weight, the output head included). Other engines run the same
+weights this way.
 )";
 
 int runConvertGgufCommand(int argc, char **argv) {

@@ -87,9 +87,11 @@ private:
       weightType_ = io::GGML_BF16, fileType_ = 32;
     else if (options_.outtype == "q8_0")
       weightType_ = io::GGML_Q8_0, fileType_ = 7;
+    else if (options_.outtype == "q4_0") // llama-quantize --pure Q4_0
+      weightType_ = io::GGML_Q4_0, fileType_ = 2;
     else
       return Error(where_ + ": outtype '" + options_.outtype +
-                   "' is not supported (supported: f32, f16, bf16, q8_0)");
+                   "' is not supported (supported: f32, f16, bf16, q8_0, q4_0)");
     return Status();
   }
 
@@ -309,9 +311,36 @@ private:
     if (weightType_ == io::GGML_F32 || shape.size() < 2 || endsWith(gguf, "_norm.weight") ||
         gguf.find(".ffn_gate_inp.") != std::string::npos || !endsWith(gguf, ".weight"))
       return io::GGML_F32;
-    if (weightType_ == io::GGML_Q8_0 && shape.back() % 32 != 0)
+    if ((weightType_ == io::GGML_Q8_0 || weightType_ == io::GGML_Q4_0) && shape.back() % 32 != 0)
       return io::GGML_F16;
     return weightType_;
+  }
+
+  /// Q4_0 blocks of 32 values: fp16 d = m / -8 where m is the value of
+  /// largest magnitude (so m itself lands on code 0), codes min(15,
+  /// trunc(x / d + 8.5)), element j in the low nibble of byte j and element
+  /// j + 16 in its high nibble, as llama.cpp's reference quantizer.
+  static Status quantizeQ4_0(const float *v, size_t n, uint8_t *dst) {
+    for (size_t b = 0; b < n / 32; ++b, v += 32, dst += 18) {
+      float amax = 0.f, m = 0.f;
+      for (int i = 0; i < 32; ++i) {
+        if (!std::isfinite(v[i]) || std::fabs(v[i]) > 65504.f * 8.f)
+          return Error("element " + std::to_string(32 * b + i) + " is " +
+                       std::to_string(v[i]) + ": Q4_0 holds finite values of magnitude " +
+                       "up to 65504 x 8 (its fp16 scale times 8)");
+        if (std::fabs(v[i]) > amax)
+          amax = std::fabs(v[i]), m = v[i];
+      }
+      const float d = m / -8.f, id = d != 0.f ? 1.f / d : 0.f;
+      const uint16_t h = io::f32_to_f16(d);
+      std::memcpy(dst, &h, 2);
+      for (int j = 0; j < 16; ++j) {
+        const int lo = std::min(15, static_cast<int>(v[j] * id + 8.5f));
+        const int hi = std::min(15, static_cast<int>(v[j + 16] * id + 8.5f));
+        dst[2 + j] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+    return Status();
   }
 
   /// Q8_0 blocks of 32 values: fp16 d = max|x| / 127, then round(x / d)
@@ -357,6 +386,8 @@ private:
             std::memcpy(dst, v.data(), n * 4);
           } else if (type == io::GGML_Q8_0) {
             HYC_CKPT_TRY(quantizeQ8_0(v.data(), n, dst));
+          } else if (type == io::GGML_Q4_0) {
+            HYC_CKPT_TRY(quantizeQ4_0(v.data(), n, dst));
           } else {
             for (size_t i = 0; i < n; ++i) {
               const uint16_t h =

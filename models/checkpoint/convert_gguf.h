@@ -14,10 +14,11 @@
 namespace hyc::models {
 
 struct GgufConvertOptions {
-  /// "f32" (default), "f16", "bf16" or "q8_0": like the converter's
-  /// --outtype, weights with 2+ dims take the type except `*_norm.weight`
-  /// and the router (`ffn_gate_inp`); 1-D tensors, biases and
-  /// `exp_probs_b.bias` stay F32; q8_0 rows that are not whole 32-blocks F16.
+  /// "f32" (default), "f16", "bf16", "q8_0" or "q4_0": like the
+  /// converter's --outtype (q4_0: llama-quantize --pure Q4_0), weights with
+  /// 2+ dims take the type except `*_norm.weight` and the router
+  /// (`ffn_gate_inp`); 1-D tensors, biases and `exp_probs_b.bias` stay F32;
+  /// q8_0 / q4_0 rows that are not whole 32-blocks F16.
   std::string outtype = "f32";
   /// deepseek2 only. true (llama.cpp's converter since MLA absorption):
   /// kv_b_proj is split into `attn_k_b` [H, kv_lora, nope] (the k rows of

@@ -23,7 +23,7 @@ void putString(std::vector<uint8_t> &out, const std::string &s) {
 
 bool supportedTensorType(uint32_t t) {
   return t == GGML_F32 || t == GGML_F16 || t == GGML_BF16 || t == GGML_Q8_0 ||
-         t == GGML_I8 || t == GGML_I32;
+         t == GGML_Q4_0 || t == GGML_I8 || t == GGML_I32;
 }
 
 DType dtypeOf(uint32_t t) {
@@ -34,6 +34,8 @@ DType dtypeOf(uint32_t t) {
     return DType::BF16;
   case GGML_Q8_0:
     return DType::Q8_0;
+  case GGML_Q4_0:
+    return DType::Q4_0;
   case GGML_I8:
     return DType::I8;
   case GGML_I32:
@@ -196,18 +198,18 @@ Status GgufWriter::add_tensor(const std::string &name, uint32_t ggml_type,
   if (!supportedTensorType(ggml_type))
     return Error(where + ": ggml type " + ggml_type_name(ggml_type) + " (" +
                  std::to_string(ggml_type) +
-                 ") is not supported (supported: F32, F16, BF16, Q8_0, I8, "
-                 "I32)");
+                 ") is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
+                 "I8, I32)");
   if (shape.size() > 4)
     return Error(where + ": " + std::to_string(shape.size()) +
                  " dims, GGUF allows at most 4");
   Expected<int64_t> numel = shape_numel(shape);
   if (!numel)
     return Error(where + ": " + numel.error());
-  if (ggml_type == GGML_Q8_0 && !shape.empty() && shape.back() % 32 != 0)
-    return Error(where +
-                 ": Q8_0 needs the innermost dim to be a multiple of "
-                 "32, shape " +
+  if ((ggml_type == GGML_Q8_0 || ggml_type == GGML_Q4_0) && !shape.empty() &&
+      shape.back() % 32 != 0)
+    return Error(where + ": " + ggml_type_name(ggml_type) +
+                 " needs the innermost dim to be a multiple of 32, shape " +
                  shape_to_string(shape));
   Expected<size_t> bytes = dtype_data_bytes(dtypeOf(ggml_type), *numel);
   if (!bytes)

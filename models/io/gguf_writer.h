@@ -1,5 +1,5 @@
 // GGUF v3 writer: metadata key/values of every GGUF type (nested arrays
-// included) and tensors (F32, F16, BF16, Q8_0, I8, I32 data) at a fixed
+// included) and tensors (F32, F16, BF16, Q8_0, Q4_0, I8, I32 data) at a fixed
 // alignment (32 unless set). Produces files models/io/gguf.h and llama.cpp
 // read.
 #ifndef HYC_MODELS_IO_GGUF_WRITER_H

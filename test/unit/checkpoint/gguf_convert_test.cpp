@@ -431,37 +431,43 @@ TEST(CheckpointGgufLayout, F16FollowsTheConverterRule) {
   }
 }
 
-TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
+TEST(CheckpointGgufLayout, Bf16Q8_0AndQ4_0FollowTheConverterRule) {
   TempDir dir;
   ASSERT_NO_FATAL_FAILURE(synthHf(dir, "llama"));
   HYC_OPEN_ST(hf, dir.file("hf/model.safetensors"));
-  for (const char *outtype : {"bf16", "q8_0"}) {
-    SCOPED_TRACE(outtype);
-    const bool q8 = std::string(outtype) == "q8_0";
+  struct Out {
+    const char *outtype;
+    uint32_t type, file_type; // llama.cpp's ggml type and ftype ids
+  };
+  for (const Out o : {Out{"bf16", io::GGML_BF16, 32}, Out{"q8_0", io::GGML_Q8_0, 7},
+                      Out{"q4_0", io::GGML_Q4_0, 2}}) {
+    SCOPED_TRACE(o.outtype);
+    const bool blocks = o.type != io::GGML_BF16;
     GgufConvertOptions opt;
-    opt.outtype = outtype;
-    const std::string path = dir.file(std::string(outtype) + ".gguf");
+    opt.outtype = o.outtype;
+    const std::string path = dir.file(std::string(o.outtype) + ".gguf");
     ASSERT_TRUE(convert_hf_to_gguf(dir.file("hf"), path, opt).ok());
     HYC_OPEN_GGUF(f, path);
-    EXPECT_EQ(f.find("general.file_type")->u, q8 ? 7u : 32u); // llama.cpp's ftype ids
-    int quantized = 0;
+    EXPECT_EQ(f.find("general.file_type")->u, o.file_type);
+    int typed = 0;
     for (const io::GgufTensorInfo &t : f.tensor_infos()) {
       const bool f32 = t.shape.size() < 2 || t.name.find("_norm.weight") != std::string::npos;
-      const uint32_t want = f32                        ? io::GGML_F32
-                            : !q8                      ? io::GGML_BF16
-                            : t.shape.back() % 32 == 0 ? io::GGML_Q8_0
-                                                       : io::GGML_F16;
+      const uint32_t want = f32 ? io::GGML_F32
+                            : blocks && t.shape.back() % 32 != 0 ? io::GGML_F16
+                                                                 : o.type;
       EXPECT_EQ(t.ggml_type, want) << t.name;
-      quantized += t.ggml_type == (q8 ? io::GGML_Q8_0 : io::GGML_BF16);
+      typed += t.ggml_type == o.type;
     }
-    EXPECT_GT(quantized, 0);
-    // Values: bf16 is the round-to-nearest bf16 of the weight; Q8_0 within
-    // its block's step d = max|x| / 127 stored in fp16: |x - q * d16| <=
-    // d / 2 (rounding) + 127 * |d - d16| (d16 within 2^-11 of d), and the
-    // block's largest |x| comes back within that of itself (q = +-127).
-    // ffn_up: rows of hidden_size (64), whole blocks (ffn_down's rows of
-    // 172 are the F16 fallback above).
-    EXPECT_EQ(f.find_tensor("blk.0.ffn_up.weight")->ggml_type, q8 ? io::GGML_Q8_0 : io::GGML_BF16);
+    EXPECT_GT(typed, 0);
+    // Values of ffn_up (rows of hidden_size 64: whole blocks; ffn_down's
+    // rows of 172 are the F16 fallback above). bf16: the round-to-nearest
+    // bf16 of the weight. Q8_0: step d = max|x| / 127, stored in fp16 (within
+    // 2^-11 of d): |x - q * d16| <= d / 2 + 127 * 2^-11 d. Q4_0: step d =
+    // max|x| / 8, codes 0..15 for -8..7 steps, so the value of largest
+    // magnitude lands exactly on an end and every other within d / 2, but a
+    // value near +8 d (the opposite sign) clamps to 7 d: within d, plus 8 *
+    // 2^-11 d from the fp16 step.
+    EXPECT_EQ(f.find_tensor("blk.0.ffn_up.weight")->ggml_type, o.type);
     const std::vector<float> a = hfTensor(hf, "model.layers.0.mlp.up_proj.weight");
     const std::vector<float> b = ggufTensor(f, "blk.0.ffn_up.weight");
     ASSERT_EQ(a.size(), b.size());
@@ -470,13 +476,18 @@ TEST(CheckpointGgufLayout, Bf16AndQ8_0FollowTheConverterRule) {
       float amax = 0.f;
       for (size_t i = blk; i < blk + 32; ++i)
         amax = std::max(amax, std::fabs(a[i]));
-      const float d = amax / 127.f, bound = d * (0.5f + 127.f / 2048.f) + 1e-7f;
       for (size_t i = blk; i < blk + 32; ++i) {
-        if (!q8) {
+        if (!blocks) {
           ASSERT_EQ(b[i], io::bf16_to_f32(io::f32_to_bf16(a[i]))) << i;
           continue;
         }
+        const bool q4 = o.type == io::GGML_Q4_0;
+        const float d = amax / (q4 ? 8.f : 127.f);
+        const bool near_end = q4 && std::fabs(a[i]) > 7.5f * d && std::fabs(a[i]) < amax;
+        const float bound = d * ((near_end ? 1.f : 0.5f) + (q4 ? 8.f : 127.f) / 2048.f) + 1e-7f;
         ASSERT_LE(std::fabs(a[i] - b[i]), bound) << "element " << i << " of block at " << blk;
+        if (std::fabs(a[i]) == amax) // the block's end value: the step is built on it
+          ASSERT_NEAR(b[i], a[i], amax / 1024.f) << "element " << i;
       }
     }
   }
@@ -683,7 +694,7 @@ TEST(CheckpointGgufConvertVariants, Errors) {
   bad.outtype = "q4";
   Status s = convert_hf_to_gguf(dir.file("hf"), dir.file("x.gguf"), bad);
   ASSERT_FALSE(s.ok());
-  expectContains(s.error(), {"outtype 'q4'", "f32, f16, bf16, q8_0"});
+  expectContains(s.error(), {"outtype 'q4'", "f32, f16, bf16, q8_0, q4_0"});
 
   Json c = Json::parse(std::ifstream(dir.file("hf/config.json")));
   c["rope_interleave"] = false;

@@ -186,7 +186,12 @@ TEST(CheckpointGgufWriter, Errors) {
   expectError(
       w.add_tensor_bytes("q", io::GGML_Q8_0, {1, 32}, std::vector<uint8_t>(33)),
       {"'q'", "34 bytes"});
-  expectError(w.add_tensor_bytes("q4", 2, {32}, {}), {"Q4_0"});
+  expectError(w.add_tensor_bytes("q4", io::GGML_Q4_0, {2, 17}, {}),
+              {"'q4'", "Q4_0", "multiple of 32"});
+  expectError(
+      w.add_tensor_bytes("q4", io::GGML_Q4_0, {1, 32}, std::vector<uint8_t>(17)),
+      {"'q4'", "18 bytes"});
+  expectError(w.add_tensor_bytes("q4k", 12, {256}, {}), {"Q4_K", "not supported"});
   expectError(w.add_tensor_f32("d5", {1, 1, 1, 1, 1}, {1}), {"at most 4"});
   HYC_OK(w.add_tensor("bad", io::GGML_F32, {2}, [](uint8_t *) {
     return io::Status(io::Error("disk on fire"));
