@@ -17,8 +17,7 @@ HYC=${HYC:-$HERE/../../build/compiler/hyc}
 WORK=${1:?WORK_DIR}
 PEERS=${2:?PEERS_DIR}
 PASSES=${3:-2}
-shift 3 || shift $#
-PRESETS=("$@")
+PRESETS=("${@:4}")
 [ ${#PRESETS[@]} -gt 0 ] || PRESETS=(dense-1b moe-small mla-small)
 [ -x "$HYC" ] || { echo "no hyc at $HYC (set HYC)" >&2; exit 2; }
 [ -d "$PEERS/node_modules/node-llama-cpp" ] ||

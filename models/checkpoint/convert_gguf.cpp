@@ -304,9 +304,10 @@ private:
     return Status();
   }
 
-  /// convert_hf_to_gguf.py's rule for --outtype f16 / bf16 / q8_0: weights
-  /// of 2+ dims take the type, norms, the router, biases and 1-D tensors
-  /// stay F32; a Q8_0 tensor whose rows are not whole 32-blocks is F16.
+  /// convert_hf_to_gguf.py's rule for --outtype f16 / bf16 / q8_0 (q4_0 as
+  /// llama-quantize --pure): weights of 2+ dims take the type, norms, the
+  /// router, biases and 1-D tensors stay F32; a Q8_0 / Q4_0 tensor whose
+  /// rows are not whole 32-blocks is F16.
   uint32_t typeFor(const std::string &gguf, const std::vector<int64_t> &shape) const {
     if (weightType_ == io::GGML_F32 || shape.size() < 2 || endsWith(gguf, "_norm.weight") ||
         gguf.find(".ffn_gate_inp.") != std::string::npos || !endsWith(gguf, ".weight"))
@@ -316,21 +317,34 @@ private:
     return weightType_;
   }
 
+  /// The value of largest magnitude among a block's 32 values (its sign
+  /// kept), or an error naming the first value `format` cannot hold: not
+  /// finite, or past its fp16 scale's largest value times `codes` (the
+  /// largest code magnitude).
+  static Status blockExtreme(const float *v, size_t block, int codes, const char *format,
+                             float *extreme) {
+    const float limit = 65504.f * static_cast<float>(codes);
+    *extreme = 0.f;
+    for (int i = 0; i < 32; ++i) {
+      if (!std::isfinite(v[i]) || std::fabs(v[i]) > limit)
+        return Error("element " + std::to_string(32 * block + i) + " is " +
+                     std::to_string(v[i]) + ": " + format +
+                     " holds finite values of magnitude up to 65504 x " + std::to_string(codes) +
+                     " (its fp16 scale times " + std::to_string(codes) + ")");
+      if (std::fabs(v[i]) > std::fabs(*extreme))
+        *extreme = v[i];
+    }
+    return Status();
+  }
+
   /// Q4_0 blocks of 32 values: fp16 d = m / -8 where m is the value of
   /// largest magnitude (so m itself lands on code 0), codes min(15,
   /// trunc(x / d + 8.5)), element j in the low nibble of byte j and element
   /// j + 16 in its high nibble, as llama.cpp's reference quantizer.
   static Status quantizeQ4_0(const float *v, size_t n, uint8_t *dst) {
     for (size_t b = 0; b < n / 32; ++b, v += 32, dst += 18) {
-      float amax = 0.f, m = 0.f;
-      for (int i = 0; i < 32; ++i) {
-        if (!std::isfinite(v[i]) || std::fabs(v[i]) > 65504.f * 8.f)
-          return Error("element " + std::to_string(32 * b + i) + " is " +
-                       std::to_string(v[i]) + ": Q4_0 holds finite values of magnitude " +
-                       "up to 65504 x 8 (its fp16 scale times 8)");
-        if (std::fabs(v[i]) > amax)
-          amax = std::fabs(v[i]), m = v[i];
-      }
+      float m = 0.f;
+      HYC_CKPT_TRY(blockExtreme(v, b, 8, "Q4_0", &m));
       const float d = m / -8.f, id = d != 0.f ? 1.f / d : 0.f;
       const uint16_t h = io::f32_to_f16(d);
       std::memcpy(dst, &h, 2);
@@ -344,21 +358,12 @@ private:
   }
 
   /// Q8_0 blocks of 32 values: fp16 d = max|x| / 127, then round(x / d)
-  /// as int8 (d = 0: all zero), as llama.cpp's reference quantizer. A value
-  /// the format cannot hold (not finite, or a block whose d overflows
-  /// fp16) is refused, naming the element.
+  /// as int8 (d = 0: all zero), as llama.cpp's reference quantizer.
   static Status quantizeQ8_0(const float *v, size_t n, uint8_t *dst) {
-    constexpr float kMaxAbs = 65504.f * 127.f; // fp16's largest d
     for (size_t b = 0; b < n / 32; ++b, v += 32, dst += 34) {
-      float amax = 0.f;
-      for (int i = 0; i < 32; ++i) {
-        if (!std::isfinite(v[i]) || std::fabs(v[i]) > kMaxAbs)
-          return Error("element " + std::to_string(32 * b + i) + " is " +
-                       std::to_string(v[i]) + ": Q8_0 holds finite values of magnitude " +
-                       "up to 65504 x 127 (its fp16 scale times 127)");
-        amax = std::max(amax, std::fabs(v[i]));
-      }
-      const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+      float m = 0.f;
+      HYC_CKPT_TRY(blockExtreme(v, b, 127, "Q8_0", &m));
+      const float d = std::fabs(m) / 127.f, id = d != 0.f ? 1.f / d : 0.f;
       const uint16_t h = io::f32_to_f16(d);
       std::memcpy(dst, &h, 2);
       for (int i = 0; i < 32; ++i)
